@@ -1,0 +1,72 @@
+"""The error tree. Every warpstage error subclasses ``WarpstageError`` and the builtin that fits,
+so ``except TypeError`` keeps working for code that does not know warpstage.
+
+Messages follow one shape: what went wrong, where (file:line and a caret excerpt when the error
+comes from kernel source), expected vs got, and the fix.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "WarpstageError", "CompilationError", "BindingTimeError", "ArgumentError", "PtxasError",
+    "LaunchError", "DeviceError", "SimulatorError", "OutOfBoundsError", "DeadlockError",
+    "BarrierError", "UnsupportedError",
+]
+
+
+class WarpstageError(Exception):
+    """Base of every warpstage error. ``where`` is the kernel source position ('file:line'), if any."""
+
+    def __init__(self, message: str, where: Optional[str] = None):
+        super().__init__(message)
+        self.where = where
+
+
+class CompilationError(WarpstageError, RuntimeError):
+    """Tracing or lowering a kernel failed because of the kernel's source."""
+
+
+class BindingTimeError(WarpstageError, TypeError):
+    """A dynamic value was used where a static one is needed, or static/dynamic values could not
+    be merged. The message says where the value became dynamic and how to fix it."""
+
+
+class ArgumentError(WarpstageError, TypeError):
+    """A host argument does not fit its parameter (type, dtype, device, range)."""
+
+
+class UnsupportedError(WarpstageError, NotImplementedError):
+    """A Python construct or value that warpstage does not support in kernels."""
+
+
+class PtxasError(CompilationError):
+    """ptxas rejected the PTX; ``log`` holds its output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+class LaunchError(WarpstageError, RuntimeError):
+    """A launch was refused (grid/block over the device limits, too much shared memory, driver error)."""
+
+
+class DeviceError(WarpstageError, RuntimeError):
+    """No usable CUDA device or driver, or a driver call failed."""
+
+
+class SimulatorError(WarpstageError, RuntimeError):
+    """The CPU simulator found a fault in the kernel (its message names file:line)."""
+
+
+class OutOfBoundsError(SimulatorError, IndexError):
+    """A global or shared memory access outside any allocation."""
+
+
+class DeadlockError(SimulatorError):
+    """Every live warp is waiting; the message lists each warp's wait point."""
+
+
+class BarrierError(SimulatorError):
+    """Barrier misuse (mismatched counts, barrier in divergent code)."""

@@ -1,0 +1,146 @@
+"""Builder: appends operations at an insertion point and returns their results.
+
+Each method documents its semantics in one line. Structured ops are built with context managers::
+
+    with b.if_(cond, result_types=[i32]) as (then, else_):
+        ...                                 # then/else_ are Blocks; use b.at(block)
+    loop = b.for_(lb, ub, step, [init])    # loop.iv, loop.carried, loop.body
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Optional, Sequence
+
+from .core import Block, Function, Location, Operation, Region, Value
+from .types import PointerType, ScalarType, Type, i1
+
+__all__ = ["Builder"]
+
+
+class Builder:
+    """Inserts ops at the end of the current block; ``loc`` is stamped on every new op."""
+
+    def __init__(self, block: Optional[Block] = None):
+        self.block = block
+        self.loc: Optional[Location] = None
+
+    # -- insertion point -------------------------------------------------------------------
+    @contextmanager
+    def at(self, block: Block):
+        """Temporarily insert at the end of ``block``."""
+        saved, self.block = self.block, block
+        try:
+            yield block
+        finally:
+            self.block = saved
+
+    def op(self, name: str, operands: Sequence[Value] = (), result_types: Sequence[Type] = (),
+           attrs: Optional[dict] = None, regions: Sequence[Region] = ()) -> Operation:
+        """Append a generic op and return it."""
+        if self.block is None:
+            raise RuntimeError("Builder has no insertion block")
+        return self.block.append(Operation(name, operands, result_types, attrs, regions, self.loc))
+
+    # -- arith / math ------------------------------------------------------------------------
+    def constant(self, type: ScalarType, value) -> Value:
+        """result = literal ``value`` of ``type``."""
+        if type.is_bool:
+            value = bool(value)
+        elif type.is_int:
+            value = int(value)
+        else:
+            value = float(value)
+        return self.op("arith.constant", (), (type,), {"value": value}).result
+
+    def binary(self, kind: str, a: Value, b: Value) -> Value:
+        """result = a <kind> b (``kind`` in ir.ops.BINARY), operands of one type."""
+        return self.op(f"arith.{kind}", (a, b), (a.type,)).result
+
+    def unary(self, name: str, a: Value) -> Value:
+        """result = name(a) for arith.neg / arith.not / math.* unary ops."""
+        return self.op(name, (a,), (a.type,)).result
+
+    def fma(self, a: Value, b: Value, c: Value) -> Value:
+        """result = a * b + c with one rounding."""
+        return self.op("math.fma", (a, b, c), (a.type,)).result
+
+    def cmp(self, pred: str, a: Value, b: Value) -> Value:
+        """result: i1 = a <pred> b."""
+        return self.op("arith.cmp", (a, b), (i1,), {"pred": pred}).result
+
+    def select(self, c: Value, a: Value, b: Value) -> Value:
+        """result = c ? a : b."""
+        return self.op("arith.select", (c, a, b), (a.type,)).result
+
+    def cast(self, x: Value, to: ScalarType) -> Value:
+        """result = numeric conversion of x to ``to`` (no op if equal)."""
+        if x.type == to:
+            return x
+        return self.op("arith.cast", (x,), (to,)).result
+
+    def bitcast(self, x: Value, to: ScalarType) -> Value:
+        """result = the bits of x read as ``to`` (same width)."""
+        return self.op("arith.bitcast", (x,), (to,)).result
+
+    # -- registers, memory, sync ---------------------------------------------------------------
+    def sreg(self, reg: str, type: ScalarType) -> Value:
+        """result = PTX special register ``%reg`` (e.g. tid.x)."""
+        return self.op("nvvm.sreg", (), (type,), {"reg": reg}).result
+
+    def barrier(self, id: int = 0, count: Optional[int] = None) -> None:
+        """bar.sync id[, count]."""
+        attrs = {"id": id}
+        if count is not None:
+            attrs["count"] = count
+        self.op("nvvm.barrier", (), (), attrs)
+
+    def ptr_offset(self, p: Value, i: Value) -> Value:
+        """result = p + i elements."""
+        return self.op("ptr.offset", (p, i), (p.type,)).result
+
+    def load(self, p: Value) -> Value:
+        """result = *p."""
+        if not isinstance(p.type, PointerType):
+            raise TypeError(f"load needs a pointer, got {p.type}")
+        return self.op("mem.load", (p,), (p.type.pointee,)).result
+
+    def store(self, p: Value, v: Value) -> None:
+        """*p = v."""
+        self.op("mem.store", (p, v))
+
+    def printf(self, fmt: str, args: Sequence[Value]) -> None:
+        """printf(fmt, *args) on the device."""
+        self.op("gpu.printf", args, (), {"format": fmt})
+
+    # -- structured control flow -------------------------------------------------------------
+    def yield_(self, values: Sequence[Value] = ()) -> None:
+        """Terminate the current region, passing ``values`` to the parent op."""
+        self.op("scf.yield", values)
+
+    def if_(self, cond: Value, result_types: Sequence[Type] = ()) -> Operation:
+        """An scf.if with empty then/else blocks; fill each and end it with yield_."""
+        return self.op("scf.if", (cond,), result_types, regions=(Region(), Region()))
+
+    def for_(self, lb: Value, ub: Value, step: Value, init: Sequence[Value] = (),
+             attrs: Optional[dict] = None) -> Operation:
+        """An scf.for; its body block has args (iv, *carried); fill it and end it with yield_."""
+        body = Block([lb.type] + [v.type for v in init])
+        return self.op("scf.for", (lb, ub, step, *init), [v.type for v in init], attrs,
+                       (Region(body),))
+
+    def while_(self, init: Sequence[Value]) -> Operation:
+        """An scf.while; before(args) ends in condition(c, *args), after(args) ends in yield_."""
+        types = [v.type for v in init]
+        return self.op("scf.while", init, types, regions=(Region(Block(types)), Region(Block(types))))
+
+    def condition(self, c: Value, values: Sequence[Value]) -> None:
+        """End a while's before region: continue with ``values`` while c, else exit with them."""
+        self.op("scf.condition", (c, *values))
+
+    def call(self, callee: Function, args: Sequence[Value]) -> list:
+        """results = callee(*args)."""
+        return self.op("func.call", args, callee.result_types, {"callee": callee.name}).results
+
+    def return_(self, values: Sequence[Value] = ()) -> None:
+        """End the function body, returning ``values``."""
+        self.op("func.return", values)

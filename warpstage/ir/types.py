@@ -1,0 +1,85 @@
+"""IR types: scalars and pointers.
+
+Types are frozen and hashable; equality is structural, so they can be used as dict keys and
+compared with ``==``. The textual spelling (``str(t)``) is what the printer writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Type", "ScalarType", "PointerType", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
+    "u64", "f16", "bf16", "f32", "f64", "ADDRESS_SPACES", "SCALAR_TYPES",
+]
+
+
+class Type:
+    """Base class of IR types."""
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    """A scalar: ``kind`` is 'bool', 'int' (signed), 'uint' or 'float'; ``bits`` its width.
+
+    ``name`` is the spelling (i32, u8, f16, bf16, ...). bf16 and f16 are both 16-bit floats and
+    differ only by name.
+    """
+
+    kind: str
+    bits: int
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        """True for signed and unsigned integers (not bool)."""
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def nbytes(self) -> int:
+        return max(1, self.bits // 8)
+
+
+ADDRESS_SPACES = ("generic", "global", "shared", "const", "local")
+
+
+@dataclass(frozen=True)
+class PointerType(Type):
+    """A typed pointer into an address space (PTX state space): generic, global, shared, ..."""
+
+    pointee: ScalarType
+    space: str = "global"
+
+    def __str__(self) -> str:
+        return f"!ptr<{self.pointee}, {self.space}>"
+
+
+i1 = ScalarType("bool", 1, "i1")
+i8 = ScalarType("int", 8, "i8")
+i16 = ScalarType("int", 16, "i16")
+i32 = ScalarType("int", 32, "i32")
+i64 = ScalarType("int", 64, "i64")
+u8 = ScalarType("uint", 8, "u8")
+u16 = ScalarType("uint", 16, "u16")
+u32 = ScalarType("uint", 32, "u32")
+u64 = ScalarType("uint", 64, "u64")
+f16 = ScalarType("float", 16, "f16")
+bf16 = ScalarType("float", 16, "bf16")
+f32 = ScalarType("float", 32, "f32")
+f64 = ScalarType("float", 64, "f64")
+
+SCALAR_TYPES = {t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)}

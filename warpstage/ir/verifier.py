@@ -1,0 +1,82 @@
+"""The IR verifier: each op's contract (``ir.ops``), SSA scoping, terminators, calls.
+
+Run at the stage boundaries (after tracing, after each pass). A failure raises
+``VerificationError`` naming the function, the op, its source location, expected vs got.
+"""
+from __future__ import annotations
+
+from .core import Block, Function, Module, Operation
+from .ops import OPS, TERMINATORS
+
+__all__ = ["VerificationError", "verify"]
+
+
+class VerificationError(ValueError):
+    """The IR breaks an invariant. This is a compiler bug unless you built the IR by hand."""
+
+
+def verify(module: Module) -> None:
+    """Check every function of ``module``; raise VerificationError on the first problem."""
+    for fn in module.functions:
+        _Verifier(module, fn).run()
+
+
+class _Verifier:
+    def __init__(self, module: Module, fn: Function):
+        self.module = module
+        self.fn = fn
+
+    def fail(self, op, msg):
+        where = f" at {op.loc}" if op is not None and op.loc else ""
+        name = f"'{op.name}'" if op is not None else "body"
+        raise VerificationError(f"in function {self.fn.name}: {name}{where}: {msg}")
+
+    def run(self):
+        block = self.fn.body.block
+        if [a.type for a in block.args] != list(self.fn.arg_types):
+            self.fail(None, "parameters do not match arg_types")
+        term = block.terminator
+        if term is None or term.name != "func.return":
+            self.fail(term, "function body must end in func.return")
+        got = [v.type for v in term.operands]
+        if got != list(self.fn.result_types):
+            self.fail(term, f"returns ({', '.join(map(str, got))}), function declares "
+                            f"({', '.join(map(str, self.fn.result_types))})")
+        self.block(block, set())
+
+    def block(self, block: Block, visible: set):
+        scope = set(visible)
+        scope.update(id(a) for a in block.args)
+        for i, op in enumerate(block.ops):
+            if op.parent is not block:
+                self.fail(op, "op's parent link does not point at its block")
+            rule = OPS.get(op.name)
+            if rule is None:
+                self.fail(op, "unknown op")
+            for k, v in enumerate(op.operands):
+                if id(v) not in scope:
+                    self.fail(op, f"operand {k} ({v.type}) is not defined before this op in an "
+                                  "enclosing block")
+            err = rule(op)
+            if err:
+                self.fail(op, err)
+            is_last = i == len(block.ops) - 1
+            if op.name in TERMINATORS and not is_last:
+                self.fail(op, "terminator in the middle of a block")
+            if op.name == "func.call":
+                self.call(op)
+            for region in op.regions:
+                self.block(region.block, scope)
+            scope.update(id(r) for r in op.results)
+
+    def call(self, op: Operation):
+        callee = self.module.get(op.attrs["callee"])
+        if callee is None:
+            self.fail(op, f"no function {op.attrs['callee']!r} in the module")
+        if callee.is_kernel:
+            self.fail(op, f"cannot call kernel {callee.name!r} from device code")
+        if [v.type for v in op.operands] != list(callee.arg_types):
+            self.fail(op, f"arguments ({', '.join(str(v.type) for v in op.operands)}) do not match "
+                          f"{callee.name}({', '.join(map(str, callee.arg_types))})")
+        if [r.type for r in op.results] != list(callee.result_types):
+            self.fail(op, f"results do not match {callee.name}'s return types")

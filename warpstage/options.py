@@ -1,0 +1,52 @@
+"""Compile options: one frozen dataclass, passed down explicitly, hashed into the cache key.
+
+This is the only module that reads environment variables:
+
+  WARPSTAGE_TARGET      'cuda' or 'sim' (default: cuda when a GPU is usable, else sim)
+  WARPSTAGE_PTXAS       path to the ptxas executable
+  WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
+  WARPSTAGE_DEBUG       '1' turns on device-side asserts
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Optional
+
+__all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas"]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How to compile. ``arch`` is the PTX target (sm_90a); ``opt_level`` LLVM's -O level;
+    ``debug`` enables device asserts; ``max_specializations`` the count after which a kernel warns
+    about recompiles; ``ptxas`` an explicit ptxas path (None: search)."""
+
+    arch: str = "sm_90a"
+    ptx_version: str = "+ptx80"
+    opt_level: int = 3
+    debug: bool = False
+    ptxas: Optional[str] = None
+    max_specializations: int = 8
+
+    def with_(self, **changes) -> "CompileOptions":
+        return replace(self, **changes)
+
+
+def env_target() -> Optional[str]:
+    """The target forced by WARPSTAGE_TARGET, or None."""
+    t = os.environ.get("WARPSTAGE_TARGET", "").strip().lower()
+    return t or None
+
+
+def env_cache_dir() -> str:
+    return os.environ.get("WARPSTAGE_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "warpstage")
+
+
+def env_ptxas() -> Optional[str]:
+    return os.environ.get("WARPSTAGE_PTXAS") or None
+
+
+def default_options() -> CompileOptions:
+    return CompileOptions(debug=os.environ.get("WARPSTAGE_DEBUG", "") == "1", ptxas=env_ptxas())
