@@ -1,0 +1,31 @@
+"""warpstage: a Python DSL and JIT compiler for NVIDIA GPU kernels (Hopper, sm_90a, first).
+
+Every value has an explicit binding time: static (exists while compiling: configs, tile sizes,
+dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-time.md.
+"""
+from .api import RecompileWarning, compile, explain, jit, kernel
+from .compiled import CompiledKernel
+from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
+                     DeviceError, LaunchError, OutOfBoundsError, PtxasError, SimulatorError,
+                     UnsupportedError, WarpstageError)
+from .frontend.binding_time import Constexpr, Static
+from .frontend.values import flatten, unflatten
+from .lang import arch, math
+from .lang.pointer import Pointer
+from .lang.scalars import (BFloat16, Boolean, Float16, Float32, Float64, Int8, Int16, Int32, Int64,
+                           Uint8, Uint16, Uint32, Uint64)
+from .lang.tensor import Tensor
+from .launch import get_target, set_target
+from .options import CompileOptions
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
+    "Static", "Constexpr", "flatten", "unflatten", "arch", "math", "Pointer", "Tensor",
+    "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
+    "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
+    "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",
+    "DeadlockError", "DeviceError", "LaunchError", "OutOfBoundsError", "PtxasError",
+    "SimulatorError", "UnsupportedError", "__version__",
+]

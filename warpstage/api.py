@@ -1,0 +1,324 @@
+"""``@ws.kernel`` and ``@ws.jit`` objects, ``ws.compile`` and ``ws.explain``; drives the stages.
+
+A launch ``kern[grid, block](*args)`` classifies each argument (frontend/binding_time.py), looks
+the specialization key up in the kernel's cache (guards on globals included), traces on a miss,
+and launches on the current target: the GPU through the CUDA driver, or the CPU simulator.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+import typing
+import warnings
+from typing import Any, Optional
+
+from .compiled import CompiledKernel
+from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
+from .frontend import binding_time as bt
+from .frontend.guards import collect_guards, guards_hold
+from .frontend.specialize import call_device_function, trace_kernel
+from .frontend.static_key import class_key, code_key
+from .frontend.trace import maybe_current
+from .options import CompileOptions, default_options
+
+__all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning"]
+
+
+class RecompileWarning(UserWarning):
+    """A kernel was specialized more times than ``CompileOptions.max_specializations``."""
+
+
+def _dim3(x, what: str) -> tuple:
+    if isinstance(x, int) and not isinstance(x, bool):
+        x = (x,)
+    if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in x):
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}")
+    x = tuple(x) + (1,) * (3 - len(x))
+    if any(v < 1 for v in x):
+        raise LaunchError(f"{what} {x} has a dimension < 1; every dimension must be at least 1")
+    return x
+
+
+def _annotations(fn) -> dict:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+class JitFunction:
+    """A ``@ws.jit`` device function: callable from kernels and other device functions. Each
+    distinct key of its static arguments is its own specialization; dynamic arguments are passed
+    as values. As a method of a static object (``fa.load(...)``) the object is static."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        functools.update_wrapper(self, fn)
+        self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__))
+
+    def __ws_static_key__(self):
+        return self._key
+
+    def __call__(self, *args, **kwargs):
+        if maybe_current() is None:
+            raise CompilationError(f"@ws.jit function {self.__qualname__} was called from host "
+                                   "code; device functions run on the GPU. Call it from a "
+                                   "@ws.kernel (or another @ws.jit function).")
+        return call_device_function(self, args, kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<ws.jit {self.__qualname__}>"
+
+
+class _FakeTensor:
+    """A tensor described by type only (``ws.Tensor[ws.BFloat16, 2]`` in ws.compile): contiguous,
+    16-byte aligned, Int32 indexing."""
+
+    def __init__(self, dtype, ndim):
+        self.data_ptr = 0
+        self.shape = (2,) * ndim
+        self.strides = tuple(2 ** (ndim - 1 - k) for k in range(ndim))
+        self.dtype = dtype.ir_type
+        self.device = "cuda"
+
+
+def _tensor_adapter(value):
+    if type(value) is _FakeTensor:
+        return value
+    from .runtime.tensors import as_tensor_arg
+    return as_tensor_arg(value)
+
+
+def _type_placeholder(value, ann):
+    """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
+    from .lang.scalars import HostScalar, Scalar
+    from .lang.tensor import Tensor, TensorSpec
+    if isinstance(value, type) and issubclass(value, Scalar) and value.ir_type is not None:
+        return HostScalar(value, 0 if not value.ir_type.is_float else 0.0)
+    if isinstance(value, TensorSpec):
+        if value.dtype is None or value.ndim is None:
+            raise ArgumentError(f"ws.compile needs a full tensor type such as "
+                                f"ws.Tensor[ws.Float16, 2], got {value!r}")
+        return _FakeTensor(value.dtype, value.ndim)
+    if value is Tensor:
+        raise ArgumentError("ws.compile needs a full tensor type such as ws.Tensor[ws.Float16, 2], "
+                            "got ws.Tensor")
+    return value
+
+
+class Kernel:
+    """A ``@ws.kernel``: launch with ``kern[grid, block](*args)`` (optionally
+    ``kern[grid, block, smem_bytes, stream]``) or ``kern(*args, grid=..., block=...)``."""
+
+    def __init__(self, fn, options: Optional[CompileOptions] = None):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters.values())
+        for p in self.params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise CompilationError(f"kernel {fn.__qualname__}: *args/**kwargs parameters are "
+                                       "not supported; name each parameter")
+        self.param_names = [p.name for p in self.params]
+        self._options = options
+        self._annotations = None
+        self._cache: dict = {}
+        self._keys: list = []
+        self.trace_count = 0
+        self._warned = False
+        self._recompile_reasons: list = []
+
+    @property
+    def options(self) -> CompileOptions:
+        if self._options is None:
+            self._options = default_options()
+        return self._options
+
+    def __ws_static_key__(self):
+        return ("kernel", self.fn.__module__, self.fn.__qualname__, code_key(self.fn.__code__))
+
+    # -- binding ---------------------------------------------------------------------------
+    def _bind(self, args, kwargs) -> list:
+        if not kwargs and len(args) == len(self.params):
+            return list(args)
+        try:
+            ba = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ArgumentError(f"kernel {self.__qualname__}{self.signature}: {e}") from None
+        ba.apply_defaults()
+        return list(ba.arguments.values())
+
+    def specs(self, values: list, placeholders: bool = False) -> list:
+        if self._annotations is None:
+            self._annotations = _annotations(self.fn)
+        anns = self._annotations
+        out = []
+        for i, (p, v) in enumerate(zip(self.params, values)):
+            ann = anns.get(p.name)
+            if placeholders:
+                v = _type_placeholder(v, ann)
+            out.append(bt.classify(v, ann, p.name, self_rule=(i == 0 and p.name == "self"),
+                                   tensor_adapter=_tensor_adapter))
+        return out
+
+    # -- specialization --------------------------------------------------------------------
+    def specialize(self, values: list, block: tuple, target: str, placeholders=False):
+        """(CompiledKernel, specs) for these argument values, from the cache or traced now."""
+        specs = self.specs(values, placeholders)
+        key = (tuple(s.key for s in specs), block, target)
+        entry = self._cache.get(key)
+        if entry is not None and guards_hold(entry.guards):
+            return entry, specs
+        entry = self._trace(specs, block, key)
+        self._cache[key] = entry
+        return entry, specs
+
+    def _trace(self, specs, block, key) -> CompiledKernel:
+        t0 = time.perf_counter()
+        name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
+        attrs = {"maxntid": block}
+        try:
+            module, abi, reached = trace_kernel(self.fn, name, specs, self.param_names,
+                                                self.options, attrs)
+            from .passes.pipeline import run_passes
+            run_passes(module)
+        except WarpstageError as e:
+            raise _user_error(e) from None
+        guards = collect_guards(reached)
+        self.trace_count += 1
+        ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
+                            self.options, block, {"trace": time.perf_counter() - t0}, guards)
+        self._note_recompile(key)
+        return ck
+
+    def _note_recompile(self, key) -> None:
+        if self._keys:
+            prev = self._keys[-1]
+            changed = [n for n, a, b in zip(self.param_names, prev[0], key[0]) if a != b]
+            what = ", ".join(changed) or ("block shape" if prev[1] != key[1] else
+                                          "target" if prev[2] != key[2] else "globals read by the kernel")
+            self._recompile_reasons.append(what)
+        self._keys.append(key)
+        limit = self.options.max_specializations
+        if len(self._keys) > limit and not self._warned:
+            self._warned = True
+            lines = "\n".join(f"  #{i + 2}: {r} changed" for i, r in enumerate(self._recompile_reasons))
+            warnings.warn(f"kernel {self.__qualname__} has been specialized {len(self._keys)} times "
+                          f"(limit {limit}). Each recompile was caused by:\n{lines}\nFix: annotate "
+                          "a parameter that varies as dynamic, or move varying values out of static "
+                          "objects.", RecompileWarning, stacklevel=4)
+
+    # -- launch ----------------------------------------------------------------------------
+    def __getitem__(self, config) -> "_Launch":
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise LaunchError(f"launch configuration must be kern[grid, block] or kern[grid, block, "
+                              f"smem_bytes, stream], got kern[{config!r}]")
+        return _Launch(self, *config)
+
+    def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, **kwargs):
+        if maybe_current() is not None:
+            raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
+                                   "call a @ws.jit device function instead")
+        if grid is None or block is None:
+            raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
+                              "kern(*args, grid=..., block=...)")
+        return _Launch(self, grid, block, smem, stream)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<ws.kernel {self.__qualname__}>"
+
+
+def _user_error(e: Exception) -> Exception:
+    """``e`` with warpstage's own frames removed from its traceback (users see their lines)."""
+    import os
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    tb = e.__traceback__
+    frames = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(pkg):
+            frames.append(tb)
+        tb = tb.tb_next
+    head = None
+    for t in reversed(frames):
+        t.tb_next = head
+        head = t
+    return e.with_traceback(head)
+
+
+class _Launch:
+    __slots__ = ("kernel", "grid", "block", "smem", "stream")
+
+    def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None):
+        self.kernel = kernel
+        self.grid = _dim3(grid, "grid")
+        self.block = _dim3(block, "block")
+        if not isinstance(smem, int) or smem < 0:
+            raise LaunchError(f"smem must be a non-negative int (bytes), got {smem!r}")
+        self.smem = smem
+        self.stream = stream
+
+    def __call__(self, *args, **kwargs):
+        from .launch import launch
+        k = self.kernel
+        values = k._bind(args, kwargs)
+        try:
+            return launch(k, values, self.grid, self.block, self.smem, self.stream)
+        except WarpstageError as e:
+            raise _user_error(e) from None
+
+
+def kernel(fn=None, **options):
+    """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel`` or ``@ws.kernel(debug=True)``)."""
+    def wrap(f):
+        opts = default_options().with_(**options) if options else None
+        return Kernel(f, opts)
+    return wrap(fn) if fn is not None else wrap
+
+
+def jit(fn):
+    """Decorator: make ``fn`` a device function callable from kernels (a template: one
+    specialization per key of its static arguments)."""
+    if isinstance(fn, (staticmethod, classmethod)):
+        raise CompilationError("put @ws.jit below @staticmethod/@classmethod, not above")
+    return JitFunction(fn)
+
+
+def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None,
+            **kwargs) -> CompiledKernel:
+    """Compile ahead of time. ``args`` may be example values or types (``ws.Int32``,
+    ``ws.Tensor[ws.BFloat16, 2]``, ``ws.Static(value)``). Returns a CompiledKernel with every
+    stage built (cubin when ptxas is installed)."""
+    if not isinstance(kern, Kernel):
+        raise ArgumentError(f"ws.compile expects a @ws.kernel, got {type(kern).__name__}")
+    values = kern._bind(args, kwargs)
+    try:
+        ck, _ = kern.specialize(values, _dim3(block, "block"), target or "compile", placeholders=True)
+        ck.cubin
+    except WarpstageError as e:
+        raise _user_error(e) from None
+    return ck
+
+
+def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
+    """Print (and return) per parameter: the rule that decided, binding time, type, key part and
+    ABI slots, for these arguments (values or types, as in ws.compile)."""
+    if not isinstance(kern, Kernel):
+        raise ArgumentError(f"ws.explain expects a @ws.kernel, got {type(kern).__name__}")
+    from .explain import format_table
+    values = kern._bind(args, kwargs)
+    try:
+        specs = kern.specs(values, placeholders=True)
+    except WarpstageError as e:
+        raise _user_error(e) from None
+    text = format_table(kern.__name__, specs, kern.param_names)
+    if print_table:
+        print(text)
+    return text

@@ -1,0 +1,142 @@
+"""``CompiledKernel``: one specialization of a kernel and every stage's output.
+
+Stages run on demand and are kept: ``.ir`` (traced), ``.llvm_ir`` (lowered), ``.ptx`` (LLVM's
+NVPTX backend), ``.cubin`` (ptxas, whole program). ``.sass`` needs nvdisasm/cuobjdump.
+``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from typing import Optional
+
+from . import ir
+from .options import CompileOptions
+
+__all__ = ["CompiledKernel"]
+
+
+class CompiledKernel:
+    """A traced, specialized kernel. ``abi``: [(slot name, ir type)]; ``specs``: the parameter
+    Specs that produced it (see ``explain``); ``name``: the PTX entry symbol."""
+
+    def __init__(self, name: str, module: ir.Module, abi: list, specs: list, param_names: list,
+                 options: CompileOptions, block: tuple, timings: dict, guards=()):
+        self.name = name
+        self.module = module
+        self.abi = abi
+        self.specs = specs
+        self.param_names = param_names
+        self.options = options
+        self.block = block
+        self.timings = dict(timings)
+        self.guards = guards
+        self._llvm_ir: Optional[str] = None
+        self._ptx: Optional[str] = None
+        self._cubin = None
+        self._cuda = None       # (module handle, function handle, Launcher)
+
+    # -- stages ------------------------------------------------------------------------------
+    @property
+    def ir(self) -> str:
+        """The IR as MLIR-like text."""
+        return ir.print_module(self.module)
+
+    @property
+    def llvm_ir(self) -> str:
+        """LLVM IR text for nvptx64-nvidia-cuda."""
+        if self._llvm_ir is None:
+            from .backend import lower
+            t0 = time.perf_counter()
+            self._llvm_ir = lower(self.module, self.options)
+            self.timings["lower"] = time.perf_counter() - t0
+        return self._llvm_ir
+
+    @property
+    def ptx(self) -> str:
+        """PTX assembly for ``options.arch`` (sm_90a)."""
+        if self._ptx is None:
+            from .backend import emit_ptx
+            llvm_ir = self.llvm_ir
+            t0 = time.perf_counter()
+            self._ptx = emit_ptx(llvm_ir, self.options)
+            self.timings["ptx"] = time.perf_counter() - t0
+        return self._ptx
+
+    def _assemble(self):
+        if self._cubin is None:
+            from .backend import assemble, find_ptxas
+            ptx = self.ptx
+            if find_ptxas(self.options) is None:
+                self._cubin = False
+                return None
+            t0 = time.perf_counter()
+            self._cubin = assemble(ptx, self.options, [self.name])
+            self.timings["ptxas"] = time.perf_counter() - t0
+        return self._cubin or None
+
+    @property
+    def cubin(self) -> Optional[bytes]:
+        """The cubin (ELF) from ptxas, or None when no ptxas is installed (the driver then
+        compiles the PTX at load)."""
+        r = self._assemble()
+        return r.cubin if r else None
+
+    @property
+    def resources(self):
+        """ptxas' report for the entry: registers, shared_bytes, spill_stores, spill_loads,
+        stack_frame (None without ptxas)."""
+        r = self._assemble()
+        return r.resources.get(self.name) if r else None
+
+    @property
+    def registers(self) -> Optional[int]:
+        res = self.resources
+        return res.registers if res else None
+
+    @property
+    def ptxas_log(self) -> str:
+        r = self._assemble()
+        return r.log if r else ""
+
+    @property
+    def sass(self) -> Optional[str]:
+        """SASS from nvdisasm (or cuobjdump), None when neither is installed."""
+        cubin = self.cubin
+        if cubin is None:
+            return None
+        tool = shutil.which("nvdisasm") or shutil.which("cuobjdump")
+        if tool is None:
+            return None
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            args = [tool, f.name] if tool.endswith("nvdisasm") else [tool, "--dump-sass", f.name]
+            return subprocess.run(args, capture_output=True, text=True).stdout
+
+    def explain(self) -> str:
+        """The binding-time table of this specialization (see ws.explain)."""
+        from .explain import format_table
+        return format_table(self.name, self.specs, self.param_names)
+
+    # -- execution ---------------------------------------------------------------------------
+    def cuda_launcher(self):
+        """(function handle, Launcher), loading the module into the current context once."""
+        if self._cuda is None:
+            from .runtime import driver
+            from .runtime.launcher import Launcher
+            r = self._assemble()
+            t0 = time.perf_counter()
+            if r:
+                mod = driver.load_module(r.cubin, is_ptx=False)
+            else:
+                mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True)
+            fn = driver.get_function(mod, self.name)
+            self.timings["load"] = time.perf_counter() - t0
+            self._cuda = (mod, fn, Launcher(fn, [t for _, t in self.abi]))
+        return self._cuda[1], self._cuda[2]
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name} block={self.block} slots={len(self.abi)}>"

@@ -1,0 +1,393 @@
+"""The binding-time rules of DESIGN §2, applied to one parameter at a time.
+
+``classify(value, annotation, name)`` returns a ``Spec``: the rule that decided, the binding time
+(static / dynamic / mixed), a type description, the cache-key part, the ABI slots, how to turn the
+host value into ABI values (``host_leaves``) and how to build the traced value from the kernel's
+IR arguments (``make``). The same Spec serves the cache key, the launch ABI, ``explain`` and
+tracing, so the rules are written once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Optional
+
+from .. import ir
+from ..errors import ArgumentError
+from ..lang.pointer import Pointer, PointerSpec
+from ..lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, Scalar, fits)
+from ..lang.tensor import Tensor, TensorSpec, make_tensor, tensor_abi
+from .static_key import UnkeyableError, static_key
+from .trace import Origin
+from .values import has_protocol
+
+__all__ = ["Static", "Constexpr", "Spec", "classify", "RULES"]
+
+RULES = {
+    0: "first parameter named `self` (compatibility rule)",
+    1: "annotated ws.Static[T]",
+    2: "annotated with a dynamic type",
+    3: "bool/int/float with no annotation",
+    4: "tensor (DLPack / CUDA array interface)",
+    5: "value protocol / @ws.struct / dataclass / NamedTuple",
+    6: "tuple/list/dict",
+    7: "anything else: static (receiver rule)",
+}
+
+
+class _StaticAnnotation:
+    """``ws.Static[T]``: the parameter is static; its value is checked against ``T``."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+    def __repr__(self) -> str:
+        return f"ws.Static[{getattr(self.tp, '__name__', self.tp)}]"
+
+    def check(self, value, name: str) -> None:
+        tp = self.tp
+        if tp is Any or tp is None:
+            return
+        origin = typing.get_origin(tp) or tp
+        if isinstance(origin, type) and not isinstance(value, origin):
+            raise ArgumentError(
+                f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
+                f"a {type(value).__name__} ({_short(value)}).\nFix: pass a "
+                f"{getattr(tp, '__name__', tp)}, or change the annotation.")
+
+
+class _StaticFactory:
+    def __getitem__(self, tp):
+        return _StaticAnnotation(tp)
+
+    def __call__(self, value):
+        """``ws.Static(value)`` in ws.compile: this argument is static with this value."""
+        return StaticValue(value)
+
+    def __repr__(self):
+        return "ws.Static"
+
+
+class StaticValue:
+    """A value wrapped by ``ws.Static(value)``: static whatever its type."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+Static = _StaticFactory()
+Constexpr = Static
+
+
+def _short(v, n=60) -> str:
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 3] + "..."
+
+
+class Spec:
+    """How one parameter (or one part of a composite parameter) binds. See module docstring."""
+
+    rule: int
+    binding: str
+    desc: str
+    key: Any
+
+    def abi(self, name: str) -> list:
+        return []
+
+    def host_leaves(self, value, out: list) -> None:
+        pass
+
+    def make(self, it, name: str):
+        raise NotImplementedError
+
+
+class StaticSpec(Spec):
+    def __init__(self, value, rule: int, name: str):
+        self.value = value
+        self.rule = rule
+        self.binding = "static"
+        self.desc = f"{type(value).__name__} = {_short(value, 40)}"
+        try:
+            self.key = ("static", static_key(value))
+        except UnkeyableError as e:
+            raise ArgumentError(
+                f"parameter '{name}': its value {_short(value)} is static (rule {rule}: "
+                f"{RULES[rule]}) but cannot be keyed for the compile cache ({e}).\nFix: give "
+                f"{type(value).__name__} a __static_key__() method returning a hashable tuple of "
+                "what affects code generation, or make it hashable.") from None
+
+    def make(self, it, name):
+        return self.value
+
+
+class ScalarSpec(Spec):
+    def __init__(self, dtype, rule: int):
+        self.dtype = dtype
+        self.rule = rule
+        self.binding = "dynamic"
+        self.desc = dtype.__name__
+        self.key = ("scalar", dtype.ir_type.name)
+
+    def abi(self, name):
+        return [(name, self.dtype.ir_type)]
+
+    def host_leaves(self, value, out):
+        out.append(value.value if isinstance(value, HostScalar) else value)
+
+    def make(self, it, name):
+        return self.dtype._wrap(next(it), Origin(f"parameter '{name}' ({self.desc}, rule {self.rule}: "
+                                                 f"{RULES[self.rule]})"))
+
+
+class PointerArgSpec(Spec):
+    def __init__(self, spec: PointerSpec):
+        self.spec = spec
+        self.rule = 2
+        self.binding = "dynamic"
+        self.desc = repr(spec)
+        self.key = ("ptr", spec.ir_type)
+
+    def abi(self, name):
+        return [(name, self.spec.ir_type)]
+
+    def host_leaves(self, value, out):
+        out.append(value)
+
+    def make(self, it, name):
+        return Pointer._wrap(next(it), Origin(f"parameter '{name}'"))
+
+
+class TensorArgSpec(Spec):
+    def __init__(self, ta, rule: int):
+        self.rule = rule
+        self.binding = "dynamic"
+        self.dtype = DTYPES[ta.dtype]
+        self.ndim = len(ta.shape)
+        self.unit = tuple(s == 1 for s in ta.strides)
+        extent = sum((n - 1) * abs(s) for n, s in zip(ta.shape, ta.strides)) if ta.shape else 0
+        self.index_dtype = Int32 if fits(ir.i32, extent) and all(fits(ir.i32, n) for n in ta.shape) else Int64
+        self.aligned16 = ta.data_ptr % 16 == 0
+        self.ta = ta       # this call's tensor; host_leaves reads it instead of re-adapting
+        self.key = ("tensor", self.dtype.ir_type.name, self.ndim, self.unit,
+                    self.index_dtype.ir_type.name, self.aligned16)
+        unit_desc = "".join("1" if u else "?" for u in self.unit)
+        self.desc = (f"Tensor[{self.dtype.__name__}, {self.ndim}] strides=({unit_desc}) "
+                     f"index={self.index_dtype.__name__}{' align16' if self.aligned16 else ''}")
+
+    def abi(self, name):
+        return tensor_abi(self.dtype, self.ndim, self.unit, self.index_dtype, name)
+
+    def host_leaves(self, value, out):
+        ta = self.ta
+        out.append(ta)
+        out.extend(ta.shape)
+        out.extend(s for s, u in zip(ta.strides, self.unit) if not u)
+
+    def make(self, it, name):
+        return make_tensor(it, self.dtype, self.ndim, self.unit, self.index_dtype,
+                           Origin(f"parameter '{name}' (tensor)"))
+
+
+class CompositeSpec(Spec):
+    """Rules 5 and 6: a static skeleton with classified parts."""
+
+    def __init__(self, kind: str, template, parts: list, names: list, rule: int):
+        self.kind = kind
+        self.template = template
+        self.parts = parts
+        self.names = names
+        self.rule = rule
+        dyn = [p.binding != "static" for p in parts]
+        self.binding = "mixed" if any(dyn) and not all(dyn) else ("dynamic" if all(dyn) and parts else "static")
+        skel = template if kind in ("tuple", "list", "dict") else type(template)
+        skel_key = (len(template) if kind in ("tuple", "list") else
+                    tuple(template) if kind == "dict" else _skeleton_static_key(template, kind))
+        self.key = (kind, skel_key, tuple(p.key for p in parts))
+        tname = kind if kind in ("tuple", "list", "dict") else type(template).__name__
+        self.desc = f"{tname}(" + ", ".join(f"{n}: {p.desc}" for n, p in zip(names, parts)) + ")"
+
+    def abi(self, name):
+        out = []
+        for n, p in zip(self.names, self.parts):
+            out.extend(p.abi(f"{name}.{n}" if self.kind not in ("tuple", "list") else f"{name}[{n}]"))
+        return out
+
+    def host_leaves(self, value, out):
+        for part_value, p in zip(_host_parts(value, self.kind, self.names), self.parts):
+            p.host_leaves(part_value, out)
+
+    def make(self, it, name):
+        vals = [p.make(it, f"{name}.{n}") for n, p in zip(self.names, self.parts)]
+        k = self.kind
+        if k == "tuple":
+            return tuple(vals)
+        if k == "list":
+            return vals
+        if k == "dict":
+            return dict(zip(self.names, vals))
+        if k == "namedtuple":
+            return type(self.template)(*vals)
+        if k == "dataclass":
+            obj = object.__new__(type(self.template))
+            for n, v in zip(self.names, vals):
+                object.__setattr__(obj, n, v)
+            return obj
+        t = type(self.template)
+        if hasattr(t, "__new_from_values__"):
+            return self.template.__new_from_values__(vals)
+        return self.template.__new_from_mlir_values__(vals)
+
+
+def _skeleton_static_key(template, kind):
+    from .static_key import class_key
+    t = type(template)
+    if kind == "proto" and hasattr(t, "__static_key__"):
+        return (class_key(t), static_key(template.__static_key__()))
+    return class_key(t)
+
+
+def _host_parts(value, kind, names):
+    if kind in ("tuple", "list", "namedtuple"):
+        return list(value)
+    if kind == "dict":
+        return [value[n] for n in names]
+    if kind == "dataclass":
+        return [getattr(value, n) for n in names]
+    t = type(value)
+    return list(value.__extract_values__() if hasattr(t, "__extract_values__")
+                else value.__extract_mlir_values__())
+
+
+def _field_annotation(cls, name):
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        hints = getattr(cls, "__annotations__", {})
+    return hints.get(name)
+
+
+def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
+             tensor_adapter=None) -> Spec:
+    """The Spec of one parameter by the rules of DESIGN §2 (see RULES)."""
+    if self_rule:
+        return StaticSpec(value, 0, name)
+    if isinstance(value, StaticValue):
+        return StaticSpec(value.value, 1, name)
+    if isinstance(annotation, _StaticAnnotation):
+        annotation.check(value, name)
+        return StaticSpec(value, 1, name)
+    if annotation is not None and annotation is not inspect_empty:
+        spec = _by_dynamic_annotation(value, annotation, name, tensor_adapter)
+        if spec is not None:
+            return spec
+    if isinstance(value, HostScalar):
+        return ScalarSpec(value.dtype, 2)
+    if isinstance(value, bool):
+        return ScalarSpec(Boolean, 3)
+    if isinstance(value, int):
+        if not fits(ir.i64, value):
+            raise ArgumentError(f"parameter '{name}': the int {value} does not fit in 64 bits.\n"
+                                "Fix: pass a smaller value, or make it static with ws.Static[int].")
+        return ScalarSpec(Int32 if fits(ir.i32, value) else Int64, 3)
+    if isinstance(value, float):
+        return ScalarSpec(Float32, 3)
+    ta = tensor_adapter(value) if tensor_adapter is not None else None
+    if ta is not None:
+        return TensorArgSpec(ta, 4)
+    if has_protocol(value):
+        parts = _host_parts(value, "proto", None)
+        names = [str(i) for i in range(len(parts))]
+        return CompositeSpec("proto", value, [classify(p, None, f"{name}[{i}]", tensor_adapter=tensor_adapter)
+                                              for i, p in enumerate(parts)], names, 5)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value)]
+        t = type(value)
+        return CompositeSpec("dataclass", value, [
+            classify(getattr(value, n), _field_annotation(t, n), f"{name}.{n}",
+                     tensor_adapter=tensor_adapter) for n in names], names, 5)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        t = type(value)
+        names = list(t._fields)
+        return CompositeSpec("namedtuple", value, [
+            classify(v, _field_annotation(t, n), f"{name}.{n}", tensor_adapter=tensor_adapter)
+            for n, v in zip(names, value)], names, 5)
+    if type(value) in (tuple, list):
+        names = [str(i) for i in range(len(value))]
+        return CompositeSpec(type(value).__name__, value, [
+            classify(v, None, f"{name}[{i}]", tensor_adapter=tensor_adapter)
+            for i, v in enumerate(value)], names, 6)
+    if type(value) is dict and all(isinstance(k, str) for k in value):
+        names = list(value.keys())
+        return CompositeSpec("dict", value, [
+            classify(value[k], None, f"{name}[{k!r}]", tensor_adapter=tensor_adapter)
+            for k in names], names, 6)
+    if isinstance(value, (Scalar, Tensor, Pointer)):
+        raise ArgumentError(f"parameter '{name}': a traced dynamic value cannot be passed to a "
+                            "kernel launch from inside a kernel")
+    return StaticSpec(value, 7, name)
+
+
+class _Empty:
+    pass
+
+
+inspect_empty = _Empty   # replaced with inspect.Parameter.empty by the api layer's callers
+
+
+def _by_dynamic_annotation(value, ann, name, tensor_adapter) -> Optional[Spec]:
+    if isinstance(ann, type) and issubclass(ann, Scalar) and ann.ir_type is not None:
+        return ScalarSpec(ann, 2) if _check_scalar(value, ann, name) else None
+    if ann is Tensor or isinstance(ann, TensorSpec):
+        ta = tensor_adapter(value) if tensor_adapter is not None else None
+        if ta is None:
+            raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got a "
+                                f"{type(value).__name__} ({_short(value)}).\nFix: pass a torch or "
+                                "cupy tensor (anything with __dlpack__ or __cuda_array_interface__).")
+        spec = TensorArgSpec(ta, 2)
+        if isinstance(ann, TensorSpec):
+            if ann.dtype is not None and ann.dtype is not spec.dtype:
+                raise ArgumentError(f"parameter '{name}' is annotated {ann!r} but got a tensor of "
+                                    f"dtype {spec.dtype.__name__}.\nFix: convert it (e.g. "
+                                    f"x.to(torch.{_torch_name(ann.dtype)})) or change the annotation.")
+            if ann.ndim is not None and ann.ndim != spec.ndim:
+                raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got a "
+                                    f"{spec.ndim}-d tensor.\nFix: reshape it or change the annotation.")
+        return spec
+    if isinstance(ann, PointerSpec):
+        return PointerArgSpec(ann)
+    return None
+
+
+def _ann_name(ann) -> str:
+    if isinstance(ann, type):
+        return f"ws.{ann.__name__}" if ann.__module__.startswith("warpstage") else ann.__qualname__
+    return repr(ann)
+
+
+def _torch_name(dtype) -> str:
+    return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+            "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16"}.get(
+        dtype.ir_type.name, dtype.ir_type.name)
+
+
+def _check_scalar(value, dtype, name) -> bool:
+    t = dtype.ir_type
+    v = value.value if isinstance(value, HostScalar) else value
+    if isinstance(v, bool) or isinstance(v, int):
+        if t.is_int and not fits(t, int(v)):
+            raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but the int "
+                                f"{v} overflows it.\nFix: pass a value in range, or annotate a wider "
+                                "type (ws.Int64).")
+        return True
+    if isinstance(v, float):
+        if not t.is_float:
+            raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got the "
+                                f"float {v}.\nFix: pass an int, or annotate ws.Float32.")
+        return True
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+        return True
+    raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got a "
+                        f"{type(v).__name__} ({_short(v)}).\nFix: pass a Python number.")

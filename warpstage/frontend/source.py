@@ -1,0 +1,55 @@
+"""Source positions of kernel code, for IR locations and error excerpts.
+
+Traced user code is registered here by code object; ``user_location()`` walks the Python stack to
+the innermost registered frame, so every op and every error points at the kernel author's line,
+never at warpstage's own.
+"""
+from __future__ import annotations
+
+import linecache
+import sys
+from typing import Optional
+
+from ..ir.core import Location
+
+__all__ = ["register_user_code", "user_location", "excerpt", "format_location"]
+
+_USER_CODE: set = set()
+
+
+def register_user_code(code) -> None:
+    """Mark ``code`` (and the code objects nested in it) as kernel source."""
+    _USER_CODE.add(code)
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            register_user_code(c)
+
+
+def user_location(depth: int = 1) -> Optional[Location]:
+    """The innermost frame on the stack that runs registered kernel code, as a Location."""
+    f = sys._getframe(depth)
+    while f is not None:
+        if f.f_code in _USER_CODE:
+            return Location(f.f_code.co_filename, f.f_lineno, 0)
+        f = f.f_back
+    return None
+
+
+def excerpt(loc: Optional[Location], col: Optional[int] = None) -> str:
+    """The source line at ``loc`` with a caret under column ``col`` (or under its first token)."""
+    if loc is None:
+        return ""
+    text = linecache.getline(loc.file, loc.line).rstrip("\n")
+    if not text:
+        return ""
+    stripped = len(text) - len(text.lstrip())
+    c = col if col is not None and col >= stripped else stripped
+    return f"    {text}\n    {' ' * c}^"
+
+
+def format_location(loc: Optional[Location], col: Optional[int] = None) -> str:
+    """'  File "f.py", line 12\n    source\n    ^' — the header and caret excerpt for an error."""
+    if loc is None:
+        return ""
+    body = excerpt(loc, col)
+    return f'  File "{loc.file}", line {loc.line}' + (f"\n{body}" if body else "")

@@ -1,0 +1,117 @@
+"""Specialization: trace a kernel for one set of parameter Specs, and instantiate ``@ws.jit``
+device functions per key of their static arguments (like C++ template instantiation).
+
+Device functions become separate IR functions called with ``func.call``; their dynamic arguments
+and results travel as the leaves of the value protocol, their static parts stay in the key.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .. import ir
+from ..errors import CompilationError
+from .static_key import UnkeyableError, static_key
+from .trace import TraceContext, current
+from .values import flatten, skeleton_key, unflatten
+
+__all__ = ["trace_kernel", "call_device_function", "get_rewritten"]
+
+
+def get_rewritten(fn):
+    """The control-flow-rewritten version of ``fn`` (see frontend/rewrite.py)."""
+    from .rewrite import rewrite
+    return rewrite(fn)
+
+
+def _symbol(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attrs: dict):
+    """Trace ``py_fn`` on traced arguments built from ``specs``; returns (module, abi) where abi is
+    the list of (slot name, ir type) of the kernel's parameters, and the Python functions traced."""
+    abi = []
+    for spec, pname in zip(specs, param_names):
+        abi.extend(spec.abi(pname))
+    module = ir.Module()
+    fn = ir.Function(_symbol(name), [t for _, t in abi], is_kernel=True,
+                     attrs=dict(attrs, param_names=[n for n, _ in abi]))
+    module.add(fn)
+    rewritten = get_rewritten(py_fn)
+    with TraceContext(module, options) as ctx:
+        ctx.reached.append(py_fn)
+        ctx.builder.block = fn.body.block
+        it = iter(fn.args)
+        args = [spec.make(it, pname) for spec, pname in zip(specs, param_names)]
+        result = rewritten(*args)
+        if result is not None:
+            raise CompilationError(f"kernel {name} returned {type(result).__name__}; kernels return "
+                                   "nothing — write results to an output tensor")
+        ctx.builder.loc = None
+        ctx.builder.return_()
+    return module, abi, ctx.reached
+
+
+class _DeviceSpecialization:
+    __slots__ = ("function", "ret_skel", "ret_templates", "tracing")
+
+    def __init__(self, function):
+        self.function = function
+        self.ret_skel = None
+        self.ret_templates = []
+        self.tracing = True
+
+
+def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
+    """Call a @ws.jit function from traced code: specialize on the static parts of the arguments
+    and emit a func.call passing the dynamic leaves."""
+    ctx = current(f"calling @ws.jit function {jit_fn.__name__}")
+    try:
+        bound = jit_fn.signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{jit_fn.__qualname__}(): {e}") from None
+    bound.apply_defaults()
+    values = list(bound.arguments.values())
+    skels, leaves = [], []
+    for v in values:
+        s, lv = flatten(v)
+        skels.append(s)
+        leaves.extend(lv)
+    try:
+        key = (jit_fn.__ws_static_key__(), tuple(skeleton_key(s, static_key) for s in skels))
+    except UnkeyableError as e:
+        raise CompilationError(f"calling {jit_fn.__qualname__}: a static argument cannot be keyed "
+                               f"({e}); give its class a __static_key__() method") from None
+    spec = ctx.device_functions.get(key)
+    b = ctx.builder
+    call_loc = b.loc
+    if spec is None:
+        name = _symbol(f"{jit_fn.__qualname__}_{len(ctx.device_functions)}")
+        fn = ir.Function(name, [lf.value.type for lf in leaves])
+        ctx.module.add(fn)
+        spec = _DeviceSpecialization(fn)
+        ctx.reached.append(jit_fn.fn)
+        ctx.device_functions[key] = spec
+        saved_block = b.block
+        b.block = fn.body.block
+        try:
+            new_leaves = [lf._rewrap(a) for lf, a in zip(leaves, fn.args)]
+            it = iter(new_leaves)
+            call_args = [unflatten(s, [next(it) for _ in range(s.num_leaves)]) for s in skels]
+            result = get_rewritten(jit_fn.fn)(*call_args)
+            ret_skel, ret_leaves = flatten(result)
+            spec.ret_skel = ret_skel
+            spec.ret_templates = ret_leaves
+            fn.result_types = [lf.value.type for lf in ret_leaves]
+            b.loc = None
+            b.return_([lf.value for lf in ret_leaves])
+        finally:
+            b.block = saved_block
+            b.loc = call_loc
+        spec.tracing = False
+    elif spec.tracing:
+        raise CompilationError(f"@ws.jit function {jit_fn.__qualname__} calls itself with the same "
+                               "static arguments; recursion is not supported on the GPU")
+    results = b.call(spec.function, [lf.value for lf in leaves])
+    return unflatten(spec.ret_skel, [t._rewrap(r) for t, r in zip(spec.ret_templates, results)])

@@ -1,0 +1,124 @@
+"""Stable cache keys for static values (DESIGN §2, rule 7).
+
+A key never contains ``id()``: it must be the same in a new process, so the disk cache can reuse
+a cubin. In order: ``__static_key__()``; plain data (None, bool, int, float, str, bytes, tuples,
+lists, dicts, frozensets); classes and modules by qualified name; functions by code, defaults and
+closure; enums by class and name; an object with Python's default identity hash by its class and
+a structural key of its attributes (so mutating a config object recompiles); otherwise the
+object's own ``hash()``. What cannot be keyed raises ``UnkeyableError``.
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import types
+
+__all__ = ["static_key", "UnkeyableError", "class_key", "code_key"]
+
+
+class UnkeyableError(TypeError):
+    """Internal: a static value with no stable key; the caller names the parameter."""
+
+
+_PLAIN = (type(None), bool, int, float, str, bytes, complex)
+
+
+def class_key(cls) -> tuple:
+    return ("class", cls.__module__, cls.__qualname__)
+
+
+def code_key(code) -> str:
+    """A digest of a code object: bytecode, constants (recursively) and names."""
+    h = hashlib.sha1()
+
+    def feed(c):
+        h.update(c.co_code)
+        h.update(repr(c.co_names).encode())
+        h.update(repr(c.co_varnames).encode())
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                feed(k)
+            else:
+                h.update(repr(k).encode())
+    feed(code)
+    return h.hexdigest()[:16]
+
+
+def static_key(v, _depth: int = 0):
+    if _depth > 20:
+        raise UnkeyableError("nested too deeply (a cycle?)")
+    t = type(v)
+    if t in _PLAIN:
+        return v if t is not float and t is not bool else (t.__name__, v)
+    sk = getattr(t, "__static_key__", None)
+    if sk is not None and not isinstance(v, type):
+        return ("sk", class_key(t), v.__static_key__())
+    if t is tuple or t is list:
+        return (t.__name__,) + tuple(static_key(x, _depth + 1) for x in v)
+    if t is dict:
+        return ("dict",) + tuple((static_key(k, _depth + 1), static_key(x, _depth + 1))
+                                 for k, x in v.items())
+    if t is frozenset or t is set:
+        return (t.__name__,) + tuple(sorted((static_key(x, _depth + 1) for x in v), key=repr))
+    if isinstance(v, type):
+        return class_key(v)
+    if isinstance(v, types.ModuleType):
+        return ("module", v.__name__)
+    if isinstance(v, enum.Enum):
+        return ("enum", class_key(t), v.name)
+    if isinstance(v, types.FunctionType):
+        return _function_key(v, _depth)
+    if isinstance(v, types.MethodType):
+        return ("method", static_key(v.__self__, _depth + 1), static_key(v.__func__, _depth + 1))
+    if isinstance(v, types.BuiltinFunctionType):
+        return ("builtin", getattr(v, "__module__", None), v.__qualname__)
+    inner = getattr(v, "__ws_static_key__", None)   # warpstage's own objects (jit functions, ...)
+    if inner is not None:
+        return inner()
+    if hasattr(t, "_fields") and isinstance(v, tuple):
+        return ("namedtuple", class_key(t)) + tuple(static_key(x, _depth + 1) for x in v)
+    if t.__hash__ is object.__hash__ or t.__hash__ is None:
+        attrs = _attributes(v)
+        if attrs is None:
+            raise UnkeyableError(f"a {t.__qualname__} object has no __dict__, no __slots__ and no "
+                                 "__static_key__")
+        return ("obj", class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
+    try:
+        return ("hash", class_key(t), hash(v))
+    except TypeError as e:
+        raise UnkeyableError(str(e)) from None
+
+
+def _attributes(v):
+    out = []
+    d = getattr(v, "__dict__", None)
+    if d is not None:
+        out.extend(sorted(d.items()))
+    for cls in type(v).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(v, name):
+                out.append((name, getattr(v, name)))
+    if d is None and not out and not any(getattr(c, "__slots__", None) is not None
+                                         for c in type(v).__mro__[:-1]):
+        return None
+    return out
+
+
+def _function_key(f, depth):
+    wrapped = getattr(f, "__ws_static_key__", None)
+    if wrapped is not None:
+        return wrapped()
+    closure = ()
+    if f.__closure__:
+        closure = tuple(static_key(c.cell_contents, depth + 1) if _cell_full(c) else ("empty",)
+                        for c in f.__closure__)
+    defaults = static_key(f.__defaults__ or (), depth + 1)
+    return ("function", f.__module__, f.__qualname__, code_key(f.__code__), defaults, closure)
+
+
+def _cell_full(c) -> bool:
+    try:
+        c.cell_contents
+        return True
+    except ValueError:
+        return False

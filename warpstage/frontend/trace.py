@@ -1,0 +1,82 @@
+"""Tracing: run a kernel's Python function on dynamic values to build IR.
+
+A ``TraceContext`` is active while a kernel (and the device functions it reaches) is traced. It
+owns the IR module, the builder with its insertion point, the device-function specializations
+made so far, and the static values read from globals (the guards that go into the cache key).
+Code that emits IR calls ``builder()``, which stamps each op with the user's source line.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from ..errors import CompilationError
+from ..ir import Builder, Module
+from .source import format_location, user_location
+
+__all__ = ["TraceContext", "current", "maybe_current", "builder", "emit_location", "Origin"]
+
+_state = threading.local()
+
+
+class Origin:
+    """Where and why a value became dynamic: shown by BindingTimeError and ``explain``."""
+
+    __slots__ = ("what", "loc")
+
+    def __init__(self, what: str, loc=None):
+        self.what = what
+        self.loc = loc
+
+    def __str__(self) -> str:
+        return f"{self.what}" + (f" ({self.loc})" if self.loc else "")
+
+
+class TraceContext:
+    """State of one trace. Use as a context manager; nesting is an error (kernels do not trace
+    kernels)."""
+
+    def __init__(self, module: Module, options: Any):
+        self.module = module
+        self.options = options
+        self.builder = Builder()
+        self.device_functions: dict = {}   # specialization key -> ir.Function
+        self.reached: list = []            # Python functions traced (kernel and @ws.jit bodies)
+        self.ops_traced = 0
+
+    def __enter__(self):
+        if getattr(_state, "ctx", None) is not None:
+            raise CompilationError("a kernel cannot be launched or compiled while another kernel is "
+                                   "being traced; call a @ws.jit device function instead")
+        _state.ctx = self
+        return self
+
+    def __exit__(self, *exc):
+        _state.ctx = None
+        return False
+
+
+def maybe_current() -> Optional[TraceContext]:
+    return getattr(_state, "ctx", None)
+
+
+def current(what: str = "this operation") -> TraceContext:
+    """The active trace, or a CompilationError saying ``what`` only works inside a kernel."""
+    ctx = getattr(_state, "ctx", None)
+    if ctx is None:
+        raise CompilationError(f"{what} can only be used inside a @ws.kernel or @ws.jit function "
+                               "while it is being compiled (it emits GPU code); call it from "
+                               "kernel code, not from the host")
+    return ctx
+
+
+def builder(what: str = "this operation") -> Builder:
+    """The active builder, with ``loc`` set to the user's current source line."""
+    b = current(what).builder
+    b.loc = user_location(2)
+    return b
+
+
+def emit_location() -> str:
+    """A caret excerpt of the user's current line (for error messages)."""
+    return format_location(user_location(2))

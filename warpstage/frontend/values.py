@@ -1,0 +1,155 @@
+"""The value protocol: split an object into a static skeleton and a list of dynamic leaves.
+
+A *leaf* is a dynamic value that wraps one SSA value (``ws.Int32``, a pointer, ...); it has
+``.value`` (the ir.Value) and ``_rewrap(ir_value)`` (the same kind of leaf around another value).
+A *skeleton* is everything static: it is hashable/comparable and, with a new list of leaves,
+rebuilds the object (``unflatten``).
+
+What is split, in this order:
+- a leaf: itself;
+- an object with ``__extract_values__`` / ``__new_from_values__`` (or CuTe DSL's
+  ``__extract_mlir_values__`` / ``__new_from_mlir_values__``): its values, each flattened again;
+- a dataclass (``@ws.struct`` is one) or NamedTuple: its fields;
+- a tuple, list or dict: its items;
+- anything else: static, kept whole in the skeleton.
+
+The same split serves region results, loop-carried values, device-function arguments and
+returns, the cache key and the launch ABI (DESIGN §2).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["flatten", "unflatten", "is_leaf", "Skeleton", "has_protocol", "skeleton_key"]
+
+
+def is_leaf(x) -> bool:
+    return hasattr(type(x), "_rewrap") and hasattr(x, "value")
+
+
+def has_protocol(x) -> bool:
+    t = type(x)
+    return (hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__")) and not is_leaf(x)
+
+
+def _extract(x):
+    t = type(x)
+    if hasattr(t, "__extract_values__"):
+        return list(x.__extract_values__())
+    return list(x.__extract_mlir_values__())
+
+
+def _rebuild(x, values):
+    t = type(x)
+    if hasattr(t, "__new_from_values__"):
+        return x.__new_from_values__(values)
+    return x.__new_from_mlir_values__(values)
+
+
+class Skeleton:
+    """The static part of a flattened object. ``kind`` is 'leaf', 'proto', 'dataclass',
+    'namedtuple', 'tuple', 'list', 'dict' or 'static'; ``data`` the static payload; ``children``
+    the skeletons of the parts."""
+
+    __slots__ = ("kind", "data", "children", "num_leaves")
+
+    def __init__(self, kind: str, data: Any = None, children: tuple = ()):
+        self.kind = kind
+        self.data = data
+        self.children = tuple(children)
+        self.num_leaves = (1 if kind == "leaf" else 0) + sum(c.num_leaves for c in self.children)
+
+    def __repr__(self) -> str:
+        return f"Skeleton({self.kind}, {self.data!r}, {list(self.children)!r})"
+
+
+def flatten(obj) -> tuple:
+    """(skeleton, leaves) of ``obj``; see the module docstring."""
+    leaves: list = []
+    skel = _flatten(obj, leaves)
+    return skel, leaves
+
+
+def _flatten(x, leaves) -> Skeleton:
+    if is_leaf(x):
+        leaves.append(x)
+        return Skeleton("leaf", x)
+    if has_protocol(x):
+        values = _extract(x)
+        return Skeleton("proto", x, [_flatten(v, leaves) for v in values])
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        names = [f.name for f in dataclasses.fields(x)]
+        return Skeleton("dataclass", (type(x), tuple(names)),
+                        [_flatten(getattr(x, n), leaves) for n in names])
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return Skeleton("namedtuple", type(x), [_flatten(v, leaves) for v in x])
+    if type(x) in (tuple, list):
+        return Skeleton(type(x).__name__, len(x), [_flatten(v, leaves) for v in x])
+    if type(x) is dict:
+        keys = tuple(x.keys())
+        return Skeleton("dict", keys, [_flatten(x[k], leaves) for k in keys])
+    return Skeleton("static", x)
+
+
+def unflatten(skel: Skeleton, leaves) -> Any:
+    """Rebuild the object described by ``skel`` around ``leaves`` (a sequence, consumed in order)."""
+    it = iter(leaves)
+    out = _unflatten(skel, it)
+    rest = list(it)
+    if rest:
+        raise ValueError(f"unflatten: {len(rest)} leaves left over")
+    return out
+
+
+def _unflatten(s: Skeleton, it):
+    k = s.kind
+    if k == "leaf":
+        return next(it)
+    if k == "static":
+        return s.data
+    parts = [_unflatten(c, it) for c in s.children]
+    if k == "proto":
+        return _rebuild(s.data, parts)
+    if k == "dataclass":
+        cls, names = s.data
+        obj = object.__new__(cls)
+        for n, v in zip(names, parts):
+            object.__setattr__(obj, n, v)
+        return obj
+    if k == "namedtuple":
+        return s.data(*parts)
+    if k == "tuple":
+        return tuple(parts)
+    if k == "list":
+        return parts
+    if k == "dict":
+        return dict(zip(s.data, parts))
+    raise ValueError(f"unknown skeleton kind {k}")
+
+
+def skeleton_key(s: Skeleton, static_key=None):
+    """A hashable description of the skeleton: structure, static values (through ``static_key``,
+    default the value itself) and leaf types. Two objects can be merged leaf by leaf iff their
+    skeleton keys are equal."""
+    k = s.kind
+    if k == "leaf":
+        return ("leaf", str(s.data.value.type))
+    if k == "static":
+        return ("static", static_key(s.data) if static_key else _plain_key(s.data))
+    children = tuple(skeleton_key(c, static_key) for c in s.children)
+    if k == "proto":
+        obj = s.data
+        sk = obj.__static_key__() if hasattr(type(obj), "__static_key__") else type(obj)
+        return ("proto", sk, children)
+    if k == "dataclass":
+        return ("dataclass", s.data, children)
+    return (k, s.data, children)
+
+
+def _plain_key(v):
+    try:
+        hash(v)
+        return (type(v), v)
+    except TypeError:
+        return (type(v), id(v))

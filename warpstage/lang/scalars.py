@@ -1,0 +1,351 @@
+"""Dynamic scalar types: ``ws.Int32``, ``ws.Float32``, ``ws.BFloat16``, ``ws.Boolean``, ...
+
+Each class is at once a dtype (for tensors and annotations), a cast (``ws.Float32(x)``) and the
+type of a dynamic scalar while tracing: an instance wraps one SSA value of the IR and overloads
+Python's operators to emit IR.
+
+Mixing rules (documented in docs/binding-time.md):
+- static number with dynamic value: the number becomes a constant of the dynamic operand's type
+  (an int too large for it widens to Int64; a float with a dynamic int makes both Float32);
+- two dynamic values of different types promote as in C: float beats int, the wider wins, f16
+  with bf16 gives f32, equal-width signed with unsigned gives unsigned; Boolean promotes to the
+  other operand's type;
+- ``/`` on ints is true division in Float32; ``//`` and ``%`` follow Python (floor; sign of the
+  divisor), also for negative ints; integer arithmetic wraps at the type's width.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+from .. import ir
+from ..errors import BindingTimeError, UnsupportedError
+from ..frontend.trace import Origin, builder, maybe_current
+from ..frontend.source import user_location
+
+__all__ = [
+    "Scalar", "Numeric", "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",
+    "Uint32", "Uint64", "Float16", "BFloat16", "Float32", "Float64", "HostScalar", "dtype_of",
+    "as_dynamic", "promote_types", "is_dynamic", "DTYPES",
+]
+
+
+class HostScalar:
+    """A host value tagged with a dynamic type: ``ws.Int64(5)`` outside a kernel. Passed as a
+    kernel argument it is dynamic with exactly that type (rule 2)."""
+
+    __slots__ = ("dtype", "value")
+
+    def __init__(self, dtype, value):
+        self.dtype = dtype
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.__name__}({self.value!r})"
+
+
+class Scalar:
+    """A dynamic scalar value (an SSA value while tracing). Subclasses fix ``ir_type``."""
+
+    ir_type: ir.ScalarType = None
+    __slots__ = ("value", "origin")
+
+    def __new__(cls, x=None):
+        if cls.ir_type is None:
+            raise TypeError(f"{cls.__name__} is abstract; use a concrete type such as ws.Int32")
+        if maybe_current() is None:
+            if x is None:
+                raise TypeError(f"{cls.__name__}() needs a value")
+            return HostScalar(cls, x)
+        if isinstance(x, Scalar):
+            if type(x) is cls:
+                return x
+            b = builder(f"{cls.__name__}(...)")
+            if cls.ir_type.is_bool:
+                zero = b.constant(x.ir_type, 0)
+                return cls._wrap(b.cmp("ne", x.value, zero), x.origin)
+            return cls._wrap(b.cast(x.value, cls.ir_type), x.origin)
+        if isinstance(x, (bool, numbers.Number)) or _is_np_scalar(x):
+            return constant(cls, x, Origin(f"{cls.__name__}({x!r})", user_location(2)))
+        raise TypeError(f"{cls.__name__}() takes a number or a dynamic scalar, got "
+                        f"{type(x).__name__}")
+
+    @classmethod
+    def _wrap(cls, value: ir.Value, origin: Optional[Origin] = None) -> "Scalar":
+        obj = object.__new__(cls)
+        obj.value = value
+        obj.origin = origin
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<dynamic {type(self).__name__}>"
+
+    __hash__ = object.__hash__
+
+    # -- binding-time errors -----------------------------------------------------------------
+    def _needs_static(self, what: str):
+        raise needs_static_error(self, what)
+
+    def __bool__(self):
+        self._needs_static("using a dynamic value as a Python bool (in `if`, `while`, `and`, "
+                           "`or`, `not`, `assert` or a builtin like min/max)")
+
+    def __index__(self):
+        self._needs_static("using a dynamic value as a static Python int (a range() bound in "
+                           "static code, a shape, an index into a Python list)")
+
+    __int__ = __index__
+
+    def __float__(self):
+        self._needs_static("converting a dynamic value to a Python float")
+
+    def __iter__(self):
+        raise TypeError(f"a dynamic {type(self).__name__} is a scalar and cannot be iterated")
+
+    # -- arithmetic --------------------------------------------------------------------------
+    def _bin(self, other, kind, reverse=False):
+        a, b, t = _coerce(self, other, f"operator {kind}")
+        if a is None:
+            return NotImplemented
+        if reverse:
+            a, b = b, a
+        bl = builder()
+        if kind == "truediv" and not t.is_float:
+            a, b, t = bl.cast(a, ir.f32), bl.cast(b, ir.f32), ir.f32
+            kind = "div"
+        elif kind == "truediv":
+            kind = "div"
+        if kind in ("and", "or", "xor", "shl", "shr") and t.is_float:
+            raise TypeError(f"bitwise operator on float values ({t}); cast to an integer type "
+                            "first, e.g. ws.Int32(x)")
+        if kind in ("shl", "shr") and t.is_bool:
+            a, b, t = bl.cast(a, ir.i32), bl.cast(b, ir.i32), ir.i32
+        return DTYPES[t]._wrap(bl.binary(kind, a, b), _origin(self, other))
+
+    def __add__(self, o): return self._bin(o, "add")
+    def __radd__(self, o): return self._bin(o, "add", True)
+    def __sub__(self, o): return self._bin(o, "sub")
+    def __rsub__(self, o): return self._bin(o, "sub", True)
+    def __mul__(self, o): return self._bin(o, "mul")
+    def __rmul__(self, o): return self._bin(o, "mul", True)
+    def __truediv__(self, o): return self._bin(o, "truediv")
+    def __rtruediv__(self, o): return self._bin(o, "truediv", True)
+    def __floordiv__(self, o): return self._bin(o, "floordiv")
+    def __rfloordiv__(self, o): return self._bin(o, "floordiv", True)
+    def __mod__(self, o): return self._bin(o, "mod")
+    def __rmod__(self, o): return self._bin(o, "mod", True)
+    def __and__(self, o): return self._bin(o, "and")
+    def __rand__(self, o): return self._bin(o, "and", True)
+    def __or__(self, o): return self._bin(o, "or")
+    def __ror__(self, o): return self._bin(o, "or", True)
+    def __xor__(self, o): return self._bin(o, "xor")
+    def __rxor__(self, o): return self._bin(o, "xor", True)
+    def __lshift__(self, o): return self._bin(o, "shl")
+    def __rlshift__(self, o): return self._bin(o, "shl", True)
+    def __rshift__(self, o): return self._bin(o, "shr")
+    def __rrshift__(self, o): return self._bin(o, "shr", True)
+
+    def __pow__(self, o):
+        if isinstance(o, int) and not isinstance(o, bool) and 0 <= o <= 64:
+            result = type(self)(1) if o == 0 else self
+            for _ in range(o - 1):
+                result = result * self
+            return result
+        raise UnsupportedError(f"x ** {o!r} on a dynamic value: only a static int exponent in "
+                               "[0, 64] is supported; for others use ws.math.exp2(y * ws.math.log2(x))")
+
+    def __neg__(self):
+        t = self.ir_type
+        if t.is_bool:
+            return Int32(self).__neg__()
+        return type(self)._wrap(builder().unary("arith.neg", self.value), self.origin)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return type(self)._wrap(builder().unary("arith.not", self.value), self.origin)
+
+    def __abs__(self):
+        if not self.ir_type.is_float and not self.ir_type.is_signed:
+            return self
+        return type(self)._wrap(builder().unary("math.abs", self.value), self.origin)
+
+    def _cmp(self, other, pred):
+        a, b, t = _coerce(self, other, f"comparison {pred}")
+        if a is None:
+            return NotImplemented
+        return Boolean._wrap(builder().cmp(pred, a, b), _origin(self, other))
+
+    def __eq__(self, o): return self._cmp(o, "eq")
+    def __ne__(self, o): return self._cmp(o, "ne")
+    def __lt__(self, o): return self._cmp(o, "lt")
+    def __le__(self, o): return self._cmp(o, "le")
+    def __gt__(self, o): return self._cmp(o, "gt")
+    def __ge__(self, o): return self._cmp(o, "ge")
+
+
+class Numeric(Scalar):
+    """Base of the numeric dynamic types (everything but Boolean)."""
+    __slots__ = ()
+
+
+def _make(name, t, doc):
+    base = Scalar if t.is_bool else Numeric
+    cls = type(name, (base,), {"ir_type": t, "__slots__": (), "__doc__": doc,
+                               "__module__": __name__})
+    return cls
+
+
+Boolean = _make("Boolean", ir.i1, "Dynamic bool (PTX .pred; i1 in the IR).")
+Int8 = _make("Int8", ir.i8, "Dynamic signed 8-bit integer (.s8).")
+Int16 = _make("Int16", ir.i16, "Dynamic signed 16-bit integer (.s16).")
+Int32 = _make("Int32", ir.i32, "Dynamic signed 32-bit integer (.s32), wrapping.")
+Int64 = _make("Int64", ir.i64, "Dynamic signed 64-bit integer (.s64), wrapping.")
+Uint8 = _make("Uint8", ir.u8, "Dynamic unsigned 8-bit integer (.u8).")
+Uint16 = _make("Uint16", ir.u16, "Dynamic unsigned 16-bit integer (.u16).")
+Uint32 = _make("Uint32", ir.u32, "Dynamic unsigned 32-bit integer (.u32), wrapping.")
+Uint64 = _make("Uint64", ir.u64, "Dynamic unsigned 64-bit integer (.u64), wrapping.")
+Float16 = _make("Float16", ir.f16, "Dynamic IEEE half (.f16).")
+BFloat16 = _make("BFloat16", ir.bf16, "Dynamic bfloat16 (.bf16): 8 exponent, 7 mantissa bits.")
+Float32 = _make("Float32", ir.f32, "Dynamic IEEE single (.f32).")
+Float64 = _make("Float64", ir.f64, "Dynamic IEEE double (.f64).")
+
+DTYPES = {c.ir_type: c for c in (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32,
+                                 Uint64, Float16, BFloat16, Float32, Float64)}
+
+
+def dtype_of(t: ir.ScalarType):
+    """The dtype class (ws.Float16, ...) of an IR scalar type."""
+    return DTYPES[t]
+
+
+def is_dynamic(x) -> bool:
+    return isinstance(x, Scalar)
+
+
+def _is_np_scalar(x) -> bool:
+    return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
+
+
+_INT_RANGE = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
+              64: (-2**63, 2**63 - 1)}
+
+
+def fits(t: ir.ScalarType, v: int) -> bool:
+    """True if the Python int ``v`` is representable in integer type ``t``."""
+    if t.is_bool:
+        return v in (0, 1)
+    if t.is_signed:
+        lo, hi = _INT_RANGE[t.bits]
+        return lo <= v <= hi
+    return 0 <= v < 2 ** t.bits
+
+
+def constant(cls, x, origin=None) -> Scalar:
+    """A dynamic constant of dtype ``cls`` holding the static number ``x``."""
+    if _is_np_scalar(x):
+        x = x.item()
+    t = cls.ir_type
+    if t.is_int and isinstance(x, int) and not fits(t, x):
+        raise OverflowError(f"{x} does not fit in {cls.__name__}")
+    return cls._wrap(builder().constant(t, x), origin)
+
+
+def promote_types(a: ir.ScalarType, b: ir.ScalarType) -> ir.ScalarType:
+    """The C-like common type of two scalar types (see the module docstring)."""
+    if a == b:
+        return a
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            if a.bits == b.bits:          # f16 with bf16
+                return ir.f32
+            return a if a.bits > b.bits else b
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return a if not a.is_signed else b
+
+
+def _literal_type(dyn: ir.ScalarType, x) -> ir.ScalarType:
+    if isinstance(x, bool):
+        return dyn
+    if isinstance(x, int):
+        if dyn.is_bool:
+            return ir.i32 if fits(ir.i32, x) else ir.i64
+        if dyn.is_float or fits(dyn, x):
+            return dyn
+        return ir.i64 if fits(ir.i64, x) else ir.u64
+    # float
+    return dyn if dyn.is_float else ir.f32
+
+
+def _coerce(a: Scalar, other, what):
+    """Both operands as IR values of one promoted type: (a, b, type), or (None,..) if foreign."""
+    if isinstance(other, Scalar):
+        t = promote_types(a.ir_type, other.ir_type)
+        b = builder()
+        return b.cast(a.value, t), b.cast(other.value, t), t
+    if _is_np_scalar(other):
+        other = other.item()
+    if isinstance(other, (bool, int, float)):
+        t = _literal_type(a.ir_type, other)
+        b = builder()
+        if t.is_int and isinstance(other, int) and not fits(t, other):
+            raise OverflowError(f"the constant {other} does not fit in {DTYPES[t].__name__} "
+                                f"(in {what} with a dynamic {type(a).__name__})")
+        return b.cast(a.value, t), b.constant(t, other), t
+    return None, None, None
+
+
+def _origin(a, b):
+    if isinstance(a, Scalar) and a.origin is not None:
+        return a.origin
+    if isinstance(b, Scalar):
+        return b.origin
+    return None
+
+
+def as_dynamic(x, cls=None) -> Scalar:
+    """``x`` as a dynamic scalar: a Scalar stays; a static number becomes a constant (Int32,
+    Int64 or Float32 by rule 3, or ``cls``)."""
+    if isinstance(x, Scalar):
+        return x if cls is None else cls(x)
+    if cls is None:
+        if isinstance(x, bool):
+            cls = Boolean
+        elif isinstance(x, int):
+            cls = Int32 if fits(ir.i32, x) else Int64
+        elif isinstance(x, float):
+            cls = Float32
+        else:
+            raise TypeError(f"expected a number or a dynamic scalar, got {type(x).__name__}")
+    return constant(cls, x, Origin(f"the constant {x!r}", user_location(2)))
+
+
+def needs_static_error(value: Scalar, what: str) -> BindingTimeError:
+    """A BindingTimeError for ``value`` used where a static value is needed, with its origin."""
+    from ..frontend.source import format_location
+    loc = user_location(3)
+    origin = value.origin
+    why = f"it became dynamic at: {origin}" if origin else "it is computed on the GPU at run time"
+    msg = (f"{what}: this value is dynamic (a {type(value).__name__} known only on the GPU at run "
+           f"time), but a static (compile-time) value is needed here.\n"
+           f"{format_location(loc)}\n"
+           f"Why dynamic: {why}.\n"
+           "Fix: make it static: annotate the parameter it comes from as ws.Static[...] (or keep it "
+           "in a static config object), or use ws.static(expr) to check it; for control flow on a "
+           "dynamic value, warpstage rewrites `if`/`while`/`and`/`or` inside @ws.kernel/@ws.jit "
+           "functions, and ws.math.min/max replace the builtins.")
+    return BindingTimeError(msg, where=str(loc) if loc else None)
+
+
+def _scalar_rewrap(self, value):
+    return type(self)._wrap(value, self.origin)
+
+
+Scalar._rewrap = _scalar_rewrap

@@ -1,0 +1,152 @@
+"""Global-memory tensors: ``ws.Tensor`` parameters (rule 4) and ``ws.Tensor[dtype, ndim]``.
+
+Inside a kernel a tensor is a dynamic pointer plus a dynamic shape and strides (in elements).
+Strides equal to 1 on the host are static (they are part of the cache key), so a contiguous
+innermost dimension costs no multiply. Shapes and strides are Int32 when every offset of the
+tensor fits in 31 bits, else Int64 (also part of the key).
+
+``t[i, j]`` loads one element at ``sum(index_k * stride_k)``; ``t[i, j] = v`` stores one. A static
+negative index counts from the end (``t[-1]``); a dynamic index must be in range (not checked on
+the GPU; the simulator reports out-of-bounds accesses).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ir
+from ..frontend.trace import builder
+from .pointer import Pointer
+from .scalars import DTYPES, Int32, Int64, Scalar, as_dynamic
+
+__all__ = ["Tensor", "TensorSpec"]
+
+
+class TensorSpec:
+    """The annotation ``ws.Tensor[dtype, ndim]`` (either may be omitted as ``ws.Tensor``): a
+    dynamic global-memory tensor whose dtype and rank are checked against the argument."""
+
+    def __init__(self, dtype=None, ndim: Optional[int] = None):
+        self.dtype = dtype
+        self.ndim = ndim
+
+    def __repr__(self) -> str:
+        parts = [p for p in ((self.dtype.__name__ if self.dtype else None),
+                             (str(self.ndim) if self.ndim is not None else None)) if p]
+        return "ws.Tensor" + (f"[{', '.join(parts)}]" if parts else "")
+
+    def __eq__(self, o):
+        return isinstance(o, TensorSpec) and (o.dtype, o.ndim) == (self.dtype, self.ndim)
+
+    def __hash__(self):
+        return hash(("TensorSpec", self.dtype, self.ndim))
+
+
+class _TensorMeta(type):
+    def __getitem__(cls, item):
+        if not isinstance(item, tuple):
+            item = (item,)
+        if len(item) > 2:
+            raise TypeError(f"ws.Tensor[dtype, ndim] takes at most 2 parameters, got {len(item)}")
+        dtype = item[0]
+        if dtype not in DTYPES.values():
+            raise TypeError(f"ws.Tensor[...]: the first parameter must be a warpstage dtype such "
+                            f"as ws.Float16, got {dtype!r}")
+        ndim = item[1] if len(item) > 1 else None
+        if ndim is not None and (not isinstance(ndim, int) or ndim < 0):
+            raise TypeError(f"ws.Tensor[dtype, ndim]: ndim must be a non-negative int, got {ndim!r}")
+        return TensorSpec(dtype, ndim)
+
+
+class Tensor(metaclass=_TensorMeta):
+    """A tensor in global memory, inside a kernel. ``shape``: tuple of dynamic ints; ``strides``:
+    tuple (static 1 or dynamic ints), in elements; ``dtype``: element dtype class; ``ndim``: int."""
+
+    __slots__ = ("ptr", "shape", "strides")
+
+    def __init__(self, ptr: Pointer, shape: tuple, strides: tuple):
+        self.ptr = ptr
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+
+    @property
+    def dtype(self):
+        return self.ptr.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def index_dtype(self):
+        for s in self.shape:
+            if isinstance(s, Scalar):
+                return type(s)
+        return Int32
+
+    # -- value protocol ----------------------------------------------------------------------
+    def __extract_values__(self):
+        return [self.ptr, *self.shape, *[s for s in self.strides if not _is_one(s)]]
+
+    def __new_from_values__(self, values):
+        n = self.ndim
+        ptr, shape, rest = values[0], tuple(values[1:1 + n]), iter(values[1 + n:])
+        strides = tuple(1 if _is_one(s) else next(rest) for s in self.strides)
+        return Tensor(ptr, shape, strides)
+
+    def __static_key__(self):
+        return ("Tensor", str(self.ptr.value.type), tuple(_is_one(s) for s in self.strides))
+
+    # -- element access ------------------------------------------------------------------------
+    def _offset(self, index):
+        if not isinstance(index, tuple):
+            index = (index,)
+        if len(index) != self.ndim:
+            raise IndexError(f"a {self.ndim}-d tensor needs {self.ndim} indices, got {len(index)}")
+        idx_t = self.index_dtype
+        offset = None
+        for k, (i, stride) in enumerate(zip(index, self.strides)):
+            if isinstance(i, slice):
+                raise TypeError("slicing a global tensor is not supported yet; index single "
+                                "elements, e.g. t[i, j]")
+            if isinstance(i, int) and not isinstance(i, bool) and i < 0:
+                i = self.shape[k] + i
+            i = as_dynamic(i, idx_t) if not isinstance(i, Scalar) or type(i) is not idx_t else i
+            if not i.ir_type.is_int and not i.ir_type.is_bool:
+                raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__}")
+            term = i if _is_one(stride) else i * stride
+            offset = term if offset is None else offset + term
+        return offset
+
+    def __getitem__(self, index):
+        off = self._offset(index)
+        return self.ptr[off] if off is not None else self.ptr[0]
+
+    def __setitem__(self, index, value):
+        off = self._offset(index)
+        self.ptr[off if off is not None else 0] = value
+
+    def __repr__(self) -> str:
+        return f"<dynamic Tensor {self.dtype.__name__} ndim={self.ndim}>"
+
+    def __bool__(self):
+        raise TypeError("a dynamic tensor has no static truth value")
+
+
+def _is_one(s) -> bool:
+    return isinstance(s, int) and not isinstance(s, bool) and s == 1
+
+
+def make_tensor(args_iter, dtype, ndim: int, unit_strides: tuple, index_dtype, origin=None) -> Tensor:
+    """Build a traced Tensor from the kernel's block arguments (ptr, shape..., non-unit strides...)."""
+    ptr = Pointer._wrap(next(args_iter), origin)
+    shape = tuple(index_dtype._wrap(next(args_iter), origin) for _ in range(ndim))
+    strides = tuple(1 if unit else index_dtype._wrap(next(args_iter), origin) for unit in unit_strides)
+    return Tensor(ptr, shape, strides)
+
+
+def tensor_abi(dtype, ndim, unit_strides, index_dtype, name: str) -> list:
+    """The ABI slots of a tensor parameter: [(slot name, ir type)]."""
+    slots = [(f"{name}.data", ir.PointerType(dtype.ir_type, "global"))]
+    slots += [(f"{name}.shape[{k}]", index_dtype.ir_type) for k in range(ndim)]
+    slots += [(f"{name}.stride[{k}]", index_dtype.ir_type) for k, u in enumerate(unit_strides) if not u]
+    return slots

@@ -1,0 +1,81 @@
+"""Launching a specialization on the current target: the GPU (CUDA driver) or the simulator."""
+from __future__ import annotations
+
+from .errors import ArgumentError
+
+__all__ = ["launch", "set_target", "get_target"]
+
+
+def get_target() -> str:
+    """'cuda' or 'sim': WARPSTAGE_TARGET / ws.set_target, else cuda when a GPU is usable."""
+    from .runtime.target import default_target
+    return default_target()
+
+
+def set_target(name) -> None:
+    """Force the target for this process: 'cuda', 'sim', or None for automatic."""
+    from .runtime.target import set_target as _set
+    _set(name)
+
+
+def launch(kernel, values, grid, block, smem, stream):
+    target = get_target()
+    ck, specs = kernel.specialize(values, block, target)
+    leaves: list = []
+    for spec, v in zip(specs, values):
+        spec.host_leaves(v, leaves)
+    if target == "cuda":
+        return _launch_cuda(ck, leaves, grid, block, smem, stream)
+    return _launch_sim(ck, leaves, grid, block, smem)
+
+
+def _launch_cuda(ck, leaves, grid, block, smem, stream):
+    from .runtime.launcher import current_stream
+    from .runtime.tensors import TensorArg, require_device
+    fn, launcher = ck.cuda_launcher()
+    tensors = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, TensorArg):
+            require_device(leaf, ck.abi[i][0].split(".")[0])
+            tensors.append(leaf)
+            leaves[i] = leaf.data_ptr
+    if stream is None:
+        stream = current_stream(tensors)
+    elif not isinstance(stream, int):
+        stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
+    launcher.launch(grid, block, smem, stream, leaves)
+
+
+def _launch_sim(ck, leaves, grid, block, smem):
+    from . import sim
+    from .runtime.tensors import TensorArg
+    memory = sim.Memory()
+    copies = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, TensorArg):
+            host, writeback = _host_array(leaf, ck.abi[i][0].split(".")[0])
+            leaves[i] = memory.register(host)
+            if writeback is not None:
+                copies.append(writeback)
+    result = sim.run(ck.module, ck.name, grid, block, leaves, memory, smem_bytes=smem)
+    for wb in copies:
+        wb()
+    return result
+
+
+def _host_array(ta, pname):
+    """A numpy view of a tensor's memory for the simulator, and a write-back for device tensors."""
+    import numpy as np
+    obj = ta.owner
+    if ta.device == "cpu":
+        if ta.kind == "torch":
+            return obj.detach().numpy(), None
+        return np.asarray(obj), None
+    if ta.kind == "torch":
+        host = obj.detach().cpu()
+        return host.numpy(), (lambda: obj.copy_(host))
+    if ta.kind == "cupy":
+        host = obj.get()
+        return host, (lambda: obj.set(host))
+    raise ArgumentError(f"parameter '{pname}': the simulator cannot read a {ta.kind} device tensor; "
+                        "pass a numpy array or a torch/cupy tensor")
