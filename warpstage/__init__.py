@@ -14,6 +14,7 @@ from .lang import arch, math
 from .lang.pointer import Pointer
 from .lang.scalars import (BFloat16, Boolean, Float16, Float32, Float64, Int8, Int16, Int32, Int64,
                            Uint8, Uint16, Uint32, Uint64)
+from .lang.struct import struct
 from .lang.tensor import Tensor
 from .launch import get_target, set_target
 from .options import CompileOptions
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
-    "Static", "Constexpr", "flatten", "unflatten", "arch", "math", "Pointer", "Tensor",
+    "Static", "Constexpr", "struct", "flatten", "unflatten", "arch", "math", "Pointer", "Tensor",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
     "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",

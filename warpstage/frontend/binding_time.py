@@ -201,7 +201,11 @@ class CompositeSpec(Spec):
         self.names = names
         self.rule = rule
         dyn = [p.binding != "static" for p in parts]
-        self.binding = "mixed" if any(dyn) and not all(dyn) else ("dynamic" if all(dyn) and parts else "static")
+        if kind == "proto" and any(dyn):
+            self.binding = "mixed"          # a static skeleton with dynamic leaves, by definition
+        else:
+            self.binding = ("mixed" if any(dyn) and not all(dyn) else
+                            "dynamic" if all(dyn) and parts else "static")
         skel = template if kind in ("tuple", "list", "dict") else type(template)
         skel_key = (len(template) if kind in ("tuple", "list") else
                     tuple(template) if kind == "dict" else _skeleton_static_key(template, kind))
@@ -299,7 +303,8 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
         return TensorArgSpec(ta, 4)
     if has_protocol(value):
         parts = _host_parts(value, "proto", None)
-        names = [str(i) for i in range(len(parts))]
+        fields = getattr(type(value), "__ws_fields__", None)
+        names = list(fields[1]) if fields else [str(i) for i in range(len(parts))]
         return CompositeSpec("proto", value, [classify(p, None, f"{name}[{i}]", tensor_adapter=tensor_adapter)
                                               for i, p in enumerate(parts)], names, 5)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

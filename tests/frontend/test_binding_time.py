@@ -1,0 +1,114 @@
+"""The binding-time rules of DESIGN §2 as ws.explain reports them, and their errors."""
+import dataclasses
+import enum
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+from warpstage.frontend.binding_time import classify
+from warpstage.api import _tensor_adapter
+
+
+def spec(value, ann=None, name="p", self_rule=False):
+    return classify(value, ann, name, self_rule=self_rule, tensor_adapter=_tensor_adapter)
+
+
+class Config:
+    def __init__(self, stages=2):
+        self.stages = stages
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+@pytest.mark.parametrize("value, rule, binding, desc", [
+    (True, 3, "dynamic", "Boolean"),
+    (7, 3, "dynamic", "Int32"),
+    (2 ** 40, 3, "dynamic", "Int64"),
+    (1.5, 3, "dynamic", "Float32"),
+    (None, 7, "static", "NoneType = None"),
+    ("s", 7, "static", "str = 's'"),
+    (ws.Float16, 7, "static", "type"),
+    (Color.RED, 7, "static", "Color"),
+    (Config(), 7, "static", "Config"),
+    (len, 7, "static", "builtin_function_or_method"),
+])
+def test_rules_for_bare_values(value, rule, binding, desc):
+    s = spec(value)
+    assert (s.rule, s.binding) == (rule, binding)
+    assert s.desc.startswith(desc)
+
+
+def test_rule1_static_annotation_checks_type():
+    s = spec(3, ws.Static[int])
+    assert (s.rule, s.binding) == (1, "static")
+    with pytest.raises(ws.ArgumentError, match=r"parameter 'p' is annotated ws.Static\[int\] but got a str"):
+        spec("x", ws.Static[int])
+    assert ws.Constexpr is ws.Static
+
+
+def test_rule2_dynamic_annotation_range_checks():
+    assert spec(5, ws.Int64).desc == "Int64"
+    with pytest.raises(ws.ArgumentError, match=r"annotated Int32 but the int 4294967296 overflows it"):
+        spec(2 ** 32, ws.Int32)
+
+
+def test_rule2_tensor_annotation_checks_dtype_and_rank():
+    a = np.zeros((3, 4), np.float32)
+    s = spec(a, ws.Tensor[ws.Float32, 2])
+    assert s.rule == 2 and s.binding == "dynamic"
+    with pytest.raises(ws.ArgumentError, match=r"(?s)dtype Float32.*x.to\(torch.float16\)"):
+        spec(a, ws.Tensor[ws.Float16, 2])
+    with pytest.raises(ws.ArgumentError, match=r"got a 2-d tensor"):
+        spec(a, ws.Tensor[ws.Float32, 1])
+    with pytest.raises(ws.ArgumentError, match=r"annotated ws.Tensor but got a int"):
+        spec(3, ws.Tensor)
+
+
+def test_rule4_tensor_key_has_dtype_rank_unit_strides_alignment():
+    a = np.zeros((3, 4), np.float32)
+    s = spec(a)
+    assert s.rule == 4
+    assert s.key[:4] == ("tensor", "f32", 2, (False, True))
+    t = spec(a.T)
+    assert t.key[3] == (True, False)
+    assert [n for n, _ in s.abi("a")] == ["a.data", "a.shape[0]", "a.shape[1]", "a.stride[0]"]
+
+
+def test_self_rule_and_receiver_rule():
+    assert spec(5, self_rule=True).binding == "static"
+    assert spec(Config(), self_rule=False).binding == "static"
+
+
+@ws.struct if hasattr(ws, "struct") else dataclasses.dataclass
+class State:
+    stages: ws.Static[int]
+    index: ws.Int32
+
+
+class Pair(NamedTuple):
+    x: int
+    name: str
+
+
+def test_rule5_and_6_composites():
+    s = spec(State(3, 1))
+    assert s.rule == 5 and s.binding == "mixed"
+    assert [n for n, _ in s.abi("st")] == ["st.index"]
+    p = spec(Pair(1, "a"))
+    assert p.rule == 5 and p.binding == "mixed"
+    t = spec((1, 2.0, "x"))
+    assert t.rule == 6 and [str(ty) for _, ty in t.abi("t")] == ["i32", "f32"]
+    d = spec({"a": 1})
+    assert d.rule == 6
+
+
+def test_unkeyable_static_value_names_parameter():
+    class Holder:
+        def __init__(self):
+            self.table = bytearray(b"abc")     # no __dict__, no __slots__, no stable hash
+    with pytest.raises(ws.ArgumentError, match=r"(?s)parameter .cfg..*cannot be keyed.*__static_key__"):
+        classify(Holder(), None, "cfg")
