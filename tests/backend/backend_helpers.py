@@ -1,0 +1,42 @@
+"""Helpers for backend tests: build a one-kernel module by hand, lower it, emit PTX.
+
+Every lowering test also emits PTX: an op that LLVM's NVPTX backend cannot select aborts the
+whole process (llvmlite's LLVM has assertions on), so emission is the check that matters.
+"""
+import llvmlite.binding as llvm
+
+from warpstage.backend import emit_ptx, lower
+from warpstage.ir import Builder, Function, Module
+from warpstage.options import CompileOptions
+
+OPTIONS = CompileOptions()
+
+
+class KernelBuilder:
+    """A kernel ``name(*arg_types)`` under construction: ``b`` inserts into its body."""
+
+    def __init__(self, arg_types, name="k", attrs=None):
+        self.module = Module()
+        self.fn = self.module.add(Function(name, list(arg_types), is_kernel=True,
+                                           attrs=dict(attrs or {})))
+        self.b = Builder(self.fn.body.block)
+        self.args = self.fn.args
+
+    def finish(self):
+        """End the body (func.return) and return (llvm_ir, ptx); the LLVM IR must verify."""
+        self.b.return_()
+        return compile_module(self.module)
+
+
+def compile_module(module, options=OPTIONS):
+    ll = lower(module, options)
+    mod = llvm.parse_assembly(ll)
+    mod.verify()
+    assert "nvvm.annotations" not in ll
+    ptx = emit_ptx(ll, options)
+    assert ".target sm_90a" in ptx
+    return ll, ptx
+
+
+def region_block(op, i):
+    return op.regions[i].block

@@ -1,0 +1,225 @@
+"""Structured control flow, device functions and kernel attributes lower to valid LLVM/PTX."""
+import re
+
+import pytest
+
+from backend_helpers import KernelBuilder, compile_module
+from warpstage.errors import CompilationError
+from warpstage.ir import (Builder, Function, Module, PointerType, VerificationError, f32, i1, i32,
+                          u32)
+
+
+def test_vector_add_kernel():
+    P = PointerType(f32, "global")
+    k = KernelBuilder([P, P, P, i32], name="vadd", attrs={"maxntid": (128, 1, 1), "minctasm": 1})
+    a, b_, c, n = k.args
+    b = k.b
+    i = b.binary("add", b.binary("mul", b.sreg("ctaid.x", i32), b.sreg("ntid.x", i32)),
+                 b.sreg("tid.x", i32))
+    op = b.if_(b.cmp("lt", i, n))
+    with b.at(op.regions[0].block):
+        s = b.binary("add", b.load(b.ptr_offset(a, i)), b.load(b.ptr_offset(b_, i)))
+        b.store(b.ptr_offset(c, i), s)
+        b.yield_()
+    with b.at(op.regions[1].block):
+        b.yield_()
+    ll, ptx = k.finish()
+    assert 'define ptx_kernel void @"vadd"(ptr addrspace(1)' in ll
+    assert '"nvvm.maxntid"="128,1,1"' in ll and '"nvvm.minctasm"="1"' in ll
+    assert ".visible .entry vadd(" in ptx
+    assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    assert "ld.global" in ptx and "st.global" in ptx and "add.rn.f32" in ptx
+
+
+@pytest.mark.parametrize("attrs,needles", [
+    ({"maxntid": 384}, [".maxntid 384, 1, 1"]),
+    ({"maxntid": (64, 2)}, [".maxntid 64, 2, 1"]),
+    ({"maxntid": (128, 1, 1), "minctasm": 2, "maxnreg": 168},
+     [".maxntid 128, 1, 1", ".minnctapersm 2", ".maxnreg 168"]),
+    ({}, []),
+])
+def test_kernel_attributes(attrs, needles):
+    k = KernelBuilder([], attrs=attrs)
+    _, ptx = k.finish()
+    for n in needles:
+        assert n in ptx
+    if not attrs:
+        assert ".maxntid" not in ptx and ".minnctapersm" not in ptx
+
+
+def test_noalias_hook():
+    P = PointerType(f32)
+    k = KernelBuilder([P, P, i32], attrs={"noalias": True})
+    ll, _ = k.finish()
+    assert ll.count("noalias") == 2
+    k = KernelBuilder([P, P, i32], attrs={"noalias": [1]})
+    ll, _ = k.finish()
+    assert ll.count("noalias") == 1
+
+
+def test_if_with_results():
+    k = KernelBuilder([PointerType(i32), PointerType(f32), i1, i32])
+    out_i, out_f, c, x = k.args
+    b = k.b
+    op = b.if_(c, [i32, f32])
+    with b.at(op.regions[0].block):
+        b.yield_([b.binary("add", x, b.constant(i32, 1)), b.constant(f32, 2.5)])
+    with b.at(op.regions[1].block):
+        inner = b.if_(b.cmp("gt", x, b.constant(i32, 0)), [i32])    # nested if in else
+        with b.at(inner.regions[0].block):
+            b.yield_([x])
+        with b.at(inner.regions[1].block):
+            b.yield_([b.unary("arith.neg", x)])
+        b.yield_([inner.results[0], b.constant(f32, -1.0)])
+    b.store(out_i, op.results[0])
+    b.store(out_f, op.results[1])
+    ll, ptx = k.finish()
+    assert len(re.findall(r"phi\s+i32", ll)) == 2 and re.search(r"phi\s+float", ll)
+
+
+def for_kernel(lb, ub, step, t=i32, attrs=None, dynamic_step=False):
+    k = KernelBuilder([PointerType(t), PointerType(f32), t])
+    out, out_f, dyn = k.args
+    b = k.b
+    step_v = dyn if dynamic_step else b.constant(t, step)
+    loop = b.for_(b.constant(t, lb), b.constant(t, ub), step_v,
+                  [b.constant(t, 0), b.constant(f32, 1.0)], attrs)
+    with b.at(loop.regions[0].block):
+        iv, acc, prod = loop.regions[0].block.args
+        b.yield_([b.binary("add", acc, iv), b.binary("mul", prod, b.constant(f32, 1.5))])
+    b.store(out, loop.results[0])
+    b.store(out_f, loop.results[1])
+    return k.finish()
+
+
+def test_for_with_carried_values():
+    ll, ptx = for_kernel(0, 10, 1)
+    assert "icmp slt" in ll
+
+
+def test_for_negative_constant_step():
+    ll, ptx = for_kernel(10, 0, -2)
+    assert "icmp sgt" in ll and "icmp slt" not in ll
+
+
+def test_for_dynamic_step_picks_the_comparison_at_run_time():
+    ll, ptx = for_kernel(0, 100, None, dynamic_step=True)
+    assert "icmp sgt" in ll and "icmp slt" in ll and "select" in ll
+
+
+def test_for_unsigned():
+    ll, _ = for_kernel(0, 10, 3, t=u32)
+    assert "icmp ult" in ll
+
+
+def test_unroll_metadata_is_honoured():
+    # A dynamic trip count: LLVM keeps a loop; unroll=4 replicates the body 4 times, plus a
+    # remainder loop (without the hint NVPTX's own runtime unrolling picks 8).
+    k = KernelBuilder([PointerType(f32), i32])
+    out, n = k.args
+    b = k.b
+    loop = b.for_(b.constant(i32, 0), n, b.constant(i32, 1), [b.constant(f32, 1.0)],
+                  {"unroll": 4})
+    with b.at(loop.regions[0].block):
+        b.yield_([b.binary("mul", loop.regions[0].block.args[1], b.constant(f32, 1.5))])
+    b.store(out, loop.results[0])
+    ll, ptx = k.finish()
+    assert "llvm.loop.unroll.count" in ll and "distinct" in ll
+    assert ptx.count("mul.rn.f32") in (4, 5)
+
+
+def test_unroll_disable_keeps_a_constant_trip_loop():
+    _, ptx_default = for_kernel(0, 8, 1)
+    assert "bra" not in ptx_default                   # LLVM fully unrolls 8 iterations
+    ll, ptx = for_kernel(0, 8, 1, attrs={"unroll": 1})
+    assert "llvm.loop.unroll.disable" in ll
+    assert "bra" in ptx
+
+
+def test_while_loop():
+    # while x > 1: x = x / 2 if x even else 3x + 1 ; count steps
+    k = KernelBuilder([PointerType(i32), i32])
+    out, x0 = k.args
+    b = k.b
+    w = b.while_([x0, b.constant(i32, 0)])
+    before, after = w.regions[0].block, w.regions[1].block
+    with b.at(before):
+        x, n = before.args
+        b.condition(b.cmp("gt", x, b.constant(i32, 1)), [x, n])
+    with b.at(after):
+        x, n = after.args
+        even = b.cmp("eq", b.binary("rem", x, b.constant(i32, 2)), b.constant(i32, 0))
+        op = b.if_(even, [i32])
+        with b.at(op.regions[0].block):
+            b.yield_([b.binary("div", x, b.constant(i32, 2))])
+        with b.at(op.regions[1].block):
+            b.yield_([b.binary("add", b.binary("mul", x, b.constant(i32, 3)), b.constant(i32, 1))])
+        b.yield_([op.results[0], b.binary("add", n, b.constant(i32, 1))])
+    b.store(out, w.results[1])
+    ll, ptx = k.finish()
+    assert "while.before" in ll and "bra" in ptx
+
+
+def two_result_function(inline=None):
+    m = Module()
+    attrs = {"inline": inline} if inline else {}
+    fn = m.add(Function("divmod", [i32, i32], [i32, i32], attrs=attrs))
+    b = Builder(fn.body.block)
+    a, d = fn.args
+    b.return_([b.binary("floordiv", a, d), b.binary("mod", a, d)])
+    kern = m.add(Function("k", [PointerType(i32), i32, i32], is_kernel=True))
+    b = Builder(kern.body.block)
+    out, a, d = kern.args
+    q, r = b.call(fn, [a, d])
+    b.store(out, q)
+    b.store(b.ptr_offset(out, b.constant(i32, 1)), r)
+    b.return_()
+    return m
+
+
+def test_device_function_with_two_results():
+    ll, ptx = compile_module(two_result_function())
+    assert re.search(r'define internal \{i32, i32\} @"divmod"', ll)
+    assert "extractvalue" in ll
+    assert ".entry k" in ptx
+
+
+def test_noinline_device_function_stays_a_func():
+    ll, ptx = compile_module(two_result_function(inline="never"))
+    assert "noinline" in ll
+    assert ".func" in ptx and "call.uni" in ptx
+
+
+def test_void_and_single_result_device_functions():
+    m = Module()
+    one = m.add(Function("twice", [f32], [f32]))
+    b = Builder(one.body.block)
+    b.return_([b.binary("add", one.args[0], one.args[0])])
+    none = m.add(Function("sync", []))
+    b = Builder(none.body.block)
+    b.barrier()
+    b.return_()
+    kern = m.add(Function("k", [PointerType(f32), f32], is_kernel=True))
+    b = Builder(kern.body.block)
+    b.call(none, [])
+    b.store(kern.args[0], b.call(one, [kern.args[1]])[0])
+    b.return_()
+    ll, ptx = compile_module(m)
+    assert 'define internal float @"twice"' in ll and 'define internal void @"sync"' in ll
+
+
+def test_malformed_ir_is_rejected_before_llvm_sees_it():
+    k = KernelBuilder([i32, f32])
+    x, y = k.args
+    k.b.op("arith.add", (x, y), (i32,))
+    with pytest.raises(VerificationError, match="arith.add"):
+        k.finish()
+
+
+def test_kernel_with_results_is_rejected():
+    m = Module()
+    kern = m.add(Function("k", [i32], [i32], is_kernel=True))
+    b = Builder(kern.body.block)
+    b.return_([kern.args[0]])
+    with pytest.raises(CompilationError, match="kernels return nothing"):
+        compile_module(m)

@@ -1,0 +1,301 @@
+"""IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
+
+``lower`` verifies the IR, declares every function (so calls may go in any order), then lowers
+each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math`` and
+``lower_gpu``; structured control flow and calls are lowered here.
+
+Functions:
+
+- A kernel (``is_kernel``) is an entry: ``define ptx_kernel void @name(...)``; pointer
+  parameters are ``ptr addrspace(N)`` of their space (global: 1). Launch properties are LLVM 22
+  function attributes (never ``!nvvm.annotations``, which aborts llvmlite's LLVM):
+  ``attrs['maxntid']`` (1-3 ints) -> ``"nvvm.maxntid"="x,y,z"`` -> PTX ``.maxntid x, y, z``;
+  ``attrs['minctasm']`` -> ``"nvvm.minctasm"`` -> ``.minnctapersm``; ``attrs['maxnreg']`` ->
+  ``"nvvm.maxnreg"`` -> ``.maxnreg`` (PTX ISA "Performance-Tuning Directives").
+  ``attrs['noalias']``: True marks every pointer parameter ``noalias``, a collection of indices
+  marks those; the caller promises the pointed-to memory does not overlap.
+- A device function has internal linkage; zero results return void, one its value, several an
+  LLVM literal struct. ``attrs['inline']``: 'always' / 'never' -> alwaysinline / noinline.
+
+Control flow (``scf``) becomes basic blocks with phis:
+
+- scf.if: then/else blocks joining in a block whose phis are the if's results.
+- scf.for (lb, ub, step): ``iv = lb; while (step > 0 ? iv < ub : iv > ub) { body; iv += step }``
+  compared signed or unsigned by the type; with a constant step the comparison is chosen at
+  compile time. ``iv + step`` must not overflow the type (signed adds are ``nsw``).
+  ``attrs['unroll']``: n > 1 -> ``llvm.loop.unroll.count n``; 1 -> ``llvm.loop.unroll.disable``.
+- scf.while: ``before`` runs first; ``scf.condition(c, *v)`` enters ``after`` with v while c,
+  else leaves the loop with v as the results.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from llvmlite.ir.values import FunctionAttributes, MDValue
+
+from ..errors import CompilationError, WarpstageError
+from ..ir import core
+from ..ir.types import PointerType, ScalarType
+from ..ir.verifier import verify
+from ..options import CompileOptions
+from . import lower_arith, lower_gpu, lower_math
+from .context import LoweringContext
+from .llvm_types import llvm_type
+from .ptx import TRIPLE, target_machine
+
+__all__ = ["lower", "RULES", "CONTROL_OPS"]
+
+RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES}
+"""op name -> rule for every op that is not control flow or a call."""
+CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
+"""Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""
+
+
+def lower(module: core.Module, options: CompileOptions) -> str:
+    """LLVM IR text of ``module`` for ``options.arch``.
+
+    Raises VerificationError for malformed IR, UnsupportedError for an op/type combination the
+    backend cannot lower (e.g. math.exp on f64), CompilationError for internal failures.
+    """
+    verify(module)
+    llmod = ir.Module(name="warpstage")
+    llmod.triple = TRIPLE
+    llmod.data_layout = str(target_machine(options.arch, options.ptx_version,
+                                           options.opt_level).target_data)
+    functions = {fn.name: _declare(llmod, fn) for fn in module.functions}
+    strings: dict = {}
+    for fn in module.functions:
+        _FunctionLowering(llmod, functions[fn.name], strings, functions).run(fn)
+    return str(llmod)
+
+
+class _StringAttributes(FunctionAttributes):
+    """llvmlite's function attributes plus LLVM string attributes ``"key"="value"``."""
+
+    def __init__(self, strings: dict):
+        super().__init__()
+        self.strings = strings
+
+    def __bool__(self):
+        return bool(self.strings) or len(self) > 0
+
+    def _to_list(self, ret_type):
+        return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in self.strings.items()]
+
+
+class _LoopID(MDValue):
+    """A distinct, self-referential loop ID node: ``!N = distinct !{!N, !props...}``.
+
+    llvmlite only builds uniqued nodes, and a uniqued self-reference cannot be written.
+    """
+
+    def descr(self, buf):
+        refs = [self.get_reference()] + [o.get_reference() for o in self.operands]
+        buf += (f"distinct !{{{', '.join(refs)}}}", "\n")
+
+
+def _dims(v) -> str:
+    dims = [int(v)] if isinstance(v, int) else [int(x) for x in v]
+    return ",".join(map(str, dims + [1] * (3 - len(dims))))
+
+
+def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
+    if fn.is_kernel and fn.result_types:
+        raise CompilationError(f"kernel {fn.name} declares results "
+                               f"({', '.join(map(str, fn.result_types))}); kernels return "
+                               "nothing: write results through a pointer parameter")
+    args = [llvm_type(t) for t in fn.arg_types]
+    results = [llvm_type(t) for t in fn.result_types]
+    if not results:
+        ret = ir.VoidType()
+    else:
+        ret = results[0] if len(results) == 1 else ir.LiteralStructType(results)
+    llfn = ir.Function(llmod, ir.FunctionType(ret, args), fn.name)
+    attrs = fn.attrs
+    strings = {}
+    if fn.is_kernel:
+        llfn.calling_convention = "ptx_kernel"
+        if attrs.get("maxntid") is not None:
+            strings["nvvm.maxntid"] = _dims(attrs["maxntid"])
+        if attrs.get("minctasm") is not None:
+            strings["nvvm.minctasm"] = str(int(attrs["minctasm"]))
+        if attrs.get("maxnreg") is not None:
+            strings["nvvm.maxnreg"] = str(int(attrs["maxnreg"]))
+    else:
+        llfn.linkage = "internal"
+    llfn.attributes = _StringAttributes(strings)
+    inline = attrs.get("inline")
+    if inline in ("always", "never"):
+        llfn.attributes.add("alwaysinline" if inline == "always" else "noinline")
+    noalias = attrs.get("noalias")
+    for i, (t, a) in enumerate(zip(fn.arg_types, llfn.args)):
+        if isinstance(t, PointerType) and (noalias is True or (
+                noalias not in (None, False) and i in noalias)):
+            a.add_attribute("noalias")
+    return llfn
+
+
+class _FunctionLowering(LoweringContext):
+    def __init__(self, llmod, llfn, strings, functions):
+        super().__init__(llmod, llfn, strings)
+        self.functions = functions
+        self.control = {"scf.if": self._if, "scf.for": self._for, "scf.while": self._while,
+                        "func.call": self._call}
+
+    def run(self, fn: core.Function) -> None:
+        entry = self.function.append_basic_block("entry")      # allocas only, see entry_alloca
+        body = self.function.append_basic_block("body")
+        self.builder.position_at_end(body)
+        for v, a in zip(fn.args, self.function.args):
+            self.bind(v, a)
+        term = self._lower_ops(fn.body.block)
+        ir.IRBuilder(entry).branch(body)
+        vals = self.operands(term)
+        b = self.builder
+        if not vals:
+            b.ret_void()
+        elif len(vals) == 1:
+            b.ret(vals[0])
+        else:
+            agg = ir.Constant(self.function.ftype.return_type, ir.Undefined)
+            for i, v in enumerate(vals):
+                agg = b.insert_value(agg, v, i)
+            b.ret(agg)
+
+    # -- blocks ----------------------------------------------------------------------------------
+    def _lower_ops(self, block: core.Block):
+        """Lower every op of ``block`` but its terminator; return the terminator."""
+        for op in block.ops[:-1]:
+            self._lower_op(op)
+        return block.terminator
+
+    def _region(self, region: core.Region, args=()) -> list:
+        """Lower ``region`` with its block arguments bound to ``args``; return what it yields."""
+        for v, a in zip(region.block.args, args):
+            self.bind(v, a)
+        return self.operands(self._lower_ops(region.block))
+
+    def _lower_op(self, op: core.Operation) -> None:
+        self.op = op
+        control = self.control.get(op.name)
+        rule = RULES.get(op.name)
+        if control is None and rule is None:
+            raise CompilationError(f"internal error: no lowering for op {op.name}"
+                                   + (f" at {op.loc}" if op.loc else ""),
+                                   str(op.loc) if op.loc else None)
+        try:
+            results = control(op) if control is not None else rule(self, op)
+        except WarpstageError:
+            raise
+        except Exception as e:
+            where = f" at {op.loc}" if op.loc else ""
+            raise CompilationError(f"internal error lowering {op.name}{where}: {e}",
+                                   str(op.loc) if op.loc else None) from e
+        for v, r in zip(op.results, results):
+            self.bind(v, r)
+
+    def _phis(self, values, block) -> list:
+        phis = []
+        for v in values:
+            phi = self.builder.phi(v.type)
+            phi.add_incoming(v, block)
+            phis.append(phi)
+        return phis
+
+    # -- scf -------------------------------------------------------------------------------------
+    def _if(self, op: core.Operation) -> list:
+        b = self.builder
+        (cond,) = self.operands(op)
+        then_bb = self.function.append_basic_block("if.then")
+        else_bb = self.function.append_basic_block("if.else")
+        merge_bb = self.function.append_basic_block("if.end")
+        b.cbranch(cond, then_bb, else_bb)
+        incoming = []
+        for bb, region in ((then_bb, op.regions[0]), (else_bb, op.regions[1])):
+            b.position_at_end(bb)
+            vals = self._region(region)
+            incoming.append((vals, b.block))
+            b.branch(merge_bb)
+        b.position_at_end(merge_bb)
+        results = []
+        for i, r in enumerate(op.results):
+            phi = b.phi(llvm_type(r.type))
+            for vals, bb in incoming:
+                phi.add_incoming(vals[i], bb)
+            results.append(phi)
+        return results
+
+    def _for_condition(self, op, iv, ub, step):
+        b = self.builder
+        t: ScalarType = op.operands[0].type
+        cmp = b.icmp_signed if t.is_signed else b.icmp_unsigned
+        step_def = op.operands[2].owner
+        if not t.is_signed:
+            return cmp("<", iv, ub)
+        if isinstance(step_def, core.Operation) and step_def.name == "arith.constant":
+            return cmp("<", iv, ub) if step_def.attrs["value"] > 0 else cmp(">", iv, ub)
+        positive = cmp(">", step, ir.Constant(step.type, 0))
+        return b.select(positive, cmp("<", iv, ub), cmp(">", iv, ub))
+
+    def _for(self, op: core.Operation) -> list:
+        b = self.builder
+        lb, ub, step, *init = self.operands(op)
+        pre = b.block
+        header = self.function.append_basic_block("for.header")
+        body = self.function.append_basic_block("for.body")
+        exit_bb = self.function.append_basic_block("for.end")
+        b.branch(header)
+        b.position_at_end(header)
+        iv, *carried = self._phis([lb, *init], pre)
+        b.cbranch(self._for_condition(op, iv, ub, step), body, exit_bb)
+        b.position_at_end(body)
+        yielded = self._region(op.regions[0], [iv, *carried])
+        signed = op.operands[0].type.is_signed
+        nxt = b.add(iv, step, flags=("nsw",) if signed else ())
+        latch = b.block
+        br = b.branch(header)
+        loop_id = self._loop_metadata(op.attrs.get("unroll"))
+        if loop_id is not None:
+            br.set_metadata("llvm.loop", loop_id)
+        for phi, v in zip([iv, *carried], [nxt, *yielded]):
+            phi.add_incoming(v, latch)
+        b.position_at_end(exit_bb)
+        return carried
+
+    def _loop_metadata(self, unroll):
+        if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1:
+            return None
+        if unroll == 1:
+            props = [self.module.add_metadata(["llvm.loop.unroll.disable"])]
+        else:
+            props = [self.module.add_metadata(["llvm.loop.unroll.count",
+                                               ir.Constant(ir.IntType(32), unroll)])]
+        return _LoopID(self.module, props, name=str(len(self.module.metadata)))
+
+    def _while(self, op: core.Operation) -> list:
+        b = self.builder
+        pre = b.block
+        before = self.function.append_basic_block("while.before")
+        after = self.function.append_basic_block("while.body")
+        exit_bb = self.function.append_basic_block("while.end")
+        b.branch(before)
+        b.position_at_end(before)
+        args = self._phis(self.operands(op), pre)
+        cond, *vals = self._region(op.regions[0], args)
+        b.cbranch(cond, after, exit_bb)
+        b.position_at_end(after)
+        yielded = self._region(op.regions[1], vals)
+        latch = b.block
+        b.branch(before)
+        for phi, v in zip(args, yielded):
+            phi.add_incoming(v, latch)
+        b.position_at_end(exit_bb)
+        return vals
+
+    # -- func ------------------------------------------------------------------------------------
+    def _call(self, op: core.Operation) -> list:
+        callee = self.functions[op.attrs["callee"]]
+        ret = self.builder.call(callee, self.operands(op))
+        n = len(op.results)
+        if n <= 1:
+            return [ret] if n else []
+        return [self.builder.extract_value(ret, i) for i in range(n)]
