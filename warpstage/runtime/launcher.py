@@ -1,0 +1,403 @@
+"""The launch hot path: pack kernel parameters and call ``cuLaunchKernel``.
+
+Kernel parameters are packed with one precompiled ``struct.Struct.pack_into`` call into a
+per-thread ctypes buffer; a ``void*[]`` array pointing at each parameter's slot in that buffer is
+built once per thread, and its address (an int) is what ``cuLaunchKernel`` receives as
+``kernelParams``. The driver copies the parameters before ``cuLaunchKernel`` returns, so the buffer
+is reused by the next launch on the same thread; cuda-bindings releases the GIL during the call,
+which is why the buffer is per thread.
+
+Each parameter gets its own 8-byte-aligned slot (larger for by-value blobs such as a 128-byte TMA
+descriptor), zero-padded, so a kernel that reads a slightly wider integer than was packed still
+sees the right value.
+
+ABI — for each ``param_ctypes[i]``, what ``values[i]`` must be and how it is packed:
+
+- pointer (``ctypes.c_void_p`` or ``ir.types.PointerType``): an int address
+  (``TensorArg.data_ptr``) -> 8 bytes (PTX ``.param .u64``);
+- ``c_int8/16/32/64``, ``c_uint8/16/32/64`` or ``ir.types.i8 .. u64``: an int -> its width,
+  range-checked (``.s32``, ``.u64``, ...);
+- ``c_float`` / ``ir.types.f32``, ``c_double`` / ``f64``: a float -> IEEE binary32 / binary64;
+- ``ir.types.f16``: a float -> IEEE binary16 (``.b16``); ``ir.types.bf16``: a float -> bfloat16
+  bits, rounded to nearest even (``.b16``); (``c_uint16`` takes raw bits instead);
+- ``c_bool`` / ``ir.types.i1``: a bool (any truthy value) -> 1 byte, 0 or 1 (``.u8``);
+- a ctypes Structure or Array type: bytes of exactly its size -> copied as is (e.g. a 128-byte
+  TMA descriptor, ``.param .align 64 .b8 desc[128]``).
+
+A value the type cannot hold raises ``ArgumentError`` naming the parameter; nothing is launched.
+
+Grid and block are checked against the device limits before launching (:func:`check_launch_dims`,
+a pure function); the check runs only when grid, block or shared memory differ from the previous
+launch, so a repeated launch costs three comparisons.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+from typing import NamedTuple, Optional, Sequence, Tuple
+
+from ..errors import ArgumentError, LaunchError
+from ..ir.types import PointerType, ScalarType
+from . import driver
+
+__all__ = ["Launcher", "LaunchLimits", "normalize_dims", "check_launch_dims", "check_cluster_dims",
+           "current_stream", "launch_limits", "float_to_bf16_bits"]
+
+Dim3 = Tuple[int, int, int]
+
+
+class LaunchLimits(NamedTuple):
+    """What a launch may ask for. Threads per CTA, CTAs per grid dimension, bytes of shared
+    memory. ``kernel_max_threads``/``num_regs`` describe one kernel (0 when unknown)."""
+
+    max_threads_per_block: int
+    max_block_dims: Dim3
+    max_grid_dims: Dim3
+    max_smem_per_block_optin: int
+    kernel_max_threads: int = 0
+    num_regs: int = 0
+
+
+def normalize_dims(dims, what: str) -> Dim3:
+    """``dims`` (an int or a sequence of 1-3 ints) as a 3-tuple padded with 1s.
+
+    ``what`` ('grid', 'block' or 'cluster') names it in the ``LaunchError`` raised for anything
+    else.
+    """
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        return (dims, 1, 1)
+    if isinstance(dims, (tuple, list)) and 1 <= len(dims) <= 3 and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        return tuple(dims) + (1,) * (3 - len(dims))
+    raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints (x, y, z); got {dims!r}. "
+                      f"Fix: kernel[(grid_x, grid_y), (threads, 1, 1)](...)")
+
+
+_AXES = "xyz"
+
+
+def check_launch_dims(grid: Dim3, block: Dim3, limits: LaunchLimits, smem_bytes: int = 0) -> None:
+    """Raise ``LaunchError`` unless ``grid`` (CTAs), ``block`` (threads) and ``smem_bytes``
+    (dynamic shared memory, bytes) fit ``limits``. Pure: no driver call."""
+    for what, dims in (("grid", grid), ("block", block)):
+        for axis, d in zip(_AXES, dims):
+            if d < 1:
+                raise LaunchError(f"{what} {dims} has {axis} = {d}; every dimension must be at "
+                                  f"least 1. Fix: skip the launch when there is no work.")
+    for axis, d, m in zip(_AXES, grid, limits.max_grid_dims):
+        if d > m:
+            raise LaunchError(f"grid {grid} has {d} CTAs along {axis}; the device allows at most "
+                              f"{m}. Fix: put the large dimension on x (up to "
+                              f"{limits.max_grid_dims[0]}) or loop inside the kernel.")
+    threads = block[0] * block[1] * block[2]
+    if threads > limits.max_threads_per_block:
+        raise LaunchError(f"block {block} has {threads} threads; the device allows at most "
+                          f"{limits.max_threads_per_block} per block")
+    for axis, d, m in zip(_AXES, block, limits.max_block_dims):
+        if d > m:
+            raise LaunchError(f"block {block} has {d} threads along {axis}; the device allows "
+                              f"at most {m} along {axis}")
+    if limits.kernel_max_threads and threads > limits.kernel_max_threads:
+        regs = f" (it uses {limits.num_regs} registers per thread)" if limits.num_regs else ""
+        raise LaunchError(f"block {block} has {threads} threads; this kernel can run at most "
+                          f"{limits.kernel_max_threads} per block{regs}. Fix: launch fewer "
+                          f"threads, or lower register use.")
+    if smem_bytes < 0 or smem_bytes > limits.max_smem_per_block_optin:
+        raise LaunchError(f"the launch asks for {smem_bytes} bytes of dynamic shared memory; the "
+                          f"device allows 0 to {limits.max_smem_per_block_optin} bytes per CTA")
+
+
+def check_cluster_dims(grid: Dim3, cluster: Dim3, max_cluster_size: int = 8) -> None:
+    """Raise ``LaunchError`` unless every grid dimension is a multiple of the cluster's and the
+    cluster has at most ``max_cluster_size`` CTAs (8 is the portable limit on sm_90)."""
+    for axis, g, c in zip(_AXES, grid, cluster):
+        if c < 1 or g % c:
+            raise LaunchError(f"grid {grid} is not a whole number of clusters {cluster} along "
+                              f"{axis}; each grid dimension must be a multiple of the cluster's")
+    size = cluster[0] * cluster[1] * cluster[2]
+    if size > max_cluster_size:
+        raise LaunchError(f"cluster {cluster} has {size} CTAs; at most {max_cluster_size} are "
+                          f"allowed (the portable cluster size on sm_90)")
+
+
+def launch_limits(function=None) -> LaunchLimits:
+    """The limits of device 0, and of ``function`` when given (``cuFuncGetAttribute``)."""
+    from .target import device_properties
+
+    p = device_properties(0)
+    kernel_max = regs = 0
+    if function is not None:
+        attrs = driver.func_attributes(function)
+        kernel_max, regs = attrs.max_threads_per_block, attrs.num_regs
+    return LaunchLimits(p.max_threads_per_block, p.max_block_dims, p.max_grid_dims,
+                        p.max_smem_per_block_optin, kernel_max, regs)
+
+
+# -- parameter packing ------------------------------------------------------------------------
+
+_CTYPES_CODES = {"P": "Q", "?": "?", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I",
+                 "q": "q", "Q": "Q", "f": "f", "d": "d"}
+_SCALAR_CODES = {"i1": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
+                 "u32": "I", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d"}
+
+
+def float_to_bf16_bits(value: float) -> int:
+    """The bfloat16 bit pattern of ``value``: float32 rounded to nearest even, NaN kept quiet."""
+    bits = struct.unpack("=I", struct.pack("=f", value))[0]
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
+        return (bits >> 16) | 0x0040
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _blob_converter(size: int):
+    def convert(value):
+        data = bytes(value)
+        if len(data) != size:
+            raise ArgumentError(f"by-value parameter of {size} bytes got {len(data)} bytes")
+        return data
+    return convert
+
+
+def _param_layout(t):
+    """(struct code, size in bytes, converter or None) for one parameter type."""
+    if isinstance(t, PointerType):
+        return "Q", 8, None
+    if isinstance(t, ScalarType):
+        code = _SCALAR_CODES[t.name]
+        return code, struct.calcsize("=" + code), (float_to_bf16_bits if t.name == "bf16" else None)
+    if isinstance(t, type) and issubclass(t, ctypes._SimpleCData):
+        code = t._type_
+        if code in ("l", "L"):      # C long: 8 bytes on Linux, 4 on Windows
+            code = {"l": "qi", "L": "QI"}[code][ctypes.sizeof(t) != 8]
+        if code not in _CTYPES_CODES:
+            raise TypeError(f"unsupported kernel parameter ctypes type {t.__name__}")
+        code = _CTYPES_CODES[code]
+        return code, struct.calcsize("=" + code), None
+    if isinstance(t, type) and issubclass(t, (ctypes.Structure, ctypes.Array)):
+        size = ctypes.sizeof(t)
+        return f"{size}s", size, _blob_converter(size)
+    raise TypeError(f"unsupported kernel parameter type {t!r}: expected a ctypes type, an "
+                    f"ir.types ScalarType or PointerType")
+
+
+class Launcher:
+    """Launches one kernel ``function`` (a ``driver.Function`` or a raw ``CUfunction``) whose
+    parameters have the types ``param_ctypes``, in order: ctypes simple types, ``ir.types``
+    ``ScalarType``/``PointerType``, or ctypes Structure/Array types for by-value blobs (see the
+    ABI table in the module docstring). ``limits`` overrides the device/kernel limits (tests);
+    ``param_names`` name parameters in errors. Cheap to call repeatedly, from any thread.
+    """
+
+    def __init__(self, function, param_ctypes: Sequence, limits: Optional[LaunchLimits] = None,
+                 param_names: Optional[Sequence[str]] = None):
+        self.function = function
+        self.handle = driver.function_handle(function)
+        self.param_types = tuple(param_ctypes)
+        self.param_names = tuple(param_names) if param_names else tuple(
+            f"#{i}" for i in range(len(self.param_types)))
+        fmt, offsets, offset, converters = ["="], [], 0, []
+        for i, t in enumerate(self.param_types):
+            code, size, convert = _param_layout(t)
+            aligned = (offset + 7) & ~7
+            fmt.append("x" * (aligned - offset) + code)
+            offsets.append(aligned)
+            offset = aligned + size
+            if convert is not None:
+                converters.append((i, convert))
+        fmt.append("x" * (((offset + 7) & ~7) - offset))
+        self._struct = struct.Struct("".join(fmt))
+        self._pack_into = self._struct.pack_into
+        self._offsets = tuple(offsets)
+        self._converters = tuple(converters)
+        self._tls = threading.local()
+        self._limits = limits
+        self._grid = self._block = self._smem = None   # the last launch shape that passed checks
+        self._dims: Tuple[int, ...] = ()
+        self._smem_allowed = driver.DEFAULT_DYNAMIC_SMEM_LIMIT
+        self._cu = self._cuLaunchKernel = None
+        self._ex_key = self._ex_config = None
+
+    def _thread_slot(self):
+        """This thread's packing buffer and the address of its ``void*[]`` (0 without params)."""
+        driver.context()            # first launch on this thread: make the primary context current
+        buf = ctypes.create_string_buffer(max(self._struct.size, 8))
+        base = ctypes.addressof(buf)
+        n = len(self._offsets)
+        ptrs = (ctypes.c_void_p * max(n, 1))(*[base + off for off in self._offsets])
+        self._tls.keep = ptrs       # the void*[] must live as long as the buffer
+        self._tls.slot = (buf, ctypes.addressof(ptrs) if n else 0)
+        return self._tls.slot
+
+    def _prepare(self, grid, block, smem_bytes: int) -> None:
+        """The slow path of a new (grid, block, smem): normalize, check, opt into large smem."""
+        g, b = normalize_dims(grid, "grid"), normalize_dims(block, "block")
+        if not isinstance(smem_bytes, int):
+            raise LaunchError(f"dynamic shared memory must be an int number of bytes; got "
+                              f"{smem_bytes!r}")
+        if self._limits is None:
+            self._limits = launch_limits(self.function)
+        check_launch_dims(g, b, self._limits, smem_bytes)
+        if self._cu is None:
+            self._cu = driver.cuda()
+            driver.context()
+            self._cuLaunchKernel = self._cu.cuLaunchKernel
+        if smem_bytes > self._smem_allowed:
+            driver.set_max_dynamic_smem(self.function, smem_bytes)
+            self._smem_allowed = smem_bytes
+        self._dims = g + b
+        # Lists are stored as tuples: they never compare equal again, so a list the caller
+        # mutates later is re-checked.
+        self._grid = tuple(grid) if isinstance(grid, list) else grid
+        self._block = tuple(block) if isinstance(block, list) else block
+        self._smem = smem_bytes
+
+    def _pack(self, values) -> int:
+        """Pack ``values`` into this thread's buffer; return the ``void*[]`` address."""
+        try:
+            buf, params = self._tls.slot
+        except AttributeError:
+            buf, params = self._thread_slot()
+        try:
+            self._pack_into(buf, 0, *self._convert(values))
+        except (struct.error, OverflowError, TypeError, ArgumentError) as e:
+            raise self._explain_pack_error(values, e) from None
+        return params
+
+    def _convert(self, values) -> Sequence:
+        if not self._converters:
+            return values
+        values = list(values)
+        for i, convert in self._converters:
+            values[i] = convert(values[i])
+        return values
+
+    @property
+    def param_offsets(self) -> Tuple[int, ...]:
+        """Byte offset of each parameter's slot in the packed buffer."""
+        return self._offsets
+
+    def pack(self, values: Sequence) -> bytes:
+        """The packed parameter buffer for ``values`` (what the ``void*[]`` entries point into),
+        for tests and debugging. Raises ``ArgumentError`` like :meth:`launch`."""
+        try:
+            return self._struct.pack(*self._convert(values))
+        except (struct.error, OverflowError, TypeError, ArgumentError) as e:
+            raise self._explain_pack_error(values, e) from None
+
+    def _explain_pack_error(self, values, error: Exception) -> ArgumentError:
+        if len(values) != len(self.param_types):
+            return ArgumentError(f"the kernel takes {len(self.param_types)} parameters; the launch "
+                                 f"passed {len(values)}")
+        for name, t, v in zip(self.param_names, self.param_types, values):
+            code, _, convert = _param_layout(t)
+            try:
+                struct.pack("=" + code, convert(v) if convert else v)
+            except Exception as e:
+                return ArgumentError(f"kernel parameter {name} of type "
+                                     f"{getattr(t, '__name__', t)} cannot hold {v!r}: {e}")
+        return ArgumentError(f"kernel parameters could not be packed: {error}")
+
+    def launch(self, grid, block, smem_bytes: int, stream_handle: int, values: Sequence) -> None:
+        """Launch on ``grid`` CTAs of ``block`` threads (each an int or a 1-3 tuple) with
+        ``smem_bytes`` bytes of dynamic shared memory on stream ``stream_handle`` (an int
+        ``CUstream``; 0 = the legacy default stream), via ``cuLaunchKernel``. ``values``: one
+        Python value per parameter.
+
+        Raises ``LaunchError`` for dims over the device/kernel limits or a driver error,
+        ``ArgumentError`` for a value its parameter type cannot hold. The launch is asynchronous:
+        a fault inside the kernel shows at the next synchronizing call.
+        """
+        if grid != self._grid or block != self._block or smem_bytes != self._smem:
+            self._prepare(grid, block, smem_bytes)
+        if self._converters:                    # bf16 or by-value blobs: convert first
+            params = self._pack(values)
+        else:                                   # _pack(), inlined: this is the hot path
+            try:
+                buf, params = self._tls.slot
+                self._pack_into(buf, 0, *values)
+            except (AttributeError, struct.error, OverflowError, TypeError):
+                params = self._pack(values)     # first launch on this thread, or a bad value
+        stream = _STREAMS.get(stream_handle)
+        if stream is None:
+            stream = _stream(self._cu, stream_handle)
+        gx, gy, gz, bx, by, bz = self._dims
+        err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                    params, 0)
+        if err:
+            driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
+                              f"{self._dims[3:]} (cuLaunchKernel)", LaunchError)
+
+    def launch_cluster(self, grid, block, cluster, smem_bytes: int, stream_handle: int,
+                       values: Sequence) -> None:
+        """Like :meth:`launch`, in thread-block clusters of ``cluster`` CTAs (``cuLaunchKernelEx``
+        with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION). ``grid`` counts CTAs, not clusters.
+
+        Kernels whose PTX fixes the cluster shape (``.reqnctapercluster``) launch with
+        :meth:`launch` as well.
+        """
+        if grid != self._grid or block != self._block or smem_bytes != self._smem:
+            self._prepare(grid, block, smem_bytes)
+        key = (self._dims, cluster, smem_bytes, stream_handle)
+        if key != self._ex_key:
+            c = normalize_dims(cluster, "cluster")
+            check_cluster_dims(self._dims[:3], c)
+            self._ex_config = self._cluster_config(c, smem_bytes, stream_handle)
+            self._ex_key = key
+        params = self._pack(values)
+        err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
+        if err:
+            driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
+                              f"{self._dims[3:]}, cluster {cluster} (cuLaunchKernelEx)",
+                         LaunchError)
+
+    def _cluster_config(self, cluster: Dim3, smem_bytes: int, stream_handle: int):
+        cu = self._cu
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        config = cu.CUlaunchConfig()
+        (config.gridDimX, config.gridDimY, config.gridDimZ,
+         config.blockDimX, config.blockDimY, config.blockDimZ) = self._dims
+        config.sharedMemBytes = smem_bytes
+        config.hStream = _stream(cu, stream_handle)
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
+
+
+_STREAMS: dict = {}
+
+
+def _stream(cu, handle: int):
+    """A cached ``CUstream`` object for an int handle (building one costs about as much as the
+    rest of a launch). Raises ``LaunchError`` for a handle that is not an int."""
+    s = _STREAMS.get(handle)
+    if s is None:
+        if not isinstance(handle, int):
+            raise LaunchError(f"stream must be an int CUstream handle (0 = default stream); "
+                              f"got {handle!r}")
+        if len(_STREAMS) > 256:
+            _STREAMS.clear()
+        s = _STREAMS[handle] = cu.CUstream(handle)
+    return s
+
+
+def current_stream(tensor_args: Sequence) -> int:
+    """The stream a launch should use, as an int ``CUstream`` handle.
+
+    When any argument is a torch CUDA tensor: torch's current stream on that tensor's device
+    (``torch.cuda.current_stream().cuda_stream``), so the kernel is ordered with the torch work
+    around it; torch is taken from ``sys.modules`` — it is loaded because the caller passed its
+    tensors. Otherwise 0, the legacy default stream, which synchronizes with other blocking
+    streams (cupy's and numba's defaults included).
+    """
+    for arg in tensor_args:
+        if arg.kind == "torch" and arg.device == "cuda":
+            torch = sys.modules["torch"]
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is not None:
+                return raw(arg.device_index)
+            return torch.cuda.current_stream(arg.device_index).cuda_stream
+    return 0
