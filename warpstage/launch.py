@@ -67,13 +67,17 @@ def _host_array(ta, pname):
     """A numpy view of a tensor's memory for the simulator, and a write-back for device tensors."""
     import numpy as np
     obj = ta.owner
-    if ta.device == "cpu":
-        if ta.kind == "torch":
-            return obj.detach().numpy(), None
-        return np.asarray(obj), None
     if ta.kind == "torch":
-        host = obj.detach().cpu()
-        return host.numpy(), (lambda: obj.copy_(host))
+        import sys
+        torch = sys.modules["torch"]
+        t = obj.detach()
+        raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t   # numpy has no bf16
+        if ta.device == "cpu":
+            return raw.numpy(), None
+        host = raw.cpu()
+        return host.numpy(), (lambda: raw.copy_(host))
+    if ta.device == "cpu":
+        return np.asarray(obj), None
     if ta.kind == "cupy":
         host = obj.get()
         return host, (lambda: obj.set(host))

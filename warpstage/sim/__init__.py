@@ -1,0 +1,13 @@
+"""The CPU simulator: executes warpstage IR with warp semantics (see docs/simulator.md).
+
+``run(module, kernel_name, grid, block, args, memory, smem_bytes=0)`` launches a kernel;
+``Memory`` maps host numpy arrays at device addresses for its pointer arguments.
+"""
+# importing the op families registers their handlers
+from . import ops_arith, ops_control, ops_memory, ops_special, ops_sync  # noqa: F401
+from .compiler import Program, compile_module
+from .memory import Memory
+from .registry import HANDLERS
+from .run import RunResult, run
+
+__all__ = ["run", "RunResult", "Memory", "compile_module", "Program", "HANDLERS"]

@@ -1,0 +1,146 @@
+"""How IR scalar types live in the simulator: numpy dtypes for registers and for memory.
+
+A register value is a numpy vector of 32 lanes. Its dtype is the IR type's numpy twin, except
+bf16: numpy has no bfloat16, so a bf16 register is float32 holding a value rounded to bf16
+precision (round to nearest even) after every op, and bf16 in memory is its 16 raw bits (uint16).
+i1 is numpy bool in registers and one byte (0/1) in memory. Pointers are int64 addresses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import PointerType, ScalarType, Type
+
+__all__ = ["LANES", "lanes", "register_dtype", "memory_dtype", "round_bf16", "f64_to_bf16",
+           "to_register", "from_memory", "to_memory", "full", "python_value"]
+
+LANES = 32
+
+_REGISTER = {
+    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+}
+_MEMORY = dict(_REGISTER, i1=np.uint8, bf16=np.uint16)
+
+
+def register_dtype(t: Type) -> np.dtype:
+    """The numpy dtype of a register of IR type ``t`` (pointers: int64 byte addresses)."""
+    if isinstance(t, PointerType):
+        return np.dtype(np.int64)
+    return np.dtype(_REGISTER[t.name])
+
+
+def memory_dtype(t: ScalarType) -> np.dtype:
+    """The numpy dtype of ``t`` as stored in memory (bf16: uint16 bits, i1: uint8)."""
+    return np.dtype(_MEMORY[t.name])
+
+
+def lanes(value, dtype, n: int = LANES) -> np.ndarray:
+    """A cached read-only ``n``-lane array of ``value``: numpy ops between two arrays cost about
+    a third of the same op between an array and a scalar, so hot paths use these."""
+    key = (value, np.dtype(dtype), n)
+    arr = _LANE_CONSTANTS.get(key)
+    if arr is None:
+        arr = np.full(n, value, dtype)
+        arr.flags.writeable = False
+        _LANE_CONSTANTS[key] = arr
+    return arr
+
+
+_LANE_CONSTANTS: dict = {}
+
+
+def _bf16_constants(n: int) -> tuple:
+    u = np.uint32
+    return (lanes(16, u, n), lanes(1, u, n), lanes(0x7FFF, u, n), lanes(0xFFFF0000, u, n),
+            lanes(0x00400000, u, n))
+
+
+_BF16_32 = _bf16_constants(LANES)
+
+
+def round_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 -> float32 rounded to bf16 precision (nearest even); NaN stays a quiet NaN."""
+    sixteen, one, half, high, quiet = _BF16_32 if x.shape[0] == LANES else \
+        _bf16_constants(x.shape[0])
+    bits = x.view(np.uint32)
+    r = bits >> sixteen
+    r &= one
+    r += half
+    r += bits
+    r &= high
+    if np.count_nonzero(x != x):
+        r = np.where(x != x, (bits | quiet) & high, r)
+    return r.view(np.float32)
+
+
+def f64_to_bf16(x: np.ndarray) -> np.ndarray:
+    """float64 -> bf16 (as float32) with one rounding (f64 -> f32 -> bf16 would round twice).
+
+    Rounds the float64 significand to bf16's 8 bits first, after which the float32 conversion
+    is exact in the normal range."""
+    bits = x.astype(np.float64).view(np.uint64)
+    shift = np.uint64(52 - 7)
+    half = np.uint64((1 << 44) - 1)
+    rounded = (bits + (half + ((bits >> shift) & np.uint64(1)))) & ~np.uint64((1 << 45) - 1)
+    finite = np.isfinite(x)
+    out = np.where(finite, rounded, bits).view(np.float64)
+    with np.errstate(all="ignore"):
+        return round_bf16(out.astype(np.float32))
+
+
+def to_register(t: ScalarType, x: np.ndarray) -> np.ndarray:
+    """Round a float array computed in a wider type to ``t``'s precision, as a register array."""
+    if t.name == "bf16":
+        if x.dtype == np.float64:
+            return f64_to_bf16(x)
+        return round_bf16(x.astype(np.float32, copy=False))
+    return x.astype(_REGISTER[t.name], copy=False)
+
+
+def from_memory(t: ScalarType, raw: np.ndarray) -> np.ndarray:
+    """Memory dtype -> register dtype."""
+    if t.name == "bf16":
+        return (raw.astype(np.uint32) << lanes(16, np.uint32, raw.shape[0])).view(np.float32)
+    if t.name == "i1":
+        return raw.astype(np.bool_)
+    return raw
+
+
+def to_memory(t: ScalarType, x: np.ndarray) -> np.ndarray:
+    """Register dtype -> memory dtype."""
+    if t.name == "bf16":
+        return (x.view(np.uint32) >> lanes(16, np.uint32, x.shape[0])).astype(np.uint16)
+    if t.name == "i1":
+        return x.astype(np.uint8)
+    return x
+
+
+def _wrap_int(t: ScalarType, value: int) -> int:
+    value &= (1 << t.bits) - 1
+    if t.is_signed and value >= 1 << (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+def full(t: Type, value) -> np.ndarray:
+    """A 32-lane register of ``t`` holding ``value`` in every lane (ints wrap to the width)."""
+    if isinstance(t, PointerType):
+        return np.full(LANES, int(value), np.int64)
+    if t.is_bool:
+        return np.full(LANES, bool(value), np.bool_)
+    if t.is_int:
+        return np.full(LANES, _wrap_int(t, int(value)), _REGISTER[t.name])
+    arr = np.full(LANES, float(value), np.float64)
+    with np.errstate(all="ignore"):
+        return to_register(t, arr)
+
+
+def python_value(t: Type, x) -> object:
+    """One lane's register value as a Python bool/int/float."""
+    if isinstance(t, PointerType) or t.is_int:
+        return int(x)
+    if t.is_bool:
+        return bool(x)
+    return float(x)

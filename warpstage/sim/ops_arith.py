@@ -1,0 +1,254 @@
+"""arith.* and math.*: elementwise ops on 32-lane registers, exactly as ``ir.ops`` defines them.
+
+Ops run on all 32 lanes whatever the mask (inactive lanes hold don't-care values and no op here
+has side effects); numpy warnings are silenced for the whole run, so integer wrap-around and
+division by zero give numpy's values quietly. bf16 is computed in float32 and rounded to bf16
+after every op; f16 uses numpy float16 (correctly rounded for + - * /).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType
+from .dtypes import LANES, full, register_dtype, round_bf16, to_register, f64_to_bf16
+from .registry import handler
+
+__all__ = ["binary_fn", "cast_fn", "bitcast_fn", "unary_fn"]
+
+
+# -- binary -----------------------------------------------------------------------------------
+def _c_div(a, b):
+    return np.floor_divide(a - np.fmod(a, b), b)
+
+
+def _shift(t: ScalarType, left: bool):
+    """PTX shl/shr: the amount is read unsigned and clamped to the width."""
+    bits = t.bits
+    udt = np.dtype(f"uint{bits}")
+    dt = register_dtype(t)
+    top = np.full(LANES, bits - 1, udt)
+    zero = np.zeros(LANES, dt)
+
+    def shift(a, b):
+        amount = b.view(udt) if b.dtype != udt else b
+        clamped = np.minimum(amount, top).astype(dt)
+        if left:
+            return np.where(amount > top, zero, np.left_shift(a, clamped))
+        if t.is_signed:
+            return np.right_shift(a, clamped)
+        return np.where(amount > top, zero, np.right_shift(a, clamped))
+    return shift
+
+
+_INT_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "rem": np.fmod,
+    "floordiv": np.floor_divide, "mod": np.remainder, "and": np.bitwise_and,
+    "or": np.bitwise_or, "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum,
+}
+_FLOAT_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "rem": np.fmod,
+    "floordiv": lambda a, b: np.floor(np.divide(a, b)), "mod": np.remainder,
+    "min": np.fmin, "max": np.fmax,
+}
+
+
+def binary_fn(kind: str, t: ScalarType):
+    """``f(a, b) -> register`` for ``arith.<kind>`` on type ``t``."""
+    if t.is_bool:
+        # i1 is a 1-bit unsigned integer: add/sub wrap (xor), mul is and, min/max are and/or.
+        as_u8 = binary_fn(kind, ScalarType("uint", 8, "u8"))
+        one = np.ones(LANES, np.uint8)
+        return lambda a, b: (as_u8(a.view(np.uint8), b.view(np.uint8)) & one).view(np.bool_)
+    if t.is_float:
+        f = _FLOAT_BINARY[kind]
+        if t.name == "bf16":
+            return lambda a, b: round_bf16(f(a, b))
+        return f
+    if kind in ("shl", "shr"):
+        return _shift(t, kind == "shl")
+    if kind == "div":
+        return _c_div if t.is_signed else np.floor_divide
+    if kind == "rem" and not t.is_signed:
+        return np.remainder
+    return _INT_BINARY[kind]
+
+
+# -- unary / math -----------------------------------------------------------------------------
+def _rsqrt(x):
+    return (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype)
+
+
+_MATH = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "sin": np.sin, "cos": np.cos,
+    "tanh": np.tanh,
+}
+
+
+def unary_fn(name: str, t: ScalarType):
+    """``f(x) -> register`` for arith.neg / arith.not / math.<unary> on type ``t``."""
+    if name == "arith.neg":
+        if t.is_bool:
+            return np.copy      # -x == x in 1-bit two's complement
+        return np.negative
+    if name == "arith.not":
+        return np.logical_not if t.is_bool else np.invert
+    kind = name.split(".")[1]
+    if kind == "abs" and (t.is_bool or (t.is_int and not t.is_signed)):
+        return np.copy
+    f = _rsqrt if kind == "rsqrt" else _MATH[kind]
+    if t.name == "bf16":
+        return lambda x: round_bf16(f(x))
+    return f
+
+
+def _fma_exact64(a, b, c):
+    out = a * b + c
+    for i in range(LANES):
+        x, y, z = float(a[i]), float(b[i]), float(c[i])
+        if np.isfinite(x) and np.isfinite(y) and np.isfinite(z) and np.isfinite(out[i]):
+            out[i] = float(Fraction(x) * Fraction(y) + Fraction(z))
+    return out
+
+
+def fma_fn(t: ScalarType):
+    if t.name == "f64":
+        return _fma_exact64
+
+    def fma(a, b, c):
+        wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+        return to_register(t, wide)
+    return fma
+
+
+# -- conversions ------------------------------------------------------------------------------
+def _float_to_int(dst: ScalarType):
+    """PTX cvt.rzi.sat: truncate toward zero, clamp to the range, NaN -> 0."""
+    dt = register_dtype(dst)
+    info = np.iinfo(dt)
+    hi, lo = float(info.max), float(info.min)
+    vmax, vmin = np.array(info.max, dt), np.array(info.min, dt)
+
+    def convert(x):
+        t = np.trunc(x.astype(np.float64))
+        t = np.where(t != t, 0.0, t)
+        big, small = t >= hi, t <= lo
+        safe = np.where(big | small, 0.0, t).astype(dt)
+        return np.where(big, vmax, np.where(small, vmin, safe))
+    return convert
+
+
+def cast_fn(src: ScalarType, dst: ScalarType):
+    """``f(x) -> register`` for arith.cast from ``src`` to ``dst``."""
+    ddt = register_dtype(dst)
+    if dst.is_bool:
+        return lambda x: x != 0
+    if src.is_float and dst.is_int:
+        return _float_to_int(dst)
+    if dst.name == "bf16":
+        if src.name in ("f32", "f16", "bf16") or src.is_bool:
+            return lambda x: round_bf16(x.astype(np.float32))
+        return lambda x: f64_to_bf16(x.astype(np.float64))
+    return lambda x: x.astype(ddt)
+
+
+def bitcast_fn(src: ScalarType, dst: ScalarType):
+    """``f(x) -> register`` for arith.bitcast (same width); bf16 registers hold their 16 bits in
+    the top half of a float32."""
+    ddt = register_dtype(dst)
+    if src.name == "bf16" and dst.name == "bf16":
+        return np.copy
+    if src.name == "bf16":
+        return lambda x: (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(ddt)
+    if dst.name == "bf16":
+        return lambda x: (x.view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if src.is_bool:
+        return np.copy
+    return lambda x: x.view(ddt)
+
+
+# -- handlers ---------------------------------------------------------------------------------
+@handler("arith.constant")
+def _constant(op: Operation, cx):
+    r = cx.slot(op.result)
+    value = full(op.result.type, op.attrs["value"])
+
+    def constant(s, w):
+        s[r] = value
+    return constant
+
+
+def _binary_handler(op: Operation, cx):
+    a, b = cx.slots(op.operands)
+    r = cx.slot(op.result)
+    f = binary_fn(op.name.split(".")[1], op.result.type)
+
+    def binary(s, w):
+        s[r] = f(s[a], s[b])
+    return binary
+
+
+def _unary_handler(op: Operation, cx):
+    a = cx.slot(op.operands[0])
+    r = cx.slot(op.result)
+    f = unary_fn(op.name, op.result.type)
+
+    def unary(s, w):
+        s[r] = f(s[a])
+    return unary
+
+
+for _kind in ("add", "sub", "mul", "div", "rem", "floordiv", "mod", "and", "or", "xor", "shl",
+              "shr", "min", "max"):
+    handler(f"arith.{_kind}")(_binary_handler)
+handler("arith.neg", "arith.not", *(f"math.{k}" for k in list(_MATH) + ["rsqrt"]))(_unary_handler)
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal}
+
+
+@handler("arith.cmp")
+def _cmp(op: Operation, cx):
+    a, b = cx.slots(op.operands)
+    r = cx.slot(op.result)
+    f = _CMP[op.attrs["pred"]]
+
+    def cmp(s, w):
+        s[r] = f(s[a], s[b])
+    return cmp
+
+
+@handler("arith.select")
+def _select(op: Operation, cx):
+    c, a, b = cx.slots(op.operands)
+    r = cx.slot(op.result)
+
+    def select(s, w):
+        s[r] = np.where(s[c], s[a], s[b])
+    return select
+
+
+@handler("arith.cast", "arith.bitcast")
+def _cast(op: Operation, cx):
+    a = cx.slot(op.operands[0])
+    r = cx.slot(op.result)
+    src, dst = op.operands[0].type, op.result.type
+    f = (cast_fn if op.name == "arith.cast" else bitcast_fn)(src, dst)
+
+    def cast(s, w):
+        s[r] = f(s[a])
+    return cast
+
+
+@handler("math.fma")
+def _fma(op: Operation, cx):
+    a, b, c = cx.slots(op.operands)
+    r = cx.slot(op.result)
+    f = fma_fn(op.result.type)
+
+    def fma(s, w):
+        s[r] = f(s[a], s[b], s[c])
+    return fma

@@ -1,0 +1,168 @@
+"""``run``: launch a kernel of an IR Module on the CPU simulator."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ArgumentError, LaunchError, WarpstageError
+from ..ir.core import Module
+from ..ir.types import PointerType
+from .compiler import compile_module
+from .dtypes import full
+from .memory import Memory, SharedMemory
+from .scheduler import run_cta
+from .warp import CTA, Warp
+
+__all__ = ["run", "RunResult", "MAX_THREADS_PER_CTA", "MAX_SMEM_BYTES"]
+
+MAX_THREADS_PER_CTA = 1024
+MAX_SMEM_BYTES = 227 * 1024   # sm_90 opt-in maximum of dynamic shared memory per CTA
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+_BLOCK_LIMITS = (1024, 1024, 64)
+
+
+@dataclass
+class RunResult:
+    """What a simulated launch produced besides memory writes.
+
+    ``printed``: the device printf outputs, one string per lane and call, in execution order;
+    ``ops_executed``: IR ops executed, counted once per warp (not per lane); ``ctas``, ``warps``:
+    how many ran; ``seconds``: wall time of the launch.
+    """
+
+    printed: list = field(default_factory=list)
+    ops_executed: int = 0
+    ctas: int = 0
+    warps: int = 0
+    seconds: float = 0.0
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self.printed)
+
+
+def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[int],
+        args: Sequence, memory: Memory, smem_bytes: int = 0, *, echo=True,
+        smem_fill: int = 0) -> RunResult:
+    """Execute kernel ``kernel_name`` of ``module`` over ``grid`` CTAs of ``block`` threads.
+
+    ``args``: the kernel's parameter values in order: Python bool/int/float (or numpy scalars)
+    for scalar parameters; for a pointer parameter an int byte address: for global pointers one
+    from ``memory.register(array)``, for shared pointers an offset into the CTA's shared memory.
+    ``grid``/``block``: 1 to 3 positive ints (x fastest). ``smem_bytes``: shared memory per CTA.
+    ``echo``: True prints device printf output to stdout as well, False only collects it, or a
+    writable text stream to print to. ``smem_fill``: the byte shared memory starts with (a GPU
+    leaves it undefined; set e.g. 0xFF to catch reads of uninitialized shared memory).
+
+    CTAs run one after another; a CTA's warps run as coroutines (see ``sim/scheduler.py``).
+    Raises ArgumentError / LaunchError for a bad launch, and a SimulatorError subclass
+    (OutOfBoundsError, DeadlockError, BarrierError) naming file:line when the kernel faults.
+    """
+    fn = module.get(kernel_name)
+    if fn is None or not fn.is_kernel:
+        kernels = ", ".join(k.name for k in module.kernels) or "none"
+        raise ArgumentError(f"no kernel {kernel_name!r} in the module (kernels: {kernels})")
+    grid3 = _dims("grid", grid, _GRID_LIMITS)
+    block3 = _dims("block", block, _BLOCK_LIMITS)
+    nthreads = block3[0] * block3[1] * block3[2]
+    if nthreads > MAX_THREADS_PER_CTA:
+        raise LaunchError(f"block {block3} has {nthreads} threads; at most "
+                          f"{MAX_THREADS_PER_CTA} per CTA")
+    maxntid = fn.attrs.get("maxntid")
+    if maxntid is not None and nthreads > int(np.prod(maxntid)):
+        raise LaunchError(f"block {block3} has {nthreads} threads but kernel {kernel_name} was "
+                          f"compiled for at most {tuple(maxntid)} (maxntid)")
+    if not 0 <= smem_bytes <= MAX_SMEM_BYTES:
+        raise LaunchError(f"smem_bytes={smem_bytes}: expected 0 to {MAX_SMEM_BYTES} bytes per CTA")
+    regs = _arguments(fn, args)
+
+    program = compile_module(module)
+    kf = program.function(kernel_name)
+    result = RunResult()
+    start = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            for z in range(grid3[2]):
+                for y in range(grid3[1]):
+                    for x in range(grid3[0]):
+                        _run_one(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
+                                 smem_fill, echo, result)
+    except WarpstageError as e:
+        raise e.with_traceback(None) from None
+    finally:
+        result.seconds = time.perf_counter() - start
+    return result
+
+
+def _run_one(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo, result):
+    smem = SharedMemory(smem_bytes, smem_fill)
+    cta = CTA(ctaid, grid3, block3, memory, smem, result.printed, echo)
+    for i in range(cta.nwarps):
+        w = Warp(i, cta)
+        frame = kf.new_frame()
+        for slot, value in zip(kf.arg_slots, regs):
+            frame[slot] = value
+        w.coroutine = kf.run(frame, w) if kf.blocking else _coroutine(kf.run, frame, w)
+        cta.warps.append(w)
+    run_cta(cta)
+    result.ctas += 1
+    result.warps += cta.nwarps
+    result.ops_executed += sum(w.ops for w in cta.warps)
+
+
+def _coroutine(run, frame, w):
+    run(frame, w)
+    return
+    yield
+
+
+def _dims(what: str, dims, limits) -> tuple:
+    if isinstance(dims, (int, np.integer)):
+        dims = (dims,)
+    dims = tuple(dims)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise LaunchError(f"{what} must be 1 to 3 ints, got {dims!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    for axis, d, limit in zip("xyz", dims, limits):
+        if not 1 <= d <= limit:
+            raise LaunchError(f"{what}.{axis} = {d}: expected 1 to {limit}")
+    return dims
+
+
+def _arguments(fn, args) -> list:
+    names = fn.attrs.get("param_names") or [f"#{i}" for i in range(len(fn.arg_types))]
+    if len(args) != len(fn.arg_types):
+        raise ArgumentError(f"kernel {fn.name} takes {len(fn.arg_types)} flattened arguments "
+                            f"({', '.join(map(str, fn.arg_types))}), got {len(args)}")
+    regs = []
+    for name, t, v in zip(names, fn.arg_types, args):
+        regs.append(full(t, _check_arg(fn.name, name, t, v)))
+    return regs
+
+
+def _check_arg(kernel: str, name: str, t, v):
+    where = f"kernel {kernel} parameter {name} ({t})"
+    if isinstance(t, PointerType):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise ArgumentError(f"{where}: expected an int address (from Memory.register), got "
+                                f"{type(v).__name__}")
+        if not 0 <= int(v) < 2**64:
+            raise ArgumentError(f"{where}: address {v} is not a 64-bit unsigned value")
+        return int(v)
+    if t.is_bool:
+        if not isinstance(v, (bool, np.bool_, int, np.integer)) or int(v) not in (0, 1):
+            raise ArgumentError(f"{where}: expected a bool, got {v!r}")
+        return bool(v)
+    if t.is_int:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise ArgumentError(f"{where}: expected an int, got {type(v).__name__} {v!r}")
+        lo, hi = (-(1 << (t.bits - 1)), 1 << (t.bits - 1)) if t.is_signed else (0, 1 << t.bits)
+        if not lo <= int(v) < hi:
+            raise ArgumentError(f"{where}: {v} is out of range [{lo}, {hi - 1}]")
+        return int(v)
+    if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
+        raise ArgumentError(f"{where}: expected a float, got {type(v).__name__} {v!r}")
+    return float(v)

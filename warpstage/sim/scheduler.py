@@ -1,0 +1,137 @@
+"""Runs the warps of one CTA as coroutines until all have exited.
+
+Each warp is a Python generator. It runs until it must wait, and then yields a ``Wait``
+describing what it waits for; the scheduler calls ``wait.begin(warp)`` once (a barrier records
+the arrival there) and resumes the warp when ``wait.ready(warp)`` is true. Warps run in index
+order, each until it waits or exits, so a run is deterministic. When every live warp waits and
+none is ready, nothing can ever change again: that is a deadlock, reported with each warp's wait
+point (and which warps already exited).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import BarrierError, DeadlockError
+from ..ir.core import Operation
+from .compiler import where
+
+__all__ = ["Wait", "BarrierState", "BarrierWait", "run_cta"]
+
+
+class Wait:
+    """Something a warp waits for. Subclasses implement ``begin``, ``ready`` and ``describe``;
+    ``op`` is the waiting op (for its source location in deadlock reports)."""
+
+    op: Optional[Operation] = None
+
+    def begin(self, warp) -> None:
+        """Called once, when the warp starts waiting."""
+
+    def ready(self, warp) -> bool:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class BarrierState:
+    """A named CTA barrier (bar.sync id): warps arrived in the current phase and its expected
+    count; ``generation`` counts completed phases."""
+
+    def __init__(self):
+        self.generation = 0
+        self.arrived: list[int] = []
+        self.expected = 0
+        self.first_op: Optional[Operation] = None
+
+
+class BarrierWait(Wait):
+    """A warp's arrival at ``bar.sync id[, count]``; ready once that phase completes."""
+
+    def __init__(self, op: Operation, bar_id: int, threads: Optional[int]):
+        self.op = op
+        self.bar_id = bar_id
+        self.threads = threads
+        self.generation = -1
+        self.state: Optional[BarrierState] = None
+
+    def begin(self, warp) -> None:
+        cta = warp.cta
+        expected = cta.nwarps if self.threads is None else self.threads // 32
+        if expected > cta.nwarps:
+            raise BarrierError(
+                f"bar.sync {self.bar_id} at {where(self.op)} waits for {self.threads} threads "
+                f"({expected} warps) but the CTA has only {cta.nwarps} warps "
+                f"({cta.nthreads} threads); it can never complete", where=where(self.op))
+        state = cta.barriers.get(self.bar_id)
+        if state is None:
+            state = cta.barriers[self.bar_id] = BarrierState()
+        if not state.arrived:
+            state.expected = expected
+            state.first_op = self.op
+        elif state.expected != expected:
+            raise BarrierError(
+                f"barrier {self.bar_id}: warp {warp.index} arrives at {where(self.op)} expecting "
+                f"{expected * 32} threads, but warps {state.arrived} arrived at "
+                f"{where(state.first_op)} expecting {state.expected * 32}; every arrival at one "
+                "barrier phase must use the same thread count", where=where(self.op))
+        self.state = state
+        self.generation = state.generation
+        state.arrived.append(warp.index)
+        if len(state.arrived) == state.expected:
+            state.generation += 1
+            state.arrived = []
+
+    def ready(self, warp) -> bool:
+        return self.state.generation > self.generation
+
+    def describe(self) -> str:
+        st = self.state
+        want = "all warps" if self.threads is None else f"{self.threads} threads"
+        return (f"nvvm.barrier id={self.bar_id} ({want}; {len(st.arrived)} of {st.expected} "
+                f"warps arrived: {st.arrived}) at {where(self.op)}")
+
+
+def run_cta(cta) -> None:
+    """Run ``cta.warps`` (each with ``coroutine`` set) to completion."""
+    warps = cta.warps
+    while True:
+        live = 0
+        progressed = False
+        for w in warps:
+            if w.done:
+                continue
+            live += 1
+            wait = w.wait
+            if wait is not None:
+                if not wait.ready(w):
+                    continue
+                w.wait = None
+            try:
+                wait = next(w.coroutine)
+            except StopIteration:
+                w.done = True
+                progressed = True
+                continue
+            w.wait = wait
+            wait.begin(w)
+            progressed = True
+        if not live:
+            return
+        if not progressed:
+            raise _deadlock(cta)
+
+
+def _deadlock(cta) -> DeadlockError:
+    x, y, z = cta.ctaid
+    lines = [f"deadlock in block ({x},{y},{z}): every live warp is waiting and none can proceed"]
+    first = None
+    for w in cta.warps:
+        if w.done:
+            lines.append(f"  warp {w.index}: exited (it can no longer arrive anywhere)")
+        else:
+            lines.append(f"  warp {w.index}: waiting at {w.wait.describe()}")
+            first = first or w.wait.op
+    lines.append("Make every warp that a barrier counts reach the same barrier id, the same "
+                 "number of times.")
+    return DeadlockError("\n".join(lines), where=where(first) if first else None)
