@@ -1,0 +1,134 @@
+"""Kernel objects end to end in the simulator: the specialization cache, guards on globals,
+recompile reasons, explain, compile from types, and user-facing errors."""
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+
+SCALE = 2.0
+
+
+@pytest.fixture(autouse=True)
+def sim_target():
+    ws.set_target("sim")
+    yield
+    ws.set_target(None)
+
+
+@ws.kernel
+def scale_copy(x: ws.Tensor, out: ws.Tensor, n: ws.Int32, factor):
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    if i < n:
+        out[i] = x[i] * factor * SCALE
+
+
+def run(factor, n=100, dtype=np.float32):
+    x = np.arange(n).astype(dtype)
+    out = np.zeros_like(x)
+    scale_copy[(n + 63) // 64, 64](x, out, n, factor)
+    return x, out
+
+
+def test_same_types_do_not_retrace_and_new_dynamic_value_is_used():
+    run(1.0)
+    before = scale_copy.trace_count
+    x, out = run(3.0)                 # a new dynamic value: same specialization
+    assert scale_copy.trace_count == before
+    np.testing.assert_allclose(out, x * 3.0 * SCALE)
+
+
+def test_static_change_recompiles():
+    class Cfg:
+        def __init__(self, k):
+            self.k = k
+
+    @ws.kernel
+    def k(cfg, out: ws.Tensor):
+        out[0] = ws.Float32(cfg.k)
+
+    out = np.zeros(1, np.float32)
+    cfg = Cfg(1)
+    k[1, 32](cfg, out)
+    assert out[0] == 1 and k.trace_count == 1
+    k[1, 32](cfg, out)
+    assert k.trace_count == 1
+    cfg.k = 5                         # mutating a static config object recompiles
+    k[1, 32](cfg, out)
+    assert out[0] == 5 and k.trace_count == 2
+
+
+def test_changed_global_recompiles():
+    global SCALE
+    run(1.0)
+    before = scale_copy.trace_count
+    SCALE = 10.0
+    try:
+        x, out = run(1.0)
+        assert scale_copy.trace_count == before + 1
+        np.testing.assert_allclose(out, x * 10.0)
+    finally:
+        SCALE = 2.0
+
+
+def test_recompile_warning_names_the_changing_parameter():
+    @ws.kernel(max_specializations=2)
+    def k(out: ws.Tensor, v: ws.Static[int]):
+        out[0] = ws.Int32(v)
+
+    out = np.zeros(1, np.int32)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for v in range(4):
+            k[1, 32](out, v)
+    msgs = [str(w.message) for w in rec if issubclass(w.category, ws.RecompileWarning)]
+    assert len(msgs) == 1
+    assert "specialized 3 times" in msgs[0] and "#2: v changed" in msgs[0]
+
+
+def test_explain_and_compile_from_types():
+    text = ws.explain(scale_copy, ws.Tensor[ws.Float16, 1], ws.Tensor[ws.Float16, 1], ws.Int32,
+                      ws.Float32, print_table=False)
+    assert "Tensor[Float16, 1]" in text and "x.data:" not in text and "data:!ptr<f16, global>" in text
+    ck = ws.compile(scale_copy, ws.Tensor[ws.Float16, 1], ws.Tensor[ws.Float16, 1], ws.Int32, 1.5)
+    assert ".target sm_90a" in ck.ptx and ".entry scale_copy" in ck.ptx
+    assert "scf.if" in ck.ir and "f16" in ck.llvm_ir.replace("half", "f16")
+    if ck.cubin is not None:
+        assert ck.cubin[:4] == b"\x7fELF" and ck.registers > 0
+
+
+def test_binding_time_error_points_at_user_line():
+    @ws.kernel
+    def bad(out: ws.Tensor, n: ws.Int32):
+        ws.arch.barrier_sync(1, n)      # the thread count must be static
+
+    with pytest.raises(ws.BindingTimeError) as ei:
+        bad[1, 32](np.zeros(1, np.float32), 32)
+    msg = str(ei.value)
+    assert "static (compile-time) value is needed" in msg
+    assert "parameter 'n'" in msg and "ws.Static" in msg
+    assert "ws.arch.barrier_sync(1, n)" in msg and "^" in msg
+    frames = traceback.extract_tb(ei.value.__traceback__)
+    assert not any("/warpstage/frontend/" in f.filename or "/warpstage/lang/" in f.filename
+                   for f in frames), [f.filename for f in frames]
+
+
+def test_argument_errors():
+    x = np.zeros(10, np.float32)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)'n' is annotated Int32 but the int 4294967296"):
+        scale_copy[1, 32](x, x, 2 ** 32, 1.0)
+    with pytest.raises(ws.LaunchError, match="block"):
+        scale_copy[1, (32, 0)](x, x, 10, 1.0)
+    with pytest.raises(ws.ArgumentError, match="missing a required argument"):
+        scale_copy[1, 32](x, x)
+
+
+def test_device_function_from_host_is_an_error():
+    @ws.jit
+    def helper(x):
+        return x + 1
+
+    with pytest.raises(ws.CompilationError, match="called from host code"):
+        helper(1)
