@@ -1,4 +1,5 @@
-"""Shared fixtures: GPU tests skip themselves where no usable CUDA device is present."""
+"""Shared fixtures: GPU tests skip themselves where no usable CUDA device is present; every test
+has a private disk cache (WARPSTAGE_CACHE_DIR)."""
 import functools
 
 import pytest
@@ -20,3 +21,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_disk_cache(tmp_path, monkeypatch):
+    """Each test gets its own empty disk cache (never ~/.cache/warpstage), so one test's
+    compiled kernels cannot turn another test's trace into a disk hit. Subprocesses inherit it."""
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path / "ws-cache"))

@@ -18,6 +18,8 @@ from .lang.struct import struct
 from .lang.tensor import Tensor
 from .launch import get_target, set_target
 from .options import CompileOptions
+from .persist import load
+from .runtime import cache
 
 __version__ = "0.1.0"
 
@@ -28,5 +30,5 @@ __all__ = [
     "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",
     "DeadlockError", "DeviceError", "LaunchError", "OutOfBoundsError", "PtxasError",
-    "SimulatorError", "UnsupportedError", "__version__",
+    "SimulatorError", "UnsupportedError", "__version__", "load", "cache",
 ]

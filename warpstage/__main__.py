@@ -2,6 +2,8 @@
 
   warpstage demo          compile and run the examples (GPU if present, else the simulator)
   warpstage info          versions, target, ptxas found
+  warpstage cache info    the disk cache's folder, number of entries and size
+  warpstage cache clear   remove every entry of the disk cache
 """
 from __future__ import annotations
 
@@ -78,17 +80,35 @@ def info() -> int:
     return 0
 
 
+def cache_cmd(action: str) -> int:
+    from warpstage.runtime import cache
+    if action == "clear":
+        n = cache.clear()
+        print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.path()}")
+        return 0
+    i = cache.info()
+    print(f"path: {i['path']}")
+    print(f"entries: {i['entries']}")
+    print(f"size: {i['bytes']} bytes ({i['bytes'] / 2**20:.1f} MiB)")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="warpstage", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd")
     sub.add_parser("demo", help="compile and run the examples")
     sub.add_parser("info", help="versions, target and toolchain")
+    c = sub.add_parser("cache", help="the disk cache of compiled kernels (WARPSTAGE_CACHE_DIR)")
+    c.add_argument("action", choices=["info", "clear"], help="info: folder, entries, size; "
+                   "clear: remove every entry")
     args = p.parse_args(argv)
     if args.cmd == "demo":
         return demo()
     if args.cmd == "info":
         return info()
+    if args.cmd == "cache":
+        return cache_cmd(args.action)
     p.print_help()
     return 0
 

@@ -13,7 +13,8 @@ import typing
 import warnings
 from typing import Any, Optional
 
-from .compiled import CompiledKernel
+from . import persist
+from .compiled import STAGE_COUNTS, CompiledKernel
 from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
 from .frontend.guards import collect_guards, guards_hold
@@ -177,8 +178,15 @@ class Kernel:
         entry = self._cache.get(key)
         if entry is not None and guards_hold(entry.guards):
             return entry, specs
-        entry = self._trace(specs, block, key)
-        self._cache[key] = entry
+        entry = persist.lookup(self, specs, block, target)     # the disk cache (cuda/compile)
+        if entry is None:
+            entry = self._trace(specs, block, key)
+            STAGE_COUNTS["trace"] += 1
+            self._cache[key] = entry
+            persist.store(self, entry, specs, block, target)
+        else:
+            self._note_recompile(key)
+            self._cache[key] = entry
         return entry, specs
 
     def _trace(self, specs, block, key) -> CompiledKernel:

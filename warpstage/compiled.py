@@ -2,7 +2,12 @@
 
 Stages run on demand and are kept: ``.ir`` (traced), ``.llvm_ir`` (lowered), ``.ptx`` (LLVM's
 NVPTX backend), ``.cubin`` (ptxas, whole program). ``.sass`` needs nvdisasm/cuobjdump.
-``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load).
+``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load; disk for a disk-cache
+hit). ``STAGE_COUNTS`` counts, per process, how many times each stage really ran (tests use it to
+prove that a cache hit did no work).
+
+A CompiledKernel from the disk cache or ``ws.load`` has no IR module (``.module`` is None):
+``.ir``, ``.llvm_ir``, ``.ptx`` and ``.cubin`` come from the stored entry.
 """
 from __future__ import annotations
 
@@ -13,17 +18,25 @@ import time
 from typing import Optional
 
 from . import ir
+# Imported here, not lazily: the first import of the submodule warpstage.explain sets the package
+# attribute ``warpstage.explain``, which must happen before __init__ binds ``ws.explain`` to the
+# function (api imports this module first).
+from .explain import format_table
 from .options import CompileOptions
 
-__all__ = ["CompiledKernel"]
+__all__ = ["CompiledKernel", "STAGE_COUNTS"]
+
+STAGE_COUNTS = {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 0, "disk_store": 0}
 
 
 class CompiledKernel:
     """A traced, specialized kernel. ``abi``: [(slot name, ir type)]; ``specs``: the parameter
-    Specs that produced it (see ``explain``); ``name``: the PTX entry symbol."""
+    Specs that produced it (see ``explain``); ``name``: the PTX entry symbol. Launch it without
+    its Kernel with ``ck[grid, block](*args)`` (GPU only; see warpstage/loaded.py)."""
 
-    def __init__(self, name: str, module: ir.Module, abi: list, specs: list, param_names: list,
-                 options: CompileOptions, block: tuple, timings: dict, guards=()):
+    def __init__(self, name: str, module: Optional[ir.Module], abi: list, specs: list,
+                 param_names: list, options: CompileOptions, block: tuple, timings: dict,
+                 guards=()):
         self.name = name
         self.module = module
         self.abi = abi
@@ -37,11 +50,16 @@ class CompiledKernel:
         self._ptx: Optional[str] = None
         self._cubin = None
         self._cuda = None       # (module handle, function handle, Launcher)
+        self._ir_text: Optional[str] = None     # a stored entry's IR (when module is None)
+        self._host_params = None                # stored host-argument descriptors (loaded.py)
+        self._stored: Optional[dict] = None     # the entry this was read from (persist.py)
 
     # -- stages ------------------------------------------------------------------------------
     @property
     def ir(self) -> str:
-        """The IR as MLIR-like text."""
+        """The IR as MLIR-like text (stored text for a kernel from the disk cache or ws.load)."""
+        if self.module is None:
+            return self._ir_text
         return ir.print_module(self.module)
 
     @property
@@ -51,6 +69,7 @@ class CompiledKernel:
             from .backend import lower
             t0 = time.perf_counter()
             self._llvm_ir = lower(self.module, self.options)
+            STAGE_COUNTS["lower"] += 1
             self.timings["lower"] = time.perf_counter() - t0
         return self._llvm_ir
 
@@ -62,6 +81,7 @@ class CompiledKernel:
             llvm_ir = self.llvm_ir
             t0 = time.perf_counter()
             self._ptx = emit_ptx(llvm_ir, self.options)
+            STAGE_COUNTS["ptx"] += 1
             self.timings["ptx"] = time.perf_counter() - t0
         return self._ptx
 
@@ -74,6 +94,7 @@ class CompiledKernel:
                 return None
             t0 = time.perf_counter()
             self._cubin = assemble(ptx, self.options, [self.name])
+            STAGE_COUNTS["ptxas"] += 1
             self.timings["ptxas"] = time.perf_counter() - t0
         return self._cubin or None
 
@@ -118,10 +139,22 @@ class CompiledKernel:
 
     def explain(self) -> str:
         """The binding-time table of this specialization (see ws.explain)."""
-        from .explain import format_table
         return format_table(self.name, self.specs, self.param_names)
 
+    def save(self, path) -> None:
+        """Write this kernel (PTX, cubin, ABI, explain rows, host-argument descriptors) to the
+        file ``path``; ``ws.load(path)`` reads it back in any process. Raises UnsupportedError
+        for a parameter binding with no stored form, OSError if ``path`` cannot be written."""
+        from .persist import save
+        save(self, path)
+
     # -- execution ---------------------------------------------------------------------------
+    def __getitem__(self, config):
+        """``ck[grid, block]`` or ``ck[grid, block, smem_bytes, stream]``: a launcher taking the
+        kernel's host arguments (checked against this specialization). GPU only."""
+        from .loaded import StoredLaunch
+        return StoredLaunch(self, config)
+
     def cuda_launcher(self):
         """(function handle, Launcher), loading the module into the current context once."""
         if self._cuda is None:

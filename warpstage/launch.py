@@ -74,7 +74,9 @@ def _host_array(ta, pname):
         raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t   # numpy has no bf16
         if ta.device == "cpu":
             return raw.numpy(), None
-        host = raw.cpu()
+        # keep the device strides: the kernel indexes with the TensorArg's strides
+        host = torch.empty_strided(raw.shape, raw.stride(), dtype=raw.dtype, device="cpu")
+        host.copy_(raw)
         return host.numpy(), (lambda: raw.copy_(host))
     if ta.device == "cpu":
         return np.asarray(obj), None

@@ -89,7 +89,7 @@ def test_second_call_does_not_retrace():
     torch.cuda.synchronize()
     assert k.trace_count == before
     assert torch.equal(out, b2 + b2)
-    vadd.launch(a.half(), a.half(), out.half())  # a new dtype: one new specialization
+    vadd.launch(a.double(), a.double(), out.double())  # a dtype not seen before: one new specialization
     assert k.trace_count == before + 1
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Type", "ScalarType", "PointerType", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
-    "u64", "f16", "bf16", "f32", "f64", "ADDRESS_SPACES", "SCALAR_TYPES",
+    "u64", "f16", "bf16", "f32", "f64", "ADDRESS_SPACES", "SCALAR_TYPES", "parse_type",
 ]
 
 
@@ -83,3 +83,21 @@ f32 = ScalarType("float", 32, "f32")
 f64 = ScalarType("float", 64, "f64")
 
 SCALAR_TYPES = {t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)}
+
+
+def parse_type(text: str) -> Type:
+    """The type spelled ``text`` (the inverse of ``str(t)``): 'f32', '!ptr<bf16, shared>'.
+
+    Raises ValueError naming the text for anything else.
+    """
+    t = SCALAR_TYPES.get(text)
+    if t is not None:
+        return t
+    if text.startswith("!ptr<") and text.endswith(">"):
+        pointee, _, space = text[5:-1].partition(",")
+        pointee, space = pointee.strip(), space.strip()
+        if pointee in SCALAR_TYPES and space in ADDRESS_SPACES:
+            return PointerType(SCALAR_TYPES[pointee], space)
+    raise ValueError(f"not an IR type: {text!r}; expected a scalar name "
+                     f"({', '.join(SCALAR_TYPES)}) or '!ptr<scalar, space>' with space one of "
+                     f"{', '.join(ADDRESS_SPACES)}")

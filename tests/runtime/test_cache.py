@@ -1,0 +1,323 @@
+"""The disk cache: the store (runtime/cache.py) and its use by Kernel.specialize (persist.py)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import warpstage as ws
+from warpstage import persist
+from warpstage.backend import find_ptxas
+from warpstage.compiled import STAGE_COUNTS
+from warpstage.runtime import cache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Straight-line kernels only; until frontend/rewrite.py exists they are traced unrewritten.
+SHIM = textwrap.dedent("""
+    try:
+        import warpstage.frontend.rewrite  # noqa: F401
+    except ImportError:
+        import warpstage.frontend.specialize as _sp
+        from warpstage.frontend.source import register_user_code
+        _sp.get_rewritten = lambda fn: (register_user_code(fn.__code__), fn)[1]
+""")
+
+
+@pytest.fixture(autouse=True)
+def _rewriter(monkeypatch):
+    """In this process, the same fallback as SHIM, undone after each test."""
+    try:
+        import warpstage.frontend.rewrite  # noqa: F401
+    except ImportError:
+        import warpstage.frontend.specialize as sp
+        from warpstage.frontend.source import register_user_code
+        monkeypatch.setattr(sp, "get_rewritten",
+                            lambda fn: (register_user_code(fn.__code__), fn)[1])
+
+
+needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
+
+SCALE = 2.0
+T1 = ws.Tensor[ws.Float32, 1]
+
+
+def _scale(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    out[i] = a[i] * SCALE
+
+
+def _tiled(a: ws.Tensor, tile: ws.Static[int], n: ws.Int32):
+    a[ws.arch.thread_idx()[0]] = a[tile] + 1.0
+
+
+def _closure(factor):
+    def k(a: ws.Tensor, n: ws.Int32):
+        a[ws.arch.thread_idx()[0]] = a[0] * factor
+    return ws.kernel(k)
+
+
+def counts_delta(before):
+    return {k: STAGE_COUNTS[k] - before[k] for k in STAGE_COUNTS}
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+def test_put_get_round_trip_info_clear(tmp_path):
+    assert cache.path() == str(tmp_path / "ws-cache")
+    key = cache.disk_key(("a", 1))
+    assert cache.get(key) is None
+    entry = {"name": "k", "rows": [[1, "x"]], "cubin": b"\x00\x01ELF" * 100, "none": None}
+    assert cache.put(key, entry)
+    assert cache.get(key) == entry
+    assert cache.put(cache.disk_key(("b",)), {"x": 1})
+    i = cache.info()
+    assert i["path"] == cache.path() and i["entries"] == 2
+    assert i["bytes"] == sum(p.stat().st_size for p in Path(cache.path()).iterdir())
+    (Path(cache.path()) / "notes.txt").write_text("not ours")
+    assert cache.clear() == 2
+    assert cache.info()["entries"] == 0 and cache.get(key) is None
+    assert (Path(cache.path()) / "notes.txt").exists()          # other files are left alone
+
+
+def test_disk_key_is_canonical():
+    assert cache.disk_key((1, "a", {"x": 1, "y": 2})) == cache.disk_key((1, "a", {"y": 2, "x": 1}))
+    assert cache.disk_key(((1, 2),)) != cache.disk_key(([1, 2],))
+    assert cache.disk_key((1,)) != cache.disk_key((True,)) != cache.disk_key(("1",))
+    assert len(cache.disk_key(())) == 64
+    with pytest.raises(ValueError, match="64 lowercase hex digits"):
+        cache.get("../etc/passwd")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_corrupt_entry_is_a_miss_and_is_overwritten(damage):
+    key = cache.disk_key(("corrupt",))
+    cache.put(key, {"ptx": "x" * 1000, "cubin": b"y" * 1000})
+    f = Path(cache.path()) / (key + cache.SUFFIX)
+    data = f.read_bytes()
+    f.write_bytes({"truncate": data[:len(data) // 2],
+                   "flip": data[:500] + bytes([data[500] ^ 1]) + data[501:],
+                   "garbage": b"\x80not json at all" * 10, "empty": b""}[damage])
+    assert cache.get(key) is None
+    with pytest.raises(cache.CacheFormatError):
+        cache.read_entry(str(f))
+    cache.put(key, {"ok": True})
+    assert cache.get(key) == {"ok": True}
+
+
+def test_concurrent_writers_never_expose_a_partial_entry():
+    key = cache.disk_key(("race",))
+    big = {w: {"writer": w, "cubin": bytes([w]) * 300_000} for w in range(4)}
+    stop = threading.Event()
+    seen, bad = set(), []
+
+    def write(w):
+        for _ in range(25):
+            cache.put(key, big[w])
+
+    def read():
+        while not stop.is_set():
+            e = cache.get(key)
+            if e is not None:
+                seen.add(e["writer"])
+                if e != big[e["writer"]]:
+                    bad.append(e["writer"])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    reader.join()
+    assert not bad and seen
+    assert os.listdir(cache.path()) == [key + cache.SUFFIX]     # no temporary files left
+
+
+def test_unwritable_cache_warns_once_and_compiles(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(blocker / "sub"))    # a folder under a file
+    monkeypatch.setattr(cache, "_warned_unwritable", False)
+    with pytest.warns(RuntimeWarning, match=r"(?s)cannot be written.*WARPSTAGE_CACHE_DIR"):
+        assert cache.put(cache.disk_key((1,)), {"a": 1}) is False
+    ck = ws.compile(ws.kernel(_scale), T1, T1, ws.Int32)       # no second warning, no failure
+    assert ".entry" in ck.ptx
+
+
+def test_failed_write_leaves_no_temporary_file(monkeypatch):
+    def boom(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(cache, "_warned_unwritable", True)
+    assert cache.put(cache.disk_key(("x",)), {"a": 1}) is False
+    assert os.listdir(cache.path()) == []
+
+
+# -- keys of specializations ---------------------------------------------------------------------
+
+def key_of(kern, *args, block=(128, 1, 1)):
+    return persist.spec_key(kern, kern.specs(list(args), placeholders=True), block)
+
+
+def test_key_changes_with_static_values_not_dynamic_values():
+    k = ws.kernel(_tiled)
+    a = T1
+    assert key_of(k, a, 4, 10) == key_of(k, a, 4, 99)           # dynamic value: same key
+    assert key_of(k, a, 4, 10) != key_of(k, a, 8, 10)           # static value: new key
+    assert key_of(k, a, 4, 10) != key_of(k, ws.Tensor[ws.Float16, 1], 4, 10)
+    assert key_of(k, a, 4, 10) != key_of(k, a, 4, 10, block=(256, 1, 1))
+    debug = ws.kernel(debug=True)(_tiled)
+    assert key_of(debug, a, 4, 10) != key_of(k, a, 4, 10)
+
+
+def test_changing_static_argument_misses_dynamic_hits():
+    ws.compile(ws.kernel(_tiled), T1, 4, 10)
+    before = dict(STAGE_COUNTS)
+    k2 = ws.kernel(_tiled)
+    ws.compile(k2, T1, 4, 77)
+    assert counts_delta(before)["disk_hit"] == 1 and k2.trace_count == 0
+    ws.compile(k2, T1, 5, 77)
+    assert k2.trace_count == 1
+
+
+# -- Kernel.specialize with the disk -------------------------------------------------------------
+
+@needs_ptxas
+def test_disk_hit_does_no_work_and_matches():
+    k1 = ws.kernel(_scale)
+    ck1 = ws.compile(k1, T1, T1, ws.Int32)
+    assert cache.info()["entries"] == 1
+    before = dict(STAGE_COUNTS)
+    k2 = ws.kernel(_scale)
+    ck2 = ws.compile(k2, T1, T1, ws.Int32)
+    d = counts_delta(before)
+    assert k2.trace_count == 0
+    assert d == {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 1, "disk_store": 0}
+    assert ck2.module is None and "disk" in ck2.timings
+    assert (ck2.ptx, ck2.cubin, ck2.ir, ck2.llvm_ir) == (ck1.ptx, ck1.cubin, ck1.ir, ck1.llvm_ir)
+    assert ck2.resources == ck1.resources and ck2.explain() == ck1.explain()
+    ws.compile(k2, T1, T1, ws.Int32)                            # now an in-memory hit
+    assert counts_delta(before)["disk_hit"] == 1
+
+
+def test_changed_global_is_a_miss(monkeypatch):
+    ws.compile(ws.kernel(_scale), T1, T1, ws.Int32)
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
+    k2 = ws.kernel(_scale)
+    ck = ws.compile(k2, T1, T1, ws.Int32)
+    assert k2.trace_count == 1 and "3.0" in ck.ir
+    k3 = ws.kernel(_scale)                                      # the new value was stored
+    assert "3.0" in ws.compile(k3, T1, T1, ws.Int32).ir and k3.trace_count == 0
+
+
+def test_closure_cells_of_the_kernel_are_guarded():
+    ws.compile(_closure(2.0), T1, ws.Int32)
+    same, other = _closure(2.0), _closure(5.0)
+    ws.compile(same, T1, ws.Int32)
+    ws.compile(other, T1, ws.Int32)
+    assert same.trace_count == 0 and other.trace_count == 1
+
+
+LOCK = threading.Lock()
+
+
+def _reads_unkeyable(a: ws.Tensor):
+    LOCK                                                        # noqa: B018 - a guarded global
+    a[0] = a[1]
+
+
+def test_unkeyable_global_is_not_stored():
+    ws.compile(ws.kernel(_reads_unkeyable), T1)
+    assert cache.info()["entries"] == 0
+
+
+def test_simulator_target_never_uses_the_disk():
+    k = ws.kernel(_scale)
+    k.specialize([T1, T1, ws.Int32], (128, 1, 1), "sim", placeholders=True)
+    assert cache.info()["entries"] == 0
+
+
+def test_corrupt_kernel_entry_is_rebuilt():
+    ws.compile(ws.kernel(_scale), T1, T1, ws.Int32)
+    (f,) = Path(cache.path()).iterdir()
+    f.write_bytes(f.read_bytes()[:100])
+    k2 = ws.kernel(_scale)
+    ws.compile(k2, T1, T1, ws.Int32)
+    assert k2.trace_count == 1
+    k3 = ws.kernel(_scale)
+    ws.compile(k3, T1, T1, ws.Int32)
+    assert k3.trace_count == 0
+
+
+# -- across processes ----------------------------------------------------------------------------
+
+KMOD = textwrap.dedent("""
+    import warpstage as ws
+
+    SCALE = 2.0
+
+    @ws.kernel
+    def scale(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
+        i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+        out[i] = a[i] * SCALE
+""")
+
+DRIVER = SHIM + textwrap.dedent("""
+    import hashlib, json, sys
+    import warpstage as ws
+    from warpstage.compiled import STAGE_COUNTS
+    import kmod
+    if len(sys.argv) > 1:
+        kmod.SCALE = float(sys.argv[1])
+    T = ws.Tensor[ws.Float32, 1]
+    ck = ws.compile(kmod.scale, T, T, ws.Int32)
+    print(json.dumps({"counts": STAGE_COUNTS, "trace_count": kmod.scale.trace_count,
+                      "ptx": ck.ptx, "cubin": hashlib.sha256(ck.cubin or b"").hexdigest(),
+                      "explain": ck.explain(), "ir": ck.ir}))
+""")
+
+
+def run_process(tmp_path, *argv):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    p = subprocess.run([sys.executable, "-c", DRIVER, *argv], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@needs_ptxas
+def test_second_process_loads_from_disk(tmp_path):
+    (tmp_path / "kmod.py").write_text(KMOD)
+    first = run_process(tmp_path)
+    assert first["counts"]["trace"] == 1 and first["counts"]["disk_store"] == 1
+    second = run_process(tmp_path)
+    c = second["counts"]
+    assert second["trace_count"] == 0
+    assert (c["trace"], c["lower"], c["ptx"], c["ptxas"], c["disk_hit"]) == (0, 0, 0, 0, 1)
+    for field in ("ptx", "cubin", "explain", "ir"):
+        assert second[field] == first[field], field
+    changed = run_process(tmp_path, "3.0")                      # a global the kernel reads
+    assert changed["trace_count"] == 1 and changed["counts"]["disk_hit"] == 0
+    assert changed["ptx"] != first["ptx"]
+
+
+def test_cli_cache_info_and_clear(tmp_path):
+    cache.put(cache.disk_key((1,)), {"a": 1})
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def cli(*args):
+        p = subprocess.run([sys.executable, "-m", "warpstage", "cache", *args],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    out = cli("info")
+    assert f"path: {cache.path()}" in out and "entries: 1" in out
+    assert "removed 1 entry" in cli("clear")
+    assert "entries: 0" in cli("info")

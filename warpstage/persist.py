@@ -1,0 +1,296 @@
+"""Compiled kernels on disk: the disk cache's key and entries, ``CompiledKernel.save``, ``ws.load``.
+
+One specialization is keyed (``spec_key``) by: warpstage's version and a digest of its own source
+files, LLVM's and ptxas' versions (or 'driver-jit' without ptxas), every CompileOptions field, the
+target ('ptx' for both 'cuda' and 'compile': they build the same PTX and cubin), the block shape,
+the kernel's module, qualified name and code digest, and each parameter's Spec key.
+
+An entry (``runtime/cache.py`` stores it) holds the entry name, IR / LLVM IR / PTX text, the cubin
+and ptxas' report, the ABI as [(slot, type text)], the ``explain`` rows, the host-argument
+descriptors (``loaded.describe_params``) and the guards on globals as stable data:
+['global', module name, global name, key repr] or ['cell', free-variable name of the kernel
+function, key repr]. A disk hit re-resolves every guard in this process and compares static keys;
+any difference is a miss. A specialization whose guards cannot be stored that way (a closure cell
+of another function, a value with no stable key) is never stored.
+
+Only the 'cuda' and 'compile' targets use the disk; the simulator needs the IR module, which a
+disk hit does not rebuild (``.ir`` returns the stored text, ``.module`` is None).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+import sys
+import time
+import warnings
+from typing import Optional
+
+from .compiled import STAGE_COUNTS, CompiledKernel
+from .errors import ArgumentError, UnsupportedError
+from .frontend.static_key import UnkeyableError, code_key, static_key
+from .ir.types import parse_type
+from .options import CompileOptions
+from .runtime import cache
+
+__all__ = ["spec_key", "lookup", "store", "save", "load", "entry_of", "compiled_from_entry",
+           "stable_guards", "resolve_guards", "FORMAT"]
+
+FORMAT = 1
+DISK_TARGETS = ("cuda", "compile")
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint() -> str:
+    """warpstage's version and a digest of its source files, so that editing the compiler (a
+    source checkout) never reuses a cubin built by the old code. Computed once per process."""
+    from . import __version__
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            p = os.path.join(folder, name)
+            h.update(os.path.relpath(p, root).encode())
+            with open(p, "rb") as f:
+                h.update(f.read())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _toolchain(options: CompileOptions) -> tuple:
+    """(LLVM version, ptxas version of the ptxas that would be used, or 'driver-jit')."""
+    from .backend import find_ptxas, llvm_version, ptxas_version
+    path = find_ptxas(options)
+    return llvm_version(), (ptxas_version(path) if path else "driver-jit")
+
+
+def spec_key(kernel, specs: list, block: tuple) -> str:
+    """The disk key (64 hex digits) of one specialization of ``kernel`` for the PTX targets."""
+    fn = kernel.fn
+    opts = kernel.options
+    parts = (_fingerprint(), _toolchain(opts),
+             tuple(sorted(dataclasses.asdict(opts).items())), "ptx", tuple(block),
+             (fn.__module__, fn.__qualname__, code_key(fn.__code__)),
+             tuple(s.key for s in specs))
+    return cache.disk_key(parts)
+
+
+# -- guards --------------------------------------------------------------------------------------
+
+def _key_repr(value) -> Optional[str]:
+    try:
+        return repr(static_key(value))
+    except (UnkeyableError, RecursionError):
+        return None
+
+
+def stable_guards(kernel, guards) -> Optional[list]:
+    """``guards`` (from frontend.guards.collect_guards) as plain data, or None if one of them
+    cannot be re-resolved in another process."""
+    fn = kernel.fn
+    own_cells = {id(c): n for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
+    out = []
+    for container, name, value, key, is_cell in guards:
+        krepr = _key_repr(value)
+        if krepr is None or krepr != repr(key):
+            return None
+        if is_cell:
+            if id(container) not in own_cells:
+                return None         # a cell of a @ws.jit function: nothing names it stably
+            out.append(["cell", own_cells[id(container)], krepr])
+            continue
+        mod = container.get("__name__")
+        if not isinstance(mod, str) or _globals_of(kernel, mod) is not container:
+            return None
+        out.append(["global", mod, name, krepr])
+    return out
+
+
+def _globals_of(kernel, module: str):
+    if kernel.fn.__globals__.get("__name__") == module:
+        return kernel.fn.__globals__
+    m = sys.modules.get(module)
+    return getattr(m, "__dict__", None)
+
+
+def resolve_guards(kernel, data) -> Optional[tuple]:
+    """The live guards (collect_guards' form) for stored guard ``data``, or None if a guarded
+    value is missing or its static key differs from the stored one."""
+    fn = kernel.fn
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    out = []
+    for g in data:
+        if g[0] == "cell":
+            _, name, krepr = g
+            cell = cells.get(name)
+            try:
+                value = cell.cell_contents if cell is not None else _MISSING
+            except ValueError:
+                value = _MISSING
+            container, is_cell = cell, True
+        else:
+            _, mod, name, krepr = g
+            container = _globals_of(kernel, mod)
+            value = container.get(name, _MISSING) if container is not None else _MISSING
+            is_cell = False
+        if value is _MISSING or _key_repr(value) != krepr:
+            return None
+        out.append((container, name, value, static_key(value), is_cell))
+    return tuple(out)
+
+
+# -- entries -------------------------------------------------------------------------------------
+
+class StoredSpec:
+    """A parameter's explain row read back from an entry; duck-types the Spec attributes that
+    ``explain.format_table`` reads (rule, binding, desc, key, abi(name))."""
+
+    def __init__(self, row):
+        _, self.rule, self.binding, self.desc, key_text, slots = row
+        self.key = _KeyText(key_text)
+        self._slots = [(s, parse_type(t)) for s, t in slots]
+
+    def abi(self, name: str) -> list:
+        return list(self._slots)
+
+
+class _KeyText(str):
+    """A key's stored repr; repr() gives the text itself so explain prints what it printed."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def entry_of(ck: CompiledKernel, guards: list) -> dict:
+    """The entry of ``ck`` (built through ptxas when available) with stable ``guards``."""
+    from .loaded import params_of
+    if getattr(ck, "_stored", None) is not None:
+        return dict(ck._stored, guards=guards)
+    assembled = ck._assemble()
+    entry = {
+        "format": FORMAT, "name": ck.name, "param_names": list(ck.param_names),
+        "abi": [[s, str(t)] for s, t in ck.abi], "block": list(ck.block),
+        "options": dataclasses.asdict(ck.options),
+        "ir": ck.ir, "llvm_ir": ck.llvm_ir, "ptx": ck.ptx,
+        "explain": [[p, s.rule, s.binding, s.desc, repr(s.key), [[n, str(t)] for n, t in s.abi(p)]]
+                    for p, s in zip(ck.param_names, ck.specs)],
+        "params": params_of(ck), "guards": guards, "ptxas": None,
+    }
+    if assembled:
+        entry["cubin"] = assembled.cubin
+        entry["ptxas"] = {"log": assembled.log, "warnings": list(assembled.warnings),
+                          "seconds": assembled.seconds,
+                          "resources": {n: dataclasses.asdict(r)
+                                        for n, r in assembled.resources.items()}}
+    return entry
+
+
+def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> CompiledKernel:
+    """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
+    ``specs``/``options`` default to the stored explain rows / options. Raises KeyError,
+    TypeError or ValueError for an entry that lacks a field or has a malformed one."""
+    from .backend import CubinResult, Resources
+    t0 = time.perf_counter()
+    abi = [(s, parse_type(t)) for s, t in entry["abi"]]
+    if specs is None:
+        specs = [StoredSpec(row) for row in entry["explain"]]
+    if options is None:
+        names = {f.name for f in dataclasses.fields(CompileOptions)}
+        options = CompileOptions(**{k: v for k, v in entry["options"].items() if k in names})
+    ck = CompiledKernel(entry["name"], None, abi, specs, list(entry["param_names"]), options,
+                        tuple(entry["block"]), {}, guards)
+    ck._ir_text = entry["ir"]
+    ck._llvm_ir = entry["llvm_ir"]
+    ck._ptx = entry["ptx"]
+    rep = entry.get("ptxas")
+    if entry.get("cubin") is not None and rep is not None:
+        fields = {f.name for f in dataclasses.fields(Resources)}
+        res = {n: Resources(**{k: v for k, v in r.items() if k in fields})
+               for n, r in rep["resources"].items()}
+        ck._cubin = CubinResult(entry["cubin"], rep["log"], res, list(rep["warnings"]),
+                                rep["seconds"])
+    else:
+        ck._cubin = False
+    ck._host_params = entry.get("params")
+    ck._stored = {k: v for k, v in entry.items() if k != "guards"}
+    ck.timings["disk"] = time.perf_counter() - t0
+    return ck
+
+
+# -- the disk cache, as Kernel.specialize uses it -------------------------------------------------
+
+def lookup(kernel, specs: list, block: tuple, target: str) -> Optional[CompiledKernel]:
+    """The specialization from the disk cache, or None (other target, absent, stale guards,
+    unreadable entry)."""
+    if target not in DISK_TARGETS:
+        return None
+    entry = cache.get(spec_key(kernel, specs, block))
+    if entry is None or entry.get("format") != FORMAT:
+        return None
+    try:
+        guards = resolve_guards(kernel, entry["guards"])
+        if guards is None:
+            return None
+        ck = compiled_from_entry(entry, specs, kernel.options, guards)
+    except (KeyError, TypeError, ValueError):
+        return None                 # a damaged entry that passed the checksum: rebuild it
+    STAGE_COUNTS["disk_hit"] += 1
+    return ck
+
+
+def store(kernel, ck: CompiledKernel, specs: list, block: tuple, target: str) -> bool:
+    """Build ``ck`` through ptxas and store it in the disk cache. Returns False (storing nothing)
+    for the simulator target or guards that cannot be stored stably."""
+    if target not in DISK_TARGETS:
+        return False
+    guards = stable_guards(kernel, ck.guards)
+    if guards is None:
+        return False
+    entry = entry_of(ck, guards)
+    try:
+        stored = cache.put(spec_key(kernel, specs, block), entry)
+    except (TypeError, ValueError) as e:       # a field that is not plain data: a warpstage bug
+        warnings.warn(f"warpstage: kernel {ck.name} was not stored in the disk cache: its entry "
+                      f"is not plain data ({e}). Please report this.", RuntimeWarning, stacklevel=3)
+        return False
+    if stored:
+        STAGE_COUNTS["disk_store"] += 1
+    return stored
+
+
+# -- save / load ---------------------------------------------------------------------------------
+
+def save(ck: CompiledKernel, path: str) -> None:
+    """Write ``ck`` (PTX, cubin when ptxas is installed, ABI, explain rows, host-argument
+    descriptors) to the file ``path``, atomically. Raises UnsupportedError if a parameter's
+    binding has no stored form, OSError if ``path`` cannot be written."""
+    from .loaded import params_of
+    if params_of(ck) is None:
+        raise UnsupportedError(
+            f"cannot save kernel {ck.name}: a parameter's binding has no stored form (expected "
+            "static values, scalars, pointers, tensors and their tuples/structs).\nFix: keep "
+            "the kernel in this process, or use the disk cache (it does not need this).")
+    cache.write_entry(os.fspath(path), entry_of(ck, []))
+
+
+def load(path) -> CompiledKernel:
+    """The CompiledKernel saved in ``path`` by ``CompiledKernel.save``: ``.ptx``, ``.cubin``,
+    ``.resources``, ``.ir`` (text), ``.explain()``; launch it with ``ck[grid, block](*args)``.
+    Raises OSError if the file cannot be read, ArgumentError if it is not a saved kernel."""
+    path = os.fspath(path)
+    try:
+        entry = cache.read_entry(path)
+    except cache.CacheFormatError as e:
+        raise ArgumentError(f"ws.load: {path} is not a saved warpstage kernel ({e}).\nFix: pass a "
+                            "file written by CompiledKernel.save(path).") from None
+    if entry.get("format") != FORMAT:
+        raise ArgumentError(f"ws.load: {path} was saved in format {entry.get('format')!r}; this "
+                            f"warpstage reads format {FORMAT}.\nFix: save it again with this "
+                            "warpstage version.")
+    try:
+        return compiled_from_entry(entry)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArgumentError(f"ws.load: {path} is damaged (field {e}).\nFix: save the kernel "
+                            "again.") from None

@@ -1,0 +1,206 @@
+"""The disk cache of compiled kernels: one file per specialization, under ``path()``.
+
+``path()`` is ``WARPSTAGE_CACHE_DIR`` or ``~/.cache/warpstage`` (read by ``options.env_cache_dir``
+at each call). An entry is a dict of plain data (JSON: str, int, float, bool, None, lists, dicts)
+whose top-level ``bytes`` values (the cubin) are stored raw. The file format (``.wsc``):
+
+    b"WSCACHE1" | header length (u64 LE) | blob length (u64 LE) | header (UTF-8 JSON)
+                | blobs (raw bytes) | SHA-256 of header + blobs (32 bytes)
+
+Nothing is pickled, so loading an entry never runs code. Writers write a temporary file in the
+same folder and ``os.replace`` it over the entry: readers see the old entry or the new one, never
+half of one, also with several processes writing the same key. A truncated, corrupt or
+unreadable entry is a miss (the caller rebuilds it and ``put`` overwrites it). A cache that
+cannot be written warns once and is skipped: compiling never fails because of the cache.
+
+Standard library only (no CUDA, no LLVM).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import warnings
+from typing import Optional
+
+from ..options import env_cache_dir
+
+__all__ = ["disk_key", "get", "put", "clear", "info", "path", "write_entry", "read_entry",
+           "CacheFormatError", "SUFFIX"]
+
+MAGIC = b"WSCACHE1"
+SUFFIX = ".wsc"
+_HEAD = struct.Struct("<QQ")
+_DIGEST = 32
+_warned_unwritable = False
+
+
+class CacheFormatError(ValueError):
+    """A file is not a complete warpstage cache entry (wrong magic, truncated, checksum)."""
+
+
+def path() -> str:
+    """The cache folder (it may not exist yet): WARPSTAGE_CACHE_DIR or ~/.cache/warpstage."""
+    return env_cache_dir()
+
+
+def _canon(x) -> str:
+    """A repr that is the same in every process: dicts sorted, tuples and lists kept apart."""
+    t = type(x)
+    if t is tuple:
+        return "(" + ",".join(_canon(v) for v in x) + ",)"
+    if t is list:
+        return "[" + ",".join(_canon(v) for v in x) + "]"
+    if t is dict:
+        return "{" + ",".join(sorted(f"{_canon(k)}:{_canon(v)}" for k, v in x.items())) + "}"
+    if t in (frozenset, set):
+        return t.__name__ + "{" + ",".join(sorted(_canon(v) for v in x)) + "}"
+    if t in (str, bytes, int, float, bool, type(None), complex):
+        return f"{t.__name__}:{x!r}"
+    return f"{t.__module__}.{t.__qualname__}:{x!r}"
+
+
+def disk_key(parts) -> str:
+    """SHA-256 (64 hex digits) of a canonical repr of ``parts`` (a tuple of plain data).
+
+    Values that are not plain data are keyed by class and ``repr``, which must not contain an
+    address (``<Foo object at 0x...>`` gives a key no other process reproduces).
+    """
+    return hashlib.sha256(_canon(parts).encode()).hexdigest()
+
+
+def _file(key: str) -> str:
+    if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+        raise ValueError(f"cache key must be 64 lowercase hex digits (from disk_key), got {key!r}")
+    return os.path.join(path(), key + SUFFIX)
+
+
+def _encode(entry: dict) -> bytes:
+    plain, blobs, offset = {}, [], 0
+    chunks = []
+    for name, value in entry.items():
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            data = bytes(value)
+            blobs.append([name, offset, len(data)])
+            chunks.append(data)
+            offset += len(data)
+        else:
+            plain[name] = value
+    header = json.dumps({"entry": plain, "blobs": blobs}, sort_keys=True,
+                        separators=(",", ":")).encode()
+    body = header + b"".join(chunks)
+    return MAGIC + _HEAD.pack(len(header), offset) + body + hashlib.sha256(body).digest()
+
+
+def _decode(data: bytes, where: str) -> dict:
+    fixed = len(MAGIC) + _HEAD.size
+    if len(data) < fixed + _DIGEST or data[:len(MAGIC)] != MAGIC:
+        raise CacheFormatError(f"{where}: not a warpstage cache entry (expected the {MAGIC!r} "
+                               f"header, got {data[:len(MAGIC)]!r} in {len(data)} bytes)")
+    nhead, nblob = _HEAD.unpack_from(data, len(MAGIC))
+    body = data[fixed:-_DIGEST]
+    if len(body) != nhead + nblob:
+        raise CacheFormatError(f"{where}: truncated or padded entry (expected {nhead + nblob} "
+                               f"bytes of header and data, got {len(body)})")
+    if hashlib.sha256(body).digest() != data[-_DIGEST:]:
+        raise CacheFormatError(f"{where}: checksum mismatch (the file is corrupt)")
+    try:
+        header = json.loads(body[:nhead].decode())
+        entry = dict(header["entry"])
+        for name, offset, size in header["blobs"]:
+            entry[name] = bytes(body[nhead + offset:nhead + offset + size])
+    except (ValueError, KeyError, TypeError) as e:
+        raise CacheFormatError(f"{where}: malformed header ({e})") from None
+    return entry
+
+
+def write_entry(file: str, entry: dict) -> None:
+    """Write ``entry`` to ``file`` atomically (temporary file in the same folder, then
+    ``os.replace``). Raises OSError if the folder cannot be written, TypeError if a value is
+    not plain data."""
+    data = _encode(entry)
+    folder = os.path.dirname(os.path.abspath(file))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, file)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_entry(file: str) -> dict:
+    """The entry stored in ``file``. Raises OSError if it cannot be read, CacheFormatError if it
+    is not a complete entry."""
+    with open(file, "rb") as f:
+        data = f.read()
+    return _decode(data, file)
+
+
+def get(key: str) -> Optional[dict]:
+    """The entry stored under ``key``, or None (absent, unreadable, truncated or corrupt)."""
+    try:
+        return read_entry(_file(key))
+    except (OSError, CacheFormatError):
+        return None
+
+
+def put(key: str, entry: dict) -> bool:
+    """Store ``entry`` under ``key``, replacing any entry there. Returns False (and warns once per
+    process) when the cache folder cannot be written."""
+    global _warned_unwritable
+    try:
+        write_entry(_file(key), entry)
+        return True
+    except OSError as e:
+        if not _warned_unwritable:
+            _warned_unwritable = True
+            warnings.warn(f"warpstage: the disk cache at {path()} cannot be written ({e}); "
+                          "compiled kernels are not being saved. Fix: make it writable or set "
+                          "WARPSTAGE_CACHE_DIR to a writable folder.", RuntimeWarning,
+                          stacklevel=2)
+        return False
+
+
+def _files():
+    folder = path()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names if n.endswith(SUFFIX)]
+
+
+def clear() -> int:
+    """Remove every entry (and leftover temporary files); returns the number of entries removed.
+    Other files in the folder are left alone."""
+    removed = 0
+    for f in _files():
+        try:
+            os.unlink(f)
+        except OSError:
+            continue
+        if not os.path.basename(f).startswith(".tmp-"):
+            removed += 1
+    return removed
+
+
+def info() -> dict:
+    """{'path': folder, 'entries': number of entries, 'bytes': their total size in bytes}."""
+    entries = size = 0
+    for f in _files():
+        if os.path.basename(f).startswith(".tmp-"):
+            continue
+        try:
+            size += os.path.getsize(f)
+        except OSError:
+            continue
+        entries += 1
+    return {"path": path(), "entries": entries, "bytes": size}
