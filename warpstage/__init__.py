@@ -11,6 +11,7 @@ from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationE
 from .frontend.binding_time import Constexpr, Static
 from .frontend.values import flatten, unflatten
 from .lang import arch, math
+from .lang.control import const_expr, printf, range, range_constexpr, static, static_range
 from .lang.pointer import Pointer
 from .lang.scalars import (BFloat16, Boolean, Float16, Float32, Float64, Int8, Int16, Int32, Int64,
                            Uint8, Uint16, Uint32, Uint64)
@@ -25,7 +26,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
-    "Static", "Constexpr", "struct", "flatten", "unflatten", "arch", "math", "Pointer", "Tensor",
+    "Static", "Constexpr", "range", "static_range", "range_constexpr", "static", "const_expr",
+    "printf", "struct", "flatten", "unflatten", "arch", "math", "Pointer", "Tensor",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
     "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",

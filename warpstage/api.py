@@ -91,11 +91,18 @@ class _FakeTensor:
         self.device = "cuda"
 
 
+_as_tensor_arg = None
+
+
 def _tensor_adapter(value):
+    """TensorArg of ``value`` or None (runtime.tensors, imported on first use)."""
+    global _as_tensor_arg
+    if _as_tensor_arg is None:
+        from .runtime.tensors import as_tensor_arg
+        _as_tensor_arg = as_tensor_arg
     if type(value) is _FakeTensor:
         return value
-    from .runtime.tensors import as_tensor_arg
-    return as_tensor_arg(value)
+    return _as_tensor_arg(value)
 
 
 def _type_placeholder(value, ann):
@@ -131,6 +138,8 @@ class Kernel:
         self.param_names = [p.name for p in self.params]
         self._options = options
         self._annotations = None
+        self._binders = None
+        self._last_launch = None
         self._cache: dict = {}
         self._keys: list = []
         self.trace_count = 0
@@ -170,9 +179,30 @@ class Kernel:
                                    tensor_adapter=_tensor_adapter))
         return out
 
+    def _make_binders(self) -> list:
+        from .frontend.binders import make_binder
+        if self._annotations is None:
+            self._annotations = _annotations(self.fn)
+        return [make_binder(self._annotations.get(p.name), i == 0 and p.name == "self", _tensor_adapter)
+                for i, p in enumerate(self.params)]
+
     # -- specialization --------------------------------------------------------------------
     def specialize(self, values: list, block: tuple, target: str, placeholders=False):
-        """(CompiledKernel, specs) for these argument values, from the cache or traced now."""
+        """(CompiledKernel, leaves) for these argument values, from the cache or traced now.
+        ``leaves`` are the host values of the ABI slots (TensorArg at a tensor's data slot)."""
+        if not placeholders:
+            binders = self._binders
+            if binders is None:
+                binders = self._binders = self._make_binders()
+            keys: list = []
+            leaves: list = []
+            for bind, v in zip(binders, values):
+                if not bind(v, keys, leaves):
+                    break
+            else:
+                entry = self._cache.get((tuple(keys), block, target))
+                if entry is not None and (not entry.guards or guards_hold(entry.guards)):
+                    return entry, leaves
         specs = self.specs(values, placeholders)
         key = (tuple(s.key for s in specs), block, target)
         entry = self._cache.get(key)
@@ -187,7 +217,10 @@ class Kernel:
         else:
             self._note_recompile(key)
             self._cache[key] = entry
-        return entry, specs
+        leaves = []
+        for spec, v in zip(specs, values):
+            spec.host_leaves(v, leaves)
+        return entry, leaves
 
     def _trace(self, specs, block, key) -> CompiledKernel:
         t0 = time.perf_counter()
@@ -198,7 +231,9 @@ class Kernel:
                                                 self.options, attrs)
             from .passes.pipeline import run_passes
             run_passes(module)
-        except WarpstageError as e:
+        except Exception as e:
+            if self.options.debug:          # keep warpstage's frames when debugging warpstage
+                raise
             raise _user_error(e) from None
         guards = collect_guards(reached)
         self.trace_count += 1
@@ -229,7 +264,12 @@ class Kernel:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be kern[grid, block] or kern[grid, block, "
                               f"smem_bytes, stream], got kern[{config!r}]")
-        return _Launch(self, *config)
+        last = self._last_launch
+        if last is not None and last[0] == config:
+            return last[1]
+        launch = _Launch(self, *config)
+        self._last_launch = (config, launch)
+        return launch
 
     def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, **kwargs):
         if maybe_current() is not None:

@@ -50,6 +50,7 @@ class CompiledKernel:
         self._ptx: Optional[str] = None
         self._cubin = None
         self._cuda = None       # (module handle, function handle, Launcher)
+        self.pointer_slots = tuple(i for i, (_, t) in enumerate(abi) if isinstance(t, ir.PointerType))
         self._ir_text: Optional[str] = None     # a stored entry's IR (when module is None)
         self._host_params = None                # stored host-argument descriptors (loaded.py)
         self._stored: Optional[dict] = None     # the entry this was read from (persist.py)

@@ -6,10 +6,7 @@ from .errors import ArgumentError
 __all__ = ["launch", "set_target", "get_target"]
 
 
-def get_target() -> str:
-    """'cuda' or 'sim': WARPSTAGE_TARGET / ws.set_target, else cuda when a GPU is usable."""
-    from .runtime.target import default_target
-    return default_target()
+from .runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
 
 
 def set_target(name) -> None:
@@ -20,10 +17,7 @@ def set_target(name) -> None:
 
 def launch(kernel, values, grid, block, smem, stream):
     target = get_target()
-    ck, specs = kernel.specialize(values, block, target)
-    leaves: list = []
-    for spec, v in zip(specs, values):
-        spec.host_leaves(v, leaves)
+    ck, leaves = kernel.specialize(values, block, target)
     if target == "cuda":
         return _launch_cuda(ck, leaves, grid, block, smem, stream)
     return _launch_sim(ck, leaves, grid, block, smem)
@@ -32,11 +26,13 @@ def launch(kernel, values, grid, block, smem, stream):
 def _launch_cuda(ck, leaves, grid, block, smem, stream):
     from .runtime.launcher import current_stream
     from .runtime.tensors import TensorArg, require_device
-    fn, launcher = ck.cuda_launcher()
+    launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
     tensors = []
-    for i, leaf in enumerate(leaves):
-        if isinstance(leaf, TensorArg):
-            require_device(leaf, ck.abi[i][0].split(".")[0])
+    for i in ck.pointer_slots:
+        leaf = leaves[i]
+        if type(leaf) is TensorArg:
+            if leaf.device != "cuda" or leaf.device_index:
+                require_device(leaf, ck.abi[i][0].split(".")[0])
             tensors.append(leaf)
             leaves[i] = leaf.data_ptr
     if stream is None:

@@ -160,22 +160,36 @@ class PointerArgSpec(Spec):
         return Pointer._wrap(next(it), Origin(f"parameter '{name}'"))
 
 
+def tensor_key(ta) -> tuple:
+    """The key part of a tensor argument (rule 4): dtype, rank, which strides are 1, index width
+    (i32 when every offset fits in 31 bits), 16-byte alignment of the base."""
+    extent = 0
+    big = False
+    for n, st in zip(ta.shape, ta.strides):
+        if n > 1:
+            extent += (n - 1) * (st if st >= 0 else -st)
+        if n > 2147483647:
+            big = True
+    index = "i64" if big or extent > 2147483647 else "i32"
+    return ("tensor", ta.dtype.name, len(ta.shape), tuple(st == 1 for st in ta.strides), index,
+            ta.data_ptr % 16 == 0)
+
+
 class TensorArgSpec(Spec):
     def __init__(self, ta, rule: int):
         self.rule = rule
         self.binding = "dynamic"
+        self.key = tensor_key(ta)
+        _, _, self.ndim, self.unit, index, self.aligned16 = self.key
         self.dtype = DTYPES[ta.dtype]
-        self.ndim = len(ta.shape)
-        self.unit = tuple(s == 1 for s in ta.strides)
-        extent = sum((n - 1) * abs(s) for n, s in zip(ta.shape, ta.strides)) if ta.shape else 0
-        self.index_dtype = Int32 if fits(ir.i32, extent) and all(fits(ir.i32, n) for n in ta.shape) else Int64
-        self.aligned16 = ta.data_ptr % 16 == 0
+        self.index_dtype = Int64 if index == "i64" else Int32
         self.ta = ta       # this call's tensor; host_leaves reads it instead of re-adapting
-        self.key = ("tensor", self.dtype.ir_type.name, self.ndim, self.unit,
-                    self.index_dtype.ir_type.name, self.aligned16)
+
+    @property
+    def desc(self) -> str:
         unit_desc = "".join("1" if u else "?" for u in self.unit)
-        self.desc = (f"Tensor[{self.dtype.__name__}, {self.ndim}] strides=({unit_desc}) "
-                     f"index={self.index_dtype.__name__}{' align16' if self.aligned16 else ''}")
+        return (f"Tensor[{self.dtype.__name__}, {self.ndim}] strides=({unit_desc}) "
+                f"index={self.index_dtype.__name__}{' align16' if self.aligned16 else ''}")
 
     def abi(self, name):
         return tensor_abi(self.dtype, self.ndim, self.unit, self.index_dtype, name)

@@ -39,23 +39,27 @@ def is_struct(x) -> bool:
 def struct(cls=None, *, frozen: bool = False):
     """Decorator: make ``cls`` a dataclass with a derived value protocol (see module docstring)."""
     def wrap(c):
-        dc = dataclasses.dataclass(c, frozen=frozen)
-        hints = _hints(dc)
-        names = [f.name for f in dataclasses.fields(dc)]
-        static = tuple(n for n in names if isinstance(hints.get(n), _StaticAnnotation))
-        dynamic = tuple(n for n in names if n not in static)
-        scalar_fields = {n: hints[n] for n in dynamic
-                         if isinstance(hints.get(n), type) and issubclass(hints[n], Scalar)}
-        user_post_init = getattr(dc, "__post_init__", None)
+        user_post_init = c.__dict__.get("__post_init__")
+        state = {}
 
+        # dataclasses only calls __post_init__ if the class has one when it is decorated
         def __post_init__(self):
             if maybe_current() is not None:
-                for n, t in scalar_fields.items():
+                for n, t in state["scalar_fields"].items():
                     v = getattr(self, n)
                     if not (isinstance(v, Scalar) and type(v) is t):
                         object.__setattr__(self, n, t(v))
             if user_post_init is not None:
                 user_post_init(self)
+
+        c.__post_init__ = __post_init__
+        dc = dataclasses.dataclass(c, frozen=frozen)
+        hints = _hints(dc)
+        names = [f.name for f in dataclasses.fields(dc)]
+        static = tuple(n for n in names if isinstance(hints.get(n), _StaticAnnotation))
+        dynamic = tuple(n for n in names if n not in static)
+        state["scalar_fields"] = {n: hints[n] for n in dynamic
+                                  if isinstance(hints.get(n), type) and issubclass(hints[n], Scalar)}
 
         def __extract_values__(self):
             return [getattr(self, n) for n in dynamic]
@@ -71,7 +75,6 @@ def struct(cls=None, *, frozen: bool = False):
         def __static_key__(self):
             return tuple((n, static_key(getattr(self, n))) for n in static)
 
-        dc.__post_init__ = __post_init__
         dc.__extract_values__ = __extract_values__
         dc.__new_from_values__ = __new_from_values__
         dc.__static_key__ = __static_key__

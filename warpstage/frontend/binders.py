@@ -1,0 +1,108 @@
+"""The launch hot path: per-parameter binders that compute a parameter's key part and ABI leaves
+without building Spec objects.
+
+Each binder gives exactly the key that ``binding_time.classify`` gives for the same value (a test
+checks this), so both paths share one cache. A binder returns False for a value it does not
+handle quickly (composites, unusual types); the caller then classifies every parameter in full.
+Annotation checks (dtype, rank, Static[T]) need no fast version: a value that would fail one has a
+key that was never cached, so it always takes the full path, which raises.
+"""
+from __future__ import annotations
+
+from ..lang.pointer import PointerSpec
+from ..lang.scalars import HostScalar, Scalar
+from ..lang.tensor import Tensor, TensorSpec
+from .binding_time import _StaticAnnotation, tensor_key
+from .static_key import UnkeyableError, static_key
+
+__all__ = ["make_binder"]
+
+_I32_KEY = ("scalar", "i32")
+_I64_KEY = ("scalar", "i64")
+_F32_KEY = ("scalar", "f32")
+_BOOL_KEY = ("scalar", "i1")
+_I32_MIN, _I32_MAX, _I64_MIN, _I64_MAX = -2 ** 31, 2 ** 31 - 1, -2 ** 63, 2 ** 63 - 1
+
+
+def make_binder(annotation, self_rule: bool, adapter):
+    """A function ``bind(value, keys, leaves) -> bool`` for one parameter."""
+    if self_rule or isinstance(annotation, _StaticAnnotation):
+        def bind_static(v, keys, leaves):
+            try:
+                keys.append(("static", static_key(v)))
+            except UnkeyableError:
+                return False
+            return True
+        return bind_static
+    if isinstance(annotation, type) and issubclass(annotation, Scalar) and annotation.ir_type is not None:
+        key = ("scalar", annotation.ir_type.name)
+
+        def bind_scalar(v, keys, leaves):
+            t = type(v)
+            if t is HostScalar:
+                if v.dtype is not annotation:
+                    return False
+                v = v.value
+            elif t is not int and t is not float and t is not bool:
+                return False
+            keys.append(key)
+            leaves.append(v)
+            return True
+        return bind_scalar
+    if annotation is Tensor or isinstance(annotation, TensorSpec):
+        def bind_tensor(v, keys, leaves):
+            ta = adapter(v)
+            if ta is None:
+                return False
+            keys.append(tensor_key(ta))
+            _tensor_leaves(ta, leaves)
+            return True
+        return bind_tensor
+    if annotation is not None and (isinstance(annotation, PointerSpec) or _is_dynamic_annotation(annotation)):
+        return lambda v, keys, leaves: False
+
+    def bind_auto(v, keys, leaves):
+        t = type(v)
+        if t is int:
+            if _I32_MIN <= v <= _I32_MAX:
+                keys.append(_I32_KEY)
+            elif _I64_MIN <= v <= _I64_MAX:
+                keys.append(_I64_KEY)
+            else:
+                return False
+            leaves.append(v)
+            return True
+        if t is float:
+            keys.append(_F32_KEY)
+            leaves.append(v)
+            return True
+        if t is bool:
+            keys.append(_BOOL_KEY)
+            leaves.append(v)
+            return True
+        ta = adapter(v)
+        if ta is not None:
+            keys.append(tensor_key(ta))
+            _tensor_leaves(ta, leaves)
+            return True
+        if t in (tuple, list, dict) or hasattr(t, "__extract_values__") or hasattr(
+                t, "__extract_mlir_values__") or hasattr(t, "__dataclass_fields__") or hasattr(t, "_fields"):
+            return False
+        try:
+            keys.append(("static", static_key(v)))
+        except UnkeyableError:
+            return False
+        return True
+    return bind_auto
+
+
+def _tensor_leaves(ta, leaves) -> None:
+    leaves.append(ta)
+    leaves.extend(ta.shape)
+    for s in ta.strides:
+        if s != 1:
+            leaves.append(s)
+
+
+def _is_dynamic_annotation(a) -> bool:
+    return isinstance(a, type) and issubclass(a, Scalar)
