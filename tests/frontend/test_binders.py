@@ -1,0 +1,41 @@
+"""The launch fast path gives exactly the keys and ABI leaves of the full classification."""
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+from warpstage.api import _tensor_adapter
+from warpstage.frontend.binders import make_binder
+from warpstage.frontend.binding_time import classify
+
+
+class Cfg:
+    def __init__(self):
+        self.tile = 64
+
+
+class P(NamedTuple):
+    a: int
+
+
+@pytest.mark.parametrize("value, ann", [
+    (3, None), (2 ** 40, None), (1.5, None), (True, None), (7, ws.Int64), (2.5, ws.Float32),
+    (np.zeros((4, 6), np.float32), None), (np.zeros((4, 6), np.float16)[:, ::2], ws.Tensor),
+    (np.zeros(5, np.int32), ws.Tensor[ws.Int32, 1]), (Cfg(), None), ("s", None), (None, None),
+    (4, ws.Static[int]), (ws.Float16, None),
+])
+def test_fast_key_and_leaves_match_classify(value, ann):
+    keys, leaves = [], []
+    assert make_binder(ann, False, _tensor_adapter)(value, keys, leaves)
+    spec = classify(value, ann, "p", tensor_adapter=_tensor_adapter)
+    assert keys == [spec.key]
+    full = []
+    spec.host_leaves(value, full)
+    assert [type(x).__name__ for x in leaves] == [type(x).__name__ for x in full]
+    assert [x for x in leaves if not hasattr(x, "data_ptr")] == [x for x in full if not hasattr(x, "data_ptr")]
+
+
+@pytest.mark.parametrize("value", [(1, 2), [1.0], {"a": 1}, P(1)])
+def test_composites_take_the_full_path(value):
+    assert not make_binder(None, False, _tensor_adapter)(value, [], [])
