@@ -50,6 +50,9 @@ class CompiledKernel:
         self._ptx: Optional[str] = None
         self._cubin = None
         self._cuda = None       # (module handle, function handle, Launcher)
+        # bytes of dynamic shared memory the kernel's ws.smem.allocate calls need (the launch
+        # passes at least this much)
+        self.dynamic_smem = module.kernels[0].attrs.get("dynamic_smem", 0) if module else 0
         self.pointer_slots = tuple(i for i, (_, t) in enumerate(abi) if isinstance(t, ir.PointerType))
         self._ir_text: Optional[str] = None     # a stored entry's IR (when module is None)
         self._host_params = None                # stored host-argument descriptors (loaded.py)

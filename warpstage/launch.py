@@ -18,6 +18,8 @@ def set_target(name) -> None:
 def launch(kernel, values, grid, block, smem, stream):
     target = get_target()
     ck, leaves = kernel.specialize(values, block, target)
+    if ck.dynamic_smem > smem:
+        smem = ck.dynamic_smem
     if target == "cuda":
         return _launch_cuda(ck, leaves, grid, block, smem, stream)
     return _launch_sim(ck, leaves, grid, block, smem)

@@ -207,21 +207,5 @@ class StoredLaunch:
             raise LaunchError(f"kernel {ck.name} is compiled PTX/cubin and runs on the GPU only; "
                               f"the target is {get_target()!r}.\nFix: run on a machine with a "
                               "GPU, or launch the @ws.kernel itself to use the simulator.")
-        _launch_cuda(ck, leaves, self.grid, self.block, self.smem, self.stream)
-
-
-def _launch_cuda(ck, leaves, grid, block, smem, stream) -> None:
-    from .runtime.launcher import current_stream
-    from .runtime.tensors import TensorArg, require_device
-    fn, launcher = ck.cuda_launcher()
-    tensors = []
-    for i, leaf in enumerate(leaves):
-        if isinstance(leaf, TensorArg):
-            require_device(leaf, ck.abi[i][0].split(".")[0])
-            tensors.append(leaf)
-            leaves[i] = leaf.data_ptr
-    if stream is None:
-        stream = current_stream(tensors)
-    elif not isinstance(stream, int):
-        stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
-    launcher.launch(grid, block, smem, stream, leaves)
+        from .launch import _launch_cuda
+        _launch_cuda(ck, leaves, self.grid, self.block, max(self.smem, ck.dynamic_smem), self.stream)

@@ -177,6 +177,7 @@ def entry_of(ck: CompiledKernel, guards: list) -> dict:
         "explain": [[p, s.rule, s.binding, s.desc, repr(s.key), [[n, str(t)] for n, t in s.abi(p)]]
                     for p, s in zip(ck.param_names, ck.specs)],
         "params": params_of(ck), "guards": guards, "ptxas": None,
+        "dynamic_smem": ck.dynamic_smem,
     }
     if assembled:
         entry["cubin"] = assembled.cubin
@@ -202,6 +203,7 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     ck = CompiledKernel(entry["name"], None, abi, specs, list(entry["param_names"]), options,
                         tuple(entry["block"]), {}, guards)
     ck._ir_text = entry["ir"]
+    ck.dynamic_smem = int(entry.get("dynamic_smem", 0))
     ck._llvm_ir = entry["llvm_ir"]
     ck._ptx = entry["ptx"]
     rep = entry.get("ptxas")
