@@ -11,7 +11,7 @@ from typing import Optional
 __all__ = [
     "WarpstageError", "CompilationError", "BindingTimeError", "ArgumentError", "PtxasError",
     "LaunchError", "DeviceError", "SimulatorError", "OutOfBoundsError", "DeadlockError",
-    "BarrierError", "UnsupportedError",
+    "BarrierError", "UnsupportedError", "OperandError",
 ]
 
 
@@ -34,6 +34,16 @@ class BindingTimeError(WarpstageError, TypeError):
 
 class ArgumentError(WarpstageError, TypeError):
     """A host argument does not fit its parameter (type, dtype, device, range)."""
+
+
+class OperandError(WarpstageError, ValueError):
+    """A static operand of a device operation is outside the values it accepts: a setmaxnreg
+    register count that is not a multiple of 8 in [24, 256], a named-barrier id over 15, a
+    cp.async size of 12 bytes. The message names the call (file:line), the value, the allowed
+    values and the fix.
+
+    Example: ``ws.arch.setmaxnreg_increase(100)`` raises it (100 is not a multiple of 8).
+    """
 
 
 class UnsupportedError(WarpstageError, NotImplementedError):

@@ -1,8 +1,8 @@
 """What an op's lowering rule sees: the builder, operand values, and declaration helpers.
 
 A rule is ``rule(ctx: LoweringContext, op: Operation) -> list[ir.Value]`` (the op's results, in
-order). Rules live in ``lower_arith``, ``lower_math`` and ``lower_gpu``; control flow and calls,
-which need to lower nested regions, live in ``lower``.
+order). Rules live in ``lower_arith``, ``lower_math``, ``lower_gpu``, ``lower_sync`` and
+``lower_smem``; control flow and calls, which need to lower nested regions, live in ``lower``.
 """
 from __future__ import annotations
 

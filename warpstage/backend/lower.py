@@ -1,8 +1,9 @@
 """IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
 
 ``lower`` verifies the IR, declares every function (so calls may go in any order), then lowers
-each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math`` and
-``lower_gpu``; structured control flow and calls are lowered here.
+each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math``,
+``lower_gpu``, ``lower_sync`` and ``lower_smem``; structured control flow and calls are lowered
+here.
 
 Functions:
 
@@ -37,14 +38,15 @@ from ..ir import core
 from ..ir.types import PointerType, ScalarType
 from ..ir.verifier import verify
 from ..options import CompileOptions
-from . import lower_arith, lower_gpu, lower_math
+from . import lower_arith, lower_gpu, lower_math, lower_smem, lower_sync
 from .context import LoweringContext
 from .llvm_types import llvm_type
 from .ptx import TRIPLE, target_machine
 
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
 
-RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES}
+RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES, **lower_sync.RULES,
+         **lower_smem.RULES}
 """op name -> rule for every op that is not control flow or a call."""
 CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 """Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""

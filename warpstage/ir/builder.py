@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Optional, Sequence
 
 from .core import Block, Function, Location, Operation, Region, Value
-from .types import PointerType, ScalarType, Type, i1
+from .types import PointerType, ScalarType, Type, i1, u8, u32, u64
 
 __all__ = ["Builder"]
 
@@ -107,6 +107,50 @@ class Builder:
     def store(self, p: Value, v: Value) -> None:
         """*p = v."""
         self.op("mem.store", (p, v))
+
+    def ptr_cast(self, p: Value, pointee: ScalarType) -> Value:
+        """result = p read as a pointer to ``pointee`` (same address space); no op if equal."""
+        if p.type.pointee == pointee:
+            return p
+        return self.op("ptr.cast", (p,), (PointerType(pointee, p.type.space),)).result
+
+    def smem_base(self, pointee: ScalarType = u8) -> Value:
+        """result = the CTA's dynamic shared memory base, as ``!ptr<pointee, shared>``."""
+        return self.op("nvvm.smem_base", (), (PointerType(pointee, "shared"),)).result
+
+    def atomic(self, kind: str, p: Value, v: Value) -> Value:
+        """result = old *p; *p = old <kind> v, atomically."""
+        return self.op("mem.atomic", (p, v), (v.type,), {"kind": kind}).result
+
+    def atomic_cas(self, p: Value, cmp: Value, v: Value) -> Value:
+        """result = old *p; *p = v if old == cmp, atomically."""
+        return self.op("mem.atomic_cas", (p, cmp, v), (v.type,)).result
+
+    # -- warp collectives, fences, mbarriers, cp.async -------------------------------------------
+    def shfl(self, mode: str, x: Value, b: Value, width: int = 32,
+             mask: int = 0xFFFFFFFF) -> Value:
+        """result = x of the lane picked by ``mode`` (idx|up|down|bfly) and b (shfl.sync)."""
+        attrs = {"mode": mode}
+        if width != 32:
+            attrs["width"] = width
+        if mask != 0xFFFFFFFF:
+            attrs["mask"] = mask
+        return self.op("nvvm.shfl", (x, b), (x.type,), attrs).result
+
+    def vote(self, mode: str, p: Value, mask: int = 0xFFFFFFFF) -> Value:
+        """result = vote.sync.<mode> over the warp's p: i1 (all|any|uni) or u32 (ballot)."""
+        attrs = {"mode": mode} if mask == 0xFFFFFFFF else {"mode": mode, "mask": mask}
+        return self.op("nvvm.vote", (p,), (u32 if mode == "ballot" else i1,), attrs).result
+
+    def elect(self, mask: int = 0xFFFFFFFF) -> Value:
+        """result: i1 = true in exactly one active lane of ``mask`` (elect.sync)."""
+        return self.op("nvvm.elect", (), (i1,), {} if mask == 0xFFFFFFFF else {"mask": mask}).result
+
+    def mbarrier(self, name: str, bar: Value, *operands: Value) -> Optional[Value]:
+        """mbarrier.<name> (bar, *operands); returns the result of ops that have one."""
+        result = {"arrive": u64, "arrive_expect_tx": u64, "try_wait_parity": i1}.get(name)
+        op = self.op(f"mbarrier.{name}", (bar, *operands), (result,) if result else ())
+        return op.result if result else None
 
     def printf(self, fmt: str, args: Sequence[Value]) -> None:
         """printf(fmt, *args) on the device."""

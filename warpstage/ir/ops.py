@@ -27,11 +27,42 @@ math (floats)
 nvvm
   nvvm.sreg {reg}                         -> i32|i64  PTX special register (tid.x, ctaid.y, laneid, clock64, ...)
   nvvm.barrier {id, count?}               ->          bar.sync id[, count] (count: threads, multiple of 32)
+  nvvm.barrier_arrive {id, count}         ->          bar.arrive id, count: arrive without waiting
+  nvvm.shfl {mode, width?, mask?} (x: T, b: i32) -> T shfl.sync.<mode>.b32; T is i32|u32|f32; mode
+                                                      idx|up|down|bfly; b: source lane or delta
+  nvvm.vote {mode, mask?} (p: i1)         -> i1|u32   vote.sync.all|any|uni (i1), .ballot (u32)
+  nvvm.elect {mask?}                      -> i1       elect.sync: true in exactly one active lane
+  nvvm.warp_sync {mask?}                  ->          bar.warp.sync mask (__syncwarp)
+  nvvm.setmaxnreg {action, count}         ->          setmaxnreg.inc|dec.sync.aligned.u32 count
+                                                      (count: multiple of 8 in [24, 256])
+  nvvm.fence {kind}                       ->          fence.<kind>: proxy.async[.shared::cta|.global],
+                                                      acq_rel|sc.<cta|cluster|gpu|sys>,
+                                                      mbarrier_init.release.cluster
+  nvvm.smem_base                          -> ptr<T, shared>  the CTA's dynamic shared memory
+  (masks default to 0xffffffff; width to 32)
+mbarrier (bar: !ptr<u64, shared>, an 8-byte mbarrier object; i32 operands)
+  mbarrier.init (bar, count)              ->          expected arrivals per phase
+  mbarrier.arrive (bar, count?)           -> u64      arrive (count times); the state token
+  mbarrier.arrive_expect_tx (bar, bytes)  -> u64      expect_tx then arrive
+  mbarrier.expect_tx (bar, bytes)         ->          raise the phase's transaction count
+  mbarrier.try_wait_parity (bar, parity)  -> i1       has the phase with this parity completed?
+  mbarrier.wait_parity (bar, parity)      ->          block until it has (a try_wait loop)
+  mbarrier.inval (bar)                    ->          end of the mbarrier's life
+cp_async (cp.async: global -> shared, per thread, completed by groups or an mbarrier)
+  cp_async.copy {cache, size} (dst: ptr<_, shared>, src: ptr<_, global>) ->  size bytes;
+                                                      cache ca (4|8|16 bytes) or cg (16)
+  cp_async.commit_group | cp_async.wait_all ->
+  cp_async.wait_group {n}                 ->          until at most n groups are pending
+  cp_async.mbarrier_arrive {noinc?} (bar) ->          arrive on bar once prior copies land
 gpu
   gpu.printf {format} (*args)             ->          device printf (vprintf); format uses %d %f ...
   gpu.trap                                ->          abort the kernel (PTX trap)
 ptr / mem
   ptr.offset (p: ptr<T>, i: int)          -> ptr<T>   p + i elements
+  ptr.cast (p: ptr<T, s>)                 -> ptr<U, s>  same address, new pointee type
+  mem.atomic {kind} (p: ptr<T>, v: T)     -> T        old value; kind add|min|max|exch|and|or|xor;
+                                                      T in i32 u32 i64 u64 f32 f64 (floats: add, exch)
+  mem.atomic_cas (p, cmp: T, v: T)        -> T        old value; stores v if old == cmp (integers)
   mem.load (p: ptr<T>)                    -> T
   mem.store (p: ptr<T>, v: T)             ->
 scf (structured control flow; each region has one block ending in its terminator)
@@ -335,3 +366,9 @@ OPS.update({"nvvm.sreg": _sreg, "nvvm.barrier": _barrier, "gpu.printf": _printf,
             "mem.store": _store, "scf.if": _if, "scf.for": _for, "scf.while": _while,
             "scf.yield": _terminator, "scf.condition": _terminator, "func.call": _call,
             "func.return": _terminator})
+
+# The warp-specialization ops' rules live beside this table (this module is imported first, so
+# ops_sync can use the helpers above).
+from .ops_sync import RULES as _SYNC_RULES  # noqa: E402
+
+OPS.update(_SYNC_RULES)

@@ -1,19 +1,32 @@
 """Thread hierarchy and synchronization (PTX ISA §10 "Special Registers", §9.7.13 bar).
 
 All indices are dynamic ``ws.Int32`` values (PTX ``%tid``, ``%ctaid``, ``%ntid``, ``%nctaid``).
+Warp collectives (shuffles, votes, ``elect_one``, ``make_warp_uniform``) come from
+``lang/warp.py``; ``barrier_arrive``, ``setmaxnreg_*`` and fences from ``lang/sync.py``; all are
+available here as ``ws.arch.<name>``.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from .. import ir
-from ..errors import BindingTimeError
 from ..frontend.trace import Origin, builder
 from ..frontend.source import user_location
-from .scalars import Int32, Int64, Scalar
+from .scalars import Int32, Int64
+from .sync import (_barrier_id, _thread_count, barrier_arrive, fence_acq_rel,  # noqa: F401
+                   fence_mbarrier_init, fence_proxy_async, fence_sc, setmaxnreg_decrease,
+                   setmaxnreg_increase, setmaxregister_decrease, setmaxregister_increase)
+from .warp import (elect_one, make_warp_uniform, shfl_down_sync, shfl_sync,  # noqa: F401
+                   shfl_up_sync, shfl_xor_sync, sync_warp, vote_all, vote_all_sync, vote_any,
+                   vote_any_sync, vote_ballot, vote_ballot_sync, vote_uni_sync)
 
 __all__ = ["thread_idx", "block_idx", "block_dim", "grid_dim", "lane_idx", "warp_idx",
-           "sync_threads", "barrier_sync", "clock64", "globaltimer"]
+           "warpgroup_idx", "sync_threads", "sync_warp", "barrier_sync", "barrier_arrive",
+           "clock64", "globaltimer", "make_warp_uniform", "elect_one", "shfl_sync", "shfl_up_sync",
+           "shfl_down_sync", "shfl_xor_sync", "vote_all_sync", "vote_any_sync", "vote_uni_sync",
+           "vote_ballot_sync", "vote_all", "vote_any", "vote_ballot", "setmaxnreg_increase",
+           "setmaxnreg_decrease", "setmaxregister_increase", "setmaxregister_decrease",
+           "fence_proxy_async", "fence_acq_rel", "fence_sc", "fence_mbarrier_init"]
 
 
 def _sreg3(base: str, what: str):
@@ -57,11 +70,11 @@ def warp_idx() -> Int32:
     return (tx + nx * (ty + ny * tz)) // 32
 
 
-def _static_int(x, what: str) -> int:
-    if isinstance(x, Scalar):
-        from .scalars import needs_static_error
-        raise needs_static_error(x, what)
-    return x
+def warpgroup_idx() -> Int32:
+    """This thread's warpgroup (4 consecutive warps, 128 threads) in its CTA: ``warp_idx() // 4``
+    (dynamic Int32). Wrap it in ``make_warp_uniform`` to branch on it without divergence, as
+    warp-specialized kernels do (``setmaxnreg`` and ``wgmma`` work per warpgroup)."""
+    return warp_idx() // 4
 
 
 def sync_threads() -> None:
@@ -71,14 +84,13 @@ def sync_threads() -> None:
 
 def barrier_sync(barrier_id: int, num_threads: Optional[int] = None) -> None:
     """Named barrier ``bar.sync id, count``: waits for ``num_threads`` threads (a multiple of 32;
-    all threads of the CTA if None) to arrive at barrier ``barrier_id`` (static, 0..15)."""
-    barrier_id = _static_int(barrier_id, "ws.arch.barrier_sync's barrier id")
-    num_threads = _static_int(num_threads, "ws.arch.barrier_sync's thread count")
-    if not isinstance(barrier_id, int) or not 0 <= barrier_id < 16:
-        raise ValueError(f"barrier id must be a static int in [0, 16), got {barrier_id!r}")
-    if num_threads is not None and (num_threads <= 0 or num_threads % 32):
-        raise ValueError(f"barrier thread count must be a positive multiple of 32, got {num_threads}")
-    builder("ws.arch.barrier_sync()").barrier(barrier_id, num_threads)
+    all threads of the CTA if None) to arrive at barrier ``barrier_id`` (static, 0..15), counting
+    threads that arrived with ``barrier_arrive``. Raises BindingTimeError for a dynamic operand,
+    OperandError (a ValueError) for a bad one."""
+    what = "ws.arch.barrier_sync()"
+    bar_id = _barrier_id(barrier_id, what)
+    count = None if num_threads is None else _thread_count(num_threads, what)
+    builder(what).barrier(bar_id, count)
 
 
 def clock64() -> Int64:

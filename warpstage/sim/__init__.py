@@ -4,7 +4,8 @@
 ``Memory`` maps host numpy arrays at device addresses for its pointer arguments.
 """
 # importing the op families registers their handlers
-from . import ops_arith, ops_control, ops_memory, ops_special, ops_sync  # noqa: F401
+from . import (ops_arith, ops_async, ops_control, ops_mbarrier, ops_memory,  # noqa: F401
+               ops_special, ops_sync, ops_warp)
 from .compiler import Program, compile_module
 from .memory import Memory
 from .registry import HANDLERS

@@ -5,7 +5,10 @@ describing what it waits for; the scheduler calls ``wait.begin(warp)`` once (a b
 the arrival there) and resumes the warp when ``wait.ready(warp)`` is true. Warps run in index
 order, each until it waits or exits, so a run is deterministic. When every live warp waits and
 none is ready, nothing can ever change again: that is a deadlock, reported with each warp's wait
-point (and which warps already exited).
+point (and which warps already exited). Before declaring a deadlock the scheduler asks each
+waiting warp's ``Wait.force``: a warp polling an mbarrier (try_wait) may resume and see its poll
+fail, a bounded number of times without any mbarrier changing, so a program that polls and then
+does other work runs on, and a spin loop that can never succeed is still reported.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from ..errors import BarrierError, DeadlockError
 from ..ir.core import Operation
 from .compiler import where
 
-__all__ = ["Wait", "BarrierState", "BarrierWait", "run_cta"]
+__all__ = ["Wait", "BarrierState", "BarrierWait", "barrier_arrive", "run_cta"]
 
 
 class Wait:
@@ -23,6 +26,9 @@ class Wait:
     ``op`` is the waiting op (for its source location in deadlock reports)."""
 
     op: Optional[Operation] = None
+    hint = ("Make every warp that a barrier counts reach the same barrier id, the same number "
+            "of times.")
+    """The fix a deadlock report suggests for this kind of wait."""
 
     def begin(self, warp) -> None:
         """Called once, when the warp starts waiting."""
@@ -32,6 +38,12 @@ class Wait:
 
     def describe(self) -> str:
         raise NotImplementedError
+
+    def force(self, warp) -> bool:
+        """Called when no warp can proceed: may the warp resume anyway? A poll (try_wait) that
+        would return false says yes a bounded number of times, so polling is not a deadlock
+        unless it never ends."""
+        return False
 
 
 class BarrierState:
@@ -56,31 +68,7 @@ class BarrierWait(Wait):
         self.state: Optional[BarrierState] = None
 
     def begin(self, warp) -> None:
-        cta = warp.cta
-        expected = cta.nwarps if self.threads is None else self.threads // 32
-        if expected > cta.nwarps:
-            raise BarrierError(
-                f"bar.sync {self.bar_id} at {where(self.op)} waits for {self.threads} threads "
-                f"({expected} warps) but the CTA has only {cta.nwarps} warps "
-                f"({cta.nthreads} threads); it can never complete", where=where(self.op))
-        state = cta.barriers.get(self.bar_id)
-        if state is None:
-            state = cta.barriers[self.bar_id] = BarrierState()
-        if not state.arrived:
-            state.expected = expected
-            state.first_op = self.op
-        elif state.expected != expected:
-            raise BarrierError(
-                f"barrier {self.bar_id}: warp {warp.index} arrives at {where(self.op)} expecting "
-                f"{expected * 32} threads, but warps {state.arrived} arrived at "
-                f"{where(state.first_op)} expecting {state.expected * 32}; every arrival at one "
-                "barrier phase must use the same thread count", where=where(self.op))
-        self.state = state
-        self.generation = state.generation
-        state.arrived.append(warp.index)
-        if len(state.arrived) == state.expected:
-            state.generation += 1
-            state.arrived = []
+        self.state, self.generation = barrier_arrive(warp, self.op, self.bar_id, self.threads)
 
     def ready(self, warp) -> bool:
         return self.state.generation > self.generation
@@ -90,6 +78,45 @@ class BarrierWait(Wait):
         want = "all warps" if self.threads is None else f"{self.threads} threads"
         return (f"nvvm.barrier id={self.bar_id} ({want}; {len(st.arrived)} of {st.expected} "
                 f"warps arrived: {st.arrived}) at {where(self.op)}")
+
+
+def barrier_arrive(warp, op: Operation, bar_id: int, threads: Optional[int]) -> tuple:
+    """Record ``warp``'s arrival at named barrier ``bar_id`` (bar.sync or bar.arrive, expecting
+    ``threads`` threads; None: the whole CTA). Returns (state, generation at arrival): the
+    arrival's phase is complete once ``state.generation`` exceeds that generation."""
+    cta = warp.cta
+    what = "bar.sync" if op.name == "nvvm.barrier" else "bar.arrive"
+    expected = cta.nwarps if threads is None else threads // 32
+    if expected > cta.nwarps:
+        raise BarrierError(
+            f"{what} {bar_id} at {where(op)} waits for {threads} threads "
+            f"({expected} warps) but the CTA has only {cta.nwarps} warps "
+            f"({cta.nthreads} threads); it can never complete", where=where(op))
+    state = cta.barriers.get(bar_id)
+    if state is None:
+        state = cta.barriers[bar_id] = BarrierState()
+    if not state.arrived:
+        state.expected = expected
+        state.first_op = op
+    elif state.expected != expected:
+        raise BarrierError(
+            f"barrier {bar_id}: warp {warp.index} arrives at {where(op)} expecting "
+            f"{expected * 32} threads, but warps {state.arrived} arrived at "
+            f"{where(state.first_op)} expecting {state.expected * 32}; every arrival at one "
+            "barrier phase must use the same thread count", where=where(op))
+    elif warp.index in state.arrived:
+        raise BarrierError(
+            f"barrier {bar_id}: warp {warp.index} arrives at {where(op)} a second time in one "
+            f"phase (warps arrived so far: {state.arrived}, {state.expected} expected); a warp "
+            "that arrives with bar.arrive does not wait, so it ran ahead of the warps the "
+            "barrier waits for. Give the producer back-pressure: a second barrier that it "
+            "syncs on and the consumers arrive at.", where=where(op))
+    generation = state.generation
+    state.arrived.append(warp.index)
+    if len(state.arrived) == state.expected:
+        state.generation += 1
+        state.arrived = []
+    return state, generation
 
 
 def run_cta(cta) -> None:
@@ -119,19 +146,35 @@ def run_cta(cta) -> None:
         if not live:
             return
         if not progressed:
-            raise _deadlock(cta)
+            forced = [w for w in warps if not w.done and w.wait.force(w)]
+            if not forced:
+                raise _deadlock(cta)
+            for w in forced:
+                w.wait = _FORCED
+
+
+class _Resume(Wait):
+    """The wait of a warp resumed by ``force``: ready at once."""
+
+    def ready(self, warp) -> bool:
+        return True
+
+
+_FORCED = _Resume()
 
 
 def _deadlock(cta) -> DeadlockError:
     x, y, z = cta.ctaid
     lines = [f"deadlock in block ({x},{y},{z}): every live warp is waiting and none can proceed"]
     first = None
+    hints: list = []
     for w in cta.warps:
         if w.done:
             lines.append(f"  warp {w.index}: exited (it can no longer arrive anywhere)")
         else:
             lines.append(f"  warp {w.index}: waiting at {w.wait.describe()}")
             first = first or w.wait.op
-    lines.append("Make every warp that a barrier counts reach the same barrier id, the same "
-                 "number of times.")
+            if w.wait.hint not in hints:
+                hints.append(w.wait.hint)
+    lines.extend(hints)
     return DeadlockError("\n".join(lines), where=where(first) if first else None)

@@ -1,0 +1,282 @@
+"""The warp-specialization primitives on a real GPU against torch: the mbarrier pipeline example
+(1..6 stages, cp.async and ld/st, setmaxnreg), shuffles, votes, elect, named-barrier arrival,
+cp.async and atomics."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import warpstage as ws  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOG2E = 1.4426950408889634
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(f"ex_{name}",
+                                                  os.path.join(ROOT, "examples", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pipeline = load_example("mbarrier_pipeline")
+
+
+@pytest.fixture(autouse=True)
+def cuda_target():
+    ws.set_target("cuda")
+    yield
+    ws.set_target(None)
+
+
+@pytest.mark.parametrize("copy", ["cp.async", "ld/st"])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5, 6])
+def test_mbarrier_pipeline(stages, copy):
+    cfg = pipeline.Pipeline(stages=stages, copy=copy)
+    ctas, tiles = 132, 9
+    x = torch.randn(ctas * tiles * cfg.tile, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    pipeline.launch(cfg, x, out, ctas)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 2 + 1)
+
+
+def test_mbarrier_pipeline_many_tiles_per_cta():
+    cfg = pipeline.Pipeline(stages=2, tile=1024)
+    x = torch.randn(4 * 200 * cfg.tile, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(3):                    # repeated launches reuse the compiled kernel
+        pipeline.launch(cfg, x, out, 4)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 2 + 1)
+
+
+@ws.kernel
+def indices(out: ws.Tensor):
+    t = ws.arch.thread_idx()[0]
+    out[t, 0] = ws.arch.lane_idx()
+    out[t, 1] = ws.arch.warp_idx()
+    out[t, 2] = ws.arch.warpgroup_idx()
+    out[t, 3] = ws.arch.make_warp_uniform(t)
+    out[t, 4] = ws.Int32(ws.arch.elect_one())
+
+
+def test_indices_uniform_and_elect():
+    out = torch.full((384, 5), -1, dtype=torch.int32, device="cuda")
+    indices[1, 384](out)
+    got = out.cpu().numpy()
+    t = np.arange(384)
+    assert got[:, 0].tolist() == (t % 32).tolist()
+    assert got[:, 1].tolist() == (t // 32).tolist()
+    assert got[:, 2].tolist() == (t // 128).tolist()
+    assert got[:, 3].tolist() == (t // 32 * 32).tolist()
+    assert got[:, 4].reshape(12, 32).sum(axis=1).tolist() == [1] * 12    # one leader per warp
+
+
+@ws.kernel
+def warp_softmax(x: ws.Tensor, out: ws.Tensor, n_cols: ws.Int32):
+    row = ws.arch.block_idx()[0]
+    lane = ws.arch.lane_idx()
+    m = ws.Float32(-float("inf"))
+    for j in range(lane, n_cols, 32):
+        m = ws.math.max(m, ws.Float32(x[row, j]))
+    for k in ws.static_range(5):
+        m = ws.math.max(m, ws.arch.shfl_xor_sync(m, 16 >> k))
+    s = ws.Float32(0.0)
+    for j in range(lane, n_cols, 32):
+        s = s + ws.math.exp2((ws.Float32(x[row, j]) - m) * LOG2E)
+    for k in ws.static_range(5):
+        s = s + ws.arch.shfl_xor_sync(s, 1 << k)
+    for j in range(lane, n_cols, 32):
+        out[row, j] = ws.math.exp2((ws.Float32(x[row, j]) - m) * LOG2E) / s
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_warp_softmax(dtype):
+    x = torch.randn(300, 1000, device="cuda").to(dtype)
+    out = torch.empty_like(x)
+    warp_softmax[300, 32](x, out, 1000)
+    torch.cuda.synchronize()
+    want = torch.softmax(x.float(), dim=1)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(out.float(), want, rtol=tol, atol=tol * 1e-2)
+
+
+@ws.kernel
+def shuffles(i64v: ws.Tensor, f64v: ws.Tensor, i8v: ws.Tensor, f16v: ws.Tensor,
+             pred_in: ws.Tensor, votes: ws.Tensor):
+    t = ws.arch.thread_idx()[0]
+    i64v[t] = ws.arch.shfl_sync(i64v[t], 31 - t)
+    f64v[t] = ws.arch.shfl_down_sync(f64v[t], 1)
+    i8v[t] = ws.arch.shfl_xor_sync(i8v[t], 3)
+    f16v[t] = ws.arch.shfl_up_sync(f16v[t], 2, width=16)
+    p = pred_in[t] != 0
+    votes[t, 0] = ws.Int32(ws.arch.vote_all_sync(p))
+    votes[t, 1] = ws.Int32(ws.arch.vote_any_sync(p))
+    votes[t, 2] = ws.Int32(ws.arch.vote_uni_sync(p))
+    votes[t, 3] = ws.Int32(ws.arch.vote_ballot_sync(p))
+
+
+def test_shuffles_and_votes():
+    lanes = torch.arange(32, device="cuda")
+    i64v = (lanes.to(torch.int64) - 7) * (1 << 40)
+    f64v = lanes.to(torch.float64) / 3
+    i8v = (lanes - 16).to(torch.int8)
+    f16v = (lanes * 0.5).to(torch.float16)
+    pred = torch.zeros(32, dtype=torch.int32, device="cuda")
+    pred[[3, 17]] = 1
+    votes = torch.zeros((32, 4), dtype=torch.int32, device="cuda")
+    want = [i64v[31 - lanes], f64v[torch.clamp(lanes + 1, max=31)], i8v[lanes ^ 3],
+            f16v[torch.where(lanes % 16 >= 2, lanes - 2, lanes)]]
+    shuffles[1, 32](i64v, f64v, i8v, f16v, pred, votes)
+    torch.cuda.synchronize()
+    for got, exp in zip((i64v, f64v, i8v, f16v), want):
+        assert torch.equal(got, exp)
+    assert votes.cpu().tolist() == [[0, 1, 0, (1 << 3) | (1 << 17)]] * 32
+
+
+@ws.kernel
+def arrive_then_sync(out: ws.Tensor, rounds: ws.Int32):
+    t = ws.arch.thread_idx()[0]
+    buf = ws.smem.allocate(ws.smem.Array[ws.Int32, (64,)])
+    warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
+    total = ws.Int32(0)
+    for r in range(rounds):
+        if warp < 2:
+            buf[t] = r * 100 + t
+            ws.arch.barrier_arrive(1, 128)
+            ws.arch.barrier_sync(2, 128)
+        else:
+            ws.arch.barrier_sync(1, 128)
+            total = total + buf[t - 64]
+            ws.arch.barrier_arrive(2, 128)
+    out[t] = total
+
+
+def test_named_barrier_arrive_and_sync():
+    out = torch.zeros(128, dtype=torch.int32, device="cuda")
+    arrive_then_sync[1, 128, 256](out, 50)
+    torch.cuda.synchronize()
+    t = np.arange(64)
+    assert out[64:].cpu().tolist() == (sum(r * 100 for r in range(50)) + 50 * t).tolist()
+
+
+class Staging:
+    buf: ws.smem.Array[ws.Float32, (128,), 128]
+    bar: ws.smem.MbarrierArray[1]
+
+
+@ws.kernel
+def reverse_via_cp_async(x: ws.Tensor, out: ws.Tensor, use_mbarrier: ws.Static[bool]):
+    s = ws.smem.allocate(Staging)
+    t = ws.arch.thread_idx()[0]
+    base = ws.arch.block_idx()[0] * 128
+    if t == 0:
+        s.bar[0].init(32)
+        ws.arch.fence_mbarrier_init()
+    ws.arch.sync_threads()
+    ws.copy.cp_async(s.buf.ptr + t * 4, x.ptr + (base + t * 4), 16)
+    if ws.static(use_mbarrier):
+        ws.copy.cp_async_mbarrier_arrive(s.bar[0])
+        s.bar[0].wait(0)
+    else:
+        ws.copy.commit_group()
+        ws.copy.wait_group(0)
+        ws.arch.sync_threads()
+    for j in ws.static_range(4):
+        out[base + j * 32 + t] = s.buf[127 - (j * 32 + t)]
+
+
+@pytest.mark.parametrize("use_mbarrier", [False, True])
+def test_cp_async(use_mbarrier):
+    x = torch.randn(64 * 128, device="cuda")
+    out = torch.empty_like(x)
+    reverse_via_cp_async[64, 32, ws.smem.size_of(Staging)](x, out, use_mbarrier)
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(64, 128), x.view(64, 128).flip(1))
+
+
+@ws.kernel
+def histogram(x: ws.Tensor, hist: ws.Tensor, n: ws.Int32):
+    s = ws.smem.allocate(ws.smem.Array[ws.Int32, (8,)])
+    t = ws.arch.thread_idx()[0]
+    if t < 8:
+        s[t] = 0
+    ws.arch.sync_threads()
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + t
+    if i < n:
+        ws.atomic_add(s.ptr + x[i], 1)
+    ws.arch.sync_threads()
+    if t < 8:
+        ws.atomic_add(hist.ptr + t, s[t])
+
+
+def test_histogram_atomics():
+    x = torch.randint(0, 8, (100_000,), dtype=torch.int32, device="cuda")
+    hist = torch.zeros(8, dtype=torch.int32, device="cuda")
+    histogram[(100_000 + 255) // 256, 256, 32](x, hist, 100_000)
+    torch.cuda.synchronize()
+    assert torch.equal(hist, torch.bincount(x, minlength=8).to(torch.int32))
+
+
+class Pair:
+    vals: ws.smem.Array[ws.Int32, (32,)]
+    bars: ws.smem.MbarrierArray[1]
+
+
+@ws.kernel
+def elected_arrivals(out: ws.Tensor, n: ws.Int32):
+    """One mbarrier alternating full (even phases) / empty (odd phases); see tests/lang."""
+    s = ws.smem.allocate(Pair)
+    lane = ws.arch.lane_idx()
+    if ws.arch.thread_idx()[0] == 0:
+        s.bars[0].init(1)
+        ws.arch.fence_mbarrier_init()
+    ws.arch.sync_threads()
+    if ws.arch.make_warp_uniform(ws.arch.warp_idx()) == 0:
+        for i in range(n):
+            s.bars[0].wait(1)
+            s.vals[lane] = i * 32 + lane
+            ws.arch.sync_warp()
+            if ws.arch.elect_one():
+                s.bars[0].arrive()
+    else:
+        for i in range(n):
+            s.bars[0].wait(0)
+            out[i * 32 + lane] = s.vals[lane]
+            ws.arch.sync_warp()
+            if ws.arch.elect_one():
+                s.bars[0].arrive()
+
+
+def test_elected_mbarrier_ping_pong():
+    n = 1000
+    out = torch.zeros(n * 32, dtype=torch.int32, device="cuda")
+    elected_arrivals[1, 64, ws.smem.size_of(Pair)](out, n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.arange(n * 32, dtype=torch.int32, device="cuda"))
+
+
+@ws.kernel
+def warp_specialized(out: ws.Tensor):
+    t = ws.arch.thread_idx()[0]
+    wg = ws.arch.make_warp_uniform(ws.arch.warpgroup_idx())
+    if wg == 0:
+        ws.arch.setmaxnreg_decrease(40)
+        out[t] = 1
+    else:
+        ws.arch.setmaxnreg_increase(232)
+        out[t] = 2
+
+
+def test_setmaxnreg_kernel_runs():
+    out = torch.zeros(384, dtype=torch.int32, device="cuda")
+    warp_specialized[1, 384](out)
+    torch.cuda.synchronize()
+    assert out.cpu().tolist() == [1] * 128 + [2] * 256

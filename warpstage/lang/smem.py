@@ -1,0 +1,381 @@
+"""Shared memory: storage classes laid out at compile time, allocated in the CTA's dynamic shared
+memory, and used through typed views (``ws.smem``).
+
+A storage class lists its fields with annotations; offsets and the total size are computed
+statically, C-struct style (each field at the next multiple of its alignment, the size rounded up
+to the largest alignment)::
+
+    class SharedStorage:
+        a: ws.smem.Array[ws.Float32, (2, 64)]          # 2 x 64 f32, row-major, 16-byte aligned
+        b: ws.smem.Array[ws.BFloat16, (128, 64), 128]  # 128-byte aligned (TMA, wgmma)
+        full: ws.smem.MbarrierArray[2]                 # 2 mbarriers, 8 bytes each
+        inner: OtherStorage                            # a nested storage class
+
+    storage = ws.smem.allocate(SharedStorage)          # inside a kernel
+    storage.a[1, j] = x                                # st.shared.f32
+    storage.full[0].init(1)
+
+``ws.smem.storage`` (decorator) checks and lays out a class when it is defined;
+``ws.smem.make_storage(name, **fields)`` builds one from a config at run time. Shapes,
+alignments and counts are static; indices may be dynamic (not bounds-checked on the GPU; the
+simulator reports accesses outside shared memory).
+
+``allocate`` places the storage after the kernel's earlier allocations in the dynamic shared
+memory (``nvvm.smem_base``, aligned to 1024 bytes) and records the kernel's total in
+``module.kernels[0].attrs['dynamic_smem']`` (bytes): the launch must pass at least that much
+dynamic shared memory. Views follow the value protocol (their only leaf is their base pointer),
+so they pass into ``@ws.jit`` functions and through control flow; the layout is static.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Optional
+
+from .. import ir
+from ..frontend.trace import builder, current
+from .mbarrier import MbarrierArray
+from .operands import operand_error, static_int
+from .pointer import Pointer
+from .scalars import DTYPES, Scalar, as_dynamic
+
+__all__ = ["Array", "ArraySpec", "MbarrierArray", "MbarrierSpec", "SmemArray", "SmemStorage",
+           "Layout", "storage", "make_storage", "layout_of", "size_of", "allocate",
+           "MAX_DYNAMIC_SMEM", "BASE_ALIGN"]
+
+MAX_DYNAMIC_SMEM = 227 * 1024
+"""Bytes of shared memory one CTA may use on sm_90 (with the opt-in attribute above 48 KiB)."""
+BASE_ALIGN = 1024
+"""Alignment of the dynamic shared memory base (PTX ``.extern .shared .align 1024``)."""
+
+
+def _check_align(align, what: str) -> int:
+    return static_int(align, what, [1 << k for k in range(11)],
+                      f"a static power of two in [1, {BASE_ALIGN}] (bytes)",
+                      "use 16 for vector access, 128 for TMA / wgmma tiles")
+
+
+class ArraySpec:
+    """The field type ``ws.smem.Array[dtype, shape, align]``: a row-major array of ``shape``
+    (static ints) elements of ``dtype``, at an offset that is a multiple of ``align`` bytes."""
+
+    def __init__(self, dtype, shape, align: int = 16):
+        if dtype not in DTYPES.values():
+            raise operand_error("ws.smem.Array's dtype", dtype, "a warpstage dtype such as "
+                                "ws.Float32", "write ws.smem.Array[ws.Float32, (rows, cols)]")
+        shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+        for d in shape:
+            static_int(d, "ws.smem.Array's shape", expected="static positive ints",
+                       fix="shared-memory shapes are static: use Python ints")
+            if d <= 0:
+                raise operand_error("ws.smem.Array's shape", shape, "positive ints",
+                                    "every extent must be at least 1")
+        self.dtype = dtype
+        self.shape = shape
+        self.align = max(_check_align(align, "ws.smem.Array's alignment"), dtype.ir_type.nbytes)
+        self.nbytes = dtype.ir_type.nbytes * _product(shape)
+
+    def key(self):
+        return ("Array", self.dtype.__name__, self.shape, self.align)
+
+    def __repr__(self) -> str:
+        return f"ws.smem.Array[{self.dtype.__name__}, {self.shape}, {self.align}]"
+
+
+class MbarrierSpec:
+    """The field type ``ws.smem.MbarrierArray[n]``: ``n`` mbarriers, 8 bytes each, 8-aligned."""
+
+    align = 8
+
+    def __init__(self, n):
+        self.n = static_int(n, "ws.smem.MbarrierArray's count", expected="a static positive int",
+                            fix="the number of mbarriers is static: use a Python int")
+        if self.n <= 0:
+            raise operand_error("ws.smem.MbarrierArray's count", n, "a positive int",
+                                "reserve at least one mbarrier")
+        self.nbytes = 8 * self.n
+
+    def key(self):
+        return ("MbarrierArray", self.n)
+
+    def __repr__(self) -> str:
+        return f"ws.smem.MbarrierArray[{self.n}]"
+
+
+class _ArrayMeta(type):
+    def __getitem__(cls, item) -> ArraySpec:
+        item = item if isinstance(item, tuple) else (item,)
+        if not 2 <= len(item) <= 3:
+            raise operand_error("ws.smem.Array[...]", item, "[dtype, shape] or [dtype, shape, "
+                                "align]", "write ws.smem.Array[ws.Float32, (rows, cols)]")
+        return ArraySpec(*item)
+
+
+class Array(metaclass=_ArrayMeta):
+    """Field type factory: ``ws.smem.Array[dtype, shape]`` / ``[dtype, shape, align]``
+    (align in bytes, default 16); see ``ArraySpec``."""
+
+
+def _product(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# -- layout -------------------------------------------------------------------------------------
+class Layout:
+    """A storage class's static layout: ``fields`` [(name, spec, byte offset)], ``size`` and
+    ``align`` in bytes. Nested storage fields have a Layout as their spec."""
+
+    def __init__(self, cls, fields: list):
+        self.cls = cls
+        offset, align = 0, 1
+        placed = []
+        for name, spec in fields:
+            offset = _round_up(offset, spec.align)
+            placed.append((name, spec, offset))
+            offset += spec.nbytes
+            align = max(align, spec.align)
+        self.fields = tuple(placed)
+        self.by_name = {name: (spec, off) for name, spec, off in placed}
+        self.align = align
+        self.size = _round_up(offset, align)
+        self.nbytes = self.size
+
+    def key(self):
+        return (self.cls.__module__, self.cls.__qualname__,
+                tuple((n, s.key(), o) for n, s, o in self.fields))
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{n}@{o}: {s!r}" for n, s, o in self.fields)
+        return (f"<smem layout {self.cls.__qualname__} ({self.size} bytes, align {self.align}): "
+                f"{body}>")
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def _annotations(cls) -> dict:
+    out: dict = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        try:
+            out.update(inspect.get_annotations(klass, eval_str=True))
+        except Exception as e:
+            raise operand_error(f"shared storage class {cls.__qualname__}", f"an annotation that "
+                                f"does not evaluate ({e})", "field annotations evaluable in the "
+                                "class's module", "define field types at module level, or build "
+                                "the class with ws.smem.make_storage(name, **fields)") from None
+    return out
+
+
+def layout_of(cls) -> Layout:
+    """The Layout of storage class ``cls`` (computed once and cached on the class)."""
+    cached = cls.__dict__.get("__ws_smem_layout__")
+    if cached is not None:
+        return cached
+    fields = []
+    for name, spec in _annotations(cls).items():
+        nested = (isinstance(spec, type) and not issubclass(spec, Scalar)
+                  and spec not in (Array, MbarrierArray) and _annotations(spec))
+        if nested:
+            spec = layout_of(spec)
+        elif not isinstance(spec, (ArraySpec, MbarrierSpec)):
+            raise operand_error(f"shared storage field {cls.__qualname__}.{name}", spec,
+                                "ws.smem.Array[dtype, shape(, align)], ws.smem.MbarrierArray[n] "
+                                "or a nested storage class", "annotate each field with one of "
+                                "those (static shapes and counts)")
+        fields.append((name, spec))
+    if not fields:
+        raise operand_error(f"shared storage class {cls.__qualname__}", "no annotated fields",
+                            "at least one field", "annotate its fields, e.g. "
+                            "`a: ws.smem.Array[ws.Float32, (64,)]`")
+    layout = Layout(cls, fields)
+    cls.__ws_smem_layout__ = layout
+    return layout
+
+
+def storage(cls):
+    """Class decorator: check and lay out a shared storage class now (errors at definition).
+    Adds ``cls.__ws_smem_layout__``. Optional: ``allocate`` lays out undecorated classes too."""
+    layout_of(cls)
+    return cls
+
+
+def make_storage(name: str, **fields) -> type:
+    """A storage class named ``name`` with ``fields`` (name -> field type) in keyword order,
+    for layouts computed from a config: ``make_storage("S", a=ws.smem.Array[dt, (stages, n)])``."""
+    cls = type(name, (), {"__annotations__": dict(fields), "__module__": __name__})
+    return storage(cls)
+
+
+def size_of(cls_or_spec) -> int:
+    """Bytes a storage class (or field type) occupies."""
+    spec = cls_or_spec if isinstance(cls_or_spec, (ArraySpec, MbarrierSpec)) \
+        else layout_of(cls_or_spec)
+    return spec.nbytes
+
+
+# -- views --------------------------------------------------------------------------------------
+class SmemArray:
+    """An array in shared memory: ``ptr`` (``ws.Pointer[dtype, 'shared']``), static ``shape``
+    and row-major ``strides`` (elements). ``a[i, j]`` loads (``ld.shared``), ``a[i, j] = v``
+    stores; fewer indices than dimensions give a sub-array view (``stage_buf = a[s]``). Static
+    indices are bounds-checked (negative ones count from the end); dynamic ones are not."""
+
+    __slots__ = ("ptr", "shape", "strides")
+
+    def __init__(self, ptr: Pointer, shape: tuple, strides: Optional[tuple] = None):
+        self.ptr = ptr
+        self.shape = tuple(shape)
+        if strides is None:
+            strides, n = [], 1
+            for d in reversed(self.shape):
+                strides.append(n)
+                n *= d
+            strides = tuple(reversed(strides))
+        self.strides = tuple(strides)
+
+    @property
+    def dtype(self):
+        return self.ptr.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return _product(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.ptr.value.type.pointee.nbytes
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _locate(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) > self.ndim:
+            raise operand_error("shared array index", index, f"at most {self.ndim} indices",
+                                f"the array has shape {self.shape}")
+        static, dynamic = 0, None
+        for k, i in enumerate(index):
+            if isinstance(i, Scalar):
+                if not (i.ir_type.is_int or i.ir_type.is_bool):
+                    raise operand_error("shared array index", f"a dynamic {type(i).__name__}",
+                                        "an integer", "index with ints or dynamic integers")
+                term = i * self.strides[k] if self.strides[k] != 1 else i
+                dynamic = term if dynamic is None else dynamic + term
+                continue
+            i = static_int(i, "shared array index", expected="an int or a dynamic integer",
+                           fix="index with ints or dynamic integers (slices are not supported)")
+            if not -self.shape[k] <= i < self.shape[k]:
+                raise operand_error(f"shared array index {k}", i,
+                                    f"an index in [0, {self.shape[k]})",
+                                    f"the array has shape {self.shape}")
+            static += (i % self.shape[k]) * self.strides[k]
+        offset = dynamic if static == 0 else (static if dynamic is None else dynamic + static)
+        return len(index), offset
+
+    def _at(self, offset) -> Pointer:
+        if offset is None or (isinstance(offset, int) and offset == 0):
+            return self.ptr
+        return self.ptr + offset
+
+    def __getitem__(self, index):
+        n, offset = self._locate(index)
+        if n < self.ndim:
+            return SmemArray(self._at(offset), self.shape[n:], self.strides[n:])
+        return self.ptr[0 if offset is None else offset]
+
+    def __setitem__(self, index, value):
+        n, offset = self._locate(index)
+        if n < self.ndim:
+            raise operand_error("shared array store", f"{n} indices", f"{self.ndim} indices",
+                                "store single elements: a[i, j] = v")
+        self.ptr[0 if offset is None else offset] = value
+
+    def __extract_values__(self):
+        return [self.ptr]
+
+    def __new_from_values__(self, values):
+        return SmemArray(values[0], self.shape, self.strides)
+
+    def __static_key__(self):
+        return ("SmemArray", self.shape, self.strides)
+
+    def __repr__(self) -> str:
+        return f"<SmemArray {self.dtype.__name__}{list(self.shape)}>"
+
+
+class SmemStorage:
+    """An allocated storage class: each field is a view (``SmemArray``, ``MbarrierArray`` or a
+    nested ``SmemStorage``) at its static offset from ``ptr`` (``ws.Pointer[ws.Uint8,
+    'shared']``). ``layout`` is the static Layout."""
+
+    __slots__ = ("layout", "ptr")
+
+    def __init__(self, layout: Layout, ptr: Pointer):
+        self.layout = layout
+        self.ptr = ptr
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        field = self.layout.by_name.get(name)
+        if field is None:
+            raise AttributeError(f"shared storage {self.layout.cls.__qualname__} has no field "
+                                 f"{name!r}; fields: {', '.join(self.layout.by_name)}")
+        spec, offset = field
+        return _view(spec, self.ptr if offset == 0 else self.ptr + offset)
+
+    def __extract_values__(self):
+        return [self.ptr]
+
+    def __new_from_values__(self, values):
+        return SmemStorage(self.layout, values[0])
+
+    def __static_key__(self):
+        return ("SmemStorage", self.layout.key())
+
+    def __repr__(self) -> str:
+        return f"<SmemStorage {self.layout.cls.__qualname__} ({self.layout.size} bytes)>"
+
+
+def _cast(p: Pointer, pointee: ir.ScalarType) -> Pointer:
+    return Pointer._wrap(builder("ws.smem").ptr_cast(p.value, pointee), p.origin)
+
+
+def _view(spec, ptr_u8: Pointer):
+    if isinstance(spec, ArraySpec):
+        return SmemArray(_cast(ptr_u8, spec.dtype.ir_type), spec.shape)
+    if isinstance(spec, MbarrierSpec):
+        return MbarrierArray(_cast(ptr_u8, ir.u64), spec.n)
+    return SmemStorage(spec, ptr_u8)
+
+
+def allocate(cls_or_spec):
+    """Reserve a storage class (or a single ``Array``/``MbarrierArray`` field type) in the CTA's
+    dynamic shared memory and return its view. Each call takes the next aligned bytes after the
+    kernel's earlier allocations; the kernel's ``attrs['dynamic_smem']`` becomes the total.
+    Raises OperandError when the total exceeds 227 KiB (sm_90's per-CTA limit)."""
+    what = "ws.smem.allocate()"
+    ctx = current(what)
+    spec = cls_or_spec if isinstance(cls_or_spec, (ArraySpec, MbarrierSpec)) \
+        else layout_of(cls_or_spec)
+    kernel = ctx.module.kernels[0]
+    offset = _round_up(kernel.attrs.get("dynamic_smem", 0), spec.align)
+    end = offset + spec.nbytes
+    if end > MAX_DYNAMIC_SMEM:
+        raise operand_error(what, f"{spec!r} at byte {offset} (ending at {end})",
+                            f"a total of at most {MAX_DYNAMIC_SMEM} bytes (227 KiB) per CTA",
+                            "use fewer pipeline stages or smaller tiles")
+    kernel.attrs["dynamic_smem"] = end
+    base = Pointer._wrap(builder(what).smem_base(ir.u8))
+    if offset:
+        base = base + as_dynamic(offset)
+    return _view(spec, base)
