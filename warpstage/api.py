@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from . import persist
 from .compiled import STAGE_COUNTS, CompiledKernel
+from .launch import launch
 from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
 from .frontend.guards import collect_guards, guards_hold
@@ -314,7 +315,6 @@ class _Launch:
         self.stream = stream
 
     def __call__(self, *args, **kwargs):
-        from .launch import launch
         k = self.kernel
         values = k._bind(args, kwargs)
         try:

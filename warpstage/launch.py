@@ -25,9 +25,19 @@ def launch(kernel, values, grid, block, smem, stream):
     return _launch_sim(ck, leaves, grid, block, smem)
 
 
-def _launch_cuda(ck, leaves, grid, block, smem, stream):
+_rt = None   # (TensorArg, require_device, current_stream), imported on the first GPU launch
+
+
+def _runtime():
+    global _rt
     from .runtime.launcher import current_stream
     from .runtime.tensors import TensorArg, require_device
+    _rt = (TensorArg, require_device, current_stream)
+    return _rt
+
+
+def _launch_cuda(ck, leaves, grid, block, smem, stream):
+    TensorArg, require_device, current_stream = _rt or _runtime()
     launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
     tensors = []
     for i in ck.pointer_slots:
