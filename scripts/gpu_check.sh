@@ -12,3 +12,4 @@ python3 -m pytest -m gpu -q -x -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$OU
 python3 -m warpstage demo 2>&1 | tee "$OUT/demo.txt" | tail -12
 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch_overhead.txt"
 python3 benchmarks/compile_time.py 2>&1 | tee "$OUT/compile_time.txt"
+python3 benchmarks/profile_launch.py 2>&1 | tee "$OUT/profile_launch.txt" | head -40

@@ -97,8 +97,9 @@ def set_target(name: Optional[str]) -> None:
 
     Raises ``ArgumentError`` for any other value.
     """
-    global _override
+    global _override, _auto
     _override = _validate(name, "set_target()")
+    _auto = None
 
 
 def default_target() -> str:
@@ -108,10 +109,17 @@ def default_target() -> str:
     """
     if _override is not None:
         return _override
+    if _auto is not None:           # the launch hot path: no environment read
+        return _auto
     env = _validate(env_target(), "the WARPSTAGE_TARGET environment variable")
-    if env is not None:
-        return env
-    return "cuda" if cuda_available() else "sim"
+    result = env if env is not None else ("cuda" if cuda_available() else "sim")
+    globals()["_auto"] = result
+    return result
+
+
+# The automatic choice, made once: WARPSTAGE_TARGET is read at the first launch, and again after
+# ws.set_target(None).
+_auto = None
 
 
 def _how_cuda_was_chosen() -> str:
