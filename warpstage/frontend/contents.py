@@ -1,0 +1,218 @@
+"""In-place changes inside dynamic regions: ``state.phase ^= 1`` in a dynamic ``if``,
+``pipeline.advance()`` in a dynamic loop.
+
+A region may change an object without rebinding any variable. Every mutable object with dynamic
+leaves that the user's frame can see when the region starts (its local and closure variables,
+and the lists, dicts, structs and protocol objects inside tuples they hold) is a *root*. Its
+contents are treated as one more variable of the region: snapshotted after each branch / loop
+trace, restored in place before the next, merged like any variable (merge.py), and the merged
+contents written back **into the same object**, so every alias sees them.
+
+What is not covered: dynamic values kept in plain attributes of a static object (one without the
+value protocol, such as a config object), which the value protocol does not see.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+from .source import _USER_CODE
+from .unbound import Unbound, _Undef
+from .static_key import static_key
+from .values import flatten, is_leaf, skeleton_key, unflatten
+
+__all__ = ["Contents", "RootRef", "with_contents", "assign_in_place"]
+
+_MISSING = object()
+
+
+def _user_frame():
+    f = sys._getframe(2)
+    while f is not None and f.f_code not in _USER_CODE:
+        f = f.f_back
+    return f
+
+
+def _is_root_kind(v) -> bool:
+    if isinstance(v, (list, dict)):
+        return True
+    if isinstance(v, (tuple, str, bytes, int, float, complex, type, Unbound, _Undef)):
+        return False
+    return hasattr(v, "__dict__") or hasattr(type(v), "__slots__")
+
+
+def _state(skel, leaves):
+    """What identifies an object's contents: its leaves' SSA values and its static skeleton."""
+    try:
+        key = skeleton_key(skel, static_key)
+    except Exception:
+        key = object()           # unkeyable: never equal, so always treated as changed
+    return tuple(id(lf.value) for lf in leaves), key
+
+
+class _Root:
+    __slots__ = ("label", "obj", "state", "copy", "ref")
+
+    def __init__(self, label, obj, leaves, skel):
+        self.label = label
+        self.obj = obj
+        self.state = _state(skel, leaves)
+        self.copy = unflatten(skel, leaves)
+        self.ref = RootRef(self)
+
+
+class RootRef:
+    """Stands for "this variable still holds root r" in a region's state; its contents are the
+    root's own slot, so a variable that keeps its object keeps it (aliases stay aliases)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root):
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"<the object `{self.root.label}` held before (changed in place)>"
+
+
+class Contents:
+    """The roots visible from the user's frame (see the module docstring)."""
+
+    def __init__(self):
+        self.roots: list = []
+        frame = _user_frame()
+        if frame is None:
+            return
+        seen: set = set()
+        for name, value in frame.f_locals.items():
+            if not name.startswith("__ws_"):
+                self._collect(name, value, seen)
+
+    def _collect(self, label, v, seen):
+        if id(v) in seen or is_leaf(v):
+            return
+        seen.add(id(v))
+        if type(v) is tuple or (isinstance(v, tuple) and hasattr(type(v), "_fields")):
+            for i, x in enumerate(v):
+                self._collect(f"{label}[{i}]", x, seen)
+            return
+        if not _is_root_kind(v):
+            return
+        try:
+            skel, leaves = flatten(v)
+        except Exception:        # an object whose value protocol fails here is left alone
+            return
+        if leaves:
+            self.roots.append(_Root(label, v, leaves, skel))
+
+    def unify(self, values: list, paths: list) -> list:
+        """One variable's values on each path, with a RootRef replaced by its root's contents on
+        that path where the paths disagree (one keeps the object, another rebinds the name)."""
+        refs = [v for v in values if isinstance(v, RootRef)]
+        if not refs or all(v is refs[0] for v in values):
+            return values
+        n = len(paths[0]) - len(self.roots)
+        index = {id(r): n + k for k, r in enumerate(self.roots)}
+        return [p[index[id(v.root)]] if isinstance(v, RootRef) else v
+                for v, p in zip(values, paths)]
+
+    @property
+    def labels(self) -> tuple:
+        return tuple(f"the contents of {r.label}" for r in self.roots)
+
+    def snapshot(self) -> tuple:
+        """Each root's contents now: its entry copy if its leaves are the entry leaves (so an
+        untouched object merges as unchanged), else a fresh copy."""
+        out = []
+        for r in self.roots:
+            skel, leaves = flatten(r.obj)
+            if _same(_state(skel, leaves), r.state):
+                out.append(r.copy)
+            else:
+                out.append(unflatten(skel, leaves))
+        return tuple(out)
+
+    def restore(self, values) -> None:
+        for r, v in zip(self.roots, values):
+            if not isinstance(v, (Unbound, _Undef)):
+                assign_in_place(r.obj, v)
+
+
+def _same(a, b) -> bool:
+    try:
+        return a[0] == b[0] and bool(a[1] == b[1])
+    except Exception:
+        return False
+
+
+def with_contents(site, get, set_):
+    """``(site, get, set_, contents)`` extended by the contents of the roots the user's frame
+    holds now (``contents`` is None when there are none). A variable holding a root reads as
+    its RootRef."""
+    contents = Contents()
+    if not contents.roots:
+        return site, get, set_, None
+    n = len(site.names)
+    refs = {id(r.obj): r.ref for r in contents.roots}
+
+    def get2():
+        values = get() if get is not None else ()
+        return tuple(refs.get(id(v), v) for v in values) + contents.snapshot()
+
+    def set2(values):
+        if set_ is not None:
+            set_(tuple(v.root.obj if isinstance(v, RootRef) else v for v in values[:n]))
+        contents.restore(values[n:])
+
+    return replace(site, names=site.names + contents.labels), get2, set2, contents
+
+
+def _fields(obj):
+    out = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__"):
+                v = getattr(obj, name, _MISSING)
+                if v is not _MISSING:
+                    out[name] = v
+    return out
+
+
+def assign_in_place(dst, src) -> None:
+    """Make ``dst`` hold ``src``'s contents, keeping the identity of ``dst`` and of the mutable
+    objects inside it that ``src`` has copies of."""
+    if dst is src:
+        return
+    if isinstance(dst, list):
+        for i, v in enumerate(src):
+            _set_item(dst, i, v)
+        del dst[len(src):]
+    elif isinstance(dst, dict):
+        for k, v in src.items():
+            _set_item(dst, k, v)
+    else:
+        for name, v in _fields(src).items():
+            cur = getattr(dst, name, _MISSING)
+            if cur is not _MISSING and _nested(cur, v):
+                assign_in_place(cur, v)
+            else:
+                object.__setattr__(dst, name, v)
+
+
+def _set_item(dst, key, v):
+    try:
+        cur = dst[key]
+    except (IndexError, KeyError):
+        if isinstance(dst, list):
+            dst.append(v)
+        else:
+            dst[key] = v
+        return
+    if _nested(cur, v):
+        assign_in_place(cur, v)
+    else:
+        dst[key] = v
+
+
+def _nested(cur, v) -> bool:
+    """Update ``cur`` in place (keeping its identity) rather than replacing it by ``v``?"""
+    return type(cur) is type(v) and _is_root_kind(cur) and not is_leaf(cur)

@@ -1,0 +1,200 @@
+"""What rewritten kernel code calls: decide each construct's binding time, build regions, merge.
+
+``rewrite.py`` turns ``if``/``while``/``for``, ternaries, ``and``/``or``/``not``, chained
+comparisons, ``assert`` and ``return``/``break``/``continue`` into calls to this module (through the
+reserved name ``__ws_cf__``). Each call looks at the binding time of its condition *while tracing*:
+
+- static (a Python value): plain Python — one branch runs, nothing is emitted;
+- dynamic (``ws.Boolean``; other dynamic scalars are tested ``!= 0``): every branch is traced into
+  its own region of an ``scf.if`` and the variables the branches assign are merged (``merge.py``).
+
+A region is a Python function without arguments made by the rewriter; the variables it may assign
+are ``site.names``, read and written through ``get()`` / ``set_(values)``. Loops live in
+``loops.py``.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+from .. import ir
+from ..errors import CompilationError
+from ..lang import control
+from .loops import for_stmt, while_stmt
+from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
+                      not_any, truth)
+from .source import format_location
+from .trace import builder, maybe_current
+from .unbound import UNDEF, Unbound, UnboundVariableError
+
+__all__ = ["Site", "if_stmt", "ifexp", "and_", "or_", "not_", "not_any", "compare", "builtin",
+           "iter_call", "assert_", "result", "for_stmt", "while_stmt", "Unbound", "UNDEF",
+           "UnboundVariableError", "StaticAssertionError", "truth", "returned"]
+
+
+class StaticAssertionError(CompilationError, AssertionError):
+    """An ``assert`` on static values failed while compiling the kernel."""
+
+
+def returned(value):
+    """What a ``return`` statement returns, after checking it holds no unbound variable."""
+    _check_bound(value)
+    return value
+
+
+def _check_bound(value):
+    if isinstance(value, Unbound):
+        raise value.error()
+    if type(value) in (tuple, list):
+        for v in value:
+            _check_bound(v)
+    elif type(value) is dict:
+        for v in value.values():
+            _check_bound(v)
+
+
+# -- if / ternary / and / or -------------------------------------------------------------------
+
+def if_stmt(cond, then_fn, else_fn, get, set_, site: Site) -> None:
+    """``if cond: then_fn() else: else_fn()`` — Python if ``cond`` is static, else an scf.if."""
+    c = truth(cond)
+    if not is_dynamic(c):
+        if c:
+            then_fn()
+        elif else_fn is not None:
+            else_fn()
+        return
+    branches(c, (then_fn, else_fn), site, get, set_,
+             labels=GUARD_LABELS if site.kind == "guard" else IF_LABELS)
+
+
+def ifexp(site: Site, cond, then_thunk, else_thunk):
+    """``then_thunk() if cond else else_thunk()``; only the taken side is evaluated."""
+    c = truth(cond)
+    if not is_dynamic(c):
+        return then_thunk() if c else else_thunk()
+    return branches(c, (then_thunk, else_thunk), site, labels=("the true side", "the false side"),
+                    value_label="the conditional expression")
+
+
+def and_(site: Site, value, *thunks):
+    """``value and t1() and t2() ...`` with Python's short-circuit: returns the first falsy
+    operand or the last; a dynamic operand makes the rest a region."""
+    for k, t in enumerate(thunks):
+        c = truth(value)
+        if not is_dynamic(c):
+            if not c:
+                return value
+            value = t()
+            continue
+        rest, left = thunks[k + 1:], value
+        return branches(c, (lambda: and_(site, t(), *rest), lambda: left), site,
+                        labels=("the right operand", "the left operand"),
+                        value_label="the `and` expression")
+    return value
+
+
+def or_(site: Site, value, *thunks):
+    """``value or t1() or t2() ...``: returns the first truthy operand or the last."""
+    for k, t in enumerate(thunks):
+        c = truth(value)
+        if not is_dynamic(c):
+            if c:
+                return value
+            value = t()
+            continue
+        rest, left = thunks[k + 1:], value
+        return branches(c, (lambda: left, lambda: or_(site, t(), *rest)), site,
+                        labels=("the left operand", "the right operand"),
+                        value_label="the `or` expression")
+    return value
+
+
+def not_(value):
+    """``not value``: a Python bool if static, else a ws.Boolean."""
+    c = truth(value)
+    return ~c if is_dynamic(c) else not c
+
+
+_COMPARE = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge,
+            "Eq": operator.eq, "NotEq": operator.ne, "Is": operator.is_,
+            "IsNot": operator.is_not, "In": lambda a, b: a in b,
+            "NotIn": lambda a, b: a not in b}
+
+
+def compare(site: Site, left, ops: tuple, thunks: tuple):
+    """``left op0 r0 op1 r1 ...`` (a chained comparison): each right operand is evaluated once,
+    and only while the comparisons so far hold."""
+    right = thunks[0]()
+    r = _COMPARE[ops[0]](left, right)
+    if len(ops) == 1:
+        return r
+    return and_(site, r, lambda: compare(site, right, ops[1:], thunks[1:]))
+
+
+# -- builtins and loop headers -----------------------------------------------------------------
+
+def builtin(f):
+    """What a call to ``f`` means in kernel code: ``min``/``max`` that also take dynamic values;
+    any other callable (including a shadowing local named ``min``) unchanged."""
+    if f is builtins.min or f is builtins.max:
+        return control.min if f is builtins.min else control.max
+    return f
+
+
+def iter_call(f, *args, **kwargs):
+    """The iterable of ``for x in f(...)``: ``range(...)`` becomes a dynamic loop (scf.for);
+    anything else is called as usual."""
+    if f is builtins.range:
+        return control.range(*args, **kwargs)
+    return f(*args, **kwargs)
+
+
+# -- assert and return -------------------------------------------------------------------------
+
+def assert_(site: Site, test, msg) -> None:
+    """``assert test(), msg()``: static — checked now; dynamic — with the debug option a device
+    check (printf of file:line and message, then trap), otherwise dropped."""
+    ctx = maybe_current()
+    point = Checkpoint()
+    c = truth(test())
+    if not is_dynamic(c):
+        if not c:
+            text = msg() if msg is not None else None
+            raise StaticAssertionError(
+                f"assertion `{site.text}` failed while compiling (its operands are static)"
+                + (f": {text}" if text is not None else "") + f"\n{format_location(site.loc)}",
+                where=site.where())
+        return
+    if not getattr(ctx.options if ctx is not None else None, "debug", False):
+        point.rollback()
+        return
+    b = builder()
+    failed = ~c
+    then, otherwise = ir.Region(), ir.Region()
+    with b.at(then.block):
+        head = f"{site.file}:{site.line}: assertion `{site.text}` failed".replace("%", "%%")
+        fmt, args = "", []
+        if msg is not None:
+            fmt, args = control.format_printf("{}", (msg(),))
+            fmt = ": " + fmt
+        builder().printf(head + fmt + "\n", args)
+        builder().op("gpu.trap")
+        builder().yield_()
+    with b.at(otherwise.block):
+        builder().yield_()
+    builder().op("scf.if", (failed.value,), (), regions=(then, otherwise))
+
+
+def result(site: Site, returned, value):
+    """The single exit of a function whose ``return``s were turned into flags: ``returned`` says
+    whether a ``return`` ran, ``value`` what it returned (merged over the paths)."""
+    if value is UNDEF or value is None:
+        return None
+    if is_dynamic(truth(returned)):
+        raise CompilationError(
+            f"{site.func or 'this function'} returns a value on some paths but reaches its end "
+            f"without `return` on others (decided at run time); on the GPU every path must return "
+            f"the same kind of value.\n{format_location(site.loc)}\n"
+            "Fix: add a `return` with a value at the end of the function.", where=site.where())
+    return value

@@ -1,0 +1,246 @@
+"""The control-flow rewrite: a kernel's Python function -> the same function with its ``if``,
+loops, ternaries, ``and``/``or``/``not``, chained comparisons, ``assert``, ``return``, ``break``
+and ``continue`` turned into calls that decide, while tracing, whether each is static (plain
+Python) or dynamic (IR regions). See control_flow.py for the run-time half and
+docs/control-flow.md for the user's view.
+
+``rewrite(fn)`` returns the rewritten function (cached per function object). Call it with the
+same arguments as ``fn``; it returns what ``fn`` returns (for a device function with a dynamic
+``return``, the value merged over all paths). How it is built:
+
+1. The source comes from ``fn.__code__`` (so a ``functools.wraps`` wrapper is rewritten as
+   itself, not as the function it wraps). No source (REPL, ``exec``) -> ``UnsupportedError``.
+2. It is parsed with its original line numbers and columns; the decorators of the top function
+   are dropped (``fn`` is already the decorated-into object we were given); names private to a
+   class (``self.__x``) are mangled as the class body would; ``super()`` gets explicit arguments.
+3. The passes of rewrite_passes.py / rewrite_regions.py run on each function scope.
+4. The result is compiled with the original file name inside a factory function whose
+   parameters are ``fn``'s free variables, and the inner code object is turned into a function
+   with ``fn``'s real ``__globals__`` (globals are read live) and ``fn``'s own closure cells
+   (closure variables are read live too, and ``nonlocal`` writes reach the enclosing function).
+   The reserved names ``__ws_cf__`` (control_flow) and ``__ws_info__`` (the sites) are extra
+   closure cells, so the user's module namespace is not touched.
+5. A closure cell holding ``fn.__wrapped__`` (a wrapping decorator under ``@ws.jit``) is replaced,
+   in the rewritten function only, by a cell holding the rewritten wrapped function.
+"""
+from __future__ import annotations
+
+import __future__
+import ast
+import inspect
+import sys
+import types
+import weakref
+
+from ..errors import UnsupportedError
+from . import control_flow
+from .rewrite_regions import CF, INFO, Context, rewrite_scope
+from .source import register_user_code
+
+__all__ = ["rewrite", "is_rewritten"]
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_FUTURE_FLAGS = 0
+for _f in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _f).compiler_flag
+
+
+def is_rewritten(fn) -> bool:
+    return getattr(fn, "__ws_rewritten__", False)
+
+
+def rewrite(fn):
+    """The rewritten version of ``fn`` (see the module docstring). Bound methods, staticmethod
+    and classmethod objects are unwrapped and rewrapped. Raises ``UnsupportedError`` if ``fn``
+    is not a plain Python function with source in a file."""
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(rewrite(fn.__func__), fn.__self__)
+    if isinstance(fn, (staticmethod, classmethod)):
+        return type(fn)(rewrite(fn.__func__))
+    if is_rewritten(fn):
+        return fn
+    if not isinstance(fn, types.FunctionType):
+        raise UnsupportedError(
+            f"warpstage can only compile plain Python functions (def ...), got "
+            f"{type(fn).__name__} {getattr(fn, '__qualname__', fn)!r}.\n"
+            "Fix: decorate a `def` function with @ws.kernel / @ws.jit.")
+    try:
+        return _CACHE[fn]
+    except KeyError:
+        pass
+    new = _build(fn)
+    _CACHE[fn] = new
+    return new
+
+
+def _no_source(fn, why: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"cannot compile {fn.__qualname__}: warpstage needs its source code to rewrite its "
+        f"control flow, but {why}.\nFunctions typed at the interactive prompt or made with exec() "
+        "have no source file.\n"
+        f"Fix: define {fn.__name__} in a .py file and import it (Jupyter cells also work).")
+
+
+def _source(fn):
+    """(lines, first line number) of fn's definition, decorators included."""
+    code = fn.__code__
+    if fn.__name__ == "<lambda>":
+        raise UnsupportedError(f"cannot compile a lambda ({code.co_filename}:"
+                               f"{code.co_firstlineno}) as a kernel or device function.\n"
+                               "Fix: write it as a `def` function.")
+    try:
+        return inspect.getsourcelines(code)
+    except (OSError, TypeError) as e:
+        raise _no_source(fn, f"its source is not available ({e})") from None
+
+
+def _parse(fn):
+    lines, first = _source(fn)
+    text = "".join(lines)
+    indented = bool(lines) and lines[0][:1] in (" ", "\t")
+    try:
+        tree = ast.parse("if 1:\n" + text if indented else text)
+    except SyntaxError as e:
+        raise _no_source(fn, f"the source found for it does not parse ({e.msg}); the file may "
+                             "have changed since it was imported") from None
+    node = tree.body[0].body[0] if indented else tree.body[0]
+    ast.increment_lineno(node, first - (2 if indented else 1))
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise UnsupportedError(f"{fn.__qualname__} is `async def`; kernel and device functions "
+                               "must be plain `def` functions.")
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__code__.co_name:
+        raise _no_source(fn, "the source at its recorded line is not its `def`; the file may have "
+                             "changed since it was imported")
+    return node
+
+
+def _class_name(qualname: str):
+    """The class a method is defined in (for name mangling), from its qualname."""
+    parts = qualname.split(".")
+    if len(parts) >= 2 and parts[-2] != "<locals>":
+        return parts[-2]
+    return None
+
+
+class _Mangle(ast.NodeTransformer):
+    """Private-name mangling of a class body: ``__x`` -> ``_Cls__x``."""
+
+    def __init__(self, cls: str):
+        self.prefix = "_" + cls.lstrip("_")
+        self.active = bool(cls.lstrip("_"))
+
+    def m(self, n):
+        if self.active and n and n.startswith("__") and not n.endswith("__") and "." not in n:
+            return self.prefix + n
+        return n
+
+    def visit_Name(self, node):
+        node.id = self.m(node.id)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        node.attr = self.m(node.attr)
+        return node
+
+    def visit_arg(self, node):
+        node.arg = self.m(node.arg)
+        return node
+
+    def visit_FunctionDef(self, node):
+        node.name = self.m(node.name)
+        self.generic_visit(node)
+        return node
+
+    def visit_Global(self, node):
+        node.names = [self.m(n) for n in node.names]
+        return node
+
+    visit_Nonlocal = visit_Global
+
+    def visit_ClassDef(self, node):
+        node.name = self.m(node.name)
+        return node
+
+
+def _build(fn):
+    code = fn.__code__
+    node = _parse(fn)
+    top_name = node.name
+    node.decorator_list = []
+    cls = _class_name(fn.__qualname__)
+    if cls:
+        _Mangle(cls).visit(node)
+        node.name = top_name
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    super_args = ("__class__", params[0]) if "__class__" in code.co_freevars and params else None
+    ctx = Context(code.co_filename, fn.__qualname__, super_args)
+    rewrite_scope(node, ctx, top=True)
+    free = list(code.co_freevars)
+    factory_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in free + [CF, INFO]],
+                                 vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                 defaults=[])
+    factory = ast.FunctionDef(name="__ws_factory__", args=factory_args,
+                              body=[node, ast.Return(ast.Name(top_name, ast.Load()))],
+                              decorator_list=[], returns=None)
+    ast.copy_location(factory, node)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    try:
+        compiled = compile(module, code.co_filename, "exec",
+                           flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    except SyntaxError as e:
+        raise UnsupportedError(f"warpstage could not rewrite {fn.__qualname__} "
+                               f"({code.co_filename}:{e.lineno}): {e.msg}. This is a warpstage "
+                               "bug unless the source file changed since import.") from None
+    factory_code = _const_code(compiled, "__ws_factory__")
+    inner = _const_code(factory_code, top_name)
+    if sys.version_info >= (3, 11):
+        inner = inner.replace(co_qualname=code.co_qualname)
+    new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
+                             _closure(fn, inner, tuple(ctx.sites)))
+    new.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
+    new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    new.__annotations__ = dict(getattr(fn, "__annotations__", {}) or {})
+    new.__dict__.update(fn.__dict__)
+    new.__wrapped__ = fn
+    new.__ws_rewritten__ = True
+    register_user_code(new.__code__)
+    return new
+
+
+def _const_code(code, name: str):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType) and c.co_name == name:
+            return c
+    raise UnsupportedError(f"warpstage could not find the rewritten code of {name}; this is a "
+                           "warpstage bug")
+
+
+def _closure(fn, inner, sites: tuple):
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    wrapped = getattr(fn, "__wrapped__", None)
+    out = []
+    for n in inner.co_freevars:
+        if n == CF:
+            out.append(types.CellType(control_flow))
+        elif n == INFO:
+            out.append(types.CellType(sites))
+        elif n in cells:
+            cell = cells[n]
+            try:
+                content = cell.cell_contents
+            except ValueError:
+                content = None
+            if (wrapped is not None and content is wrapped and
+                    isinstance(wrapped, types.FunctionType)):
+                cell = types.CellType(rewrite(wrapped))
+            out.append(cell)
+        else:
+            raise UnsupportedError(f"warpstage could not rebuild the closure of "
+                                   f"{fn.__qualname__} (free variable {n!r}); this is a warpstage "
+                                   "bug")
+    return tuple(out) if out else None
+

@@ -1,0 +1,222 @@
+"""Pass 1 of the control-flow rewrite (and the AST helpers both passes use), applied to each
+function scope; pass 2 is in rewrite_regions.py.
+
+Pass 1 (``Flags``) removes ``break``, ``continue`` and — when a ``return`` sits inside a compound
+statement — ``return``: each becomes an assignment to a flag (``__ws_brk_N``, ``__ws_cont_N``,
+``__ws_ret`` with the value in ``__ws_retval``), and the statements after it in its block are
+wrapped in ``if __ws_cf__.not_any(flags...):`` guards. The function then ends with
+``return __ws_cf__.result(...)``. Loops get the flags that end them (``Site.stop``); a loop's
+``else`` becomes a guarded ``if`` after it.
+
+Pass 2 (``Regions``) turns each ``if``/``for``/``while`` into nested functions (the regions, which
+declare the variables they assign ``nonlocal``), a getter and a setter of those variables, and a
+call into ``control_flow``; ternaries, ``and``/``or``/``not``, chained comparisons, ``assert`` and
+calls of ``min``/``max`` become calls too. Every variable a region assigns is bound at the top of
+the function to ``Unbound(name)`` so ``nonlocal`` always has a binding.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from ..errors import UnsupportedError
+from .source import format_location
+
+CF = "__ws_cf__"
+INFO = "__ws_info__"
+RET, RETVAL = "__ws_ret", "__ws_retval"
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.While, ast.AsyncFor)
+
+
+def cf_attr(name: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(CF, ast.Load()), attr=name, ctx=ast.Load())
+
+
+def call(func: ast.expr, args, keywords=()) -> ast.Call:
+    return ast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def name(n: str, store=False) -> ast.Name:
+    return ast.Name(n, ast.Store() if store else ast.Load())
+
+
+def assign(n: str, value: ast.expr, like: ast.AST) -> ast.Assign:
+    node = ast.copy_location(ast.Assign(targets=[name(n, True)], value=value), like)
+    return ast.fix_missing_locations(node)
+
+
+def no_args() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                         kwarg=None, defaults=[])
+
+
+def lambda_(body: ast.expr) -> ast.Lambda:
+    return ast.copy_location(ast.Lambda(args=no_args(), body=body), body)
+
+
+def local_nodes(nodes, into_loops=True):
+    """The nodes of ``nodes`` in this function scope: nested functions, lambdas, classes and
+    comprehensions are not entered (a comprehension's walrus targets are yielded); with
+    ``into_loops=False`` the bodies of nested loops are skipped (their ``else`` is not)."""
+    for node in nodes:
+        yield node
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, _COMPS):
+            yield from (n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
+            continue
+        if not into_loops and isinstance(node, _LOOPS):
+            yield from local_nodes(node.orelse, into_loops)
+            continue
+        yield from local_nodes(ast.iter_child_nodes(node), into_loops)
+
+
+def bound_names(nodes) -> list:
+    """Names bound by ``nodes`` in this function scope, in first-binding order. (``except E as
+    e`` is left out: Python deletes ``e`` when its handler ends, so it never outlives a region.)"""
+    out: dict = {}
+    for n in local_nodes(nodes):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.setdefault(n.id)
+        elif isinstance(n, ast.NamedExpr):
+            out.setdefault(n.target.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.setdefault(a.asname or a.name.split(".")[0])
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.setdefault(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.setdefault(n.rest)
+    return list(out)
+
+
+def last_line(nodes, n: str) -> int:
+    """The line of the last binding of ``n`` in ``nodes`` (0 if none)."""
+    line = 0
+    for node in local_nodes(nodes):
+        if (isinstance(node, ast.Name) and node.id == n and isinstance(node.ctx, ast.Store)) or (
+                isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == n):
+            line = max(line, getattr(node, "lineno", 0))
+    return line
+
+
+def _has(nodes, kind, into_loops=True) -> bool:
+    return any(isinstance(n, kind) for n in local_nodes(nodes, into_loops))
+
+
+class RewriteError(UnsupportedError):
+    """A construct the rewriter cannot handle, with its location."""
+
+
+def unsupported(node: ast.AST, file: str, what: str, fix: str) -> RewriteError:
+    from ..ir import Location
+    loc = Location(file, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return RewriteError(f"{what}\n{format_location(loc, loc.col)}\nFix: {fix}", where=str(loc))
+
+
+# -- pass 1: break / continue / return -> flags -----------------------------------------------
+
+class _LoopFlags:
+    def __init__(self, brk: Optional[str], cont: Optional[str]):
+        self.brk = brk
+        self.cont = cont
+
+
+class Flags:
+    """Pass 1 over one function body (see the module docstring)."""
+
+    def __init__(self, body: list, new_id: Callable[[], int]):
+        self.new_id = new_id
+        self.returns = any(_has([s], ast.Return) for s in body if not isinstance(s, ast.Return))
+
+    def run(self, body: list) -> list:
+        return self.block(body, None)
+
+    def block(self, stmts: list, loop: Optional[_LoopFlags]) -> list:
+        out: list = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.Return) and self.returns:
+                value = s.value if s.value is not None else ast.Constant(None)
+                value = ast.copy_location(call(cf_attr("returned"), [value]), s)
+                out += [assign(RETVAL, value, s), assign(RET, ast.Constant(True), s)]
+                return out
+            if isinstance(s, ast.Break) and loop is not None:
+                return out + [assign(loop.brk, ast.Constant(True), s)]
+            if isinstance(s, ast.Continue) and loop is not None:
+                return out + [assign(loop.cont, ast.Constant(True), s)]
+            flags = self.may_set(s, loop)
+            out.extend(self.compound(s, loop))
+            if flags:
+                rest = self.block(stmts[i + 1:], loop)
+                if rest:
+                    out.append(self.guard(flags, rest))
+                return out
+        return out
+
+    def may_set(self, s: ast.stmt, loop: Optional[_LoopFlags]) -> list:
+        flags = []
+        if self.returns and _has([s], ast.Return):
+            flags.append(RET)
+        if loop is not None:
+            scope = s.orelse if isinstance(s, _LOOPS) else [s]
+            if _has(scope, ast.Break, into_loops=False):
+                flags.append(loop.brk)
+            if _has(scope, ast.Continue, into_loops=False):
+                flags.append(loop.cont)
+        return flags
+
+    def guard(self, flags: list, rest: list) -> ast.If:
+        node = ast.copy_location(ast.If(test=call(cf_attr("not_any"), [name(f) for f in flags]),
+                                        body=rest, orelse=[]), rest[0])
+        node._ws_refine = tuple(flags)
+        node._ws_refine_else = tuple(flags) if len(flags) == 1 else ()
+        return node
+
+    def compound(self, s: ast.stmt, loop: Optional[_LoopFlags]) -> list:
+        if isinstance(s, ast.If):
+            s.body = self.block(s.body, loop) or [ast.copy_location(ast.Pass(), s)]
+            s.orelse = self.block(s.orelse, loop)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            s.body = self.block(s.body, loop) or [ast.copy_location(ast.Pass(), s)]
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            s.body = self.block(s.body, loop) or [ast.copy_location(ast.Pass(), s)]
+            for h in s.handlers:
+                h.body = self.block(h.body, loop) or [ast.copy_location(ast.Pass(), h)]
+            s.orelse = self.block(s.orelse, loop)
+            s.finalbody = self.block(s.finalbody, loop)
+        elif isinstance(s, ast.Match):
+            for case in s.cases:
+                case.body = self.block(case.body, loop) or [ast.copy_location(ast.Pass(), s)]
+        elif isinstance(s, (ast.For, ast.While)):
+            return self.loop(s, loop)
+        return [s]
+
+    def loop(self, s, outer: Optional[_LoopFlags]) -> list:
+        k = self.new_id()
+        inner = _LoopFlags(f"__ws_brk_{k}" if _has(s.body, ast.Break, into_loops=False) else None,
+                           f"__ws_cont_{k}" if _has(s.body, ast.Continue, into_loops=False)
+                           else None)
+        has_ret = self.returns and _has(s.body, ast.Return)
+        body = self.block(s.body, inner)
+        if inner.cont:
+            body.insert(0, assign(inner.cont, ast.Constant(False), s))
+        s.body = body or [ast.copy_location(ast.Pass(), s)]
+        ends = [f for f in (inner.brk,) if f]
+        if has_ret:
+            ends.append(RET)
+        s._ws_stop = tuple(ends)
+        out = [assign(inner.brk, ast.Constant(False), s)] if inner.brk else []
+        out.append(s)
+        orelse, s.orelse = s.orelse, []
+        if orelse:
+            lowered = self.block(orelse, outer)
+            if ends and lowered:
+                out.append(self.guard(ends, lowered))
+            else:
+                out.extend(lowered)
+        return out
+
