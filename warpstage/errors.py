@@ -11,7 +11,7 @@ from typing import Optional
 __all__ = [
     "WarpstageError", "CompilationError", "BindingTimeError", "ArgumentError", "PtxasError",
     "LaunchError", "DeviceError", "SimulatorError", "OutOfBoundsError", "DeadlockError",
-    "BarrierError", "UnsupportedError", "OperandError",
+    "BarrierError", "UnsupportedError", "UnboundVariableError", "StaticAssertionError", "OperandError",
 ]
 
 
@@ -80,3 +80,12 @@ class DeadlockError(SimulatorError):
 
 class BarrierError(SimulatorError):
     """Barrier misuse (mismatched counts, barrier in divergent code)."""
+
+
+class UnboundVariableError(WarpstageError, UnboundLocalError):
+    """A kernel variable was used where it has no value (it was assigned on only one path of a
+    dynamic ``if``, or first assigned inside a dynamic loop)."""
+
+
+class StaticAssertionError(CompilationError, AssertionError):
+    """An ``assert`` on static values failed while compiling the kernel."""

@@ -18,7 +18,7 @@ import builtins
 import operator
 
 from .. import ir
-from ..errors import CompilationError
+from ..errors import CompilationError, StaticAssertionError
 from ..lang import control
 from .loops import for_stmt, while_stmt
 from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
@@ -30,10 +30,6 @@ from .unbound import UNDEF, Unbound, UnboundVariableError
 __all__ = ["Site", "if_stmt", "ifexp", "and_", "or_", "not_", "not_any", "compare", "builtin",
            "iter_call", "assert_", "result", "for_stmt", "while_stmt", "Unbound", "UNDEF",
            "UnboundVariableError", "StaticAssertionError", "truth", "returned"]
-
-
-class StaticAssertionError(CompilationError, AssertionError):
-    """An ``assert`` on static values failed while compiling the kernel."""
 
 
 def returned(value):

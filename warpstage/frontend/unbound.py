@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..errors import WarpstageError
+from ..errors import UnboundVariableError, WarpstageError  # noqa: F401 (re-exported)
 from .source import format_location, user_location
 
 __all__ = ["Unbound", "UnboundVariableError", "UNDEF"]
-
-
-class UnboundVariableError(WarpstageError, UnboundLocalError):
-    """A kernel variable was used where it has no value (it was assigned on only one path of a
-    dynamic ``if``, or first assigned inside a dynamic loop)."""
 
 
 class Unbound:
