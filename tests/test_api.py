@@ -132,3 +132,59 @@ def test_device_function_from_host_is_an_error():
 
     with pytest.raises(ws.CompilationError, match="called from host code"):
         helper(1)
+
+
+def test_composite_arguments_launch_twice():
+    @ws.kernel
+    def k(t, pair, out: ws.Tensor):
+        out[0] = t[0] * 1.0 + t[1]
+        out[1] = ws.Float32(pair["b"])
+
+    out = np.zeros(2, np.float32)
+    k[1, 32]((1.5, 2), {"b": 3}, out)
+    k[1, 32]((2.5, 4), {"b": 5}, out)            # same skeleton: a cache hit, new leaves
+    np.testing.assert_array_equal(out, [6.5, 5.0])
+    assert k.trace_count == 1
+
+
+def test_numpy_scalars_are_dynamic_with_their_dtype():
+    @ws.kernel
+    def k(out: ws.Tensor, v):
+        out[0] = ws.Float32(v)
+
+    out = np.zeros(1, np.float32)
+    for v in (np.int64(3), np.int64(4)):
+        k[1, 32](out, v)
+    assert out[0] == 4 and k.trace_count == 1
+    assert "Int64" in ws.explain(k, out, np.int64(1), print_table=False)
+    k[1, 32](out, np.float16(1.5))
+    assert out[0] == 1.5
+
+
+def test_float_errors():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)the float 1e\+40 overflows Float32.*ws.Float64"):
+        scale_copy[1, 32](x, x, 4, 1e40)
+
+    @ws.kernel
+    def k(out: ws.Tensor):
+        out[1.5] = 0.0
+
+    with pytest.raises(TypeError, match=r"tensor index 0 must be an integer, got float 1.5"):
+        k[1, 32](x)
+
+
+def test_recursive_device_function_with_static_argument():
+    @ws.jit
+    def fact(n):
+        if n <= 1:
+            return 1
+        return n * fact(n - 1)
+
+    @ws.kernel
+    def k(out: ws.Tensor):
+        out[0] = ws.Int32(fact(5))
+
+    out = np.zeros(1, np.int32)
+    k[1, 32](out)
+    assert out[0] == 120

@@ -163,7 +163,9 @@ class Kernel:
         try:
             ba = self.signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise ArgumentError(f"kernel {self.__qualname__}{self.signature}: {e}") from None
+            raise ArgumentError(f"kernel {self.__qualname__}({', '.join(self.param_names)}) takes "
+                                f"{len(self.params)} argument(s), got {len(args) + len(kwargs)}: "
+                                f"{e}") from None
         ba.apply_defaults()
         return list(ba.arguments.values())
 
@@ -208,9 +210,8 @@ class Kernel:
         key = (tuple(s.key for s in specs), block, target)
         entry = self._cache.get(key)
         if entry is not None and guards_hold(entry.guards):
-            return entry, specs
-        entry = persist.lookup(self, specs, block, target)     # the disk cache (cuda/compile)
-        if entry is None:
+            pass                                                # composites: a hit without binders
+        elif (entry := persist.lookup(self, specs, block, target)) is None:   # disk (cuda/compile)
             entry = self._trace(specs, block, key)
             STAGE_COUNTS["trace"] += 1
             self._cache[key] = entry
@@ -319,7 +320,9 @@ class _Launch:
         values = k._bind(args, kwargs)
         try:
             return launch(k, values, self.grid, self.block, self.smem, self.stream)
-        except WarpstageError as e:
+        except Exception as e:
+            if k.options.debug:
+                raise
             raise _user_error(e) from None
 
 

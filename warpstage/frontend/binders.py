@@ -44,7 +44,7 @@ def make_binder(annotation, self_rule: bool, adapter):
                     return False
                 v = v.value
             elif t is not int and t is not float and t is not bool:
-                return False
+                return False                   # numpy scalars etc.: checked on the full path
             keys.append(key)
             leaves.append(v)
             return True
@@ -85,6 +85,8 @@ def make_binder(annotation, self_rule: bool, adapter):
             keys.append(tensor_key(ta))
             _tensor_leaves(ta, leaves)
             return True
+        if t.__module__ == "numpy":            # numpy scalars: rule 3 on the full path
+            return False
         if t in (tuple, list, dict) or hasattr(t, "__extract_values__") or hasattr(
                 t, "__extract_mlir_values__") or hasattr(t, "__dataclass_fields__") or hasattr(t, "_fields"):
             return False

@@ -135,7 +135,9 @@ class ScalarSpec(Spec):
         return [(name, self.dtype.ir_type)]
 
     def host_leaves(self, value, out):
-        out.append(value.value if isinstance(value, HostScalar) else value)
+        if isinstance(value, HostScalar):
+            value = value.value
+        out.append(value.item() if hasattr(value, "item") else value)
 
     def make(self, it, name):
         return self.dtype._wrap(next(it), Origin(f"parameter '{name}' ({self.desc}, rule {self.rule}: "
@@ -303,6 +305,12 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
             return spec
     if isinstance(value, HostScalar):
         return ScalarSpec(value.dtype, 2)
+    if _is_np_generic(value):                  # numpy scalars: rule 3 with their own dtype
+        dtype = _NP_SCALARS.get(value.dtype.name)
+        if dtype is None:
+            raise ArgumentError(f"parameter '{name}': numpy scalar of dtype {value.dtype.name} is "
+                                "not a warpstage dtype.\nFix: convert it, e.g. int(x) or float(x).")
+        return ScalarSpec(dtype, 3)
     if isinstance(value, bool):
         return ScalarSpec(Boolean, 3)
     if isinstance(value, int):
@@ -311,6 +319,7 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
                                 "Fix: pass a smaller value, or make it static with ws.Static[int].")
         return ScalarSpec(Int32 if fits(ir.i32, value) else Int64, 3)
     if isinstance(value, float):
+        _check_float_range(value, Float32, name)
         return ScalarSpec(Float32, 3)
     ta = tensor_adapter(value) if tensor_adapter is not None else None
     if ta is not None:
@@ -386,6 +395,27 @@ def _ann_name(ann) -> str:
     return repr(ann)
 
 
+_NP_SCALARS = {"bool": Boolean, "int8": DTYPES[ir.i8], "int16": DTYPES[ir.i16], "int32": Int32,
+               "int64": Int64, "uint8": DTYPES[ir.u8], "uint16": DTYPES[ir.u16],
+               "uint32": DTYPES[ir.u32], "uint64": DTYPES[ir.u64], "float16": DTYPES[ir.f16],
+               "float32": Float32, "float64": DTYPES[ir.f64]}
+_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+
+
+def _is_np_generic(value) -> bool:
+    np = __import__("sys").modules.get("numpy")
+    return np is not None and isinstance(value, np.generic)
+
+
+def _check_float_range(v: float, dtype, name: str) -> None:
+    """A finite float that becomes inf in ``dtype`` is an error, like an int overflow."""
+    limit = _FLOAT_MAX[dtype.ir_type.bits]
+    if v == v and abs(v) != float("inf") and abs(v) > limit:
+        raise ArgumentError(f"parameter '{name}': the float {v!r} overflows {dtype.__name__} "
+                            f"(largest finite value {limit:g}).\nFix: annotate the parameter "
+                            "ws.Float64, or scale the value.")
+
+
 def _torch_name(dtype) -> str:
     return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
             "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16"}.get(
@@ -401,12 +431,15 @@ def _check_scalar(value, dtype, name) -> bool:
                                 f"{v} overflows it.\nFix: pass a value in range, or annotate a wider "
                                 "type (ws.Int64).")
         return True
+    if _is_np_generic(v):
+        v = v.item()
+        return _check_scalar(v, dtype, name)
     if isinstance(v, float):
         if not t.is_float:
             raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got the "
                                 f"float {v}.\nFix: pass an int, or annotate ws.Float32.")
-        return True
-    if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+        if t.bits < 64:
+            _check_float_range(v, dtype, name)
         return True
     raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got a "
                         f"{type(v).__name__} ({_short(v)}).\nFix: pass a Python number.")

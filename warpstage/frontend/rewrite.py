@@ -166,12 +166,12 @@ class _Mangle(ast.NodeTransformer):
 def _build(fn):
     code = fn.__code__
     node = _parse(fn)
-    top_name = node.name
-    node.decorator_list = []
+    top_name = "__ws_inner__"   # not the function's own name: a recursive call must still find
+    node.decorator_list = []    # the global (or its own closure cell), not the factory's local
     cls = _class_name(fn.__qualname__)
     if cls:
         _Mangle(cls).visit(node)
-        node.name = top_name
+    node.name = top_name
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     super_args = ("__class__", params[0]) if "__class__" in code.co_freevars and params else None
     ctx = Context(code.co_filename, fn.__qualname__, super_args)
@@ -195,6 +195,7 @@ def _build(fn):
                                "bug unless the source file changed since import.") from None
     factory_code = _const_code(compiled, "__ws_factory__")
     inner = _const_code(factory_code, top_name)
+    inner = inner.replace(co_name=code.co_name)
     if sys.version_info >= (3, 11):
         inner = inner.replace(co_qualname=code.co_qualname)
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,

@@ -114,7 +114,9 @@ def static_range(*args):
     for x in args:
         if isinstance(x, Scalar):
             raise needs_static_error(x, "a ws.static_range(...) bound (the loop is unrolled while "
-                                        "compiling, so its trip count must be known)")
+                                        "compiling, so its trip count must be known)",
+                                     "use range(...) for a loop with a dynamic trip count "
+                                     "(it runs on the GPU as a real loop)")
     return builtins.range(*args)
 
 

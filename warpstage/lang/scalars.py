@@ -87,8 +87,12 @@ class Scalar:
         raise needs_static_error(self, what)
 
     def __bool__(self):
-        self._needs_static("using a dynamic value as a Python bool (in `if`, `while`, `and`, "
-                           "`or`, `not`, `assert` or a builtin like min/max)")
+        raise needs_static_error(self, "using a dynamic value as a Python bool (in a "
+                                 "comprehension, a builtin such as any/all/sorted, or code that "
+                                 "warpstage does not rewrite)",
+                                 "write an explicit `if`/`for` inside the @ws.kernel/@ws.jit "
+                                 "function (those are rewritten for dynamic values), and use "
+                                 "ws.math.min/max for minimum and maximum")
 
     def __index__(self):
         self._needs_static("using a dynamic value as a static Python int (a range() bound in "
@@ -327,20 +331,20 @@ def as_dynamic(x, cls=None) -> Scalar:
     return constant(cls, x, Origin(f"the constant {x!r}", user_location(2)))
 
 
-def needs_static_error(value: Scalar, what: str) -> BindingTimeError:
-    """A BindingTimeError for ``value`` used where a static value is needed, with its origin."""
+def needs_static_error(value: Scalar, what: str, fix: Optional[str] = None) -> BindingTimeError:
+    """A BindingTimeError for ``value`` used where a static value is needed, with its origin.
+    ``fix``: a construct-specific alternative (e.g. "use range(n) for a dynamic loop")."""
     from ..frontend.source import format_location
     loc = user_location(3)
     origin = value.origin
     why = f"it became dynamic at: {origin}" if origin else "it is computed on the GPU at run time"
-    msg = (f"{what}: this value is dynamic (a {type(value).__name__} known only on the GPU at run "
-           f"time), but a static (compile-time) value is needed here.\n"
+    alt = f" Or: {fix}." if fix else ""
+    msg = (f"{what}: this value is dynamic (a {type(value).__name__} value known only on the GPU "
+           f"at run time), but a static (compile-time) value is needed here.\n"
            f"{format_location(loc)}\n"
            f"Why dynamic: {why}.\n"
            "Fix: make it static: annotate the parameter it comes from as ws.Static[...] (or keep it "
-           "in a static config object), or use ws.static(expr) to check it; for control flow on a "
-           "dynamic value, warpstage rewrites `if`/`while`/`and`/`or` inside @ws.kernel/@ws.jit "
-           "functions, and ws.math.min/max replace the builtins.")
+           f"in a static config object).{alt}")
     return BindingTimeError(msg, where=str(loc) if loc else None)
 
 

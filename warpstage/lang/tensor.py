@@ -108,11 +108,16 @@ class Tensor(metaclass=_TensorMeta):
             if isinstance(i, slice):
                 raise TypeError("slicing a global tensor is not supported yet; index single "
                                 "elements, e.g. t[i, j]")
-            if isinstance(i, int) and not isinstance(i, bool) and i < 0:
+            if isinstance(i, Scalar):
+                if not (i.ir_type.is_int or i.ir_type.is_bool):
+                    raise TypeError(f"tensor index {k} must be an integer, got a dynamic "
+                                    f"{type(i).__name__}; convert it with ws.Int32(...)")
+            elif not isinstance(i, int) and not (hasattr(i, "__index__") and not isinstance(i, float)):
+                raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__} "
+                                f"{i!r}; convert it with int(...) or ws.Int32(...)")
+            elif i < 0:
                 i = self.shape[k] + i
             i = as_dynamic(i, idx_t) if not isinstance(i, Scalar) or type(i) is not idx_t else i
-            if not i.ir_type.is_int and not i.ir_type.is_bool:
-                raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__}")
             term = i if _is_one(stride) else i * stride
             offset = term if offset is None else offset + term
         return offset
