@@ -188,3 +188,37 @@ def test_recursive_device_function_with_static_argument():
     out = np.zeros(1, np.int32)
     k[1, 32](out)
     assert out[0] == 120
+
+
+def test_same_named_storage_classes_with_different_layouts_do_not_share_a_kernel():
+    class Cfg:
+        def __init__(self, n):
+            self.Storage = ws.smem.make_storage("S", a=ws.smem.Array[ws.Int32, (n,)])
+
+    @ws.kernel
+    def k(cfg, out: ws.Tensor):
+        s = ws.smem.allocate(cfg.Storage)
+        out[0] = len(s.a)
+
+    out = np.zeros(1, np.int32)
+    k[1, 32](Cfg(4), out)
+    assert out[0] == 4
+    k[1, 32](Cfg(9), out)
+    assert out[0] == 9
+
+
+def test_device_functions_inline_unless_asked_not_to():
+    @ws.jit
+    def inlined(x):
+        return x + 1
+
+    @ws.jit(inline=False)
+    def outlined(x):
+        return x + 2
+
+    @ws.kernel
+    def k(out: ws.Tensor, v: ws.Int32):
+        out[0] = inlined(v) + outlined(v)
+
+    ptx = ws.compile(k, ws.Tensor[ws.Int32, 1], ws.Int32).ptx
+    assert ".func" in ptx and "outlined" in ptx and "inlined" not in ptx

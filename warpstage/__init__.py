@@ -7,10 +7,12 @@ from .api import RecompileWarning, compile, explain, jit, kernel
 from .compiled import CompiledKernel
 from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
                      DeviceError, LaunchError, OperandError, OutOfBoundsError, PtxasError,
-                     SimulatorError, UnsupportedError, WarpstageError)
+                     SimulatorError, StaticAssertionError, UnboundVariableError,
+                     UnsupportedError, WarpstageError)
 from .frontend.binding_time import Constexpr, Static
 from .frontend.values import flatten, unflatten
-from .lang import arch, copy, math, smem
+from . import ops
+from .lang import arch, copy, math, pipeline, smem
 from .lang.atomic import (atomic_add, atomic_and, atomic_cas, atomic_exch, atomic_max, atomic_min,
                           atomic_or, atomic_xor)
 from .lang.control import const_expr, printf, range, range_constexpr, static, static_range
@@ -29,12 +31,13 @@ __version__ = "0.1.0"
 __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
     "Static", "Constexpr", "range", "static_range", "range_constexpr", "static", "const_expr",
-    "printf", "struct", "flatten", "unflatten", "arch", "math", "smem", "copy", "Pointer",
-    "Tensor", "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_and", "atomic_or",
-    "atomic_xor", "atomic_cas",
+    "printf", "struct", "flatten", "unflatten", "arch", "math", "smem", "copy", "pipeline", "ops",
+    "Pointer", "Tensor", "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_and",
+    "atomic_or", "atomic_xor", "atomic_cas",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
     "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",
     "DeadlockError", "DeviceError", "LaunchError", "OperandError", "OutOfBoundsError", "PtxasError",
-    "SimulatorError", "UnsupportedError", "__version__", "load", "cache",
+    "SimulatorError", "UnsupportedError", "UnboundVariableError", "StaticAssertionError",
+    "__version__", "load", "cache",
 ]

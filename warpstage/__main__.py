@@ -65,6 +65,10 @@ def demo() -> int:
     ok &= _demo_one(ws, "softmax", softmax.softmax,
                     (T[ws.Float32, 2], T[ws.Float32, 2], ws.Int32, ws.Int32),
                     lambda: softmax.main(37, 50))
+    print("\n=== flash_attention (warp-specialized: producer warpgroup + consumer warps) ===")
+    attention_ok = _load_example("flash_attention").demo()
+    print("attention: " + ("OK" if attention_ok else "MISMATCH"))
+    ok &= attention_ok
     print("\ndemo " + ("passed" if ok else "FAILED"))
     return 0 if ok else 1
 

@@ -55,11 +55,12 @@ class JitFunction:
     distinct key of its static arguments is its own specialization; dynamic arguments are passed
     as values. As a method of a static object (``fa.load(...)``) the object is static."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, inline: bool = True):
         self.fn = fn
+        self.inline = "always" if inline else "never"
         self.signature = inspect.signature(fn)
         functools.update_wrapper(self, fn)
-        self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__))
+        self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
 
     def __ws_static_key__(self):
         return self._key
@@ -334,12 +335,15 @@ def kernel(fn=None, **options):
     return wrap(fn) if fn is not None else wrap
 
 
-def jit(fn):
+def jit(fn=None, *, inline: bool = True):
     """Decorator: make ``fn`` a device function callable from kernels (a template: one
-    specialization per key of its static arguments)."""
-    if isinstance(fn, (staticmethod, classmethod)):
-        raise CompilationError("put @ws.jit below @staticmethod/@classmethod, not above")
-    return JitFunction(fn)
+    specialization per key of its static arguments). ``@ws.jit(inline=False)`` keeps it a
+    separate PTX function (``.func``) instead of inlining it into its callers."""
+    def wrap(f):
+        if isinstance(f, (staticmethod, classmethod)):
+            raise CompilationError("put @ws.jit below @staticmethod/@classmethod, not above")
+        return JitFunction(f, inline)
+    return wrap(fn) if fn is not None else wrap
 
 
 def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None,

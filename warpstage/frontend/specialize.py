@@ -88,7 +88,10 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
     call_loc = b.loc
     if spec is None:
         name = _symbol(f"{jit_fn.__qualname__}_{len(ctx.device_functions)}")
-        fn = ir.Function(name, [lf.value.type for lf in leaves])
+        # device functions inline by default: a role's code must sit in the entry for ptxas to
+        # give it its own setmaxnreg budget, and calls cost registers and a stack frame
+        fn = ir.Function(name, [lf.value.type for lf in leaves],
+                         attrs={"inline": getattr(jit_fn, "inline", "always")})
         ctx.module.add(fn)
         spec = _DeviceSpecialization(fn)
         ctx.reached.append(jit_fn.fn)

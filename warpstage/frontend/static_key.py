@@ -61,7 +61,9 @@ def static_key(v, _depth: int = 0):
     if t is frozenset or t is set:
         return (t.__name__,) + tuple(sorted((static_key(x, _depth + 1) for x in v), key=repr))
     if isinstance(v, type):
-        return class_key(v)
+        # classes made at run time (ws.smem.make_storage) can share a name; they say what they are
+        extra = getattr(v, "__ws_class_key__", None)
+        return class_key(v) + (extra(),) if extra is not None else class_key(v)
     if isinstance(v, types.ModuleType):
         return ("module", v.__name__)
     if isinstance(v, enum.Enum):

@@ -194,6 +194,9 @@ def layout_of(cls) -> Layout:
                             "`a: ws.smem.Array[ws.Float32, (64,)]`")
     layout = Layout(cls, fields)
     cls.__ws_smem_layout__ = layout
+    # the static key of a storage class is its layout, not only its name (make_storage builds
+    # same-named classes with different shapes)
+    cls.__ws_class_key__ = staticmethod(layout.key)
     return layout
 
 

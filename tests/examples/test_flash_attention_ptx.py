@@ -1,0 +1,46 @@
+"""Compile-only checks of the FlashAttention kernel (no GPU needed, ptxas needed): the register
+split reaches the SASS. ptxas honours ``setmaxnreg`` (SASS ``USETMAXREG``) only when the entry
+has ``.maxntid`` and ``.minnctapersm 1`` and the roles sit in one if/else of the entry; otherwise
+it warns C7508 (or C7504 when compiled as a relocatable unit) and ignores it."""
+import shutil
+
+import pytest
+
+import warpstage as ws
+from warpstage.backend import find_ptxas
+from warpstage.ops import FlashAttention, flash_attention_kernel
+from warpstage.options import CompileOptions
+
+pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_ptxas():
+    if find_ptxas(CompileOptions()) is None:
+        pytest.skip("no ptxas found (nvidia-cuda-nvcc wheel, CUDA_HOME, PATH, WARPSTAGE_PTXAS)")
+
+
+@pytest.mark.parametrize("head_dim, threads, entry_regs", [(64, 256, 232), (128, 384, 168)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_register_split_survives_to_sass(head_dim, threads, entry_regs, causal):
+    fa = FlashAttention(head_dim=head_dim, causal=causal)
+    assert fa.threads == threads
+    T = ws.Tensor[ws.BFloat16, 4]
+    ck = ws.compile(flash_attention_kernel, fa, T, T, T, T, block=(fa.threads, 1, 1))
+    ptx = ck.ptx
+    assert f".maxntid {threads}, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    assert ptx.count("setmaxnreg.dec.sync.aligned.u32") == 1
+    assert ptx.count("setmaxnreg.inc.sync.aligned.u32") == 1
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
+    assert ".func" not in ptx and "call.uni" not in ptx      # both roles inlined into the entry
+    assert "cp.async.mbarrier.arrive.noinc" in ptx and "mbarrier.try_wait.parity" in ptx
+    log = ck.ptxas_log
+    assert "C7508" not in log and "C7504" not in log and "ignored" not in log, log
+    res = ck.resources
+    assert res.registers == entry_regs          # ptxas's budget at entry for this block size
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    assert ck.dynamic_smem == fa.smem_bytes
+    if shutil.which("nvdisasm") or shutil.which("cuobjdump"):
+        sass = ck.sass
+        assert sass.count("USETMAXREG") == 2 and "USETMAXREG.DEALLOC" in sass

@@ -1,0 +1,131 @@
+"""The FlashAttention kernel (warpstage/ops/attention_kernel.py, examples/flash_attention.py) in
+the CPU simulator against a float64 numpy reference: D = 64 and 128, causal and not, sequence
+lengths off the tile, both copy paths, strided views, the policy's errors. Sizes are small: the
+whole file runs in well under a minute on two cores."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import warpstage as ws  # noqa: E402
+from warpstage.ops import FlashAttention, flash_attention, flash_attention_kernel  # noqa: E402
+from warpstage.ops.attention import reference  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(autouse=True)
+def sim_target():
+    ws.set_target("sim")
+    yield
+    ws.set_target(None)
+
+
+def qkv(batch, heads, seq, head_dim, dtype=torch.bfloat16, seq_k=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, seq, head_dim, generator=g).to(dtype)
+    k, v = (torch.randn(batch, heads, seq_k or seq, head_dim, generator=g).to(dtype)
+            for _ in range(2))
+    return q, k, v
+
+
+def relative_error(out, q, k, v, causal, scale=None):
+    want = reference(*(x.float().numpy() for x in (q, k, v)), causal=causal, scale=scale)
+    got = out.float().numpy()
+    assert np.isfinite(got).all()
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+@pytest.mark.parametrize("seq, causal, dtype", [
+    (64, False, torch.float16),           # one K/V tile, one query tile
+    (100, True, torch.bfloat16),          # tails: 100 = 64 + 36 keys; causal
+    (130, False, torch.bfloat16),         # 3 K/V tiles through 2 stages, 2 query tiles (tail 2)
+    (1, True, torch.float16),             # a single query and key
+])
+def test_head_dim_64(seq, causal, dtype):
+    q, k, v = qkv(1, 1, seq, 64, dtype)
+    out = flash_attention(q, k, v, causal=causal)
+    assert out.shape == q.shape and out.dtype == dtype
+    assert relative_error(out, q, k, v, causal) < TOL[dtype]
+
+
+@pytest.mark.parametrize("seq, causal, dtype", [(72, True, torch.bfloat16),
+                                                (65, False, torch.float16)])
+def test_head_dim_128_two_threads_per_row(seq, causal, dtype):
+    q, k, v = qkv(1, 1, seq, 128, dtype)
+    out = flash_attention(q, k, v, causal=causal)
+    assert relative_error(out, q, k, v, causal) < TOL[dtype]
+
+
+def test_batch_heads_grid_and_scale():
+    q, k, v = qkv(2, 2, 40, 64, torch.float16)
+    out = flash_attention(q, k, v, scale=0.3)
+    assert relative_error(out, q, k, v, False, scale=0.3) < TOL[torch.float16]
+
+
+def test_strided_bshd_view_and_ld_st_copies():
+    # (B, S, H, D) storage seen as (B, H, S, D): strides (S*H*D, D, H*D, 1), no copy
+    g = torch.Generator().manual_seed(3)
+    base = [torch.randn(1, 70, 2, 64, generator=g).to(torch.bfloat16) for _ in range(3)]
+    q, k, v = (x.transpose(1, 2) for x in base)
+    assert not q.is_contiguous()
+    out = flash_attention(q, k, v, causal=True)
+    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+    # an element offset of 1 breaks 16-byte alignment: the wrapper falls back to ld/st copies
+    flat = torch.randn(1 + 70 * 64, generator=g).to(torch.bfloat16)
+    kk = flat[1:].view(1, 1, 70, 64)
+    out2 = flash_attention(q[:, :1], kk, kk, causal=False)
+    assert relative_error(out2, q[:, :1], kk, kk, False) < TOL[torch.bfloat16]
+
+
+def test_more_keys_than_queries_with_three_stages():
+    q, k, v = qkv(1, 1, 20, 64, torch.float16, seq_k=150)
+    fa = FlashAttention(head_dim=64, dtype=ws.Float16, num_stages=3)
+    out = torch.empty_like(q)
+    flash_attention_kernel[fa.grid(1, 1, 20), fa.threads](fa, q, k, v, out)
+    assert relative_error(out, q, k, v, False) < TOL[torch.float16]
+
+
+def test_example_main_runs_in_the_simulator():
+    spec = importlib.util.spec_from_file_location(
+        "ex_flash_attention", os.path.join(ROOT, "examples", "flash_attention.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(batch=1, heads=1, seq=33, head_dim=64, causal=True) < 1e-2
+
+
+def test_policy_and_wrapper_errors():
+    with pytest.raises(ValueError, match="head_dim must be 64 or 128"):
+        FlashAttention(head_dim=96)
+    with pytest.raises(ValueError, match=r"consumer threads\) must be 128 or 256.*tile_m=64 or "
+                                         r"128"):
+        FlashAttention(head_dim=128, tile_m=256)
+    with pytest.raises(ValueError, match="more than the SM's 65536"):
+        FlashAttention(head_dim=64, tile_m=256, mma_regs=256)
+    q, k, v = qkv(1, 1, 8, 64, torch.float32)
+    with pytest.raises(ws.ArgumentError, match="expected one of f16 or bf16"):
+        flash_attention(q, k, v)
+    q, k, v = qkv(1, 1, 8, 32)
+    with pytest.raises(ws.ArgumentError, match="head dimension D = 32"):
+        flash_attention(q, k, v)
+    q, k, v = qkv(1, 1, 8, 64)
+    fa = FlashAttention(head_dim=64, dtype=ws.Float16)
+    with pytest.raises(ws.OperandError, match=r"(?s)tensor q's dtype: expected Float16, got "
+                                              r"'BFloat16'.*Fix: make the policy with "
+                                              r"dtype=ws.BFloat16"):
+        flash_attention_kernel[fa.grid(1, 1, 8), fa.threads](fa, q, k, v, torch.empty_like(q))
+
+
+def test_one_policy_one_kernel():
+    q, k, v = qkv(1, 1, 16, 64)
+    flash_attention(q, k, v)
+    before = flash_attention_kernel.trace_count
+    flash_attention(*qkv(1, 3, 24, 64, seed=1))       # new sizes, same types: no retrace
+    assert flash_attention_kernel.trace_count == before

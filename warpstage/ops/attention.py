@@ -1,0 +1,136 @@
+"""``ws.ops.flash_attention``: scaled dot-product attention with the warp-specialized
+FlashAttention kernel (``attention_kernel.py``), called like torch's
+``scaled_dot_product_attention``.
+
+The tensors may be torch tensors (CUDA tensors run on the GPU; CPU tensors, or any tensor when
+the target is 'sim', run in the CPU simulator; the launch layer picks) or numpy arrays
+(simulator). Only this module's host code looks at them; the kernel sees them through warpstage's
+tensor arguments, strides included, so non-contiguous views need no copy.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from ..errors import ArgumentError
+from ..runtime.tensors import as_tensor_arg
+from .attention_kernel import FlashAttention, flash_attention_kernel
+
+__all__ = ["flash_attention", "launch", "policy_for", "reference"]
+
+_WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
+
+
+def launch(fa: FlashAttention, q, k, v, o) -> None:
+    """Run the kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o (o has q's shape).
+    Grid ``fa.grid(B, H, S_q)``, block ``fa.threads``; the launch layer passes
+    ``fa.smem_bytes`` of dynamic shared memory."""
+    batch, heads, seq_q, _ = q.shape
+    grid = fa.grid(batch, heads, seq_q)
+    if grid[1] > 65535:
+        raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
+                            "(CUDA's grid.y limit). Fix: split the batch into several calls")
+    flash_attention_kernel[grid, fa.threads](fa, q, k, v, o)
+
+
+@functools.lru_cache(maxsize=64)
+def policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float, copy: str,
+               tile_m: int = 128, tile_n: int = 64, num_stages: int = 2) -> FlashAttention:
+    """The FlashAttention policy for a configuration (cached: one object per configuration,
+    so repeated calls reuse the compiled kernel's key cheaply)."""
+    import warpstage as ws
+    return FlashAttention(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
+                          softmax_scale=scale, copy=copy, tile_m=tile_m, tile_n=tile_n,
+                          num_stages=num_stages)
+
+
+def _describe(name: str, x):
+    ta = as_tensor_arg(x, name)
+    if ta is None:
+        raise ArgumentError(f"flash_attention: {name} is a {type(x).__name__}; expected a tensor "
+                            "(torch, numpy) of shape (B, H, S, D). Fix: pass tensors as for "
+                            "torch.nn.functional.scaled_dot_product_attention")
+    if ta.ndim != 4:
+        raise ArgumentError(f"flash_attention: {name} has shape {tuple(ta.shape)}; expected 4 "
+                            "dimensions (B, H, S, D). Fix: add the batch/head dimensions "
+                            "(x[None, None]) or reshape")
+    return ta
+
+
+def _cp_async_ok(ta) -> bool:
+    """16-byte cp.async copies need a 16-byte aligned base, D contiguous and every other stride
+    a multiple of 8 elements (16 bytes)."""
+    return (ta.data_ptr % 16 == 0 and ta.strides[3] == 1
+            and all(s % 8 == 0 for s in ta.strides[:3]))
+
+
+def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 64,
+                    num_stages: int = 2):
+    """softmax(q @ k^T * scale [+ causal mask]) @ v, like
+    ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
+
+    ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H, S_k, D); fp16 or bf16, all one dtype and device;
+    D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``:
+    key j is masked for query i when j > i (top-left aligned). ``scale``: default 1/sqrt(D).
+    Returns a new contiguous (B, H, S_q, D) tensor of q's dtype, on q's device (torch in, torch
+    out; numpy in, numpy out). fp32 accumulation.
+
+    Raises ArgumentError for shapes, dtypes or devices the kernel does not take (the message
+    says which and the fix)."""
+    tq, tk, tv = _describe("q", q), _describe("k", k), _describe("v", v)
+    dtype = _WS_DTYPES.get(str(tq.dtype))
+    if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
+        raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
+                            f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
+                            ".to(torch.bfloat16) (or float16) each of them")
+    batch, heads, seq_q, head_dim = tq.shape
+    if head_dim not in (64, 128):
+        raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; this kernel takes "
+                            "64 or 128. Fix: pad D to 64/128 with zeros (and keep the scale)")
+    if tk.shape != tv.shape or tk.shape[:2] != (batch, heads) or tk.shape[3] != head_dim:
+        raise ArgumentError(f"flash_attention: shapes q {tuple(tq.shape)}, k {tuple(tk.shape)}, "
+                            f"v {tuple(tv.shape)}; expected q (B, H, S_q, D) and k, v (B, H, "
+                            "S_k, D) with the same B, H and D (no broadcasting, no grouped "
+                            "heads). Fix: expand or repeat k and v to H heads")
+    devices = [(t.device, t.device_index) for t in (tq, tk, tv)]
+    if len(set(devices)) != 1:
+        raise ArgumentError(f"flash_attention: q, k, v are on devices {devices}; expected one "
+                            "device. Fix: move them to the same device")
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    o = _empty_like(q, (batch, heads, seq_q, head_dim))
+    if batch * heads * seq_q == 0:
+        return o
+    if tk.shape[2] == 0:
+        raise ArgumentError("flash_attention: k and v have no keys (S_k = 0); the softmax of "
+                            "an empty row is undefined. Fix: pass at least one key")
+    copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"
+    fa = policy_for(head_dim, dtype, bool(causal), scale, copy, tile_n=tile_n,
+                    num_stages=num_stages)
+    launch(fa, q, k, v, o)
+    return o
+
+
+def _empty_like(x, shape):
+    """A new contiguous tensor of ``shape`` with x's dtype and device (torch) or a numpy array."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+        return torch.empty(shape, dtype=x.dtype, device=x.device)
+    import numpy as np
+    return np.empty(shape, dtype=x.dtype)
+
+
+def reference(q, k, v, causal: bool = False, scale=None):
+    """Attention in float64 numpy (for tests and the demo): q (B, H, S_q, D), k and v
+    (B, H, S_k, D) as numpy arrays (any float dtype); returns (B, H, S_q, D) float64."""
+    import numpy as np
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    if causal:
+        i = np.arange(q.shape[2])[:, None]
+        j = np.arange(k.shape[2])[None, :]
+        s = np.where(j > i, -np.inf, s)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("bhij,bhjd->bhid", p, v)
