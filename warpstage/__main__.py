@@ -44,7 +44,7 @@ def _demo_one(ws, name, kern, args, run) -> bool:
         t0 = time.perf_counter()
         err = run()
         print(f"ran on the GPU in {1e3 * (time.perf_counter() - t0):.1f} ms (first call, "
-              f"includes load)")
+              f"includes torch's CUDA start-up and the module load)")
     else:
         print("no GPU here: compiled to cubin only; running the same IR in the CPU simulator")
         err = run()
@@ -100,6 +100,8 @@ def cache_cmd(action: str) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="warpstage", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"warpstage {__version__}")
     sub = p.add_subparsers(dest="cmd")
     sub.add_parser("demo", help="compile and run the examples")
     sub.add_parser("info", help="versions, target and toolchain")
