@@ -222,3 +222,9 @@ def test_device_functions_inline_unless_asked_not_to():
 
     ptx = ws.compile(k, ws.Tensor[ws.Int32, 1], ws.Int32).ptx
     assert ".func" in ptx and "outlined" in ptx and "inlined" not in ptx
+
+
+def test_cluster_must_divide_the_grid():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ws.LaunchError, match=r"grid \(3, 1, 1\) is not a whole number of clusters \(2, 1, 1\)"):
+        scale_copy(x, x, 4, 1.0, grid=3, block=32, cluster=2)

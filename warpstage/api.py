@@ -126,7 +126,12 @@ def _type_placeholder(value, ann):
 
 class Kernel:
     """A ``@ws.kernel``: launch with ``kern[grid, block](*args)`` (optionally
-    ``kern[grid, block, smem_bytes, stream]``) or ``kern(*args, grid=..., block=...)``."""
+    ``kern[grid, block, smem_bytes, stream]``) or ``kern(*args, grid=..., block=..., smem=...,
+    stream=..., cluster=...)``. ``grid``/``block``/``cluster``: an int or 1-3 ints (x fastest);
+    ``grid`` counts CTAs; ``cluster`` (CTAs per thread-block cluster, launched with
+    cuLaunchKernelEx) must divide it; ``smem_bytes``: dynamic shared memory on top of what the
+    kernel's ``ws.smem.allocate`` calls need; ``stream``: an int CUstream or an object with
+    ``cuda_stream`` (default: torch's current stream when torch tensors are passed, else 0)."""
 
     def __init__(self, fn, options: Optional[CompileOptions] = None):
         self.fn = fn
@@ -274,14 +279,15 @@ class Kernel:
         self._last_launch = (config, launch)
         return launch
 
-    def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, **kwargs):
+    def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, cluster=None,
+                 **kwargs):
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
                                    "call a @ws.jit device function instead")
         if grid is None or block is None:
             raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
                               "kern(*args, grid=..., block=...)")
-        return _Launch(self, grid, block, smem, stream)(*args, **kwargs)
+        return _Launch(self, grid, block, smem, stream, cluster)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
@@ -305,9 +311,9 @@ def _user_error(e: Exception) -> Exception:
 
 
 class _Launch:
-    __slots__ = ("kernel", "grid", "block", "smem", "stream")
+    __slots__ = ("kernel", "grid", "block", "smem", "stream", "cluster")
 
-    def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None):
+    def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None, cluster=None):
         self.kernel = kernel
         self.grid = _dim3(grid, "grid")
         self.block = _dim3(block, "block")
@@ -315,12 +321,21 @@ class _Launch:
             raise LaunchError(f"smem must be a non-negative int (bytes), got {smem!r}")
         self.smem = smem
         self.stream = stream
+        self.cluster = None
+        if cluster is not None:
+            c = _dim3(cluster, "cluster")
+            bad = [d for d, (g, n) in enumerate(zip(self.grid, c)) if g % n]
+            if bad:
+                raise LaunchError(f"grid {self.grid} is not a whole number of clusters {c} (in "
+                                  f"dimension {'xyz'[bad[0]]}); make each grid dimension a "
+                                  "multiple of the cluster's")
+            self.cluster = c
 
     def __call__(self, *args, **kwargs):
         k = self.kernel
         values = k._bind(args, kwargs)
         try:
-            return launch(k, values, self.grid, self.block, self.smem, self.stream)
+            return launch(k, values, self.grid, self.block, self.smem, self.stream, self.cluster)
         except Exception as e:
             if k.options.debug:
                 raise

@@ -15,13 +15,13 @@ def set_target(name) -> None:
     _set(name)
 
 
-def launch(kernel, values, grid, block, smem, stream):
+def launch(kernel, values, grid, block, smem, stream, cluster=None):
     target = get_target()
     ck, leaves = kernel.specialize(values, block, target)
     if ck.dynamic_smem > smem:
         smem = ck.dynamic_smem
     if target == "cuda":
-        return _launch_cuda(ck, leaves, grid, block, smem, stream)
+        return _launch_cuda(ck, leaves, grid, block, smem, stream, cluster)
     return _launch_sim(ck, leaves, grid, block, smem)
 
 
@@ -36,7 +36,7 @@ def _runtime():
     return _rt
 
 
-def _launch_cuda(ck, leaves, grid, block, smem, stream):
+def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
     TensorArg, require_device, current_stream = _rt or _runtime()
     launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
     tensors = []
@@ -51,7 +51,10 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream):
         stream = current_stream(tensors)
     elif not isinstance(stream, int):
         stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
-    launcher.launch(grid, block, smem, stream, leaves)
+    if cluster is not None:
+        launcher.launch_cluster(grid, block, cluster, smem, stream, leaves)
+    else:
+        launcher.launch(grid, block, smem, stream, leaves)
 
 
 def _launch_sim(ck, leaves, grid, block, smem):

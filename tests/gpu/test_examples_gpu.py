@@ -104,3 +104,19 @@ def test_block_over_device_limit_is_refused():
     a = torch.zeros(10, device="cuda")
     with pytest.raises(ws.LaunchError, match="1024"):
         vadd.vector_add[1, 2048](a, a, a, 10)
+
+
+def test_cluster_launch_and_3d_blocks():
+    @ws.kernel
+    def where(out: ws.Tensor):
+        tx, ty, tz = ws.arch.thread_idx()
+        bx, _, _ = ws.arch.block_idx()
+        nx, ny, _ = ws.arch.block_dim()
+        t = tx + nx * (ty + ny * tz)
+        out[bx, t] = bx * 1000 + t
+
+    out = torch.full((4, 64), -1, device="cuda", dtype=torch.int32)
+    where(out, grid=4, block=(8, 4, 2), cluster=(2, 1, 1))
+    torch.cuda.synchronize()
+    ref = torch.arange(4, device="cuda")[:, None] * 1000 + torch.arange(64, device="cuda")[None, :]
+    assert torch.equal(out, ref.int())
