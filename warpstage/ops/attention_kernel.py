@@ -292,21 +292,3 @@ def flash_attention_kernel(fa: ws.Static[FlashAttention], q: ws.Tensor, k: ws.Te
     fa.check(q, k, v, o)
     storage = ws.smem.allocate(fa.SharedStorage)
     attention_body(fa, q, k, v, o, storage)
-    inline_device_functions()
-
-
-def inline_device_functions() -> None:
-    """Mark every device function of the kernel being traced ``alwaysinline`` (IR function
-    attribute ``inline = "always"``, which the backend already lowers).
-
-    Why: ``@ws.jit`` functions become LLVM functions with internal linkage, and LLVM declines to
-    inline a large one even with a single call site (``attention_body`` with both roles for
-    D = 128 was left as a ``.func`` with a 256-byte parameter stack frame). The roles' code,
-    with their ``setmaxnreg``, must be one if/else inside the kernel entry for ptxas to
-    allocate each branch its own register budget. A workaround until ``@ws.jit`` has an
-    inlining option."""
-    from ..frontend.trace import current
-    for fn in current("inline_device_functions()").module.functions:
-        if not fn.is_kernel:
-            fn.attrs["inline"] = "always"
-
