@@ -10,7 +10,7 @@ OUT=${OUT:-/tmp/ws-out}; mkdir -p "$OUT"
 } 2>&1 | tee "$OUT/env.txt"
 python3 -m pytest -m gpu -q -x -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -40
 # SASS checks (need nvdisasm, which the GPU machine has): USETMAXREG where setmaxnreg is used
-python3 -m pytest -q -p no:cacheprovider -k "sass or SASS or usetmaxreg" tests/lang tests/examples 2>&1 | tee "$OUT/pytest_sass.txt" | tail -5
+python3 -m pytest -q -p no:cacheprovider -k "setmaxnreg_sets or survives_to_sass" -rs tests/lang tests/examples 2>&1 | tee "$OUT/pytest_sass.txt" | tail -5
 python3 -m warpstage demo 2>&1 | tee "$OUT/demo.txt" | tail -12
 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch_overhead.txt"
 python3 benchmarks/compile_time.py 2>&1 | tee "$OUT/compile_time.txt"
