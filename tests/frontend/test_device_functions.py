@@ -1,6 +1,7 @@
 """@ws.jit device functions: template-like specialization on static arguments, methods of
 static config objects (whatever the receiver is named), mixed objects through calls and loops."""
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -157,3 +158,62 @@ def test_dynamic_value_where_static_needed_names_its_origin():
         k[1, 32](np.zeros(4, np.int32), 4)
     msg = str(ei.value)
     assert "parameter 'n'" in msg and "ws.Static" in msg
+
+
+@ws.struct
+class Problem:
+    scale: ws.Static[int]        # static: part of the key
+    x: ws.Tensor                 # dynamic leaves: pointer, shape, strides
+    n: ws.Int32
+
+
+class Args(NamedTuple):
+    x: object
+    bias: float
+
+
+class CuteStyle:
+    """A mixed object written for CuTe DSL: the alias names of the value protocol."""
+
+    def __init__(self, tag, value):
+        self.tag = tag
+        self.value = value
+
+    def __extract_mlir_values__(self):
+        return [self.value]
+
+    def __new_from_mlir_values__(self, values):
+        return CuteStyle(self.tag, values[0])
+
+
+@ws.kernel
+def mixed_params(p: Problem, a, c, out: ws.Tensor):
+    i = ws.arch.thread_idx()[0]
+    if i < p.n:
+        out[i] = p.x[i] * p.scale + a.x[i] + a.bias + c.value * c.tag
+
+
+def test_mixed_host_parameters_struct_namedtuple_and_cute_aliases():
+    import numpy as np
+    x = np.arange(40, dtype=np.float32)
+    y = np.ones(40, np.float32)
+    out = np.zeros(40, np.float32)
+    mixed_params[1, 64](Problem(3, x, 40), Args(y, 0.5), CuteStyle(2, 10), out)
+    np.testing.assert_allclose(out, x * 3 + 1 + 0.5 + 20)
+    table = ws.explain(mixed_params, Problem(3, x, 40), Args(y, 0.5), CuteStyle(2, 10), out,
+                       print_table=False)
+    assert "p.x.data" not in table and "x.data:!ptr<f32, global>" in table
+    mixed_params[1, 64](Problem(3, x, 20), Args(y, 1.5), CuteStyle(2, 1), out)   # new leaves only
+    assert mixed_params.trace_count == 1
+    mixed_params[1, 64](Problem(4, x, 40), Args(y, 0.5), CuteStyle(2, 10), out)  # static change
+    assert mixed_params.trace_count == 2
+
+
+def test_protocol_object_without_static_key_keys_its_other_attributes():
+    import numpy as np
+    out = np.zeros(40, np.float32)
+    x = np.zeros(40, np.float32)
+    mixed_params[1, 64](Problem(3, x, 40), Args(x, 0.0), CuteStyle(2, 10), out)
+    assert out[0] == 20
+    mixed_params[1, 64](Problem(3, x, 40), Args(x, 0.0), CuteStyle(5, 10), out)   # tag is static
+    assert out[0] == 50

@@ -223,8 +223,14 @@ class CompositeSpec(Spec):
             self.binding = ("mixed" if any(dyn) and not all(dyn) else
                             "dynamic" if all(dyn) and parts else "static")
         skel = template if kind in ("tuple", "list", "dict") else type(template)
-        skel_key = (len(template) if kind in ("tuple", "list") else
-                    tuple(template) if kind == "dict" else _skeleton_static_key(template, kind))
+        try:
+            skel_key = (len(template) if kind in ("tuple", "list") else
+                        tuple(template) if kind == "dict" else _skeleton_static_key(template, kind))
+        except UnkeyableError as e:
+            raise ArgumentError(
+                f"an argument of type {type(template).__name__} has static parts that cannot be "
+                f"keyed for the compile cache ({e}).\nFix: give {type(template).__name__} a "
+                "__static_key__() method returning a hashable tuple of its static fields.") from None
         self.key = (kind, skel_key, tuple(p.key for p in parts))
         tname = kind if kind in ("tuple", "list", "dict") else type(template).__name__
         self.desc = f"{tname}(" + ", ".join(f"{n}: {p.desc}" for n, p in zip(names, parts)) + ")"
@@ -262,10 +268,18 @@ class CompositeSpec(Spec):
 
 
 def _skeleton_static_key(template, kind):
+    """The key of a composite's static skeleton: ``__static_key__()`` when defined; for a
+    value-protocol object without one, its attributes other than the extracted dynamic leaves
+    (so a static field such as a tag or a stage count is never silently ignored)."""
     from .static_key import class_key
     t = type(template)
     if kind == "proto" and hasattr(t, "__static_key__"):
         return (class_key(t), static_key(template.__static_key__()))
+    if kind == "proto" and hasattr(template, "__dict__"):
+        leaves = [id(v) for v in _host_parts(template, "proto", None)]
+        rest = tuple((n, static_key(v)) for n, v in sorted(vars(template).items())
+                     if id(v) not in leaves)
+        return (class_key(t), rest)
     return class_key(t)
 
 
