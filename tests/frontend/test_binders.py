@@ -39,3 +39,22 @@ def test_fast_key_and_leaves_match_classify(value, ann):
 @pytest.mark.parametrize("value", [(1, 2), [1.0], {"a": 1}, P(1)])
 def test_composites_take_the_full_path(value):
     assert not make_binder(None, False, _tensor_adapter)(value, [], [])
+
+
+@pytest.mark.parametrize("make", [
+    lambda torch: torch.zeros(4, 6),
+    lambda torch: torch.zeros(4, 6, dtype=torch.float16)[:, ::2],
+    lambda torch: torch.zeros(3, 5, dtype=torch.bfloat16).t(),
+    lambda torch: torch.zeros(7, dtype=torch.int32)[1:],          # base not 16-byte aligned
+])
+def test_torch_fast_path_matches_classify(make):
+    torch = pytest.importorskip("torch")
+    t = make(torch)
+    for _ in range(2):                     # the second call uses the memoized geometry key
+        keys, leaves = [], []
+        assert make_binder(ws.Tensor, False, _tensor_adapter)(t, keys, leaves)
+        spec = classify(t, ws.Tensor, "t", tensor_adapter=_tensor_adapter)
+        full = []
+        spec.host_leaves(t, full)
+        assert keys == [spec.key]
+        assert leaves[0].data_ptr == full[0].data_ptr and leaves[1:] == full[1:]

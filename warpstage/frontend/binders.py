@@ -10,6 +10,7 @@ key that was never cached, so it always takes the full path, which raises.
 from __future__ import annotations
 
 from ..lang.pointer import PointerSpec
+from ..runtime.tensors import _KIND_BY_TYPE, _TORCH_DTYPES, TensorArg
 from ..lang.scalars import HostScalar, Scalar
 from ..lang.tensor import Tensor, TensorSpec
 from .binding_time import _StaticAnnotation, tensor_key
@@ -51,6 +52,8 @@ def make_binder(annotation, self_rule: bool, adapter):
         return bind_scalar
     if annotation is Tensor or isinstance(annotation, TensorSpec):
         def bind_tensor(v, keys, leaves):
+            if _KIND_BY_TYPE.get(type(v)) == "torch" and _bind_torch(v, keys, leaves):
+                return True
             ta = adapter(v)
             if ta is None:
                 return False
@@ -80,6 +83,8 @@ def make_binder(annotation, self_rule: bool, adapter):
             keys.append(_BOOL_KEY)
             leaves.append(v)
             return True
+        if _KIND_BY_TYPE.get(t) == "torch" and _bind_torch(v, keys, leaves):
+            return True
         ta = adapter(v)
         if ta is not None:
             keys.append(tensor_key(ta))
@@ -96,6 +101,42 @@ def make_binder(annotation, self_rule: bool, adapter):
             return False
         return True
     return bind_auto
+
+
+_GEOMETRY_KEYS: dict = {}   # (dtype, shape, strides, base address mod 16) -> the tensor's key
+
+
+def _bind_torch(v, keys, leaves) -> bool:
+    """A torch tensor's key and leaves in one pass (the common launch argument): the same
+    result as ``as_tensor_arg`` + ``tensor_key``, with the key memoized by geometry. False for
+    anything unusual (an unseen dtype, another device type); the caller then takes the general
+    path, which explains the problem."""
+    dt = _TORCH_DTYPES.get(v.dtype)
+    if dt is None:
+        return False
+    if v.is_cuda:
+        device, index = "cuda", v.get_device()
+    elif v.is_cpu:
+        device, index = "cpu", None
+    else:
+        return False
+    shape = v.shape
+    strides = v.stride()
+    ptr = v.data_ptr()
+    ta = TensorArg(ptr, shape, strides, dt, device, index, v, "torch")
+    g = (dt.name, shape, strides, ptr & 15)
+    key = _GEOMETRY_KEYS.get(g)
+    if key is None:
+        if len(_GEOMETRY_KEYS) > 4096:
+            _GEOMETRY_KEYS.clear()
+        key = _GEOMETRY_KEYS[g] = tensor_key(ta)
+    keys.append(key)
+    leaves.append(ta)
+    leaves.extend(shape)
+    for s in strides:
+        if s != 1:
+            leaves.append(s)
+    return True
 
 
 def _tensor_leaves(ta, leaves) -> None:
