@@ -83,8 +83,10 @@ def test_recompile_warning_names_the_changing_parameter():
         warnings.simplefilter("always")
         for v in range(4):
             k[1, 32](out, v)
-    msgs = [str(w.message) for w in rec if issubclass(w.category, ws.RecompileWarning)]
+    hits = [w for w in rec if issubclass(w.category, ws.RecompileWarning)]
+    msgs = [str(w.message) for w in hits]
     assert len(msgs) == 1
+    assert hits[0].filename == __file__           # points at the launch in user code
     assert "specialized 3 times" in msgs[0] and "#2: v changed" in msgs[0]
 
 

@@ -265,7 +265,7 @@ class Kernel:
             warnings.warn(f"kernel {self.__qualname__} has been specialized {len(self._keys)} times "
                           f"(limit {limit}). Each recompile was caused by:\n{lines}\nFix: annotate "
                           "a parameter that varies as dynamic, or move varying values out of static "
-                          "objects.", RecompileWarning, stacklevel=4)
+                          "objects.", RecompileWarning, stacklevel=_user_stacklevel())
 
     # -- launch ----------------------------------------------------------------------------
     def __getitem__(self, config) -> "_Launch":
@@ -291,6 +291,17 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel of the first caller outside warpstage (the user's line)."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _user_error(e: Exception) -> Exception:
