@@ -230,3 +230,70 @@ def test_cluster_must_divide_the_grid():
     x = np.zeros(4, np.float32)
     with pytest.raises(ws.LaunchError, match=r"grid \(3, 1, 1\) is not a whole number of clusters \(2, 1, 1\)"):
         scale_copy(x, x, 4, 1.0, grid=3, block=32, cluster=2)
+
+
+def test_overflow_is_checked_on_cache_hits_too():
+    x = np.zeros(4, np.float32)
+    scale_copy[1, 32](x, x, 4, 1.0)
+    with pytest.raises(ws.ArgumentError, match="overflows Float32"):
+        scale_copy[1, 32](x, x, 4, 1e40)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)overflows it.*Fix"):
+        scale_copy[1, 32](x, x, 2 ** 40, 1.0)
+
+
+def test_attribute_names_are_not_guarded_as_globals():
+    @ws.struct
+    class S:
+        n: ws.Int32
+
+    @ws.kernel
+    def k(a, o: ws.Tensor):
+        o[0] = ws.Float32(a.n)
+
+    o = np.zeros(1, np.float32)
+    g = globals()
+    try:
+        for i in range(3):
+            g["n"] = i                    # an unrelated global that shares the attribute's name
+            k[1, 32](S(5), o)
+    finally:
+        g.pop("n", None)
+    assert k.trace_count == 1 and o[0] == 5
+
+
+def test_device_function_changes_arguments_in_place():
+    @ws.struct
+    class St:
+        stages: ws.Static[int]
+        index: ws.Int32
+        phase: ws.Int32
+
+    @ws.jit
+    def adv(s):
+        s.index += 1
+        if s.index == s.stages:
+            s.index = 0
+            s.phase ^= 1
+
+    @ws.jit
+    def bump(acc, v):
+        acc[0] = acc[0] + v
+
+    @ws.kernel
+    def k(out: ws.Tensor, n: ws.Int32):
+        s = St(3, 2, 1)
+        adv(s)
+        out[0] = s.index
+        out[1] = s.phase
+        acc = [n]
+        bump(acc, 5)
+        out[2] = acc[0]
+        t = St(3, 0, 0)
+        for _ in range(n):
+            adv(t)
+        out[3] = t.index
+        out[4] = t.phase
+
+    out = np.zeros(5, np.int32)
+    k[1, 32](out, 7)
+    np.testing.assert_array_equal(out, [0, 0, 12, 1, 0])

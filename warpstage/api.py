@@ -383,7 +383,9 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
     try:
         ck, _ = kern.specialize(values, _dim3(block, "block"), target or "compile", placeholders=True)
         ck.cubin
-    except WarpstageError as e:
+    except Exception as e:
+        if kern.options.debug:
+            raise
         raise _user_error(e) from None
     return ck
 

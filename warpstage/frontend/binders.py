@@ -23,6 +23,20 @@ _I64_KEY = ("scalar", "i64")
 _F32_KEY = ("scalar", "f32")
 _BOOL_KEY = ("scalar", "i1")
 _I32_MIN, _I32_MAX, _I64_MIN, _I64_MAX = -2 ** 31, 2 ** 31 - 1, -2 ** 63, 2 ** 63 - 1
+_F32_MAX, _INF = 3.4028234663852886e38, float("inf")
+
+
+def _range_of(t):
+    """(lo, hi) of the values a parameter of scalar type ``t`` takes without an error (floats:
+    the finite range, with inf and nan let through)."""
+    if t.is_float:
+        return ((-float("inf"), float("inf")) if t.bits == 64 else
+                (-65504.0, 65504.0) if t.bits == 16 and t.name == "f16" else (-_F32_MAX, _F32_MAX))
+    if t.is_bool:
+        return (0, 1)
+    if t.is_signed:
+        return (-2 ** (t.bits - 1), 2 ** (t.bits - 1) - 1)
+    return (0, 2 ** t.bits - 1)
 
 
 def make_binder(annotation, self_rule: bool, adapter):
@@ -38,6 +52,8 @@ def make_binder(annotation, self_rule: bool, adapter):
     if isinstance(annotation, type) and issubclass(annotation, Scalar) and annotation.ir_type is not None:
         key = ("scalar", annotation.ir_type.name)
 
+        lo, hi = _range_of(annotation.ir_type)
+
         def bind_scalar(v, keys, leaves):
             t = type(v)
             if t is HostScalar:
@@ -46,6 +62,8 @@ def make_binder(annotation, self_rule: bool, adapter):
                 v = v.value
             elif t is not int and t is not float and t is not bool:
                 return False                   # numpy scalars etc.: checked on the full path
+            if not lo <= v <= hi:
+                return False                   # out of range: the full path explains it
             keys.append(key)
             leaves.append(v)
             return True
@@ -76,6 +94,8 @@ def make_binder(annotation, self_rule: bool, adapter):
             leaves.append(v)
             return True
         if t is float:
+            if not -_F32_MAX <= v <= _F32_MAX and v == v and v not in (_INF, -_INF):
+                return False                   # overflows Float32: the full path explains it
             keys.append(_F32_KEY)
             leaves.append(v)
             return True

@@ -423,7 +423,8 @@ def _is_np_generic(value) -> bool:
 
 def _check_float_range(v: float, dtype, name: str) -> None:
     """A finite float that becomes inf in ``dtype`` is an error, like an int overflow."""
-    limit = _FLOAT_MAX[dtype.ir_type.bits]
+    t = dtype.ir_type
+    limit = _FLOAT_MAX[32] if t.name == "bf16" else _FLOAT_MAX[t.bits]   # bf16 has f32's range
     if v == v and abs(v) != float("inf") and abs(v) > limit:
         raise ArgumentError(f"parameter '{name}': the float {v!r} overflows {dtype.__name__} "
                             f"(largest finite value {limit:g}).\nFix: annotate the parameter "

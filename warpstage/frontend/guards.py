@@ -8,6 +8,7 @@ kernel. A guard stores the value's identity and its static key; a hit compares i
 from __future__ import annotations
 
 import builtins
+import dis
 import types
 
 from .static_key import UnkeyableError, static_key
@@ -19,8 +20,19 @@ _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, type, 
               types.FunctionType, types.BuiltinFunctionType)
 
 
+_GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
+_NAMES_CACHE: dict = {}
+
+
 def _names(code, out: set) -> None:
-    out.update(code.co_names)
+    """The global names ``code`` (and the code nested in it) reads — not attribute names, which
+    share ``co_names`` with globals (guarding those would retrace whenever an unrelated global
+    of the same name changed)."""
+    names = _NAMES_CACHE.get(code)
+    if names is None:
+        names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_OPS}
+        _NAMES_CACHE[code] = names
+    out.update(names)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _names(c, out)

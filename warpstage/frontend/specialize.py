@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import ir
 from ..errors import CompilationError
+from .contents import assign_in_place
 from .static_key import UnkeyableError, static_key
 from .trace import TraceContext, current
 from .values import flatten, skeleton_key, unflatten
@@ -54,10 +55,11 @@ def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attr
 
 
 class _DeviceSpecialization:
-    __slots__ = ("function", "ret_skel", "ret_templates", "tracing")
+    __slots__ = ("function", "ret_skel", "ret_templates", "tracing", "mutated")
 
     def __init__(self, function):
         self.function = function
+        self.mutated = []           # (argument index, skeleton, leaf templates) changed in place
         self.ret_skel = None
         self.ret_templates = []
         self.tracing = True
@@ -106,9 +108,16 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
             ret_skel, ret_leaves = flatten(result)
             spec.ret_skel = ret_skel
             spec.ret_templates = ret_leaves
-            fn.result_types = [lf.value.type for lf in ret_leaves]
+            # arguments the body changed in place come back as extra results (see _changed)
+            out_leaves = list(ret_leaves)
+            for i, (before, arg) in enumerate(zip(skels, call_args)):
+                after = _changed(before, arg, fn.args)
+                if after is not None:
+                    spec.mutated.append((i, after[0], after[1]))
+                    out_leaves.extend(after[1])
+            fn.result_types = [lf.value.type for lf in out_leaves]
             b.loc = None
-            b.return_([lf.value for lf in ret_leaves])
+            b.return_([lf.value for lf in out_leaves])
         finally:
             b.block = saved_block
             b.loc = call_loc
@@ -117,4 +126,29 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         raise CompilationError(f"@ws.jit function {jit_fn.__qualname__} calls itself with the same "
                                "static arguments; recursion is not supported on the GPU")
     results = b.call(spec.function, [lf.value for lf in leaves])
-    return unflatten(spec.ret_skel, [t._rewrap(r) for t, r in zip(spec.ret_templates, results)])
+    n = len(spec.ret_templates)
+    for i, skel, templates in spec.mutated:       # write the callee's changes back in place
+        part = results[n:n + len(templates)]
+        n += len(templates)
+        assign_in_place(values[i], unflatten(skel, [t._rewrap(r) for t, r in zip(templates, part)]))
+    return unflatten(spec.ret_skel, [t._rewrap(r) for t, r in
+                                     zip(spec.ret_templates, results[:len(spec.ret_templates)])])
+
+
+def _changed(before, arg, params):
+    """(skeleton, leaves) of argument ``arg`` after the body ran, if the body changed it in place
+    (a mutable object: list, dict, struct, protocol object) — else None. Arguments are passed by
+    reference as in Python: a change the callee makes to an argument's contents is seen by the
+    caller after the call."""
+    from .contents import _is_root_kind
+    if not _is_root_kind(arg):
+        return None
+    after, leaves = flatten(arg)
+    param_ids = {id(p) for p in params}
+    try:
+        same = skeleton_key(after, static_key) == skeleton_key(before, static_key)
+    except UnkeyableError:
+        same = False
+    if same and all(id(lf.value) in param_ids for lf in leaves):
+        return None
+    return after, leaves
