@@ -56,8 +56,16 @@ def launch(fa: FlashAttention, q, k, v, o):
 
 
 def random_qkv(batch, heads, seq, head_dim, dtype="bfloat16", device="cpu", seed=0):
-    """Three (B, H, S, D) torch tensors with standard-normal entries."""
-    import torch
+    """Three (B, H, S, D) tensors with standard-normal entries: torch tensors when torch is
+    installed, else (CPU only) numpy float16 arrays — numpy has no bfloat16."""
+    try:
+        import torch
+    except ImportError:
+        if device != "cpu":
+            raise
+        rng = np.random.default_rng(seed)
+        return [rng.standard_normal((batch, heads, seq, head_dim)).astype(np.float16)
+                for _ in range(3)]
     g = torch.Generator().manual_seed(seed)
     dt = getattr(torch, dtype)
     return [torch.randn(batch, heads, seq, head_dim, generator=g).to(dt).to(device)
@@ -75,13 +83,21 @@ def main(batch=1, heads=2, seq=100, head_dim=64, causal=True, dtype="bfloat16"):
         import torch
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    want = reference(*(x.float().cpu().numpy() for x in (q, k, v)), causal=causal)
-    got = out.float().cpu().numpy()
+    want = reference(*(_numpy(x) for x in (q, k, v)), causal=causal)
+    got = _numpy(out)
+    dtype = str(getattr(q, "dtype", dtype)).replace("torch.", "")
     rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     print(f"flash_attention B={batch} H={heads} S={seq} D={head_dim} causal={causal} {dtype} on "
           f"{ws.get_target()}: max error {np.abs(got - want).max():.3g}, relative {rel:.3g} "
           f"({seconds:.2f} s, first call includes compiling)")
     return rel
+
+
+def _numpy(x):
+    """A float32 numpy copy of a torch tensor (any device) or numpy array."""
+    if hasattr(x, "detach"):
+        return x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=np.float32)
 
 
 def benchmark(batch=2, heads=8, seq=1024, head_dim=64, causal=False, dtype="bfloat16",
