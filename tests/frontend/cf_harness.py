@@ -111,3 +111,32 @@ def run_sim(fn, args, types, result_type="i32", module=None):
     values = [mem.register(a) if isinstance(a, np.ndarray) else a for a in args]
     sim.run(module, "k", (1,), (1,), values + [mem.register(out)], mem, echo=False)
     return out[0].item()
+
+
+def differential_check(path, src: str, inputs, run_traced) -> None:
+    """Write program ``src`` to ``path``, run ``prog(a, b)`` for each input pair in plain Python,
+    trace it, and assert ``run_traced(module, a, b, floats)`` agrees. Inputs on which Python reads
+    an unbound temporary, and programs warpstage rejects for one, are skipped (hypothesis
+    ``assume``)."""
+    import importlib.util
+    from hypothesis import assume
+    from warpstage.errors import UnboundVariableError
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    floats = "fv = 0.5" in src
+    expected = {}
+    for a, b in inputs:
+        try:
+            expected[a, b] = mod.prog(a, b)
+        except UnboundLocalError:
+            pass                   # Python reads an unbound temporary: not comparable
+    assume(expected)
+    try:
+        module, _ = trace(mod.prog, "i32", "i32", store=ir.f32 if floats else ir.i32)
+    except UnboundVariableError:
+        assume(False)              # stricter than Python: a temporary unbound on some path
+    for (a, b), want in expected.items():
+        got = run_traced(module, mod.prog, a, b, floats)
+        assert got == want, f"prog({a}, {b}) differs: {got} != {want}\n{src}"

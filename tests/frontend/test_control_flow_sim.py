@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cf_harness import run_sim, sim_available, trace
+from cf_harness import differential_check, run_sim, sim_available, trace
 from cf_programs import programs
 from warpstage import ir
 from warpstage.lang.scalars import Int32
@@ -172,23 +172,6 @@ _counter = itertools.count()
 @given(src=programs(), inputs=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)),
                                        min_size=3, max_size=3))
 def test_random_programs_agree_with_python(program_dir, src, inputs):
-    path = program_dir / f"prog_{next(_counter)}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    floats = "fv = 0.5" in src
-    expected = {}
-    for a, b in inputs:
-        try:
-            expected[a, b] = mod.prog(a, b)
-        except UnboundLocalError:
-            pass                   # Python reads an unbound temporary: not comparable
-    assume(expected)
-    try:
-        module, _ = trace(mod.prog, "i32", "i32", store=ir.f32 if floats else ir.i32)
-    except UnboundVariableError:
-        assume(False)              # stricter than Python: a temporary unbound on some path
-    for (a, b), want in expected.items():
-        got = run_sim(mod.prog, (a, b), (), "f32" if floats else "i32", module=module)
-        assert got == want, f"prog({a}, {b}) differs: {got} != {want}\n{src}"
+    differential_check(program_dir / f"prog_{next(_counter)}.py", src, inputs,
+                       lambda module, prog, a, b, floats: run_sim(
+                           prog, (a, b), (), "f32" if floats else "i32", module=module))

@@ -1,7 +1,6 @@
 """Differential testing of control flow on the GPU: the random programs of
 tests/frontend/cf_programs.py run as plain Python and as compiled kernels on the device, and must
 agree. Example count: WARPSTAGE_DIFF_EXAMPLES_GPU (default 40)."""
-import importlib.util
 import itertools
 import os
 import sys
@@ -9,16 +8,15 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frontend"))
-from cf_harness import trace  # noqa: E402
+from cf_harness import differential_check  # noqa: E402
 from cf_programs import programs  # noqa: E402
 
 from warpstage import ir  # noqa: E402
 from warpstage.backend import assemble, emit_ptx, lower  # noqa: E402
-from warpstage.errors import UnboundVariableError  # noqa: E402
 from warpstage.options import CompileOptions  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -56,24 +54,5 @@ def program_dir(tmp_path_factory):
 @given(src=programs(), inputs=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)),
                                        min_size=3, max_size=3))
 def test_random_programs_agree_with_python_on_gpu(program_dir, src, inputs):
-    path = program_dir / f"prog_{next(_counter)}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    floats = "fv = 0.5" in src
-    expected = {}
-    for a, b in inputs:
-        try:
-            expected[a, b] = mod.prog(a, b)
-        except UnboundLocalError:
-            pass
-    assume(expected)
-    try:
-        module, _ = trace(mod.prog, "i32", "i32", store=ir.f32 if floats else ir.i32)
-    except UnboundVariableError:
-        assume(False)
-    run = gpu_runner(module, floats)
-    for (a, b), want in expected.items():
-        got = run(a, b)
-        assert got == want, f"prog({a}, {b}) differs on the GPU: {got} != {want}\n{src}"
+    differential_check(program_dir / f"prog_{next(_counter)}.py", src, inputs,
+                       lambda module, prog, a, b, floats: gpu_runner(module, floats)(a, b))
