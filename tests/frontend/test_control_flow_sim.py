@@ -4,20 +4,18 @@ The differential test draws random programs (cf_programs.py) over ints and float
 if/elif/for/while/break/continue/return/ternary/and/or and compares each with Python on a few
 inputs. Its example count is WARPSTAGE_DIFF_EXAMPLES (default 60).
 """
-import importlib.util
 import itertools
 import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cf_harness import differential_check, run_sim, sim_available, trace
 from cf_programs import programs
 from warpstage import ir
 from warpstage.lang.scalars import Int32
-from warpstage.frontend.merge import UnboundVariableError
 
 pytestmark = pytest.mark.skipif(not sim_available(), reason="warpstage.sim is not available")
 
