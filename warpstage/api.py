@@ -11,7 +11,7 @@ import inspect
 import time
 import typing
 import warnings
-from typing import Any, Optional
+from typing import Optional
 
 from . import persist
 from .compiled import STAGE_COUNTS, CompiledKernel
@@ -20,7 +20,7 @@ from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
 from .frontend.guards import collect_guards, guards_hold
 from .frontend.specialize import call_device_function, trace_kernel
-from .frontend.static_key import class_key, code_key
+from .frontend.static_key import code_key
 from .frontend.trace import maybe_current
 from .options import CompileOptions, default_options
 

@@ -222,7 +222,6 @@ class CompositeSpec(Spec):
         else:
             self.binding = ("mixed" if any(dyn) and not all(dyn) else
                             "dynamic" if all(dyn) and parts else "static")
-        skel = template if kind in ("tuple", "list", "dict") else type(template)
         try:
             skel_key = (len(template) if kind in ("tuple", "list") else
                         tuple(template) if kind == "dict" else _skeleton_static_key(template, kind))
@@ -313,7 +312,7 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     if isinstance(annotation, _StaticAnnotation):
         annotation.check(value, name)
         return StaticSpec(value, 1, name)
-    if annotation is not None and annotation is not inspect_empty:
+    if annotation is not None:
         spec = _by_dynamic_annotation(value, annotation, name, tensor_adapter)
         if spec is not None:
             return spec
@@ -370,13 +369,6 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
         raise ArgumentError(f"parameter '{name}': a traced dynamic value cannot be passed to a "
                             "kernel launch from inside a kernel")
     return StaticSpec(value, 7, name)
-
-
-class _Empty:
-    pass
-
-
-inspect_empty = _Empty   # replaced with inspect.Parameter.empty by the api layer's callers
 
 
 def _by_dynamic_annotation(value, ann, name, tensor_adapter) -> Optional[Spec]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..errors import UnboundVariableError, WarpstageError  # noqa: F401 (re-exported)
+from ..errors import UnboundVariableError  # noqa: F401 (re-exported)
 from .source import format_location, user_location
 
 __all__ = ["Unbound", "UnboundVariableError", "UNDEF"]

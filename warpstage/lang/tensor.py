@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
-from ..frontend.trace import builder
 from .pointer import Pointer
-from .scalars import DTYPES, Int32, Int64, Scalar, as_dynamic
+from .scalars import DTYPES, Int32, Scalar, as_dynamic
 
 __all__ = ["Tensor", "TensorSpec"]
 
