@@ -19,7 +19,7 @@ from ..lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, 
 from ..lang.tensor import Tensor, TensorSpec, make_tensor, tensor_abi
 from .static_key import UnkeyableError, static_key
 from .trace import Origin
-from .values import has_protocol
+from .values import extract, has_protocol, rebuild
 
 __all__ = ["Static", "Constexpr", "Spec", "classify", "RULES"]
 
@@ -260,10 +260,7 @@ class CompositeSpec(Spec):
             for n, v in zip(self.names, vals):
                 object.__setattr__(obj, n, v)
             return obj
-        t = type(self.template)
-        if hasattr(t, "__new_from_values__"):
-            return self.template.__new_from_values__(vals)
-        return self.template.__new_from_mlir_values__(vals)
+        return rebuild(self.template, vals)
 
 
 def _skeleton_static_key(template, kind):
@@ -289,9 +286,7 @@ def _host_parts(value, kind, names):
         return [value[n] for n in names]
     if kind == "dataclass":
         return [getattr(value, n) for n in names]
-    t = type(value)
-    return list(value.__extract_values__() if hasattr(t, "__extract_values__")
-                else value.__extract_mlir_values__())
+    return extract(value)
 
 
 def _field_annotation(cls, name):

@@ -40,7 +40,8 @@ from ..lang.scalars import DTYPES, Scalar, _literal_type, fits, promote_types
 from .static_key import static_key
 from .trace import builder
 from .unbound import UNDEF, Unbound, UnboundVariableError, _Undef
-from .values import _extract, _rebuild, flatten, has_protocol, is_leaf, skeleton_key, unflatten
+from .values import extract as _extract, flatten, has_protocol, is_leaf, skeleton_key, unflatten
+from .values import rebuild as _rebuild
 
 __all__ = ["Unbound", "UnboundVariableError", "UNDEF", "Conflict", "plan", "same_shape",
            "has_slots", "types", "materialize", "rebuild", "describe", "quote"]

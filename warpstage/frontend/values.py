@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["flatten", "unflatten", "is_leaf", "Skeleton", "has_protocol", "skeleton_key"]
+__all__ = ["flatten", "unflatten", "is_leaf", "Skeleton", "has_protocol", "skeleton_key", "extract",
+           "rebuild"]
 
 
 def is_leaf(x) -> bool:
@@ -33,14 +34,16 @@ def has_protocol(x) -> bool:
     return (hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__")) and not is_leaf(x)
 
 
-def _extract(x):
+def extract(x) -> list:
+    """The dynamic values of a value-protocol object (either spelling of the protocol)."""
     t = type(x)
     if hasattr(t, "__extract_values__"):
         return list(x.__extract_values__())
     return list(x.__extract_mlir_values__())
 
 
-def _rebuild(x, values):
+def rebuild(x, values):
+    """``x``'s skeleton around new ``values`` (either spelling of the protocol)."""
     t = type(x)
     if hasattr(t, "__new_from_values__"):
         return x.__new_from_values__(values)
@@ -76,7 +79,7 @@ def _flatten(x, leaves) -> Skeleton:
         leaves.append(x)
         return Skeleton("leaf", x)
     if has_protocol(x):
-        values = _extract(x)
+        values = extract(x)
         return Skeleton("proto", x, [_flatten(v, leaves) for v in values])
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         names = [f.name for f in dataclasses.fields(x)]
@@ -110,7 +113,7 @@ def _unflatten(s: Skeleton, it):
         return s.data
     parts = [_unflatten(c, it) for c in s.children]
     if k == "proto":
-        return _rebuild(s.data, parts)
+        return rebuild(s.data, parts)
     if k == "dataclass":
         cls, names = s.data
         obj = object.__new__(cls)
