@@ -3,6 +3,7 @@
 cp.async and atomics."""
 import importlib.util
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lang"))
+# The kernels are the simulator tests' own (tests/lang): the same code runs on both targets.
+from test_arch_sync import arrive_then_sync, indices, warp_softmax, warp_specialized  # noqa: E402
+from test_smem import Pair, Staging, elected_arrivals, histogram, reverse_via_cp_async  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
 
@@ -57,16 +63,6 @@ def test_mbarrier_pipeline_many_tiles_per_cta():
     assert torch.equal(out, x * 2 + 1)
 
 
-@ws.kernel
-def indices(out: ws.Tensor):
-    t = ws.arch.thread_idx()[0]
-    out[t, 0] = ws.arch.lane_idx()
-    out[t, 1] = ws.arch.warp_idx()
-    out[t, 2] = ws.arch.warpgroup_idx()
-    out[t, 3] = ws.arch.make_warp_uniform(t)
-    out[t, 4] = ws.Int32(ws.arch.elect_one())
-
-
 def test_indices_uniform_and_elect():
     out = torch.full((384, 5), -1, dtype=torch.int32, device="cuda")
     indices[1, 384](out)
@@ -77,24 +73,6 @@ def test_indices_uniform_and_elect():
     assert got[:, 2].tolist() == (t // 128).tolist()
     assert got[:, 3].tolist() == (t // 32 * 32).tolist()
     assert got[:, 4].reshape(12, 32).sum(axis=1).tolist() == [1] * 12    # one leader per warp
-
-
-@ws.kernel
-def warp_softmax(x: ws.Tensor, out: ws.Tensor, n_cols: ws.Int32):
-    row = ws.arch.block_idx()[0]
-    lane = ws.arch.lane_idx()
-    m = ws.Float32(-float("inf"))
-    for j in range(lane, n_cols, 32):
-        m = ws.math.max(m, ws.Float32(x[row, j]))
-    for k in ws.static_range(5):
-        m = ws.math.max(m, ws.arch.shfl_xor_sync(m, 16 >> k))
-    s = ws.Float32(0.0)
-    for j in range(lane, n_cols, 32):
-        s = s + ws.math.exp2((ws.Float32(x[row, j]) - m) * LOG2E)
-    for k in ws.static_range(5):
-        s = s + ws.arch.shfl_xor_sync(s, 1 << k)
-    for j in range(lane, n_cols, 32):
-        out[row, j] = ws.math.exp2((ws.Float32(x[row, j]) - m) * LOG2E) / s
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -141,56 +119,12 @@ def test_shuffles_and_votes():
     assert votes.cpu().tolist() == [[0, 1, 0, (1 << 3) | (1 << 17)]] * 32
 
 
-@ws.kernel
-def arrive_then_sync(out: ws.Tensor, rounds: ws.Int32):
-    t = ws.arch.thread_idx()[0]
-    buf = ws.smem.allocate(ws.smem.Array[ws.Int32, (64,)])
-    warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
-    total = ws.Int32(0)
-    for r in range(rounds):
-        if warp < 2:
-            buf[t] = r * 100 + t
-            ws.arch.barrier_arrive(1, 128)
-            ws.arch.barrier_sync(2, 128)
-        else:
-            ws.arch.barrier_sync(1, 128)
-            total = total + buf[t - 64]
-            ws.arch.barrier_arrive(2, 128)
-    out[t] = total
-
-
 def test_named_barrier_arrive_and_sync():
     out = torch.zeros(128, dtype=torch.int32, device="cuda")
     arrive_then_sync[1, 128, 256](out, 50)
     torch.cuda.synchronize()
     t = np.arange(64)
     assert out[64:].cpu().tolist() == (sum(r * 100 for r in range(50)) + 50 * t).tolist()
-
-
-class Staging:
-    buf: ws.smem.Array[ws.Float32, (128,), 128]
-    bar: ws.smem.MbarrierArray[1]
-
-
-@ws.kernel
-def reverse_via_cp_async(x: ws.Tensor, out: ws.Tensor, use_mbarrier: ws.Static[bool]):
-    s = ws.smem.allocate(Staging)
-    t = ws.arch.thread_idx()[0]
-    base = ws.arch.block_idx()[0] * 128
-    if t == 0:
-        s.bar[0].init(32)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
-    ws.copy.cp_async(s.buf.ptr + t * 4, x.ptr + (base + t * 4), 16)
-    if ws.static(use_mbarrier):
-        ws.copy.cp_async_mbarrier_arrive(s.bar[0])
-        s.bar[0].wait(0)
-    else:
-        ws.copy.commit_group()
-        ws.copy.wait_group(0)
-        ws.arch.sync_threads()
-    for j in ws.static_range(4):
-        out[base + j * 32 + t] = s.buf[127 - (j * 32 + t)]
 
 
 @pytest.mark.parametrize("use_mbarrier", [False, True])
@@ -202,21 +136,6 @@ def test_cp_async(use_mbarrier):
     assert torch.equal(out.view(64, 128), x.view(64, 128).flip(1))
 
 
-@ws.kernel
-def histogram(x: ws.Tensor, hist: ws.Tensor, n: ws.Int32):
-    s = ws.smem.allocate(ws.smem.Array[ws.Int32, (8,)])
-    t = ws.arch.thread_idx()[0]
-    if t < 8:
-        s[t] = 0
-    ws.arch.sync_threads()
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + t
-    if i < n:
-        ws.atomic_add(s.ptr + x[i], 1)
-    ws.arch.sync_threads()
-    if t < 8:
-        ws.atomic_add(hist.ptr + t, s[t])
-
-
 def test_histogram_atomics():
     x = torch.randint(0, 8, (100_000,), dtype=torch.int32, device="cuda")
     hist = torch.zeros(8, dtype=torch.int32, device="cuda")
@@ -225,54 +144,12 @@ def test_histogram_atomics():
     assert torch.equal(hist, torch.bincount(x, minlength=8).to(torch.int32))
 
 
-class Pair:
-    vals: ws.smem.Array[ws.Int32, (32,)]
-    bars: ws.smem.MbarrierArray[1]
-
-
-@ws.kernel
-def elected_arrivals(out: ws.Tensor, n: ws.Int32):
-    """One mbarrier alternating full (even phases) / empty (odd phases); see tests/lang."""
-    s = ws.smem.allocate(Pair)
-    lane = ws.arch.lane_idx()
-    if ws.arch.thread_idx()[0] == 0:
-        s.bars[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
-    if ws.arch.make_warp_uniform(ws.arch.warp_idx()) == 0:
-        for i in range(n):
-            s.bars[0].wait(1)
-            s.vals[lane] = i * 32 + lane
-            ws.arch.sync_warp()
-            if ws.arch.elect_one():
-                s.bars[0].arrive()
-    else:
-        for i in range(n):
-            s.bars[0].wait(0)
-            out[i * 32 + lane] = s.vals[lane]
-            ws.arch.sync_warp()
-            if ws.arch.elect_one():
-                s.bars[0].arrive()
-
-
 def test_elected_mbarrier_ping_pong():
     n = 1000
     out = torch.zeros(n * 32, dtype=torch.int32, device="cuda")
     elected_arrivals[1, 64, ws.smem.size_of(Pair)](out, n)
     torch.cuda.synchronize()
     assert torch.equal(out, torch.arange(n * 32, dtype=torch.int32, device="cuda"))
-
-
-@ws.kernel
-def warp_specialized(out: ws.Tensor):
-    t = ws.arch.thread_idx()[0]
-    wg = ws.arch.make_warp_uniform(ws.arch.warpgroup_idx())
-    if wg == 0:
-        ws.arch.setmaxnreg_decrease(40)
-        out[t] = 1
-    else:
-        ws.arch.setmaxnreg_increase(232)
-        out[t] = 2
 
 
 def test_setmaxnreg_kernel_runs():

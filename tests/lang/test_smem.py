@@ -338,12 +338,13 @@ class Staging:
 @ws.kernel
 def reverse_via_cp_async(x: ws.Tensor, out: ws.Tensor, use_mbarrier: ws.Static[bool]):
     s = ws.smem.allocate(Staging)
+    base = ws.arch.block_idx()[0] * 128   # each CTA reverses its own 128 floats
     t = ws.arch.thread_idx()[0]
     if t == 0:
         s.bar[0].init(32)
         ws.arch.fence_mbarrier_init()
     ws.arch.sync_threads()
-    ws.copy.cp_async(s.buf.ptr + t * 4, x.ptr + t * 4, 16)
+    ws.copy.cp_async(s.buf.ptr + t * 4, x.ptr + (base + t * 4), 16)
     if ws.static(use_mbarrier):
         ws.copy.cp_async_mbarrier_arrive(s.bar[0])
         s.bar[0].wait(0)
@@ -352,7 +353,7 @@ def reverse_via_cp_async(x: ws.Tensor, out: ws.Tensor, use_mbarrier: ws.Static[b
         ws.copy.wait_group(0)
         ws.arch.sync_threads()
     for j in ws.static_range(4):
-        out[j * 32 + t] = s.buf[127 - (j * 32 + t)]
+        out[base + j * 32 + t] = s.buf[127 - (j * 32 + t)]
 
 
 @pytest.mark.parametrize("use_mbarrier", [False, True])
