@@ -29,7 +29,7 @@ from typing import Optional
 
 from .compiled import STAGE_COUNTS, CompiledKernel
 from .errors import ArgumentError, UnsupportedError
-from .frontend.static_key import UnkeyableError, code_key, static_key
+from .frontend.static_key import UnkeyableError, code_key, is_stable, static_key
 from .ir.types import parse_type
 from .options import CompileOptions
 from .runtime import cache
@@ -66,8 +66,11 @@ def _toolchain(options: CompileOptions) -> tuple:
     return llvm_version(), (ptxas_version(path) if path else "driver-jit")
 
 
-def spec_key(kernel, specs: list, block: tuple) -> str:
-    """The disk key (64 hex digits) of one specialization of ``kernel`` for the PTX targets."""
+def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
+    """The disk key (64 hex digits) of one specialization of ``kernel`` for the PTX targets, or
+    None when a parameter's key has no process-independent text (``static_key.EqualityKey``)."""
+    if not all(is_stable(s.key) for s in specs):
+        return None
     fn = kernel.fn
     opts = kernel.options
     parts = (_fingerprint(), _toolchain(opts),
@@ -81,9 +84,10 @@ def spec_key(kernel, specs: list, block: tuple) -> str:
 
 def _key_repr(value) -> Optional[str]:
     try:
-        return repr(static_key(value))
+        key = static_key(value)
     except (UnkeyableError, RecursionError):
         return None
+    return repr(key) if is_stable(key) else None
 
 
 def stable_guards(kernel, guards) -> Optional[list]:
@@ -228,7 +232,8 @@ def lookup(kernel, specs: list, block: tuple, target: str) -> Optional[CompiledK
     unreadable entry)."""
     if target not in DISK_TARGETS:
         return None
-    entry = cache.get(spec_key(kernel, specs, block))
+    key = spec_key(kernel, specs, block)
+    entry = cache.get(key) if key is not None else None
     if entry is None or entry.get("format") != FORMAT:
         return None
     try:
@@ -247,12 +252,13 @@ def store(kernel, ck: CompiledKernel, specs: list, block: tuple, target: str) ->
     for the simulator target or guards that cannot be stored stably."""
     if target not in DISK_TARGETS:
         return False
+    key = spec_key(kernel, specs, block)
     guards = stable_guards(kernel, ck.guards)
-    if guards is None:
+    if guards is None or key is None:
         return False
     entry = entry_of(ck, guards)
     try:
-        stored = cache.put(spec_key(kernel, specs, block), entry)
+        stored = cache.put(key, entry)
     except (TypeError, ValueError) as e:       # a field that is not plain data: a warpstage bug
         warnings.warn(f"warpstage: kernel {ck.name} was not stored in the disk cache: its entry "
                       f"is not plain data ({e}). Please report this.", RuntimeWarning, stacklevel=3)

@@ -321,3 +321,64 @@ def test_cli_cache_info_and_clear(tmp_path):
     assert f"path: {cache.path()}" in out and "entries: 1" in out
     assert "removed 1 entry" in cli("clear")
     assert "entries: 0" in cli("info")
+
+
+# -- keys of hashable static objects -------------------------------------------------------------
+
+class _Collides:
+    """Hashable, no attributes to key structurally, every instance hashing alike."""
+    __slots__ = ()
+
+    def __init__(self, tag):
+        _TAGS[id(self)] = tag
+
+    def __eq__(self, other):
+        return type(other) is _Collides and _TAGS[id(self)] == _TAGS[id(other)]
+
+    def __hash__(self):
+        return 7
+
+
+_TAGS: dict = {}
+
+
+def _with_policy(a: ws.Tensor, policy: ws.Static):
+    a[0] = a[0] + 1.0
+
+
+def test_colliding_hashes_do_not_share_a_key():
+    from warpstage.frontend.static_key import is_stable, static_key
+    x, y, x2 = _Collides("x"), _Collides("y"), _Collides("x")
+    assert static_key(x) != static_key(y)            # same hash(), not equal
+    assert static_key(x) == static_key(x2)           # equal objects share a specialization
+    assert not is_stable(static_key(x))
+    k = ws.kernel(_with_policy)
+    assert key_of(k, T1, x) is None                  # never named in the disk cache
+
+
+def test_frozen_dataclass_with_strings_is_keyed_by_its_fields():
+    import dataclasses
+    from warpstage.frontend.static_key import is_stable, static_key
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        name: str
+        tile: int
+    assert static_key(Cfg("a", 64)) == static_key(Cfg("a", 64))
+    assert static_key(Cfg("a", 64)) != static_key(Cfg("b", 64))
+    assert is_stable(static_key(Cfg("a", 64)))
+    assert "'a'" in repr(static_key(Cfg("a", 64)))    # the text, not hash("a"), which varies
+
+
+def test_static_key_text_is_the_same_under_another_hash_seed():
+    code = ("import dataclasses; from warpstage.frontend.static_key import static_key\n"
+            "@dataclasses.dataclass(frozen=True)\nclass Cfg:\n    name: str\n"
+            "print(repr(static_key(Cfg('attention'))))")
+    outs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        outs.add(p.stdout.strip().replace("__main__", "m"))
+    assert len(outs) == 1, outs

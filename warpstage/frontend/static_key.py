@@ -4,8 +4,11 @@ A key never contains ``id()``: it must be the same in a new process, so the disk
 a cubin. In order: ``__static_key__()``; plain data (None, bool, int, float, str, bytes, tuples,
 lists, dicts, frozensets); classes and modules by qualified name; functions by code, defaults and
 closure; enums by class and name; an object with Python's default identity hash by its class and
-a structural key of its attributes (so mutating a config object recompiles); otherwise the
-object's own ``hash()``. What cannot be keyed raises ``UnkeyableError``.
+a structural key of its attributes (so mutating a config object recompiles); a hashable object
+with its own ``__eq__``/``__hash__`` also by its attributes when they can be keyed, else by the
+object itself (an ``EqualityKey``: compared with ``==``, so two unequal objects whose hashes
+collide never share a specialization; such a key has no stable text, so that specialization is
+not stored in the disk cache). What cannot be keyed raises ``UnkeyableError``.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import enum
 import hashlib
 import types
 
-__all__ = ["static_key", "UnkeyableError", "class_key", "code_key"]
+__all__ = ["static_key", "UnkeyableError", "class_key", "code_key", "EqualityKey", "is_stable"]
 
 
 class UnkeyableError(TypeError):
@@ -86,9 +89,52 @@ def static_key(v, _depth: int = 0):
                                  "__static_key__")
         return ("obj", class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
     try:
-        return ("hash", class_key(t), hash(v))
+        hash(v)
     except TypeError as e:
         raise UnkeyableError(str(e)) from None
+    attrs = _attributes(v)
+    if attrs:
+        try:
+            return ("obj", class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
+        except UnkeyableError:
+            pass
+    return ("eq", class_key(t), EqualityKey(v))
+
+
+class EqualityKey:
+    """A key part standing for a hashable static object that has no structural key: equal to
+    another exactly when the objects compare equal (``==``), hashed by the object's ``hash()``.
+    Its text is not reproducible in another process, so keys holding one are not persisted."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value):
+        self.value = value
+        self._hash = hash(value)
+
+    def __eq__(self, other):
+        if type(other) is not EqualityKey or self._hash != other._hash:
+            return False
+        try:
+            return bool(self.value == other.value)
+        except Exception:       # a user __eq__ that fails: treat as different
+            return False
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"EqualityKey({type(self.value).__qualname__})"
+
+
+def is_stable(key) -> bool:
+    """True if ``key`` (a static key or a tuple of them) holds no ``EqualityKey``: its repr is the
+    same in every process, so it may name a disk-cache entry."""
+    if type(key) is EqualityKey:
+        return False
+    if type(key) is tuple:
+        return all(is_stable(k) for k in key)
+    return True
 
 
 def _attributes(v):
