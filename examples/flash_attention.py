@@ -1,15 +1,16 @@
-"""FlashAttention, warp-specialized: the program of DESIGN §1, running.
+"""FlashAttention, warp-specialized, on tensor cores: the program of DESIGN §1, running.
 
 The kernel is ``warpstage/ops/attention_kernel.py`` (it ships with the package so that
 ``ws.ops.flash_attention`` works anywhere). Its shape is DESIGN §1's::
 
     class FlashAttention:                    # a plain object: static by rule 7
-        def __init__(self, head_dim=64, causal=False, num_stages=2, producer_regs=40,
-                     mma_regs=232, tile_m=128, tile_n=64, ...): ...
+        def __init__(self, head_dim=64, causal=False, num_stages=3, producer_regs=40,
+                     mma_regs=232, tile_m=128, tile_n=128, ...): ...
         @ws.jit
         def load(self, q, k, v, pipeline, storage): ...      # producer warpgroup: K/V via cp.async
         @ws.jit
-        def mma(self, q, k, v, o, pipeline, storage): ...    # consumer warps: online softmax
+        def mma(self, q, k, v, o, pipeline, storage): ...    # consumer warps: mma.sync
+                                                              # S = Q K^T, online softmax, O += P V
 
     @ws.jit
     def attention_body(fa, q, k, v, o, storage):
@@ -144,7 +145,8 @@ def demo() -> bool:
              if ck.cubin else "no ptxas: cubin not built"))
     if ws.get_target() == "cuda":
         print("on the GPU: B=2, H=8, S=1024 against torch.nn.functional.scaled_dot_product_"
-              "attention (CUDA cores only, no tensor cores yet)")
+              "attention (mma.sync tensor cores; benchmarks/flash_attention.py has larger "
+              "shapes)")
         errs = [benchmark(head_dim=d, causal=c) for d in (64, 128) for c in (False, True)]
         return max(errs) < 5e-2
     print("no GPU here: running the same IR in the CPU simulator at a small size (B=1, H=1, "

@@ -6,13 +6,13 @@ dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-t
 from .api import RecompileWarning, compile, explain, jit, kernel
 from .compiled import CompiledKernel
 from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
-                     DeviceError, LaunchError, OperandError, OutOfBoundsError, PtxasError,
-                     SimulatorError, StaticAssertionError, UnboundVariableError,
-                     UnsupportedError, WarpstageError)
+                     DeviceError, LaunchError, LivelockError, OperandError, OutOfBoundsError,
+                     PtxasError, RaceError, SimulatorError, StaticAssertionError,
+                     UnboundVariableError, UnsupportedError, WarpstageError)
 from .frontend.binding_time import Constexpr, Static
 from .frontend.values import flatten, unflatten
 from . import ops
-from .lang import arch, copy, math, pipeline, smem
+from .lang import arch, copy, math, mma, pipeline, smem, tma, wgmma
 from .lang.atomic import (atomic_add, atomic_and, atomic_cas, atomic_exch, atomic_max, atomic_min,
                           atomic_or, atomic_xor)
 from .lang.control import const_expr, printf, range, range_constexpr, static, static_range
@@ -32,12 +32,14 @@ __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
     "Static", "Constexpr", "range", "static_range", "range_constexpr", "static", "const_expr",
     "printf", "struct", "flatten", "unflatten", "arch", "math", "smem", "copy", "pipeline", "ops",
+    "mma", "tma", "wgmma",
     "Pointer", "Tensor", "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_and",
     "atomic_or", "atomic_xor", "atomic_cas",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
     "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",
-    "DeadlockError", "DeviceError", "LaunchError", "OperandError", "OutOfBoundsError", "PtxasError",
-    "SimulatorError", "UnsupportedError", "UnboundVariableError", "StaticAssertionError",
+    "DeadlockError", "DeviceError", "LaunchError", "LivelockError", "OperandError",
+    "OutOfBoundsError", "PtxasError", "RaceError", "SimulatorError", "UnsupportedError",
+    "UnboundVariableError", "StaticAssertionError",
     "__version__", "load", "cache",
 ]

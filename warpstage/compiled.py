@@ -172,7 +172,11 @@ class CompiledKernel:
                 mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True)
             fn = driver.get_function(mod, self.name)
             self.timings["load"] = time.perf_counter() - t0
-            self._cuda = (mod, fn, Launcher(fn, [t for _, t in self.abi]))
+            # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
+            from ctypes import c_ubyte
+            from .ir.types import TensorMapType
+            types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in self.abi]
+            self._cuda = (mod, fn, Launcher(fn, types))
         return self._cuda[1], self._cuda[2]
 
     def __repr__(self) -> str:

@@ -11,7 +11,8 @@ from typing import Optional
 __all__ = [
     "WarpstageError", "CompilationError", "BindingTimeError", "ArgumentError", "PtxasError",
     "LaunchError", "DeviceError", "SimulatorError", "OutOfBoundsError", "DeadlockError",
-    "BarrierError", "UnsupportedError", "UnboundVariableError", "StaticAssertionError", "OperandError",
+    "LivelockError", "BarrierError", "RaceError", "UnsupportedError", "UnboundVariableError",
+    "StaticAssertionError", "OperandError",
 ]
 
 
@@ -80,6 +81,22 @@ class DeadlockError(SimulatorError):
 
 class BarrierError(SimulatorError):
     """Barrier misuse (mismatched counts, barrier in divergent code)."""
+
+
+class LivelockError(DeadlockError):
+    """Every live warp spins (a loop polling memory, its state unchanged) or waits, and none makes
+    progress; the message lists each warp's spin loop or wait point."""
+
+
+class RaceError(SimulatorError):
+    """Two shared-memory accesses, at least one a write, that no barrier, mbarrier wait or other
+    synchronization orders (found by the simulator's optional race detector). The message names
+    both: kind, warp and lane, byte range and file:line. ``accesses`` holds the two as
+    (kind, warp, lane, (first byte, end byte), 'file:line'), earlier first."""
+
+    def __init__(self, message: str, where: Optional[str] = None, accesses: tuple = ()):
+        super().__init__(message, where)
+        self.accesses = accesses
 
 
 class UnboundVariableError(WarpstageError, UnboundLocalError):

@@ -3,26 +3,59 @@ from __future__ import annotations
 
 from .errors import ArgumentError
 
-__all__ = ["launch", "set_target", "get_target"]
+__all__ = ["launch", "launch_specialized", "stream_handle", "set_target", "get_target"]
 
 
 from .runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
 
 
-def set_target(name) -> None:
-    """Force the target for this process: 'cuda', 'sim', or None for automatic."""
+def set_target(name, *, races=None) -> None:
+    """Force the target for this process: 'cuda', 'sim', or None for automatic.
+
+    ``races``: True turns on the simulator's shared-memory race detector for later simulated
+    launches (slower; a ``RaceError`` names both accesses of the first race), False turns it
+    off, None leaves it (default: off unless ``WARPSTAGE_SIM_RACES=1``). See docs/simulator.md.
+    """
+    if races and name == "cuda":
+        raise ArgumentError("ws.set_target('cuda', races=True): the race detector runs in the CPU "
+                            "simulator only. Fix: ws.set_target('sim', races=True).")
     from .runtime.target import set_target as _set
     _set(name)
+    if races is not None:
+        from .sim.run import set_races
+        set_races(races)
 
 
 def launch(kernel, values, grid, block, smem, stream, cluster=None):
+    """Specialize ``kernel`` for ``values`` (from the cache, or traced now) and launch it."""
     target = get_target()
     ck, leaves = kernel.specialize(values, block, target)
+    return launch_specialized(ck, leaves, target, grid, block, smem, stream, cluster)
+
+
+def launch_specialized(ck, leaves, target, grid, block, smem, stream, cluster=None):
+    """Launch the specialization ``ck`` with its ABI ``leaves`` on ``target``."""
     if ck.dynamic_smem > smem:
         smem = ck.dynamic_smem
     if target == "cuda":
         return _launch_cuda(ck, leaves, grid, block, smem, stream, cluster)
     return _launch_sim(ck, leaves, grid, block, smem)
+
+
+def stream_handle(stream) -> int:
+    """The int ``CUstream`` of a launch's ``stream=``: an int as is, else the object's
+    ``cuda_stream`` (torch) or ``ptr`` (cupy), else ``int(stream)``."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if handle is not None:
+            return handle
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"stream= must be an int CUstream handle or an object with "
+                            f"cuda_stream (torch) or ptr (cupy); got {stream!r}") from None
 
 
 _rt = None   # (TensorArg, require_device, current_stream), imported on the first GPU launch
@@ -50,7 +83,7 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
     if stream is None:
         stream = current_stream(tensors)
     elif not isinstance(stream, int):
-        stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
+        stream = stream_handle(stream)
     if cluster is not None:
         launcher.launch_cluster(grid, block, cluster, smem, stream, leaves)
     else:
@@ -62,10 +95,16 @@ def _launch_sim(ck, leaves, grid, block, smem):
     from .runtime.tensors import TensorArg
     memory = sim.Memory()
     copies = []
+    from .runtime.tensormap import TensorMapArg
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, TensorArg):
             host, writeback = _host_array(leaf, ck.abi[i][0].split(".")[0])
             leaves[i] = memory.register(host)
+            if writeback is not None:
+                copies.append(writeback)
+        elif isinstance(leaf, TensorMapArg):        # a TMA descriptor: map its tensor
+            host, writeback = _host_array(leaf.tensor_arg, ck.abi[i][0].split(".")[0])
+            leaves[i] = leaf.sim_map(memory.register(host))
             if writeback is not None:
                 copies.append(writeback)
     result = sim.run(ck.module, ck.name, grid, block, leaves, memory, smem_bytes=smem)

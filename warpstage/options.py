@@ -6,6 +6,7 @@ This is the only module that reads environment variables:
   WARPSTAGE_PTXAS       path to the ptxas executable
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
   WARPSTAGE_DEBUG       '1' turns on device-side asserts
+  WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Optional
 
-__all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas"]
+__all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas",
+           "env_sim_races"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,12 @@ def env_cache_dir() -> str:
 
 def env_ptxas() -> Optional[str]:
     return os.environ.get("WARPSTAGE_PTXAS") or None
+
+
+def env_sim_races() -> bool:
+    """Whether WARPSTAGE_SIM_RACES asks for the simulator's race detector ('1', 'true', 'yes',
+    'on'; anything else, or unset, is off). Read at each simulated launch that does not say."""
+    return os.environ.get("WARPSTAGE_SIM_RACES", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def default_options() -> CompileOptions:

@@ -83,3 +83,16 @@ def test_mbarrier_pipeline(stages):
     out = np.full_like(x, np.nan)
     pipeline.launch(cfg, x, out, ctas)
     np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+def test_every_example_has_a_simulator_test():
+    """Issue #6: every example also runs in the simulator in CI. Each examples/*.py must be loaded
+    by a CPU test (a test file outside tests/gpu naming it)."""
+    names = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py"))
+    texts = []
+    for folder, dirs, files in os.walk(os.path.join(ROOT, "tests")):
+        dirs[:] = [d for d in dirs if d not in ("gpu", "__pycache__")]
+        texts += [open(os.path.join(folder, f)).read() for f in files if f.endswith(".py")]
+    missing = [n for n in names if not any(f'"{n}"' in t or f"'{n}'" in t or f"{n}.py" in t
+                                           or f"examples.{n}" in t for t in texts)]
+    assert not missing, f"examples with no simulator test: {missing}"

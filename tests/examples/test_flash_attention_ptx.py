@@ -1,5 +1,5 @@
-"""Compile-only checks of the FlashAttention kernel (no GPU needed, ptxas needed): the register
-split reaches the SASS. ptxas honours ``setmaxnreg`` (SASS ``USETMAXREG``) only when the entry
+"""Compile-only checks of the FlashAttention kernel (no GPU needed, ptxas needed): the consumer
+runs on the tensor cores (mma.sync, ldmatrix) and the register split reaches the SASS. ptxas honours ``setmaxnreg`` (SASS ``USETMAXREG``) only when the entry
 has ``.maxntid`` and ``.minnctapersm 1`` and the roles sit in one if/else of the entry; otherwise
 it warns C7508 (or C7504 when compiled as a relocatable unit) and ignores it."""
 import shutil
@@ -20,10 +20,11 @@ def need_ptxas():
         pytest.skip("no ptxas found (nvidia-cuda-nvcc wheel, CUDA_HOME, PATH, WARPSTAGE_PTXAS)")
 
 
-@pytest.mark.parametrize("head_dim, threads, entry_regs", [(64, 256, 232), (128, 384, 168)])
+@pytest.mark.parametrize("head_dim, tile_m, threads, entry_regs",
+                         [(64, 128, 384, 168), (128, 128, 384, 168), (128, 64, 256, 232)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_register_split_survives_to_sass(head_dim, threads, entry_regs, causal):
-    fa = FlashAttention(head_dim=head_dim, causal=causal)
+def test_register_split_survives_to_sass(head_dim, tile_m, threads, entry_regs, causal):
+    fa = FlashAttention(head_dim=head_dim, causal=causal, tile_m=tile_m)
     assert fa.threads == threads
     T = ws.Tensor[ws.BFloat16, 4]
     ck = ws.compile(flash_attention_kernel, fa, T, T, T, T, block=(fa.threads, 1, 1))
@@ -35,6 +36,13 @@ def test_register_split_survives_to_sass(head_dim, threads, entry_regs, causal):
     assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
     assert ".func" not in ptx and "call.uni" not in ptx      # both roles inlined into the entry
     assert "cp.async.mbarrier.arrive.noinc" in ptx and "mbarrier.try_wait.parity" in ptx
+    # the consumer's tensor-core work per stage: S = Q K^T and O += P V, each
+    # (tile_n / 8) x (D / 16) m16n8k16 MMAs, K by ldmatrix.x4 and V by ldmatrix.x4.trans
+    mmas = fa.tile_n // 8 * head_dim // 16
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 2 * mmas
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == mmas // 2
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == mmas // 2
+    assert "ex2.approx" in ptx and "shfl.sync.bfly" in ptx
     log = ck.ptxas_log
     assert "C7508" not in log and "C7504" not in log and "ignored" not in log, log
     res = ck.resources

@@ -1,9 +1,11 @@
 """The FlashAttention kernel (warpstage/ops/attention_kernel.py, examples/flash_attention.py) in
 the CPU simulator against a float64 numpy reference: D = 64 and 128, causal and not, sequence
-lengths off the tile, both copy paths, strided views, the policy's errors. Sizes are small: the
-whole file runs in well under a minute on two cores."""
+lengths off the tile, both copy paths, strided views, other tilings and scales, shared memory
+that starts as NaN (with the race detector on), the policy's errors. Sizes are small: the whole
+file runs in well under a minute on two cores."""
 import importlib.util
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -58,7 +60,7 @@ def test_head_dim_64(seq, causal, dtype):
 
 @pytest.mark.parametrize("seq, causal, dtype", [(72, True, torch.bfloat16),
                                                 (65, False, torch.float16)])
-def test_head_dim_128_two_threads_per_row(seq, causal, dtype):
+def test_head_dim_128(seq, causal, dtype):
     q, k, v = qkv(1, 1, seq, 128, dtype)
     out = flash_attention(q, k, v, causal=causal)
     assert relative_error(out, q, k, v, causal) < TOL[dtype]
@@ -85,6 +87,45 @@ def test_strided_bshd_view_and_ld_st_copies():
     assert relative_error(out2, q[:, :1], kk, kk, False) < TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("scale", [-0.3, 0.0])
+def test_negative_and_zero_scale(scale):
+    # the online softmax takes the row max of scale * s, not of s, when scale <= 0
+    q, k, v = qkv(1, 1, 50, 64, torch.float16, seed=4)
+    out = flash_attention(q, k, v, causal=True, scale=scale)
+    assert relative_error(out, q, k, v, True, scale=scale) < TOL[torch.float16]
+
+
+@pytest.mark.parametrize("policy", [dict(head_dim=64, tile_m=64, tile_n=16, num_stages=3),
+                                    dict(head_dim=128, tile_m=64, tile_n=32, num_stages=1)])
+def test_one_consumer_warpgroup_small_tiles(policy):
+    fa = FlashAttention(dtype=ws.BFloat16, causal=True, **policy)
+    q, k, v = qkv(1, 1, 90, fa.head_dim, torch.bfloat16, seed=5)
+    out = torch.empty_like(q)
+    flash_attention_kernel[fa.grid(1, 1, 90), fa.threads](fa, q, k, v, out)
+    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_nan_filled_shared_memory_and_races(monkeypatch, aligned):
+    # A GPU leaves shared memory undefined; here every byte starts as 0xFF (bf16 NaN). The last
+    # K/V tile's rows past S_k must be zero-filled (P = 0 there, but 0 * NaN is NaN), and the race
+    # detector checks the ring's hand-over (cp.async or ld/st, and the tail's plain arrive).
+    monkeypatch.setitem(sys.modules["warpstage.sim.run"].run.__kwdefaults__, "smem_fill", 0xFF)
+    g = torch.Generator().manual_seed(6)
+    q = torch.randn(1, 1, 100, 64, generator=g).to(torch.bfloat16)
+    flat = torch.randn(2 * 100 * 64 + 8, generator=g).to(torch.bfloat16)
+    off = 0 if aligned else 1                       # 1: 2 bytes off 16-byte alignment: ld/st
+    k = flat[off:off + 6400].view(1, 1, 100, 64)
+    v = flat[6400 + 8:].view(1, 1, 100, 64)
+    ws.set_target("sim", races=True)
+    try:
+        for causal in (False, True):
+            out = flash_attention(q, k, v, causal=causal)
+            assert relative_error(out, q, k, v, causal) < TOL[torch.bfloat16]
+    finally:
+        ws.set_target("sim", races=False)
+
+
 def test_more_keys_than_queries_with_three_stages():
     q, k, v = qkv(1, 1, 20, 64, torch.float16, seq_k=150)
     fa = FlashAttention(head_dim=64, dtype=ws.Float16, num_stages=3)
@@ -104,11 +145,16 @@ def test_example_main_runs_in_the_simulator():
 def test_policy_and_wrapper_errors():
     with pytest.raises(ValueError, match="head_dim must be 64 or 128"):
         FlashAttention(head_dim=96)
-    with pytest.raises(ValueError, match=r"consumer threads\) must be 128 or 256.*tile_m=64 or "
-                                         r"128"):
+    with pytest.raises(ValueError, match=r"tile_m must be 64 or 128 .*consumer warps.*Fix: "
+                                         r"tile_m=128"):
         FlashAttention(head_dim=128, tile_m=256)
+    with pytest.raises(ValueError, match=r"tile_n \(keys per stage\) must be a multiple of 16"):
+        FlashAttention(head_dim=64, tile_n=40)
     with pytest.raises(ValueError, match="more than the SM's 65536"):
-        FlashAttention(head_dim=64, tile_m=256, mma_regs=256)
+        FlashAttention(head_dim=64, tile_m=128, mma_regs=256)
+    with pytest.raises(ValueError, match=r"need \d+ bytes of shared memory.*Fix: lower "
+                                         r"num_stages or tile_n"):
+        FlashAttention(head_dim=128, tile_n=256, num_stages=4)
     q, k, v = qkv(1, 1, 8, 64, torch.float32)
     with pytest.raises(ws.ArgumentError, match="expected one of f16 or bf16"):
         flash_attention(q, k, v)

@@ -1,7 +1,7 @@
 """The warp-specialized FlashAttention kernel on a real GPU against torch's
 scaled_dot_product_attention on float64 copies of the inputs: D = 64 and 128, causal and not,
-sequence lengths on and off the tiles, fp16 and bf16, strided (B, S, H, D) views, other policies
-(stages, two consumer warpgroups, ld/st copies)."""
+sequence lengths on and off the tiles, fp16 and bf16, strided (B, S, H, D) views, negative and
+other scales, other policies (stages, one consumer warpgroup, tile sizes, ld/st copies)."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -58,12 +58,13 @@ def test_non_contiguous_bshd_view(head_dim):
     assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("scale", [0.2, -0.3])
 @pytest.mark.parametrize("causal", [False, True])
-def test_fewer_queries_than_keys_and_scale(causal):
+def test_fewer_queries_than_keys_and_scale(causal, scale):
     q, k, v = qkv(1, 2, 100, 64, torch.float16, seq_k=1000)
-    out = flash_attention(q, k, v, causal=causal, scale=0.2)
+    out = flash_attention(q, k, v, causal=causal, scale=scale)
     torch.cuda.synchronize()
-    assert relative_error(out, q, k, v, causal, scale=0.2) < TOL[torch.float16]
+    assert relative_error(out, q, k, v, causal, scale=scale) < TOL[torch.float16]
 
 
 def test_misaligned_view_uses_ld_st_copies():
@@ -77,7 +78,8 @@ def test_misaligned_view_uses_ld_st_copies():
 
 @pytest.mark.parametrize("policy", [
     dict(head_dim=64, num_stages=1), dict(head_dim=64, num_stages=4, tile_n=32),
-    dict(head_dim=64, tile_m=256), dict(head_dim=128, tile_m=64, num_stages=3),
+    dict(head_dim=64, tile_m=64, tile_n=16), dict(head_dim=128, tile_m=64, num_stages=3),
+    dict(head_dim=128, tile_n=64, num_stages=2), dict(head_dim=64, tile_n=256, num_stages=2),
     dict(head_dim=128, copy="ld/st"), dict(head_dim=64, producer_regs=24, mma_regs=240),
 ])
 def test_other_policies(policy):

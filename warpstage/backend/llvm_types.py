@@ -6,6 +6,8 @@ Mapping (LLVM's NVPTX data layout; PTX ISA "Types" and "State Spaces"):
   i8/u8 ... i64/u64       iN (signedness lives in the op, not the type, as in LLVM)
   f16 / bf16 / f32 / f64  half / bfloat / float / double
   !ptr<T, space>          ptr addrspace(N): generic 0, global 1, shared 3, const 4, local 5
+  !tensormap              ptr (generic): the descriptor's address; a kernel parameter of this type
+                          is ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"`` (see lower.py)
 
 bf16 is LLVM's native ``bfloat`` type. llvmlite 0.50 has no class for it, so ``BFloatType`` adds
 one (its constants print as ``0xRXXXX``, LLVM's bfloat hex form). LLVM 22's NVPTX backend selects
@@ -19,7 +21,7 @@ import struct
 from llvmlite import ir
 from llvmlite.ir import types as _lltypes
 
-from ..ir.types import PointerType, ScalarType
+from ..ir.types import PointerType, ScalarType, TensorMapType
 
 __all__ = ["BFloatType", "ADDRSPACE", "llvm_type", "memory_type", "constant", "I1", "I8",
            "I32", "I64", "F32", "F64"]
@@ -60,6 +62,8 @@ def llvm_type(t) -> ir.Type:
         return ir.IntType(t.bits)
     if isinstance(t, PointerType):
         return ir.PointerType(addrspace=ADDRSPACE[t.space])
+    if isinstance(t, TensorMapType):
+        return ir.PointerType()
     raise TypeError(f"no LLVM type for IR type {t}")
 
 

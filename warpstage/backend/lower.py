@@ -15,6 +15,10 @@ Functions:
   ``"nvvm.maxnreg"`` -> ``.maxnreg`` (PTX ISA "Performance-Tuning Directives").
   ``attrs['noalias']``: True marks every pointer parameter ``noalias``, a collection of indices
   marks those; the caller promises the pointed-to memory does not overlap.
+  A ``!tensormap`` parameter (a TMA descriptor passed by value) is ``ptr byval([128 x i8])
+  align 64 "nvvm.grid_constant"`` -> PTX ``.param .align 64 .b8 p[128]``; its uses take the
+  parameter's generic address (``cvta.param``), which TMA instructions accept (PTX ISA
+  "Tensor-map"; CUDA ``__grid_constant__``).
 - A device function has internal linkage; zero results return void, one its value, several an
   LLVM literal struct. ``attrs['inline']``: 'always' / 'never' -> alwaysinline / noinline.
 
@@ -35,10 +39,11 @@ from llvmlite.ir.values import FunctionAttributes, MDValue
 
 from ..errors import CompilationError, WarpstageError
 from ..ir import core
-from ..ir.types import PointerType, ScalarType
+from ..ir.types import PointerType, ScalarType, TensorMapType
 from ..ir.verifier import verify
 from ..options import CompileOptions
-from . import lower_arith, lower_gpu, lower_math, lower_smem, lower_sync
+from . import (lower_arith, lower_gpu, lower_math, lower_mma, lower_smem, lower_sync, lower_tma,
+               lower_wgmma)
 from .context import LoweringContext
 from .llvm_types import llvm_type
 from .ptx import TRIPLE, target_machine
@@ -46,7 +51,7 @@ from .ptx import TRIPLE, target_machine
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
 
 RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES, **lower_sync.RULES,
-         **lower_smem.RULES}
+         **lower_smem.RULES, **lower_mma.RULES, **lower_tma.RULES, **lower_wgmma.RULES}
 """op name -> rule for every op that is not control flow or a call."""
 CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 """Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""
@@ -82,6 +87,17 @@ class _StringAttributes(FunctionAttributes):
 
     def _to_list(self, ret_type):
         return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in self.strings.items()]
+
+
+class _GridConstantAttributes(ir.values.ArgumentAttributes):
+    """A by-value 128-byte TMA descriptor parameter (llvmlite spells ``byval`` only with a typed
+    pointer, and has no string parameter attributes)."""
+
+    def __bool__(self):
+        return True
+
+    def _to_list(self, typ):
+        return ["byval([128 x i8])", "align 64", '"nvvm.grid_constant"']
 
 
 class _LoopID(MDValue):
@@ -130,6 +146,8 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
         llfn.attributes.add("alwaysinline" if inline == "always" else "noinline")
     noalias = attrs.get("noalias")
     for i, (t, a) in enumerate(zip(fn.arg_types, llfn.args)):
+        if fn.is_kernel and isinstance(t, TensorMapType):
+            a.attributes = _GridConstantAttributes()
         if isinstance(t, PointerType) and (noalias is True or (
                 noalias not in (None, False) and i in noalias)):
             a.add_attribute("noalias")

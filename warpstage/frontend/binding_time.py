@@ -17,6 +17,8 @@ from ..errors import ArgumentError
 from ..lang.pointer import Pointer, PointerSpec
 from ..lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, Scalar, fits)
 from ..lang.tensor import Tensor, TensorSpec, make_tensor, tensor_abi
+from ..ir.types import tensormap
+from ..runtime.tensormap import TensorMapArg
 from .static_key import UnkeyableError, static_key
 from .trace import Origin
 from .values import extract, has_protocol, rebuild
@@ -207,6 +209,27 @@ class TensorArgSpec(Spec):
                            Origin(f"parameter '{name}' (tensor)"))
 
 
+class TensorMapSpec(Spec):
+    """The dynamic leaf of a ``ws.tma.TensorDescriptor`` (rule 5's dynamic part): one
+    ``!tensormap`` slot, the 128-byte CUtensorMap passed by value (the descriptor's static
+    geometry is its skeleton's key)."""
+
+    rule = 4
+    binding = "dynamic"
+    desc = "!tensormap (128-byte TMA descriptor)"
+    key = ("tensormap",)
+
+    def abi(self, name):
+        return [(name, tensormap)]
+
+    def host_leaves(self, value, out):
+        out.append(value)
+
+    def make(self, it, name):
+        from ..lang.tma import TensorMap
+        return TensorMap._wrap(next(it), Origin(f"parameter '{name}' (TMA descriptor)"))
+
+
 class CompositeSpec(Spec):
     """Rules 5 and 6: a static skeleton with classified parts."""
 
@@ -329,6 +352,8 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     if isinstance(value, float):
         _check_float_range(value, Float32, name)
         return ScalarSpec(Float32, 3)
+    if type(value) is TensorMapArg:
+        return TensorMapSpec()
     ta = tensor_adapter(value) if tensor_adapter is not None else None
     if ta is not None:
         return TensorArgSpec(ta, 4)

@@ -76,6 +76,9 @@ scf (structured control flow; each region has one block ending in its terminator
 func
   func.call {callee} (*args) -> R*        call a device function of the module
   func.return (*vals)                     end of a function body
+mma (mma.sync, ldmatrix, stmatrix: warp-collective; contract and fragment layouts in ops_mma.py)
+tma (TMA tensor copies on !tensormap descriptors, bulk groups, bulk copies; contract in ops_tma.py)
+wgmma (warpgroup MMA: fence, mma_async, commit/wait groups, descriptors; contract in ops_wgmma.py)
 """
 from __future__ import annotations
 
@@ -372,3 +375,12 @@ OPS.update({"nvvm.sreg": _sreg, "nvvm.barrier": _barrier, "gpu.printf": _printf,
 from .ops_sync import RULES as _SYNC_RULES  # noqa: E402
 
 OPS.update(_SYNC_RULES)
+from .ops_mma import RULES as _MMA_RULES  # noqa: E402
+
+OPS.update(_MMA_RULES)
+from .ops_tma import RULES as _TMA_RULES  # noqa: E402
+
+OPS.update(_TMA_RULES)
+from .ops_wgmma import RULES as _WGMMA_RULES  # noqa: E402
+
+OPS.update(_WGMMA_RULES)

@@ -1,4 +1,4 @@
-"""IR types: scalars and pointers.
+"""IR types: scalars, pointers and TMA tensor maps.
 
 Types are frozen and hashable; equality is structural, so they can be used as dict keys and
 compared with ``==``. The textual spelling (``str(t)``) is what the printer writes.
@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "Type", "ScalarType", "PointerType", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
+    "Type", "ScalarType", "PointerType", "TensorMapType", "tensormap", "i1", "i8", "i16", "i32",
+    "i64", "u8", "u16", "u32",
     "u64", "f16", "bf16", "f32", "f64", "ADDRESS_SPACES", "SCALAR_TYPES", "parse_type",
 ]
 
@@ -68,6 +69,20 @@ class PointerType(Type):
         return f"!ptr<{self.pointee}, {self.space}>"
 
 
+@dataclass(frozen=True)
+class TensorMapType(Type):
+    """``!tensormap``: a TMA tensor map (CUDA ``CUtensorMap``), an opaque 128-byte, 64-byte
+    aligned descriptor of a global tensor's address, sizes, strides, box and swizzle. A kernel
+    receives it by value as a grid-constant parameter (PTX ``.param .align 64 .b8 p[128]``);
+    as an SSA value it stands for that descriptor's generic address, which is what TMA
+    instructions (``cp.async.bulk.tensor``, ``prefetch.tensormap``) take."""
+
+    def __str__(self) -> str:
+        return "!tensormap"
+
+
+tensormap = TensorMapType()
+
 i1 = ScalarType("bool", 1, "i1")
 i8 = ScalarType("int", 8, "i8")
 i16 = ScalarType("int", 16, "i16")
@@ -93,11 +108,13 @@ def parse_type(text: str) -> Type:
     t = SCALAR_TYPES.get(text)
     if t is not None:
         return t
+    if text == "!tensormap":
+        return tensormap
     if text.startswith("!ptr<") and text.endswith(">"):
         pointee, _, space = text[5:-1].partition(",")
         pointee, space = pointee.strip(), space.strip()
         if pointee in SCALAR_TYPES and space in ADDRESS_SPACES:
             return PointerType(SCALAR_TYPES[pointee], space)
     raise ValueError(f"not an IR type: {text!r}; expected a scalar name "
-                     f"({', '.join(SCALAR_TYPES)}) or '!ptr<scalar, space>' with space one of "
-                     f"{', '.join(ADDRESS_SPACES)}")
+                     f"({', '.join(SCALAR_TYPES)}), '!ptr<scalar, space>' with space one of "
+                     f"{', '.join(ADDRESS_SPACES)}, or '!tensormap'")

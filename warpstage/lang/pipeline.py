@@ -364,7 +364,12 @@ class PipelineTmaAsync(_Pipeline):
     ``producer_get_barrier(state)`` as their mbarrier) complete the phase when they land, so
     ``producer_commit`` does nothing. The phase cannot complete on arrivals alone: a stage
     without its bytes blocks its consumers (the simulator reports the deadlock with the
-    mbarrier's tx-count)."""
+    mbarrier's tx-count).
+
+    With TMA: ``transaction_bytes=desc.smem_bytes`` (the sum over the copies of one stage), and
+    after ``producer_acquire(state)`` one elected thread issues ``ws.tma.load(desc,
+    tiles[state.index], coords, pipe.producer_get_barrier(state))`` (tested in the simulator
+    and on the GPU: tests/lang/test_tma_pipeline.py; docs/tma.md)."""
 
     def __init__(self, full, empty, num_stages, producer_count, consumer_count,
                  transaction_bytes):

@@ -8,6 +8,7 @@ to the largest alignment)::
     class SharedStorage:
         a: ws.smem.Array[ws.Float32, (2, 64)]          # 2 x 64 f32, row-major, 16-byte aligned
         b: ws.smem.Array[ws.BFloat16, (128, 64), 128]  # 128-byte aligned (TMA, wgmma)
+        t: ws.smem.Array(ws.BFloat16, (2, 64, 64), swizzle=128)  # a TMA-swizzled tile ring
         full: ws.smem.MbarrierArray[2]                 # 2 mbarriers, 8 bytes each
         inner: OtherStorage                            # a nested storage class
 
@@ -25,6 +26,13 @@ memory (``nvvm.smem_base``, aligned to 1024 bytes) and records the kernel's tota
 ``module.kernels[0].attrs['dynamic_smem']`` (bytes): the launch must pass at least that much
 dynamic shared memory. Views follow the value protocol (their only leaf is their base pointer),
 so they pass into ``@ws.jit`` functions and through control flow; the layout is static.
+
+Swizzled arrays (``swizzle=32|64|128``, the Hopper shared-memory swizzle of ``ir/swizzle.py``)
+hold data the way TMA (and wgmma) lay it out: ``a[i, j]`` reads the element at logical index
+(i, j), its byte address permuted by ``swizzle_offset``; ``a.ptr`` is the unpermuted base. Their
+alignment is raised to the swizzle's period (``swizzle_align``: 8 rows of the span, 1024 bytes
+for 128). Every view knows a static alignment of its address (``a.align``, bytes), which TMA
+copies check.
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from typing import Optional
 
 from .. import ir
 from ..frontend.trace import builder, current
+from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_bits
 from .mbarrier import MbarrierArray
 from .operands import operand_error, static_int
 from .pointer import Pointer
@@ -55,10 +64,12 @@ def _check_align(align, what: str) -> int:
 
 
 class ArraySpec:
-    """The field type ``ws.smem.Array[dtype, shape, align]``: a row-major array of ``shape``
-    (static ints) elements of ``dtype``, at an offset that is a multiple of ``align`` bytes."""
+    """The field type ``ws.smem.Array[dtype, shape, align, swizzle]``: a row-major array of
+    ``shape`` (static ints) elements of ``dtype``, at an offset that is a multiple of ``align``
+    bytes, stored with the Hopper ``swizzle`` (0, 32, 64 or 128 bytes; see module docstring;
+    the alignment becomes at least ``swizzle_align(swizzle)``)."""
 
-    def __init__(self, dtype, shape, align: int = 16):
+    def __init__(self, dtype, shape, align: int = 16, swizzle: int = 0):
         if dtype not in DTYPES.values():
             raise operand_error("ws.smem.Array's dtype", dtype, "a warpstage dtype such as "
                                 "ws.Float32", "write ws.smem.Array[ws.Float32, (rows, cols)]")
@@ -69,16 +80,23 @@ class ArraySpec:
             if d <= 0:
                 raise operand_error("ws.smem.Array's shape", shape, "positive ints",
                                     "every extent must be at least 1")
+        if isinstance(swizzle, bool) or swizzle not in SWIZZLE_MODES:
+            raise operand_error("ws.smem.Array's swizzle", swizzle, f"one of {SWIZZLE_MODES} "
+                                "(bytes; 0 = none)", "use the swizzle of the TMA descriptor that "
+                                "fills the array, e.g. swizzle=128")
         self.dtype = dtype
         self.shape = shape
-        self.align = max(_check_align(align, "ws.smem.Array's alignment"), dtype.ir_type.nbytes)
+        self.swizzle = swizzle
+        self.align = max(_check_align(align, "ws.smem.Array's alignment"), dtype.ir_type.nbytes,
+                         swizzle_align(swizzle) if swizzle else 1)
         self.nbytes = dtype.ir_type.nbytes * _product(shape)
 
     def key(self):
-        return ("Array", self.dtype.__name__, self.shape, self.align)
+        return ("Array", self.dtype.__name__, self.shape, self.align, self.swizzle)
 
     def __repr__(self) -> str:
-        return f"ws.smem.Array[{self.dtype.__name__}, {self.shape}, {self.align}]"
+        sw = f", swizzle={self.swizzle}" if self.swizzle else ""
+        return f"ws.smem.Array[{self.dtype.__name__}, {self.shape}, {self.align}{sw}]"
 
 
 class MbarrierSpec:
@@ -104,15 +122,19 @@ class MbarrierSpec:
 class _ArrayMeta(type):
     def __getitem__(cls, item) -> ArraySpec:
         item = item if isinstance(item, tuple) else (item,)
-        if not 2 <= len(item) <= 3:
+        if not 2 <= len(item) <= 4:
             raise operand_error("ws.smem.Array[...]", item, "[dtype, shape] or [dtype, shape, "
-                                "align]", "write ws.smem.Array[ws.Float32, (rows, cols)]")
+                                "align(, swizzle)]", "write ws.smem.Array[ws.Float32, (rows, cols)]")
         return ArraySpec(*item)
 
 
 class Array(metaclass=_ArrayMeta):
-    """Field type factory: ``ws.smem.Array[dtype, shape]`` / ``[dtype, shape, align]``
-    (align in bytes, default 16); see ``ArraySpec``."""
+    """Field type factory: ``ws.smem.Array[dtype, shape]`` / ``[dtype, shape, align]`` /
+    ``[dtype, shape, align, swizzle]`` (align and swizzle in bytes, defaults 16 and 0), or with
+    keywords ``ws.smem.Array(dtype, shape, align=16, swizzle=0)``; see ``ArraySpec``."""
+
+    def __new__(cls, dtype, shape, align: int = 16, swizzle: int = 0) -> ArraySpec:
+        return ArraySpec(dtype, shape, align, swizzle)
 
 
 def _product(shape) -> int:
@@ -226,12 +248,21 @@ class SmemArray:
     """An array in shared memory: ``ptr`` (``ws.Pointer[dtype, 'shared']``), static ``shape``
     and row-major ``strides`` (elements). ``a[i, j]`` loads (``ld.shared``), ``a[i, j] = v``
     stores; fewer indices than dimensions give a sub-array view (``stage_buf = a[s]``). Static
-    indices are bounds-checked (negative ones count from the end); dynamic ones are not."""
+    indices are bounds-checked (negative ones count from the end); dynamic ones are not.
 
-    __slots__ = ("ptr", "shape", "strides")
+    ``swizzle``: 0, or the span (32/64/128 bytes) of the Hopper swizzle the data is stored with:
+    element accesses then go to ``swizzle_offset`` of their logical byte offset, and sub-views
+    must start at a multiple of the swizzle's period. ``align``: a static power of two (bytes)
+    that the view's address is known to be a multiple of (its field's alignment, lowered by
+    sub-view offsets)."""
 
-    def __init__(self, ptr: Pointer, shape: tuple, strides: Optional[tuple] = None):
+    __slots__ = ("ptr", "shape", "strides", "swizzle", "align")
+
+    def __init__(self, ptr: Pointer, shape: tuple, strides: Optional[tuple] = None,
+                 swizzle: int = 0, align: Optional[int] = None):
         self.ptr = ptr
+        self.swizzle = swizzle
+        self.align = align if align is not None else ptr.value.type.pointee.nbytes
         self.shape = tuple(shape)
         if strides is None:
             strides, n = [], 1
@@ -266,11 +297,14 @@ class SmemArray:
             raise operand_error("shared array index", index, f"at most {self.ndim} indices",
                                 f"the array has shape {self.shape}")
         static, dynamic = 0, None
+        esize = self.ptr.value.type.pointee.nbytes
+        align = self.align
         for k, i in enumerate(index):
             if isinstance(i, Scalar):
                 if not (i.ir_type.is_int or i.ir_type.is_bool):
                     raise operand_error("shared array index", f"a dynamic {type(i).__name__}",
                                         "an integer", "index with ints or dynamic integers")
+                align = min(align, _lowbit(self.strides[k] * esize))
                 term = i * self.strides[k] if self.strides[k] != 1 else i
                 dynamic = term if dynamic is None else dynamic + term
                 continue
@@ -281,8 +315,10 @@ class SmemArray:
                                     f"an index in [0, {self.shape[k]})",
                                     f"the array has shape {self.shape}")
             static += (i % self.shape[k]) * self.strides[k]
+        if static:
+            align = min(align, _lowbit(static * esize))
         offset = dynamic if static == 0 else (static if dynamic is None else dynamic + static)
-        return len(index), offset
+        return len(index), offset, align
 
     def _at(self, offset) -> Pointer:
         if offset is None or (isinstance(offset, int) and offset == 0):
@@ -290,29 +326,55 @@ class SmemArray:
         return self.ptr + offset
 
     def __getitem__(self, index):
-        n, offset = self._locate(index)
+        n, offset, align = self._locate(index)
         if n < self.ndim:
-            return SmemArray(self._at(offset), self.shape[n:], self.strides[n:])
-        return self.ptr[0 if offset is None else offset]
+            if self.swizzle and align < swizzle_align(self.swizzle):
+                raise operand_error(
+                    f"sub-view {self.shape[n:]} of a {self.swizzle}-byte swizzled shared array",
+                    f"an index at a {align}-byte aligned offset",
+                    f"sub-views starting at multiples of {swizzle_align(self.swizzle)} bytes "
+                    "(the swizzle's period: 8 rows of the span)",
+                    "index every dimension (a[i, j]), or take sub-views of whole swizzled tiles "
+                    "(e.g. one stage of a [stages, rows, cols] array)")
+            return SmemArray(self._at(offset), self.shape[n:], self.strides[n:], self.swizzle,
+                             align)
+        return self.ptr[self._element(offset)]
 
     def __setitem__(self, index, value):
-        n, offset = self._locate(index)
+        n, offset, _ = self._locate(index)
         if n < self.ndim:
             raise operand_error("shared array store", f"{n} indices", f"{self.ndim} indices",
                                 "store single elements: a[i, j] = v")
-        self.ptr[0 if offset is None else offset] = value
+        self.ptr[self._element(offset)] = value
+
+    def _element(self, offset):
+        """The element offset from ``ptr`` where logical element ``offset`` is stored: itself,
+        or under a swizzle ``e ^ (((e * size) >> 7) & (2^B - 1)) * (16 / size)``, i.e. byte
+        bits [4, 4+B) XOR bits [7, 7+B) (``ir.swizzle.swizzle_offset``)."""
+        if offset is None:
+            return 0
+        if not self.swizzle:
+            return offset
+        esize = self.ptr.value.type.pointee.nbytes
+        if not isinstance(offset, Scalar):
+            from ..ir.swizzle import swizzle_offset
+            return swizzle_offset(offset * esize, self.swizzle) // esize
+        log = esize.bit_length() - 1
+        mask = (1 << swizzle_bits(self.swizzle)) - 1
+        return offset ^ (((offset >> (7 - log)) & mask) << (4 - log))
 
     def __extract_values__(self):
         return [self.ptr]
 
     def __new_from_values__(self, values):
-        return SmemArray(values[0], self.shape, self.strides)
+        return SmemArray(values[0], self.shape, self.strides, self.swizzle, self.align)
 
     def __static_key__(self):
-        return ("SmemArray", self.shape, self.strides)
+        return ("SmemArray", self.shape, self.strides, self.swizzle, self.align)
 
     def __repr__(self) -> str:
-        return f"<SmemArray {self.dtype.__name__}{list(self.shape)}>"
+        sw = f" swizzle={self.swizzle}" if self.swizzle else ""
+        return f"<SmemArray {self.dtype.__name__}{list(self.shape)}{sw} align={self.align}>"
 
 
 class SmemStorage:
@@ -353,9 +415,15 @@ def _cast(p: Pointer, pointee: ir.ScalarType) -> Pointer:
     return Pointer._wrap(builder("ws.smem").ptr_cast(p.value, pointee), p.origin)
 
 
+def _lowbit(x: int) -> int:
+    """The largest power of two dividing ``x`` (``BASE_ALIGN`` for 0: no lower bound)."""
+    return x & -x if x else BASE_ALIGN
+
+
 def _view(spec, ptr_u8: Pointer):
     if isinstance(spec, ArraySpec):
-        return SmemArray(_cast(ptr_u8, spec.dtype.ir_type), spec.shape)
+        return SmemArray(_cast(ptr_u8, spec.dtype.ir_type), spec.shape, None, spec.swizzle,
+                         spec.align)
     if isinstance(spec, MbarrierSpec):
         return MbarrierArray(_cast(ptr_u8, ir.u64), spec.n)
     return SmemStorage(spec, ptr_u8)

@@ -35,7 +35,7 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
 
 @functools.lru_cache(maxsize=64)
 def policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float, copy: str,
-               tile_m: int = 128, tile_n: int = 64, num_stages: int = 2) -> FlashAttention:
+               tile_m: int = 128, tile_n: int = 128, num_stages: int = 3) -> FlashAttention:
     """The FlashAttention policy for a configuration (cached: one object per configuration,
     so repeated calls reuse the compiled kernel's key cheaply)."""
     import warpstage as ws
@@ -64,8 +64,8 @@ def _cp_async_ok(ta) -> bool:
             and all(s % 8 == 0 for s in ta.strides[:3]))
 
 
-def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 64,
-                    num_stages: int = 2):
+def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 128,
+                    num_stages: int = 3):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -73,7 +73,9 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 
     D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``:
     key j is masked for query i when j > i (top-left aligned). ``scale``: default 1/sqrt(D).
     Returns a new contiguous (B, H, S_q, D) tensor of q's dtype, on q's device (torch in, torch
-    out; numpy in, numpy out). fp32 accumulation.
+    out; numpy in, numpy out). Tensor cores (mma.sync) with fp32 accumulation; the softmax
+    probabilities are rounded to q's dtype for P @ V, as in FlashAttention-2. ``tile_n``,
+    ``num_stages``: the policy's keys per shared-memory stage and ring depth.
 
     Raises ArgumentError for shapes, dtypes or devices the kernel does not take (the message
     says which and the fix)."""

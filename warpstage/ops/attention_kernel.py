@@ -1,35 +1,51 @@
-"""FlashAttention forward on CUDA cores, warp-specialized (DESIGN §1 made real).
+"""FlashAttention forward on tensor cores (``mma.sync``), warp-specialized: DESIGN §1 made real,
+FlashAttention-2's consumer arithmetic (Dao, "FlashAttention-2", 2023, §3.1 and Algorithm 1).
 
     O[b, h, i, :] = softmax(scale * Q[b, h, i, :] @ K[b, h, :, :]^T) @ V[b, h, :, :]
 
 q, k, v, o: global tensors of shape (B, H, S, D) (D = ``head_dim``, 64 or 128; fp16 or bf16;
 any strides, the last one 1 for cp.async), q with S_q rows, k and v with S_k rows. ``causal``
 masks key j > query i (top-left aligned, as ``torch.nn.functional.scaled_dot_product_attention``
-with ``is_causal=True``). Accumulation is fp32; the output is rounded to o's dtype.
+with ``is_causal=True``). Accumulation is fp32; P is rounded to the input dtype for P @ V (as in
+FlashAttention-2); the output is rounded to o's dtype.
 
-Grid ``(ceil(S_q / tile_m), B * H)``; block ``128 + tile_m * D / 64`` threads:
+Grid ``(ceil(S_q / tile_m), B * H)``; block ``128 + 2 * tile_m`` threads:
 
 - warpgroup 0, the **producer** (``FlashAttention.load``): gives registers away
   (``setmaxnreg_decrease``) and streams K and V tiles of ``tile_n`` rows into a ring of
   ``num_stages`` shared-memory stages through a ``ws.pipeline.PipelineAsync``: 16-byte
   ``cp.async`` copies that arrive on the stage's ``full`` mbarrier when they land
   (``cp.async.mbarrier.arrive.noinc``), or plain loads and ``st.shared`` + ``mbarrier.arrive``
-  with ``copy='ld/st'``. Keys past S_k are not copied (their rows are never read).
-- the other warps, the **consumers** (``FlashAttention.mma``): take the registers
-  (``setmaxnreg_increase``). ``D / 64`` threads share one query row (lanes 2i and 2i+1 for
-  D = 128), each holding 64 of its columns: the Q slice, pre-multiplied by ``scale * log2(e)``,
-  and 64 fp32 output accumulators, all in registers (~150 per thread). For each key j of a stage
-  a thread computes its partial ``q . k_j`` (4 interleaved partial sums), the two halves of a
-  row add theirs with ``shfl.sync.bfly``, then the online softmax in base 2:
-  ``m' = max(m, s)``, ``alpha = 2^(m - m')``, ``p = 2^(s - m')``, ``l = l * alpha + p``,
-  ``acc = acc * alpha + p * v_j``. The key loop has the same trip count in the whole warp
-  (the keys up to the tensor's end, and with ``causal`` up to the warp's last row), so the
-  shuffles run converged; a causal key past the thread's own row gets ``s = -inf`` (p = 0; key
-  0 is never masked, so m is finite from the first key on). At the end each thread stores its
-  64 columns of ``acc / l`` (rows past S_q are not stored).
+  with ``copy='ld/st'``. Shared rows are padded to ``D + 8`` elements, so the 8 row addresses of
+  each ``ldmatrix`` fall in 8 different 16-byte bank groups (no bank conflicts). The last tile's
+  rows past S_k are zero-filled (never left as stale bytes, which could hold NaN bit patterns
+  that ``0 * NaN`` would spread into P @ V); that tile waits for its own copies
+  (``cp.async.wait_all``) and arrives with a plain ``mbarrier.arrive``.
+- ``tile_m / 16`` **consumer** warps (``FlashAttention.mma``; one or two warpgroups) take the
+  registers (``setmaxnreg_increase``). Each owns 16 query rows; lane ``l`` holds rows
+  ``g = l >> 2`` and ``g + 8`` at columns ``2 (l & 3)``, ``+1`` of every m16n8 tile (PTX ISA
+  9.7.14.5.8, ``ws.mma.c_coords``). Per K/V stage:
 
-No tensor cores yet (mma.sync / wgmma come later): this is the correctness baseline. The
-shared-memory ring is the only inter-warp communication; the pipeline's mbarriers order it.
+  1. ``S = Q K^T``: ``tile_n / 8`` f32 accumulators of m16n8, ``mma.sync.m16n8k16`` over D; Q
+     is in registers as ``D / 16`` A fragments (loaded once from global), K from shared memory
+     by ``ldmatrix.x4`` (K's rows are B's columns: mma's ``.col`` B without ``.trans``).
+  2. Masking (only on tiles that need it, a warp-uniform branch): keys past S_k and, with
+     ``causal``, keys past the row get ``-inf``.
+  3. Online softmax in base 2 on the fragments: each row's max over its quad of 4 lanes
+     (``shfl.sync.bfly`` 1 and 2), ``m' = max(m, rowmax)``, ``alpha = 2^((m - m') c)``,
+     ``p = 2^(s c - m' c)`` with ``c = softmax_scale * log2(e)`` (one FMA and one ``ex2``),
+     ``l = l alpha + rowsum(p)`` (per lane; the quad's partial sums are added once at the end),
+     ``O = O alpha``.
+  4. ``O += P V``: the f32 C fragments of two neighbouring n8 tiles of P, rounded to the input
+     dtype, *are* the m16n8k16 A fragment of those 16 keys (the C layout matches the A layout
+     pairwise), so P never leaves registers; V comes by ``ldmatrix.x4.trans``.
+
+  With ``causal`` a warp skips the arithmetic of a stage whose first key is past its last row
+  (it still waits for and releases the stage), and CTAs run in reverse row order so the longest
+  ones start first. At the end each lane divides its O by its rows' ``l`` and stores them (rows
+  past S_q are not stored).
+
+The shared-memory ring is the only inter-warp communication; the pipeline's mbarriers order it.
 """
 from __future__ import annotations
 
@@ -38,12 +54,14 @@ import math
 import warpstage as ws
 
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float16
+from ..lang.scalars import BFloat16, Float16, Float32
 
-__all__ = ["FlashAttention", "flash_attention_kernel", "attention_body", "LOG2E"]
+__all__ = ["FlashAttention", "flash_attention_kernel", "attention_body", "LOG2E", "PAD"]
 
 LOG2E = 1.4426950408889634
+PAD = 8                       # elements of padding per shared K/V row (conflict-free ldmatrix)
 _DTYPES = (Float16, BFloat16)
+_NEG_INF = -math.inf
 
 
 class FlashAttention:
@@ -53,14 +71,16 @@ class FlashAttention:
     kernel and changing a field recompiles.
 
     ``head_dim``: D (64 or 128). ``dtype``: ``ws.Float16`` or ``ws.BFloat16`` (of q, k, v, o).
-    ``causal``: mask key j > query i. ``softmax_scale``: defaults to 1/sqrt(D); folded with
-    log2(e) into the Q row. ``tile_m``: query rows per CTA; each row takes D / 64 consumer
-    threads, and the consumer threads (``tile_m * D / 64``) must be 128 or 256 (one or two
-    warpgroups). ``tile_n``: keys per pipeline stage. ``num_stages``: depth of the shared-memory
-    ring. ``copy``: 'cp.async' (16-byte copies; every stride but the last a multiple of 8
-    elements, the last 1, a 16-byte aligned base) or 'ld/st' (any strides).
-    ``producer_regs`` / ``mma_regs``: the ``setmaxnreg`` per-thread register counts of the
-    producer warpgroup and of the consumer warpgroups (multiples of 8 in [24, 256]).
+    ``causal``: mask key j > query i. ``softmax_scale``: defaults to 1/sqrt(D); applied with
+    log2(e) to the f32 scores. ``tile_m``: query rows per CTA, 64 or 128 (4 or 8 consumer warps
+    of 16 rows: one or two warpgroups). ``tile_n``: keys per pipeline stage, a multiple of 16
+    up to 256. ``num_stages``: depth of the shared-memory ring (the stages must fit the 227 KiB
+    of shared memory). The defaults (128 x 128 tiles, 3 stages) were the fastest measured on
+    the H200 for D = 64 and 128 (benchmarks/RESULTS.md). ``copy``:
+    'cp.async' (16-byte copies; every stride but the last a multiple of 8 elements, the last
+    1, a 16-byte aligned base) or 'ld/st' (any strides). ``producer_regs`` / ``mma_regs``: the
+    ``setmaxnreg`` per-thread register counts of the producer warpgroup and of the consumer
+    warpgroups (multiples of 8 in [24, 256]).
 
     Treat it as immutable (the storage class is built from the fields at construction). Raises
     ValueError for a configuration the kernel cannot run (the message names the field)."""
@@ -68,29 +88,27 @@ class FlashAttention:
     producer_warps = 4          # one warpgroup: setmaxnreg works per warpgroup
 
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
-                 tile_m=128, tile_n=64, num_stages=2, copy="cp.async", producer_regs=40,
+                 tile_m=128, tile_n=128, num_stages=3, copy="cp.async", producer_regs=40,
                  mma_regs=232):
         if head_dim not in (64, 128):
             raise ValueError(f"FlashAttention: head_dim must be 64 or 128, got {head_dim!r}")
         if dtype not in _DTYPES:
             raise ValueError(f"FlashAttention: dtype must be ws.Float16 or ws.BFloat16, got "
                              f"{dtype!r}")
-        threads_per_row = head_dim // 64
-        consumer_threads = tile_m * threads_per_row if isinstance(tile_m, int) else None
-        if consumer_threads not in (128, 256):
-            raise ValueError(f"FlashAttention: tile_m * head_dim / 64 (the consumer threads) must "
-                             f"be 128 or 256 (one or two warpgroups); tile_m={tile_m!r} with "
-                             f"head_dim={head_dim} gives {consumer_threads}. Fix: tile_m="
-                             f"{128 // threads_per_row} or {256 // threads_per_row}")
-        rows_per_pass = 128 * 8 // head_dim      # K/V rows the 128 producer threads copy at once
-        if not isinstance(tile_n, int) or tile_n <= 0 or tile_n % rows_per_pass:
-            raise ValueError(f"FlashAttention: tile_n must be a positive multiple of "
-                             f"{rows_per_pass} for head_dim={head_dim}, got {tile_n!r}")
+        if tile_m not in (64, 128) or isinstance(tile_m, bool):
+            raise ValueError(f"FlashAttention: tile_m must be 64 or 128 (query rows per CTA: "
+                             f"4 or 8 consumer warps of 16 rows, one or two warpgroups), got "
+                             f"{tile_m!r}. Fix: tile_m=128")
+        if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
+                or tile_n % 16):
+            raise ValueError(f"FlashAttention: tile_n (keys per stage) must be a multiple of 16 "
+                             f"in [16, 256], got {tile_n!r}. Fix: tile_n=64 or 128")
         if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
             raise ValueError(f"FlashAttention: num_stages must be an int in [1, 8], got "
                              f"{num_stages!r}")
         if copy not in ("cp.async", "ld/st"):
             raise ValueError(f"FlashAttention: copy must be 'cp.async' or 'ld/st', got {copy!r}")
+        consumer_threads = 2 * tile_m
         need = producer_regs * 128 + mma_regs * consumer_threads
         if need > 65536:
             raise ValueError(f"FlashAttention: the register split needs {producer_regs} x 128 + "
@@ -102,21 +120,29 @@ class FlashAttention:
         self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
                                    else softmax_scale)
         self.scale_log2 = self.softmax_scale * LOG2E
+        # p = 2^(s c - m c) with m = max(s) holds for c > 0; for c <= 0 the scores are scaled
+        # first (max(s c) is not max(s) c) and the softmax runs with c = 1
+        self.exp2_scale = self.scale_log2 if self.scale_log2 > 0 else 1.0
         self.tile_m = tile_m
         self.tile_n = tile_n
         self.num_stages = num_stages
         self.copy = copy
         self.producer_regs = producer_regs
         self.mma_regs = mma_regs
-        self.rows_per_pass = rows_per_pass
-        self.threads_per_row = threads_per_row
+        self.rows_per_pass = 128 * 8 // head_dim     # K/V rows the 128 producer threads copy at once
+        self.consumer_warps = tile_m // 16
         self.consumer_threads = consumer_threads
         self.producer_threads = 32 * self.producer_warps
         self.threads = self.producer_threads + consumer_threads
-        stage = (num_stages, tile_n, head_dim)
+        stage = (num_stages, tile_n, head_dim + PAD)
         fields = dict(k=ws.smem.Array[dtype, stage, 128], v=ws.smem.Array[dtype, stage, 128],
                       barriers=ws.pipeline.BarrierStorage[num_stages])
         self.SharedStorage = ws.smem.make_storage("FlashAttentionStorage", **fields)
+        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
+            raise ValueError(f"FlashAttention: {num_stages} stages of K and V ({tile_n} x "
+                             f"{head_dim + PAD} elements each) need {self.smem_bytes} bytes of "
+                             f"shared memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} a CTA may "
+                             "use. Fix: lower num_stages or tile_n")
 
     def __static_key__(self):
         return ("FlashAttention", self.head_dim, self.dtype.__name__, self.causal,
@@ -139,8 +165,12 @@ class FlashAttention:
 
     # -- device code shared by both roles ------------------------------------------------------
     def coordinates(self, q):
-        """(b, h, m_block) of this CTA: dynamic Int32s from the block index."""
+        """(b, h, m_block) of this CTA: dynamic Int32s from the block index. With ``causal`` the
+        row blocks run in reverse (block x = 0 takes the last rows, the most keys), so the
+        longest CTAs are scheduled first."""
         m_block, bh, _ = ws.arch.block_idx()
+        if ws.static(self.causal):
+            m_block = ws.arch.grid_dim()[0] - 1 - m_block
         return bh // q.shape[1], bh % q.shape[1], m_block
 
     def kv_tiles(self, q, k, m_block):
@@ -176,7 +206,8 @@ class FlashAttention:
     # -- producer role -------------------------------------------------------------------------
     @ws.jit
     def load(self, q, k, v, pipeline, storage):
-        """Producer warpgroup: fill the K/V ring, one stage per ``tile_n`` keys."""
+        """Producer warpgroup: fill the K/V ring, one stage per ``tile_n`` keys; thread t copies
+        16 bytes (8 columns) of every ``rows_per_pass``-th row."""
         b, h, m_block = self.coordinates(q)
         seq_k = k.shape[2]
         n_tiles = self.kv_tiles(q, k, m_block)
@@ -184,18 +215,31 @@ class FlashAttention:
         chunks = self.head_dim // 8                  # 16-byte chunks per K/V row
         row0 = t // chunks
         col = (t % chunks) * 8
+        cp_async = self.copy == "cp.async"
         state = pipeline.producer_start_state()
         for tile in range(n_tiles):
             pipeline.producer_acquire(state)
             k_stage = storage.k[state.index]
             v_stage = storage.v[state.index]
-            for p in ws.static_range(self.tile_n // self.rows_per_pass):
-                r = row0 + p * self.rows_per_pass
-                key = tile * self.tile_n + r
-                if key < seq_k:
-                    self.copy_row(k, k_stage[r], b, h, key, col)
-                    self.copy_row(v, v_stage[r], b, h, key, col)
-            pipeline.producer_commit(state, cp_async=self.copy == "cp.async")
+            n0 = tile * self.tile_n
+            if n0 + self.tile_n <= seq_k:            # a whole tile of keys
+                for p in ws.static_range(self.tile_n // self.rows_per_pass):
+                    r = row0 + p * self.rows_per_pass
+                    self.copy_row(k, k_stage[r], b, h, n0 + r, col)
+                    self.copy_row(v, v_stage[r], b, h, n0 + r, col)
+                pipeline.producer_commit(state, cp_async=cp_async)
+            else:                                    # the last tile: zero the rows past S_k
+                for p in ws.static_range(self.tile_n // self.rows_per_pass):
+                    r = row0 + p * self.rows_per_pass
+                    if n0 + r < seq_k:
+                        self.copy_row(k, k_stage[r], b, h, n0 + r, col)
+                        self.copy_row(v, v_stage[r], b, h, n0 + r, col)
+                    else:
+                        self.zero_row(k_stage[r], col)
+                        self.zero_row(v_stage[r], col)
+                if ws.static(cp_async):
+                    ws.copy.wait_all()               # plain stores and copies: one arrival
+                pipeline.producer_commit(state, cp_async=False)
             state = state.advance()
         pipeline.producer_tail(state)
 
@@ -208,65 +252,153 @@ class FlashAttention:
             for e in ws.static_range(8):
                 dst_row[col + e] = src[b, h, key, col + e]
 
+    def zero_row(self, dst_row, col):
+        """Store zeros to dst_row[col:col+8] (st.shared)."""
+        for e in ws.static_range(8):
+            dst_row[col + e] = 0.0
+
     # -- consumer role -------------------------------------------------------------------------
     @ws.jit
     def mma(self, q, k, v, o, pipeline, storage):
-        """Consumer warps: D / 64 threads per query row, 64 columns each; online softmax over
-        the K/V ring."""
+        """Consumer warps: 16 query rows each; S = Q K^T and O += P V on the tensor cores with
+        the online softmax in between, over the K/V ring."""
         b, h, m_block = self.coordinates(q)
         seq_q = q.shape[2]
         seq_k = k.shape[2]
         n_tiles = self.kv_tiles(q, k, m_block)
-        c = ws.arch.thread_idx()[0] - self.producer_threads     # 0..consumer_threads-1
-        rows_per_warp = 32 // self.threads_per_row
-        row = m_block * self.tile_m + c // self.threads_per_row
-        col0 = (c % self.threads_per_row) * 64                   # this thread's 64 columns
-        row_c = min(row, seq_q - 1)           # rows past S_q compute on the last row, unstored
-        warp_last = min(m_block * self.tile_m + (c // 32 + 1) * rows_per_warp, seq_q) - 1
-        q_part = [ws.Float32(q[b, h, row_c, col0 + d]) * self.scale_log2
-                  for d in ws.static_range(64)]
-        acc = [ws.Float32(0.0) for _ in ws.static_range(64)]
-        m_i = ws.Float32(-math.inf)
-        l_i = ws.Float32(0.0)
+        tid = ws.arch.thread_idx()[0] - self.producer_threads
+        warp = ws.arch.make_warp_uniform(tid // 32)             # 0 .. consumer_warps-1
+        lane = ws.arch.lane_idx()
+        row0 = m_block * self.tile_m + warp * 16                # the warp's first query row
+        rows = [row0 + (lane >> 2), row0 + (lane >> 2) + 8]     # this lane's two rows
+        q_frags = self.load_q(q, b, h, rows, lane, seq_q)
+        acc = [ws.mma.accumulator() for _ in ws.static_range(self.head_dim // 8)]
+        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
+        l_i = [Float32(0.0), Float32(0.0)]
         state = pipeline.consumer_start_state()
         for tile in range(n_tiles):
             pipeline.consumer_wait(state)
-            k_stage = storage.k[state.index]
-            v_stage = storage.v[state.index]
             n0 = tile * self.tile_n
-            n_keys = min(self.tile_n, seq_k - n0)                # warp-uniform trip count
-            if ws.static(self.causal):
-                n_keys = min(n_keys, warp_last + 1 - n0)
-            for j in range(n_keys):
-                s = self.dot(q_part, k_stage[j], col0)
-                if ws.static(self.causal):
-                    s = s if n0 + j <= row_c else ws.Float32(-math.inf)
-                m_new = max(m_i, s)
-                alpha = ws.math.exp2(m_i - m_new)
-                p = ws.math.exp2(s - m_new)
-                l_i = l_i * alpha + p
-                v_row = v_stage[j]
-                acc = [ws.math.fma(p, ws.Float32(v_row[col0 + d]), acc[d] * alpha)
-                       for d in ws.static_range(64)]
-                m_i = m_new
+            if self.stage_is_live(n0, row0):
+                s = self.scores(q_frags, storage.k[state.index], lane)
+                if self.needs_mask(n0, row0, seq_k):
+                    s = self.mask(s, n0, rows, lane, seq_k)
+                p, acc, m_i, l_i = self.softmax_update(s, acc, m_i, l_i)
+                acc = self.add_pv(p, storage.v[state.index], acc, lane)
             pipeline.consumer_release(state)
             state = state.advance()
-        if row < seq_q:
-            inv = 1.0 / l_i
-            for d in ws.static_range(64):
-                o[b, h, row, col0 + d] = acc[d] * inv
+        for r in ws.static_range(2):
+            total = l_i[r] + ws.arch.shfl_xor_sync(l_i[r], 1)   # the quad's 4 partial sums
+            total = total + ws.arch.shfl_xor_sync(total, 2)
+            inv = 1.0 / total
+            if rows[r] < seq_q:
+                for j in ws.static_range(self.head_dim // 8):
+                    col = j * 8 + (lane & 3) * 2
+                    o[b, h, rows[r], col] = acc[j][2 * r] * inv
+                    o[b, h, rows[r], col + 1] = acc[j][2 * r + 1] * inv
 
-    def dot(self, q_part, k_row, col0):
-        """The row's ``q . k_row`` in fp32: this thread's 64 columns as 4 interleaved partial
-        sums (short FMA dependency chains), plus, for D = 128, the other half from the
-        neighbouring lane (``shfl.sync.bfly`` with lane mask 1; the warp is converged)."""
-        part = [ws.Float32(0.0)] * 4
-        for d in ws.static_range(64):
-            part[d % 4] = ws.math.fma(q_part[d], ws.Float32(k_row[col0 + d]), part[d % 4])
-        s = (part[0] + part[1]) + (part[2] + part[3])
-        if ws.static(self.threads_per_row == 2):
-            s = s + ws.arch.shfl_xor_sync(s, 1)
+    def load_q(self, q, b, h, rows, lane, seq_q):
+        """The warp's 16 x D Q block as ``D / 16`` m16n8k16 A fragments (8 elements per lane:
+        ``ws.mma.a_coords``), read from global memory once. Rows past S_q read the last row
+        (their results are not stored)."""
+        rc = [ws.math.min(r, seq_q - 1) for r in rows]
+        col = (lane & 3) * 2
+        return [ws.mma.Fragment(self.dtype, [q[b, h, rc[(i >> 1) & 1],
+                                               col + (kk * 16 + (i & 1) + 8 * (i >> 2))]
+                                             for i in ws.static_range(8)])
+                for kk in ws.static_range(self.head_dim // 16)]
+
+    def stage_is_live(self, n0, row0):
+        """Whether the warp computes on the stage of keys n0.. (static True without causal;
+        with causal, whether the stage's first key is at most the warp's last row)."""
+        if ws.static(self.causal):
+            return n0 <= row0 + 15
+        return True
+
+    def needs_mask(self, n0, row0, seq_k):
+        """Whether some key of the stage is masked for some row of the warp (warp-uniform):
+        the stage runs past S_k, or (causal) its last key is past the warp's first row."""
+        past_end = n0 + self.tile_n > seq_k
+        if ws.static(self.causal):
+            return past_end | (n0 + (self.tile_n - 1) > row0)
+        return past_end
+
+    def scores(self, q_frags, k_stage, lane):
+        """S = Q K^T for the stage (times ``scale_log2`` if that is <= 0; see ``exp2_scale``):
+        ``tile_n / 8`` f32 m16n8 C fragments. K's rows are the
+        columns of mma's B (``.col``), so ``ldmatrix.x4`` (no .trans) at rows ``n``, columns
+        ``d`` gives two n8 B fragments per 16 x 16 block: lanes 0-15 address keys 0-7 at d and
+        d + 8, lanes 16-31 keys 8-15."""
+        s = [ws.mma.accumulator() for _ in ws.static_range(self.tile_n // 8)]
+        key = (lane & 7) + (lane >> 4) * 8
+        dcol = ((lane >> 3) & 1) * 8
+        for kk in ws.static_range(self.head_dim // 16):
+            for jj in ws.static_range(self.tile_n // 16):
+                f = ws.mma.ldmatrix(k_stage[jj * 16 + key].ptr + (kk * 16 + dcol), 4)
+                s[2 * jj] = ws.mma.mma_sync(q_frags[kk], f[0:4], s[2 * jj])
+                s[2 * jj + 1] = ws.mma.mma_sync(q_frags[kk], f[4:8], s[2 * jj + 1])
+        if ws.static(self.exp2_scale != self.scale_log2):
+            s = [f * self.scale_log2 for f in s]
         return s
+
+    @ws.jit
+    def mask(self, s, n0, rows, lane, seq_k):
+        """S with ``-inf`` where the key is past S_k or (causal) past the row: element i of n8
+        tile j is key ``n0 + 8 j + 2 (lane & 3) + (i & 1)`` of row ``rows[i >> 1]``."""
+        base = n0 + (lane & 3) * 2
+        last = [seq_k - 1 - base, seq_k - 1 - base]          # last valid key - base, per row
+        if ws.static(self.causal):
+            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
+        return [ws.mma.Fragment(Float32, [
+                    s[j][i] if j * 8 + (i & 1) <= last[i >> 1] else Float32(_NEG_INF)
+                    for i in ws.static_range(4)])
+                for j in ws.static_range(len(s))]
+
+    def softmax_update(self, s, acc, m_i, l_i):
+        """One online-softmax step in base 2 on the S fragments (rows ``g`` = elements 0, 1 and
+        ``g + 8`` = elements 2, 3 of each): returns (P as f32 fragments, O rescaled, m, l)."""
+        c = self.exp2_scale
+        m_new, alpha, neg_mc = [], [], []
+        for r in ws.static_range(2):
+            mx = _tree(ws.math.max, [f[2 * r + e] for f in s for e in ws.static_range(2)])
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
+            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first stage
+            m_new.append(m)
+            alpha.append(ws.math.exp2((m_i[r] - m) * c))
+            neg_mc.append(m * -c)
+        p = [ws.mma.Fragment(Float32, [ws.math.exp2(ws.math.fma(f[i], c, neg_mc[i >> 1]))
+                                       for i in ws.static_range(4)]) for f in s]
+        l_new = [ws.math.fma(l_i[r], alpha[r],
+                             _tree(lambda a, b: a + b,
+                                   [f[2 * r + e] for f in p for e in ws.static_range(2)]))
+                 for r in ws.static_range(2)]
+        acc = [ws.mma.Fragment(Float32, [f[i] * alpha[i >> 1] for i in ws.static_range(4)])
+               for f in acc]
+        return p, acc, m_new, l_new
+
+    def add_pv(self, p, v_stage, acc, lane):
+        """O += P V: P's n8 tiles 2 kk and 2 kk + 1, rounded to the input dtype, are the A
+        fragment of keys 16 kk .. 16 kk + 15; V (keys x D, row-major) by ``ldmatrix.x4.trans``
+        at rows (keys) ``lane % 8 + 8 (lane / 8 % 2)``, columns ``8 (lane / 16)``: two n8 B
+        fragments per 16 x 16 block."""
+        key = (lane & 7) + ((lane >> 3) & 1) * 8
+        dcol = (lane >> 4) * 8
+        acc = list(acc)
+        for kk in ws.static_range(self.tile_n // 16):
+            a = ws.mma.Fragment(Float32, list(p[2 * kk]) + list(p[2 * kk + 1])).to(self.dtype)
+            for dj in ws.static_range(self.head_dim // 16):
+                f = ws.mma.ldmatrix(v_stage[kk * 16 + key].ptr + (dj * 16 + dcol), 4, trans=True)
+                acc[2 * dj] = ws.mma.mma_sync(a, f[0:4], acc[2 * dj])
+                acc[2 * dj + 1] = ws.mma.mma_sync(a, f[4:8], acc[2 * dj + 1])
+        return acc
+
+
+def _tree(fn, xs):
+    """fn folded over xs as a balanced tree (short dependency chains)."""
+    while len(xs) > 1:
+        xs = [fn(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
 
 
 @ws.jit

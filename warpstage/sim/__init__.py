@@ -5,10 +5,10 @@
 """
 # importing the op families registers their handlers
 from . import (ops_arith, ops_async, ops_control, ops_mbarrier, ops_memory,  # noqa: F401
-               ops_special, ops_sync, ops_warp)
+               ops_mma, ops_special, ops_sync, ops_tma, ops_warp, ops_wgmma)
 from .compiler import Program, compile_module
 from .memory import Memory
 from .registry import HANDLERS
-from .run import RunResult, run
+from .run import RunResult, run, set_races
 
-__all__ = ["run", "RunResult", "Memory", "compile_module", "Program", "HANDLERS"]
+__all__ = ["run", "RunResult", "set_races", "Memory", "compile_module", "Program", "HANDLERS"]

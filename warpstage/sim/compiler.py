@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from ..errors import SimulatorError
 from ..ir.core import Block, Function, Module, Operation, Value
-from .registry import BLOCKING, HANDLERS
+from .registry import BLOCKING, BLOCKING_IF, HANDLERS
 
 __all__ = ["Program", "CompiledFunction", "FunctionCompiler", "compile_module", "where"]
 
@@ -88,6 +88,7 @@ class Program:
         known = self._op_blocking.get(id(op))
         if known is None:
             known = (op.name in BLOCKING
+                     or (op.name in BLOCKING_IF and BLOCKING_IF[op.name](op))
                      or (op.name == "func.call" and self.function_blocks(op.attrs["callee"]))
                      or any(self.op_blocks(inner) for r in op.regions for inner in r.block.ops))
             self._op_blocking[id(op)] = known

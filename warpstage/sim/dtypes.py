@@ -4,12 +4,14 @@ A register value is a numpy vector of 32 lanes. Its dtype is the IR type's numpy
 bf16: numpy has no bfloat16, so a bf16 register is float32 holding a value rounded to bf16
 precision (round to nearest even) after every op, and bf16 in memory is its 16 raw bits (uint16).
 i1 is numpy bool in registers and one byte (0/1) in memory. Pointers are int64 addresses.
+A ``!tensormap`` register is an object vector holding the launch's ``SimTensorMap`` (the
+descriptor's geometry and tensor address) in every lane.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import PointerType, ScalarType, Type
+from ..ir.types import PointerType, ScalarType, TensorMapType, Type
 
 __all__ = ["LANES", "lanes", "register_dtype", "memory_dtype", "round_bf16", "f64_to_bf16",
            "to_register", "from_memory", "to_memory", "full", "python_value"]
@@ -28,6 +30,8 @@ def register_dtype(t: Type) -> np.dtype:
     """The numpy dtype of a register of IR type ``t`` (pointers: int64 byte addresses)."""
     if isinstance(t, PointerType):
         return np.dtype(np.int64)
+    if isinstance(t, TensorMapType):
+        return np.dtype(object)
     return np.dtype(_REGISTER[t.name])
 
 
@@ -128,6 +132,8 @@ def full(t: Type, value) -> np.ndarray:
     """A 32-lane register of ``t`` holding ``value`` in every lane (ints wrap to the width)."""
     if isinstance(t, PointerType):
         return np.full(LANES, int(value), np.int64)
+    if isinstance(t, TensorMapType):
+        return np.full(LANES, value, object)
     if t.is_bool:
         return np.full(LANES, bool(value), np.bool_)
     if t.is_int:

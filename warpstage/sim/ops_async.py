@@ -42,22 +42,24 @@ class CopyQueue:
         self.records: list = []
         self.committed = np.zeros(LANES, np.int64)
 
-    def land(self, smem, select) -> None:
-        """Write the copies ``select(record) -> bool per record lane`` picks, then drop them."""
+    def land(self, smem, select, op=None) -> None:
+        """Write the copies ``select(record) -> bool per record lane`` picks, then drop them
+        (``op``: the op they land at, for race reports)."""
         kept = []
         for rec in self.records:
             lanes, dst, chunks, group = rec
             pick = select(lanes, group)
             if np.count_nonzero(pick):
+                hint = [None, op, lanes[pick]]
                 for k, chunk in enumerate(chunks):
-                    smem.store(dst[pick] + k * chunk.dtype.itemsize, chunk[pick])
+                    smem.store(dst[pick] + k * chunk.dtype.itemsize, chunk[pick], hint)
             if not pick.all():
                 rest = ~pick
                 kept.append((lanes[rest], dst[rest], [c[rest] for c in chunks], group[rest]))
         self.records = kept
 
-    def land_lanes(self, smem, active: np.ndarray) -> None:
-        self.land(smem, lambda lanes, group: active[lanes])
+    def land_lanes(self, smem, active: np.ndarray, op=None) -> None:
+        self.land(smem, lambda lanes, group: active[lanes], op)
 
 
 def _queue(w) -> CopyQueue:
@@ -129,14 +131,14 @@ def _wait_group(op: Operation, cx):
         q = _queue(w)
         active, committed = w.mask, q.committed
         q.land(w.cta.smem, lambda lanes, group: active[lanes] & (group >= 0)
-               & (group < committed[lanes] - n))
+               & (group < committed[lanes] - n), op)
     return wait_group
 
 
 @handler("cp_async.wait_all")
 def _wait_all(op: Operation, cx):
     def wait_all(s, w):
-        _queue(w).land_lanes(w.cta.smem, w.mask)
+        _queue(w).land_lanes(w.cta.smem, w.mask, op)
     return wait_all
 
 
@@ -146,7 +148,7 @@ def _mbarrier_arrive(op: Operation, cx):
     noinc = op.attrs.get("noinc", True)
 
     def cp_async_mbarrier_arrive(s, w):
-        _queue(w).land_lanes(w.cta.smem, w.mask)
+        _queue(w).land_lanes(w.cta.smem, w.mask, op)
         tab = table(w.cta)
         addrs = s[bar_slot][w.mask].tolist()
         for addr in sorted(set(addrs)):
@@ -177,7 +179,7 @@ def _atomic_handler(op: Operation, cx, update):
     mem_of = memory_of(op, op.operands[0].type.space)
     mdt = memory_dtype(t)
     what = f"atomic {op.attrs.get('kind', 'cas')} on {t}"
-    hint = [None]
+    hint = [None, op]   # [last buffer hit, the op: shared atomics do not race each other]
 
     def atomic(s, w):
         mem = mem_of(w)

@@ -7,7 +7,13 @@ common case) the uniform path runs without mask changes or merges: an ``if`` run
 ``for`` with warp-uniform bounds iterates a Python ``range``.
 
 Each op has a plain step and a generator step; the generator form is used when a region (or the
-callee) can wait at a barrier, and is the same code with ``yield from`` at region entry.
+callee) can wait at a barrier. For ``scf.if`` and ``func.call`` these are two copies of the same
+code, the generator one with ``yield from`` at region entry (an ``if`` runs too often to pay for
+a generator). A loop is written once, as a generator that ``yield from``s its regions only when
+they can wait; its plain step drives that generator, which never yields (measured: no slower).
+An ``scf.while`` that reads memory always takes the generator form: it yields a ``SpinWait``
+every ``SPIN_ITERATIONS`` iterations, so that a warp polling a flag lets the writer run (see
+sim/scheduler.py for the livelock rule).
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES, register_dtype
 from .registry import handler
+from .scheduler import SPIN_ITERATIONS, SpinWait
 
 _count = np.count_nonzero
 
@@ -92,7 +99,7 @@ def _if(op: Operation, cx):
 
 # -- scf.for ----------------------------------------------------------------------------------
 class _ForShape:
-    """Slots and checks of one scf.for, shared by its plain and waiting steps."""
+    """Slots and checks of one scf.for."""
 
     def __init__(self, op: Operation, cx):
         self.op = op
@@ -139,49 +146,11 @@ def _for(op: Operation, cx):
     f = _ForShape(op, cx)
     iv_slot, arg_slots, yields, init, dtype = f.iv, f.args, f.yields, f.init, f.dtype
 
-    if not cx.is_blocking(op):
-        body = cx.block(op.regions[0].block)
+    # one implementation, a generator; the plain step drives it (module docstring)
+    body = cx.block(op.regions[0].block)
+    body_waits = cx.block_blocks(op.regions[0].block)
 
-        def for_(s, w):
-            carried = [s[i] for i in init]
-            iters = f.uniform_range(s, w)
-            if iters is not None:
-                if iters:
-                    iv = np.full(LANES, iters[0], dtype)
-                    step = np.full(LANES, iters.step, dtype)
-                    for _ in iters:
-                        s[iv_slot] = iv
-                        for a, v in zip(arg_slots, carried):
-                            s[a] = v
-                        body(s, w)
-                        carried = [s[y] for y in yields]
-                        iv = iv + step
-                f.finish(s, carried)
-                return
-            mask, n = w.mask, w.nactive
-            iv, ub, step, up = f.lane_start(s, w)
-            while True:
-                go = np.where(up, iv < ub, iv > ub) & mask
-                k = _count(go)
-                if k == 0:
-                    break
-                w.set_mask(go, k)
-                s[iv_slot] = iv
-                for a, v in zip(arg_slots, carried):
-                    s[a] = v
-                body(s, w)
-                if k == n:
-                    carried = [s[y] for y in yields]
-                else:
-                    carried = [np.where(go, s[y], v) for y, v in zip(yields, carried)]
-                iv = np.where(go, iv + step, iv)
-            w.set_mask(mask, n)
-            f.finish(s, carried)
-        return for_
-
-    body_gen = cx.generator_block(op.regions[0].block)
-
-    def for_waiting(s, w):
+    def for_loop(s, w):
         carried = [s[i] for i in init]
         iters = f.uniform_range(s, w)
         if iters is not None:
@@ -192,7 +161,10 @@ def _for(op: Operation, cx):
                     s[iv_slot] = iv
                     for a, v in zip(arg_slots, carried):
                         s[a] = v
-                    yield from body_gen(s, w)
+                    if body_waits:
+                        yield from body(s, w)
+                    else:
+                        body(s, w)
                     carried = [s[y] for y in yields]
                     iv = iv + step
             f.finish(s, carried)
@@ -208,7 +180,10 @@ def _for(op: Operation, cx):
             s[iv_slot] = iv
             for a, v in zip(arg_slots, carried):
                 s[a] = v
-            yield from body_gen(s, w)
+            if body_waits:
+                yield from body(s, w)
+            else:
+                body(s, w)
             if k == n:
                 carried = [s[y] for y in yields]
             else:
@@ -216,11 +191,38 @@ def _for(op: Operation, cx):
             iv = np.where(go, iv + step, iv)
         w.set_mask(mask, n)
         f.finish(s, carried)
-    return for_waiting
+
+    if cx.is_blocking(op):
+        return for_loop
+
+    def for_(s, w):
+        for _ in for_loop(s, w):
+            raise SimulatorError(f"internal: scf.for at {where(op)} yielded in its plain form")
+    return for_
 
 
 # -- scf.while --------------------------------------------------------------------------------
-@handler("scf.while")
+_READS = frozenset({"mem.load", "mem.atomic", "mem.atomic_cas", "func.call"})
+_CLOCKS = frozenset({"clock", "clock64", "globaltimer"})
+
+
+def may_spin(op: Operation) -> bool:
+    """Whether scf.while ``op`` reads memory (or calls a function, which might): it may be
+    polling for another warp's write, so it yields to the scheduler every ``SPIN_ITERATIONS``
+    iterations (a ``SpinWait``) and cannot be a plain Python loop."""
+    return any(inner.name in _READS for inner in op.walk())
+
+
+def _reads_clock(op: Operation) -> bool:
+    return any(inner.name == "nvvm.sreg" and inner.attrs.get("reg") in _CLOCKS
+               for inner in op.walk())
+
+
+def _same_state(a: list, b: list) -> bool:
+    return all(x is y or np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@handler("scf.while", blocking=may_spin)
 def _while(op: Operation, cx):
     before_b, after_b = op.regions[0].block, op.regions[1].block
     init = cx.slots(op.operands)
@@ -245,43 +247,28 @@ def _while(op: Operation, cx):
         for r, v in zip(res, results):
             s[r] = v
 
-    if not cx.is_blocking(op):
-        run_before, run_after = cx.block(before_b), cx.block(after_b)
+    # one implementation, a generator; the plain step drives it (module docstring). A loop that
+    # may spin yields a SpinWait every SPIN_ITERATIONS iterations.
+    run_before, run_after = cx.block(before_b), cx.block(after_b)
+    before_waits, after_waits = cx.block_blocks(before_b), cx.block_blocks(after_b)
+    spins, timed = may_spin(op), _reads_clock(op)
+    # reports name the loop condition's line: the while statement (the op has the body's)
+    site = next((o for o in before_b.ops if o.loc is not None), op)
 
-        def while_(s, w):
-            mask, n = w.mask, w.nactive
-            live, k = mask, n
-            vals = [s[i] for i in init]
-            results = None
-            while True:
-                for a, v in zip(before_args, vals):
-                    s[a] = v
-                run_before(s, w)
-                go = s[cond] & live
-                kc = _count(go)
-                results = exit_lanes(s, live, k, go, kc, results)
-                if kc == 0:
-                    break
-                live, k = go, kc
-                w.set_mask(live, k)
-                for a, x in zip(after_args, forwarded):
-                    s[a] = s[x]
-                run_after(s, w)
-                vals = [s[y] for y in after_y]
-            finish(s, w, mask, n, results)
-        return while_
-
-    gen_before, gen_after = cx.generator_block(before_b), cx.generator_block(after_b)
-
-    def while_waiting(s, w):
+    def while_loop(s, w):
         mask, n = w.mask, w.nactive
         live, k = mask, n
         vals = [s[i] for i in init]
         results = None
+        count = total = idle_iterations = 0
+        last = None
         while True:
             for a, v in zip(before_args, vals):
                 s[a] = v
-            yield from gen_before(s, w)
+            if before_waits:
+                yield from run_before(s, w)
+            else:
+                run_before(s, w)
             go = s[cond] & live
             kc = _count(go)
             results = exit_lanes(s, live, k, go, kc, results)
@@ -291,10 +278,30 @@ def _while(op: Operation, cx):
             w.set_mask(live, k)
             for a, x in zip(after_args, forwarded):
                 s[a] = s[x]
-            yield from gen_after(s, w)
+            if after_waits:
+                yield from run_after(s, w)
+            else:
+                run_after(s, w)
             vals = [s[y] for y in after_y]
+            if spins:
+                count += 1
+                if count == SPIN_ITERATIONS:
+                    total += count
+                    count = 0
+                    state = [live] + vals
+                    idle = not timed and last is not None and _same_state(last, state)
+                    idle_iterations = idle_iterations + SPIN_ITERATIONS if idle else 0
+                    last = state
+                    yield SpinWait(site, idle, total, idle_iterations)
         finish(s, w, mask, n, results)
-    return while_waiting
+
+    if cx.is_blocking(op):
+        return while_loop
+
+    def while_(s, w):
+        for _ in while_loop(s, w):
+            raise SimulatorError(f"internal: scf.while at {where(op)} yielded in its plain form")
+    return while_
 
 
 # -- func.call --------------------------------------------------------------------------------

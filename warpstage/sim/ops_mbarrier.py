@@ -40,10 +40,13 @@ from .dtypes import LANES
 from .registry import handler
 from .scheduler import Wait
 
-__all__ = ["Mbarrier", "MbarrierTable", "table", "lookup", "arrive", "complete_tx"]
+__all__ = ["Mbarrier", "MbarrierTable", "table", "lookup", "arrive", "complete_tx", "OBSERVERS"]
 
 _MAX_COUNT = (1 << 20) - 1
 MAX_IDLE_POLLS = 64
+OBSERVERS: list = []
+"""``f(warp, table, address)`` called when a wait or try_wait of ``warp`` sees a completed phase of
+the mbarrier at ``address`` (the TMA rules deliver the copies completed on it there)."""
 """Failed try_waits a warp may make in a row, with no warp able to proceed and no mbarrier
 changing, before the simulator reports a deadlock (a spin loop that can never succeed)."""
 
@@ -132,14 +135,20 @@ def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
         n -= take
         _complete(tab, bar)
     tab.epoch += 1
+    if w.cta.races is not None:   # the race detector: an arrival releases the warp's clock
+        w.cta.races.mbarrier_release(w.index, bar.address, bar.phase != token)
     return token
 
 
 def complete_tx(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, nbytes: int) -> None:
     """The asynchronous proxy completed ``nbytes`` of transactions on ``bar`` (TMA, bulk copy)."""
+    phase = bar.phase
     _add_tx(op, w, bar, -nbytes)
     _complete(tab, bar)
     tab.epoch += 1
+    races = w.cta.races if w is not None else None
+    if races is not None:         # the bytes landed as writes of warp w: release, not advance
+        races.mbarrier_release(w.index, bar.address, bar.phase != phase, advance=False)
 
 
 def _add_tx(op, w, bar: Mbarrier, nbytes: int) -> None:
@@ -321,7 +330,11 @@ def _try_wait(op: Operation, cx):
             # the GPU suspends a failing try_wait for a while; here: until something changed
             yield PollWait(op, tab, _pairs(s, w, slots))
             result = poll(s, w, tab)
+        if OBSERVERS:
+            _observe(w, tab, s[slots[0]][w.mask & result].tolist())
         s[r] = result
+        if w.cta.races is not None and result[w.mask].any():   # a completed phase: acquire
+            w.cta.races.mbarrier_acquire(w.index, s[slots[0]][w.mask & result].tolist())
     return try_wait
 
 
@@ -334,4 +347,14 @@ def _wait(op: Operation, cx):
         pairs = _pairs(s, w, slots)
         if not _completed(op, w, tab, pairs):
             yield MbarrierWait(op, tab, pairs)
+        if OBSERVERS:
+            _observe(w, tab, [a for a, _ in pairs])
+        if w.cta.races is not None:   # the race detector: the completed phases are acquired
+            w.cta.races.mbarrier_acquire(w.index, [a for a, _ in pairs])
     return wait
+
+
+def _observe(w, tab: MbarrierTable, addresses) -> None:
+    for addr in sorted(set(addresses)):
+        for f in OBSERVERS:
+            f(w, tab, addr)

@@ -71,7 +71,7 @@ def _load(op: Operation, cx):
     mem_of = memory_of(op, space)
     mdt, rdt = memory_dtype(t), register_dtype(t)
     what = f"{space} load of {t}"
-    hint = [None]
+    hint = [None, op]   # [last buffer hit, the op: for race reports]
 
     def load(s, w):
         mem = mem_of(w)
@@ -99,7 +99,7 @@ def _store(op: Operation, cx):
     space = op.operands[0].type.space
     mem_of = memory_of(op, space)
     what = f"{space} store of {t}"
-    hint = [None]
+    hint = [None, op]   # [last buffer hit, the op: for race reports]
 
     def store(s, w):
         mem = mem_of(w)

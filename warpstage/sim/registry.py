@@ -19,20 +19,25 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["HANDLERS", "BLOCKING", "handler"]
+__all__ = ["HANDLERS", "BLOCKING", "BLOCKING_IF", "handler"]
 
 HANDLERS: dict[str, Callable] = {}
 BLOCKING: set[str] = set()
+BLOCKING_IF: dict[str, Callable] = {}   # op name -> predicate(op): this op can wait
 
 
-def handler(*names: str, blocking: bool = False):
-    """Register the decorated function as the compile handler of ``names``."""
+def handler(*names: str, blocking=False):
+    """Register the decorated function as the compile handler of ``names``. ``blocking``: True
+    for an op that can wait, or a predicate ``op -> bool`` for one that can wait in some forms
+    (an scf.while that reads memory yields to let the warps it polls for run)."""
     def register(fn):
         for name in names:
             if name in HANDLERS:
                 raise ValueError(f"simulator handler for {name} registered twice")
             HANDLERS[name] = fn
-            if blocking:
+            if callable(blocking):
+                BLOCKING_IF[name] = blocking
+            elif blocking:
                 BLOCKING.add(name)
         return fn
     return register

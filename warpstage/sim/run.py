@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from ..errors import ArgumentError, LaunchError, WarpstageError
 from ..ir.core import Module
-from ..ir.types import PointerType
+from ..ir.types import PointerType, TensorMapType
+from ..options import env_sim_races
 from .compiler import compile_module
 from .dtypes import full
 from .memory import Memory, SharedMemory
-from .scheduler import run_cta
+from .races import CheckedSharedMemory, RaceState
+from .scheduler import run_ctas
 from .warp import CTA, Warp
 
-__all__ = ["run", "RunResult", "MAX_THREADS_PER_CTA", "MAX_SMEM_BYTES"]
+__all__ = ["run", "RunResult", "set_races", "races_enabled", "MAX_THREADS_PER_CTA",
+           "MAX_SMEM_BYTES"]
 
 MAX_THREADS_PER_CTA = 1024
 MAX_SMEM_BYTES = 227 * 1024   # sm_90 opt-in maximum of dynamic shared memory per CTA
@@ -44,9 +47,27 @@ class RunResult:
         return "".join(self.printed)
 
 
+_races: Optional[bool] = None
+
+
+def set_races(enabled: Optional[bool]) -> None:
+    """Turn the shared-memory race detector on (True) or off (False) for every later simulated
+    launch that does not pass ``races=``; None: back to ``WARPSTAGE_SIM_RACES`` (default off).
+    ``ws.set_target("sim", races=True)`` calls this."""
+    global _races
+    if enabled is not None and not isinstance(enabled, (bool, np.bool_)):
+        raise ArgumentError(f"races must be True, False or None, got {enabled!r}")
+    _races = None if enabled is None else bool(enabled)
+
+
+def races_enabled() -> bool:
+    """Whether launches that do not pass ``races=`` check for shared-memory races."""
+    return env_sim_races() if _races is None else _races
+
+
 def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[int],
         args: Sequence, memory: Memory, smem_bytes: int = 0, *, echo=True,
-        smem_fill: int = 0) -> RunResult:
+        smem_fill: int = 0, races: Optional[bool] = None) -> RunResult:
     """Execute kernel ``kernel_name`` of ``module`` over ``grid`` CTAs of ``block`` threads.
 
     ``args``: the kernel's parameter values in order: Python bool/int/float (or numpy scalars)
@@ -56,10 +77,13 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     ``echo``: True prints device printf output to stdout as well, False only collects it, or a
     writable text stream to print to. ``smem_fill``: the byte shared memory starts with (a GPU
     leaves it undefined; set e.g. 0xFF to catch reads of uninitialized shared memory).
+    ``races``: check shared-memory accesses for races (slower); None: ``races_enabled()``.
 
-    CTAs run one after another; a CTA's warps run as coroutines (see ``sim/scheduler.py``).
-    Raises ArgumentError / LaunchError for a bad launch, and a SimulatorError subclass
-    (OutOfBoundsError, DeadlockError, BarrierError) naming file:line when the kernel faults.
+    CTAs run one after another (a CTA is started beside the running ones when all of their warps
+    spin; see ``sim/scheduler.py``); a CTA's warps run as coroutines. Raises ArgumentError /
+    LaunchError for a bad launch, and a SimulatorError subclass (OutOfBoundsError,
+    DeadlockError, LivelockError, BarrierError, RaceError) naming file:line when the kernel
+    faults.
     """
     fn = module.get(kernel_name)
     if fn is None or not fn.is_kernel:
@@ -78,18 +102,31 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     if not 0 <= smem_bytes <= MAX_SMEM_BYTES:
         raise LaunchError(f"smem_bytes={smem_bytes}: expected 0 to {MAX_SMEM_BYTES} bytes per CTA")
     regs = _arguments(fn, args)
+    if races is None:
+        races = races_enabled()
 
     program = compile_module(module)
     kf = program.function(kernel_name)
     result = RunResult()
+
+    def ctas():
+        for z in range(grid3[2]):
+            for y in range(grid3[1]):
+                for x in range(grid3[0]):
+                    yield _make_cta(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
+                                    smem_fill, echo, result, races)
+
+    def finished(cta):
+        for flush in cta.ext.pop("at_exit", ()):     # e.g. TMA stores not yet waited for land
+            flush()
+        result.ctas += 1
+        result.warps += cta.nwarps
+        result.ops_executed += sum(w.ops for w in cta.warps)
+
     start = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
-            for z in range(grid3[2]):
-                for y in range(grid3[1]):
-                    for x in range(grid3[0]):
-                        _run_one(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
-                                 smem_fill, echo, result)
+            run_ctas(ctas(), finished)
     except WarpstageError as e:
         raise e.with_traceback(None) from None
     finally:
@@ -97,9 +134,16 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     return result
 
 
-def _run_one(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo, result):
-    smem = SharedMemory(smem_bytes, smem_fill)
+def _make_cta(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo, result,
+              races):
+    if races:
+        smem = CheckedSharedMemory(smem_bytes, smem_fill)
+    else:
+        smem = SharedMemory(smem_bytes, smem_fill)
     cta = CTA(ctaid, grid3, block3, memory, smem, result.printed, echo)
+    if races:
+        smem.cta = cta
+        cta.races = RaceState(cta, smem_bytes)
     for i in range(cta.nwarps):
         w = Warp(i, cta)
         frame = kf.new_frame()
@@ -107,10 +151,7 @@ def _run_one(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo
             frame[slot] = value
         w.coroutine = kf.run(frame, w) if kf.blocking else _coroutine(kf.run, frame, w)
         cta.warps.append(w)
-    run_cta(cta)
-    result.ctas += 1
-    result.warps += cta.nwarps
-    result.ops_executed += sum(w.ops for w in cta.warps)
+    return cta
 
 
 def _coroutine(run, frame, w):
@@ -145,6 +186,12 @@ def _arguments(fn, args) -> list:
 
 def _check_arg(kernel: str, name: str, t, v):
     where = f"kernel {kernel} parameter {name} ({t})"
+    if isinstance(t, TensorMapType):
+        if not all(hasattr(v, a) for a in ("address", "shape", "byte_strides", "box")):
+            raise ArgumentError(f"{where}: expected a tensor map for the simulator "
+                                "(TensorDescriptor(...).sim_map(memory.register(array))), got "
+                                f"{type(v).__name__}")
+        return v
     if isinstance(t, PointerType):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise ArgumentError(f"{where}: expected an int address (from Memory.register), got "

@@ -1,24 +1,43 @@
-"""Runs the warps of one CTA as coroutines until all have exited.
+"""Runs the warps of the grid's CTAs as coroutines until all have exited.
 
 Each warp is a Python generator. It runs until it must wait, and then yields a ``Wait``
 describing what it waits for; the scheduler calls ``wait.begin(warp)`` once (a barrier records
 the arrival there) and resumes the warp when ``wait.ready(warp)`` is true. Warps run in index
-order, each until it waits or exits, so a run is deterministic. When every live warp waits and
-none is ready, nothing can ever change again: that is a deadlock, reported with each warp's wait
-point (and which warps already exited). Before declaring a deadlock the scheduler asks each
-waiting warp's ``Wait.force``: a warp polling an mbarrier (try_wait) may resume and see its poll
-fail, a bounded number of times without any mbarrier changing, so a program that polls and then
-does other work runs on, and a spin loop that can never succeed is still reported.
+order, each until it waits or exits, so a run is deterministic. When every live warp of a CTA
+waits and none is ready, nothing can ever change again: that is a deadlock, reported with each
+warp's wait point (and which warps already exited). Before declaring a deadlock the scheduler asks
+each waiting warp's ``Wait.force``: a warp polling an mbarrier (try_wait) may resume and see its
+poll fail, a bounded number of times without any mbarrier changing, so a program that polls and
+then does other work runs on, and a spin loop that can never succeed is still reported.
+
+Spin loops. A ``scf.while`` that reads memory (sim/ops_control.py) yields a ``SpinWait`` every
+``SPIN_ITERATIONS`` iterations, so a warp polling a flag in memory lets the others run. The wait
+is ``idle`` when the loop's carried values and active lanes are unchanged since its previous
+``SpinWait``. CTAs run one at a time; when every live warp of the running CTAs is idle or
+blocked for ``ADMIT_ROUNDS`` rounds, the next CTA of the grid is started beside them (as a GPU
+keeps several CTAs resident), and a CTA that exits hands its place to the next one. With no CTA
+left to start, ``SPIN_ROUNDS`` such rounds are a livelock, reported with each warp's spin loop
+or wait point.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ..errors import BarrierError, DeadlockError
+from ..errors import BarrierError, DeadlockError, LivelockError
 from ..ir.core import Operation
 from .compiler import where
 
-__all__ = ["Wait", "BarrierState", "BarrierWait", "barrier_arrive", "run_cta"]
+__all__ = ["Wait", "SpinWait", "BarrierState", "BarrierWait", "barrier_arrive", "run_ctas",
+           "run_cta", "SPIN_ITERATIONS", "ADMIT_ROUNDS", "SPIN_ROUNDS"]
+
+SPIN_ITERATIONS = 64
+"""Iterations of a memory-reading while loop between two yields to the scheduler."""
+ADMIT_ROUNDS = 2
+"""Scheduler rounds in which every live warp of the running CTAs is idle (spinning with unchanged
+loop state) or blocked, before the next CTA of the grid is started beside them."""
+SPIN_ROUNDS = 32
+"""Such rounds, with no CTA left to start, before a livelock is reported (each round runs each
+spinning warp ``SPIN_ITERATIONS`` more iterations)."""
 
 
 class Wait:
@@ -26,6 +45,8 @@ class Wait:
     ``op`` is the waiting op (for its source location in deadlock reports)."""
 
     op: Optional[Operation] = None
+    idle = False
+    """True for a wait that marks no progress (a spin loop whose state did not change)."""
     hint = ("Make every warp that a barrier counts reach the same barrier id, the same number "
             "of times.")
     """The fix a deadlock report suggests for this kind of wait."""
@@ -44,6 +65,29 @@ class Wait:
         would return false says yes a bounded number of times, so polling is not a deadlock
         unless it never ends."""
         return False
+
+
+class SpinWait(Wait):
+    """A warp preempted in the memory-reading while loop ``op``: ready at once. ``idle``: the
+    loop's state (carried values, active lanes) is the same as at its previous preemption."""
+
+    hint = ("A spinning warp waits for memory that no running warp will change: check that the "
+            "warp meant to write the flag gets there (it may itself wait for the spinning warp, "
+            "at a barrier or mbarrier), and that the flag is written with an atomic or store and "
+            "read with an atomic (ws.atomic_add(flag, 0)) or fresh load in every iteration.")
+
+    def __init__(self, op: Operation, idle: bool, iterations: int, idle_iterations: int):
+        self.op = op
+        self.idle = idle
+        self.iterations = iterations
+        self.idle_iterations = idle_iterations
+
+    def ready(self, warp) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return (f"spinning in the while loop at {where(self.op)} ({self.iterations} iterations, "
+                f"the last {self.idle_iterations} without a change of its loop state)")
 
 
 class BarrierState:
@@ -113,44 +157,98 @@ def barrier_arrive(warp, op: Operation, bar_id: int, threads: Optional[int]) -> 
             "syncs on and the consumers arrive at.", where=where(op))
     generation = state.generation
     state.arrived.append(warp.index)
-    if len(state.arrived) == state.expected:
+    completed = len(state.arrived) == state.expected
+    if completed:
         state.generation += 1
         state.arrived = []
+    if cta.races is not None:
+        cta.races.barrier(warp.index, bar_id, op.name == "nvvm.barrier", completed)
     return state, generation
 
 
-def run_cta(cta) -> None:
-    """Run ``cta.warps`` (each with ``coroutine`` set) to completion."""
-    warps = cta.warps
-    while True:
-        live = 0
+_DONE, _PROGRESS, _IDLE, _STUCK = range(4)
+
+
+def run_ctas(ctas, finished) -> None:
+    """Run the CTAs from iterable ``ctas`` (each with its warps' ``coroutine`` set) to completion,
+    one at a time unless spinning warps need more CTAs started beside them (see the module
+    docstring); ``finished(cta)`` is called as each one exits."""
+    pending = iter(ctas)
+    resident: list = []
+    _admit(pending, resident)
+    idle_rounds = 0
+    while resident:
         progressed = False
-        for w in warps:
-            if w.done:
-                continue
-            live += 1
-            wait = w.wait
-            if wait is not None:
-                if not wait.ready(w):
-                    continue
-                w.wait = None
-            try:
-                wait = next(w.coroutine)
-            except StopIteration:
-                w.done = True
+        for cta in list(resident):
+            state = _round(cta)
+            if state == _DONE:
+                resident.remove(cta)
+                finished(cta)
+                _admit(pending, resident)   # its place goes to the next CTA of the grid
                 progressed = True
-                continue
-            w.wait = wait
-            wait.begin(w)
-            progressed = True
-        if not live:
-            return
-        if not progressed:
-            forced = [w for w in warps if not w.done and w.wait.force(w)]
-            if not forced:
+            elif state == _PROGRESS:
+                progressed = True
+            elif state == _STUCK:
                 raise _deadlock(cta)
-            for w in forced:
-                w.wait = _FORCED
+        if progressed:
+            idle_rounds = 0
+            continue
+        idle_rounds += 1
+        if idle_rounds >= ADMIT_ROUNDS and _admit(pending, resident):
+            idle_rounds = 0
+        elif idle_rounds >= SPIN_ROUNDS:
+            raise _livelock(resident)
+
+
+def _admit(pending, resident: list) -> bool:
+    cta = next(pending, None)
+    if cta is None:
+        return False
+    resident.append(cta)
+    return True
+
+
+def run_cta(cta) -> None:
+    """Run one CTA (its warps' ``coroutine`` set) to completion."""
+    run_ctas((cta,), lambda _cta: None)
+
+
+def _round(cta) -> int:
+    """Resume each ready warp of ``cta`` once; what the round achieved."""
+    live = 0
+    progressed = idle = False
+    for w in cta.warps:
+        if w.done:
+            continue
+        live += 1
+        wait = w.wait
+        if wait is not None:
+            if not wait.ready(w):
+                continue
+            w.wait = None
+        cta.current = w
+        try:
+            wait = next(w.coroutine)
+        except StopIteration:
+            w.done = True
+            progressed = True
+            continue
+        w.wait = wait
+        wait.begin(w)
+        if wait.idle:
+            idle = True
+        else:
+            progressed = True
+    if not live:
+        return _DONE
+    if progressed:
+        return _PROGRESS
+    forced = [w for w in cta.warps if not w.done and w.wait.force(w)]
+    for w in forced:
+        w.wait = _FORCED
+    if forced:
+        return _PROGRESS
+    return _IDLE if idle else _STUCK
 
 
 class _Resume(Wait):
@@ -166,15 +264,38 @@ _FORCED = _Resume()
 def _deadlock(cta) -> DeadlockError:
     x, y, z = cta.ctaid
     lines = [f"deadlock in block ({x},{y},{z}): every live warp is waiting and none can proceed"]
+    first, hints = _warp_lines(cta, lines, "  ")
+    lines.extend(hints)
+    return DeadlockError("\n".join(lines), where=where(first) if first else None)
+
+
+def _livelock(ctas) -> LivelockError:
+    blocks = ", ".join("({},{},{})".format(*c.ctaid) for c in ctas)
+    lines = [f"livelock in block{'s' if len(ctas) > 1 else ''} {blocks}: every live warp spins "
+             f"without its loop state changing, or waits, for {SPIN_ROUNDS} rounds of "
+             f"{SPIN_ITERATIONS} iterations, and no other CTA of the grid is left to start"]
+    first, hints = None, []
+    for cta in ctas:
+        if len(ctas) > 1:
+            lines.append("  block ({},{},{}):".format(*cta.ctaid))
+        op, more = _warp_lines(cta, lines, "    " if len(ctas) > 1 else "  ")
+        first = first or op
+        hints.extend(h for h in more if h not in hints)
+    lines.extend(hints)
+    return LivelockError("\n".join(lines), where=where(first) if first else None)
+
+
+def _warp_lines(cta, lines: list, indent: str) -> tuple:
+    """Append each warp's state to ``lines``; returns (first waiting op, the waits' hints)."""
     first = None
     hints: list = []
     for w in cta.warps:
         if w.done:
-            lines.append(f"  warp {w.index}: exited (it can no longer arrive anywhere)")
-        else:
-            lines.append(f"  warp {w.index}: waiting at {w.wait.describe()}")
-            first = first or w.wait.op
-            if w.wait.hint not in hints:
-                hints.append(w.wait.hint)
-    lines.extend(hints)
-    return DeadlockError("\n".join(lines), where=where(first) if first else None)
+            lines.append(f"{indent}warp {w.index}: exited (it can no longer arrive anywhere)")
+            continue
+        verb = "" if isinstance(w.wait, SpinWait) else "waiting at "
+        lines.append(f"{indent}warp {w.index}: {verb}{w.wait.describe()}")
+        first = first or w.wait.op
+        if w.wait.hint not in hints:
+            hints.append(w.wait.hint)
+    return first, hints

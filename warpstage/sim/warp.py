@@ -3,7 +3,8 @@
 A ``Warp`` carries the active mask (numpy bool[32]) and its popcount ``nactive``, the lanes that
 exist (``nlanes``: the last warp of a CTA whose size is not a multiple of 32 is partial), the
 special registers, a clock, and the count of ops it executed. A ``CTA`` holds what its warps
-share: shared memory, barrier state, the launch geometry, the printf log.
+share: shared memory, barrier state, the launch geometry, the printf log, and the race detector's
+state when it is on.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ class CTA:
         self.warps: list[Warp] = []
         self.barriers: dict = {}   # barrier id -> scheduler.BarrierState
         self.ext: dict = {}        # state of later op families (mbarriers, ...), by family name
+        self.races = None          # races.RaceState when the race detector is on
+        self.current: Optional[Warp] = None   # the warp the scheduler resumed last
 
 
 class Warp:

@@ -1,0 +1,133 @@
+"""The simulator's TMA rules on hand-built IR: copies land at the wait that observes their phase
+(not before, not for a later phase), try_wait delivers too, and run-time faults (misaligned or
+out-of-range shared addresses, a descriptor whose box differs from the compiled one, bulk copy
+sizes, uninitialized mbarriers) name the op's line."""
+import numpy as np
+import pytest
+
+import warpstage as ws
+from warpstage import sim
+from warpstage.errors import OutOfBoundsError, SimulatorError
+from warpstage.ir import f32, i32, u8, u64
+from warpstage.ir.types import tensormap
+
+from simkit import KernelBuilder, gptr
+
+BOX = (8, 32)
+BYTES = 8 * 32 * 4
+
+
+def tma_module(dst_offset=0, box=BOX, second_phase=False, poll=False, line=7):
+    """Thread 0 inits an mbarrier at smem 8192 (count 1), announces and loads one box at (0, 0)
+    into smem ``dst_offset``; with ``second_phase`` it then waits, loads box (8, 0) to the same
+    place for phase 1 without arriving, and re-checks phase 0 (a try_wait). Every lane then waits
+    on phase 0 (``poll``: a try_wait) and copies shared memory to ``out`` (floats, 2 boxes)."""
+    k = KernelBuilder("tma", [tensormap, gptr(f32)])
+    desc, out = k.args
+    b, c = k.b, k.const
+    lane = b.sreg("laneid", i32)
+    base = b.smem_base(u8)
+    tile = b.ptr_cast(b.ptr_offset(base, c(i32, dst_offset)), f32)
+    bar = b.ptr_cast(b.ptr_offset(base, c(i32, 8192)), u64)
+    first = b.cmp("eq", lane, c(i32, 0))
+
+    def issue():
+        b.mbarrier("init", bar, c(i32, 1))
+        b.mbarrier("arrive_expect_tx", bar, c(i32, BYTES))
+        k.line(line)
+        b.op("tma.load", (desc, tile, bar, c(i32, 0), c(i32, 0)), (), {"box": box, "bytes": BYTES})
+        k.line(1)
+        if second_phase:
+            b.mbarrier("wait_parity", bar, c(i32, 0))
+            b.mbarrier("expect_tx", bar, c(i32, BYTES))
+            b.op("tma.load", (desc, tile, bar, c(i32, 8), c(i32, 0)), (),
+                 {"box": box, "bytes": BYTES})
+        return []
+    k.if_(first, (), issue)
+    if poll:
+        b.mbarrier("try_wait_parity", bar, c(i32, 0))
+    else:
+        b.mbarrier("wait_parity", bar, c(i32, 0))
+    k.for_(lane, c(i32, 8 * 32), c(i32, 32), [],
+           lambda i: k.store_at(out, i, k.load_at(tile, i)) or [])
+    return k.finish()
+
+
+def launch(module, x, smem=8200, box=BOX):
+    mem = sim.Memory()
+    desc = ws.tma.TensorDescriptor(x, box, swizzle=0)
+    out = np.full(8 * 32, -1, np.float32)
+    sim.run(module, "tma", 1, 32, [desc.sim_map(mem.register(x)), mem.register(out)], mem,
+            smem_bytes=smem, echo=False)
+    return out
+
+
+X = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+
+
+@pytest.mark.parametrize("poll", [False, True])
+def test_the_copy_lands_at_the_wait_that_sees_its_phase(poll):
+    np.testing.assert_array_equal(launch(tma_module(poll=poll), X), X[:8].ravel())
+
+
+def test_a_copy_for_a_later_phase_does_not_land_at_an_earlier_phase_wait():
+    # the second box completes its bytes on phase 1, which never completes (no arrival): the
+    # later wait on phase 0 must not deliver it, so shared memory still holds the first box
+    np.testing.assert_array_equal(launch(tma_module(second_phase=True), X), X[:8].ravel())
+
+
+def test_a_misaligned_shared_destination_is_reported():
+    with pytest.raises(SimulatorError, match=r"tma.load at kern.py:7 .*shared-memory address "
+                                             r"0x40 is not 128-byte aligned"):
+        launch(tma_module(dst_offset=64), X)
+
+
+def test_a_destination_past_shared_memory_is_out_of_bounds():
+    with pytest.raises(OutOfBoundsError, match=r"tma.load at kern.py:7.*outside the CTA's"):
+        launch(tma_module(dst_offset=7296), X, smem=8200)
+
+
+def test_a_descriptor_with_another_box_is_reported():
+    with pytest.raises(SimulatorError, match=r"descriptor's box is \(4, 64\) but the kernel was "
+                                             r"compiled for box \(8, 32\)"):
+        launch(tma_module(), X, box=(4, 64))
+
+
+class BulkStorage:
+    buf: ws.smem.Array[ws.Float32, (64,), 16]
+    bar: ws.smem.MbarrierArray[1]
+
+
+@ws.kernel
+def bulk_n(x: ws.Tensor, out: ws.Tensor, n: ws.Int32, init: ws.Static[bool]):
+    s = ws.smem.allocate(BulkStorage)
+    if ws.arch.thread_idx()[0] == 0:
+        if ws.static(init):
+            s.bar[0].init(1)
+        ws.tma.bulk_copy(s.buf, x.ptr, n, s.bar[0])
+
+
+@pytest.fixture
+def sim_target():
+    ws.set_target("sim")
+    yield
+    ws.set_target(None)
+
+
+def test_bulk_copy_size_and_mbarrier_are_checked_when_run(sim_target):
+    x = np.zeros(64, np.float32)
+    with pytest.raises(SimulatorError, match=r"byte count 24 is not a positive multiple of 16"):
+        bulk_n[1, 32](x, x, 24, True)
+    with pytest.raises(SimulatorError, match=r"no mbarrier at shared offset"):
+        bulk_n[1, 32](x, x, 32, False)
+
+
+@ws.kernel
+def bulk_static(x: ws.Tensor):
+    s = ws.smem.allocate(BulkStorage)
+    ws.tma.bulk_copy(s.buf, x.ptr, 20, s.bar[0])
+
+
+def test_bulk_copy_static_size_is_checked_when_traced():
+    with pytest.raises(ws.OperandError, match=r"byte count: expected a positive multiple of 16"):
+        ws.compile(bulk_static, ws.Tensor[ws.Float32, 1])

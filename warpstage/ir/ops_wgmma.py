@@ -1,0 +1,165 @@
+"""Verifier rules of the Hopper warpgroup MMA ops (PTX ISA 8.0, "Asynchronous Warpgroup Level
+Matrix Multiply-Accumulate Instructions": wgmma.fence, wgmma.mma_async, wgmma.commit_group,
+wgmma.wait_group, and the shared-memory "Matrix Descriptor Format"). ``RULES`` is merged into
+``ir.ops.OPS``.
+
+Contracts:
+
+  wgmma.fence (*vals) -> (*vals)          wgmma.fence.sync.aligned; the values pass through
+                                          unchanged (their registers are written before the fence)
+  wgmma.commit_group                      wgmma.commit_group.sync.aligned
+  wgmma.wait_group {n} (*vals) -> (*vals) wgmma.wait_group.sync.aligned n (n in [0, 8)); the values
+                                          pass through and are read only after the wait
+  wgmma.descriptor {lbo, sbo, swizzle, base_offset} (p: !ptr<T, shared>) -> u64
+                                          the 64-bit matrix descriptor of the tile at p: bits 0-13
+                                          address >> 4, 16-29 lbo >> 4, 32-45 sbo >> 4, 49-51
+                                          base_offset, 62-63 the mode of swizzle (bytes: 0 none,
+                                          128 -> 1, 64 -> 2, 32 -> 3); lbo, sbo multiples of 16
+                                          in [0, 2^18)
+  wgmma.mma_async {n, type_a, type_b, type_d, a_regs, scale_d, scale_a, scale_b, tnsp_a, tnsp_b}
+      (a, b: u64, [scale_d: i1], *d_in) -> *d
+                                          D = scale_a*A (64x16) @ scale_b*B (16xn) (+ D if scale_d)
+                                          a: one u64 descriptor, or (a_regs) 8 values of type_a;
+                                          n a multiple of 8 in [8, 256]; type_a = type_b in
+                                          f16|bf16; type_d f32 (n/2 results) or f16 (n/2 results,
+                                          packed in pairs by the lowering); scale_d True|False
+                                          (static) or "dynamic" (an i1 operand); d_in has n/2
+                                          values of type_d, or none when scale_d is False;
+                                          scale_a/b +1|-1; tnsp_a/b 0 (K-major) | 1 (MN-major),
+                                          tnsp_a 0 with a_regs
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .core import Operation
+from .ops import _types
+from .types import PointerType, ScalarType, i1, u64
+
+__all__ = ["RULES", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+
+SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
+"""Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
+MMA_TYPES = ("f16", "bf16")
+ACC_TYPES = ("f32", "f16")
+MAX_WAIT_GROUP = 8
+_PASS_TYPES = ("f32", "f16", "bf16", "i32", "u32")
+
+
+def _static(op: Operation, name: str, allowed) -> Optional[str]:
+    v = op.attrs.get(name)
+    if not any(type(v) is type(a) and v == a for a in allowed):     # True is not 1 here
+        return f"attribute {name} must be one of {tuple(allowed)}, got {v!r}"
+    return None
+
+
+def _pass_through(op: Operation) -> Optional[str]:
+    if len(op.operands) != len(op.results):
+        return (f"expected as many results as operands (the values pass through), got "
+                f"{len(op.operands)} and {len(op.results)}")
+    for v, r in zip(op.operands, op.results):
+        if not isinstance(v.type, ScalarType) or v.type.name not in _PASS_TYPES:
+            return (f"passes through 32-bit or 16-bit registers ({', '.join(_PASS_TYPES)}), "
+                    f"got {v.type}")
+        if r.type != v.type:
+            return ("result types must equal the operand types, got "
+                    f"({', '.join(_types(op.operands))})")
+    return None
+
+
+def _fence(op):
+    return _pass_through(op)
+
+
+def _commit(op):
+    if op.operands or op.results:
+        return "wgmma.commit_group takes no operands and gives no results"
+    return None
+
+
+def _wait(op):
+    n = op.attrs.get("n")
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < MAX_WAIT_GROUP:
+        return (f"wait_group needs a static count of pending groups in [0, {MAX_WAIT_GROUP}), "
+                f"got {n!r}")
+    return _pass_through(op)
+
+
+def _field(op, name, limit, multiple=16) -> Optional[str]:
+    v = op.attrs.get(name)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < limit or v % multiple:
+        unit = f" multiple of {multiple}" if multiple > 1 else "n int"
+        return f"{name} must be a{unit} in [0, {limit}), got {v!r}"
+    return None
+
+
+def _descriptor(op):
+    if len(op.operands) != 1 or len(op.results) != 1:
+        return f"expected 1 operand and 1 result, got {len(op.operands)} and {len(op.results)}"
+    p = op.operands[0].type
+    if not (isinstance(p, PointerType) and p.space == "shared"):
+        return f"expected a shared pointer operand, got {p}"
+    if op.results[0].type != u64:
+        return f"expected result u64, got {op.results[0].type}"
+    return (_field(op, "lbo", 1 << 18) or _field(op, "sbo", 1 << 18)
+            or _field(op, "base_offset", 8, 1) or _static(op, "swizzle", tuple(SWIZZLE_MODE)))
+
+
+def _mma_attrs(op) -> Optional[str]:
+    n = op.attrs.get("n")
+    if isinstance(n, bool) or not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
+        return f"n must be a multiple of 8 in [8, 256], got {n!r}"
+    err = (_static(op, "type_a", MMA_TYPES) or _static(op, "type_b", MMA_TYPES)
+           or _static(op, "type_d", ACC_TYPES) or _static(op, "a_regs", (True, False))
+           or _static(op, "scale_d", (True, False, "dynamic"))
+           or _static(op, "scale_a", (1, -1)) or _static(op, "scale_b", (1, -1))
+           or _static(op, "tnsp_a", (0, 1)) or _static(op, "tnsp_b", (0, 1)))
+    if err:
+        return err
+    if op.attrs["type_a"] != op.attrs["type_b"]:
+        return f"type_a and type_b must be equal, got {op.attrs['type_a']} and {op.attrs['type_b']}"
+    if op.attrs["a_regs"] and op.attrs["tnsp_a"]:
+        return "tnsp_a must be 0 when A comes from registers (a register fragment has one layout)"
+    return None
+
+
+def _mma(op):
+    err = _mma_attrs(op)
+    if err:
+        return err
+    attrs = op.attrs
+    n2 = attrs["n"] // 2
+    d_type = attrs["type_d"]
+    ops = list(op.operands)
+    n_a = 8 if attrs["a_regs"] else 1
+    dynamic = attrs["scale_d"] == "dynamic"
+    fixed = n_a + 1 + (1 if dynamic else 0)
+    n_d = len(ops) - fixed
+    if n_d not in (0, n2) or (n_d == 0 and attrs["scale_d"] is not False):
+        return (f"expected A ({n_a} operand(s)), B, {'the scale_d predicate, ' if dynamic else ''}"
+                f"and {n2} accumulator operands (none only with scale_d False), got "
+                f"{len(ops)} operands")
+    a, b = ops[:n_a], ops[n_a]
+    if attrs["a_regs"]:
+        if any(v.type.name != attrs["type_a"] for v in a if isinstance(v.type, ScalarType)) or \
+                not all(isinstance(v.type, ScalarType) for v in a):
+            return (f"expected 8 {attrs['type_a']} A-fragment values, got "
+                    f"({', '.join(_types(a))})")
+    elif a[0].type != u64:
+        return f"expected the A descriptor u64, got {a[0].type}"
+    if b.type != u64:
+        return f"expected the B descriptor u64, got {b.type}"
+    if dynamic and ops[n_a + 1].type != i1:
+        return f"expected the scale_d predicate i1, got {ops[n_a + 1].type}"
+    d_in = ops[fixed:]
+    if any(v.type.name != d_type for v in d_in if isinstance(v.type, ScalarType)) or \
+            not all(isinstance(v.type, ScalarType) for v in d_in):
+        return f"expected {d_type} accumulators, got ({', '.join(_types(d_in))})"
+    if len(op.results) != n2 or any(r.type.name != d_type for r in op.results):
+        return (f"expected {n2} {d_type} results (m64n{attrs['n']}: n/2 per thread), got "
+                f"({', '.join(str(r.type) for r in op.results)})")
+    return None
+
+
+RULES = {"wgmma.fence": _fence, "wgmma.commit_group": _commit, "wgmma.wait_group": _wait,
+         "wgmma.descriptor": _descriptor, "wgmma.mma_async": _mma}

@@ -1,0 +1,432 @@
+"""Hopper warpgroup MMA (``ws.wgmma``; PTX ISA 8.0 "Asynchronous Warpgroup Level Matrix
+Multiply-Accumulate Instructions", sm_90a): D (64 x N, f32) = A (64 x 16) @ B (16 x N) (+ D),
+issued by the 4 warps (128 threads) of a warpgroup together and completed asynchronously.
+
+A and B are tiles in shared memory, named by 64-bit matrix descriptors; A may instead come from
+registers (a ``Fragment`` of 8 f16/bf16 per thread). D is a ``Fragment`` of N/2 f32 per thread.
+The protocol, as CUTLASS runs it::
+
+    a = ws.wgmma.tile_descriptor(storage.a, major="K", swizzle=128)   # A: 64 x K, K contiguous
+    b = ws.wgmma.tile_descriptor(storage.b, major="K", swizzle=128)   # B: N x K, K contiguous
+    acc = ws.wgmma.zeros(n)                          # N/2 f32 registers per thread
+    acc = ws.wgmma.fence(acc)                        # wgmma.fence: registers are ready
+    for k in ws.static_range(K // 16):
+        acc = ws.wgmma.mma(a.k_step(k), b.k_step(k), acc)   # issue (async)
+    ws.wgmma.commit_group()                          # close the batch into a group
+    acc = ws.wgmma.wait_group(0, acc)                # wait; read acc only after this
+    for i, (row, col) in enumerate(ws.wgmma.accumulator_coords(n)):
+        out[row, col] = acc[i]
+
+Shared-memory tiles (``TileLayout``): a (rows, cols) tile with ``cols`` contiguous is stored in
+column blocks one swizzle span wide (16 bytes without swizzle), each block row-major; so a tile
+whose rows are exactly one span (64 bf16 with 128-byte swizzle) is a plain row-major 2-D array,
+and a wider one is a 3-D array (blocks, rows, span / element size), what a TMA box of one span
+produces. Swizzled tiles start at a multiple of 8 * span bytes.
+"""
+from __future__ import annotations
+
+from ..frontend.source import user_location
+from ..frontend.trace import Origin, builder
+from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_offset
+from .fragment import Fragment
+from .operands import operand_error, pointer_operand, static_int
+from .scalars import BFloat16, Boolean, Float16, Float32, Scalar, Uint64
+
+__all__ = ["fence", "commit_group", "wait_group", "mma", "zeros", "make_descriptor",
+           "TileLayout", "TileDescriptor", "tile_descriptor", "accumulator_coords",
+           "a_fragment_coords", "accumulator_to_a", "Fragment", "SWIZZLE_MODES", "N_VALUES"]
+
+N_VALUES = tuple(range(8, 257, 8))
+"""The N of m64nNk16: multiples of 8 in [8, 256]."""
+_MMA_DTYPES = (Float16, BFloat16)
+_PASS = ("f32", "f16", "bf16", "i32", "u32")
+
+
+# -- fence / commit / wait ----------------------------------------------------------------------
+def _pass_values(what: str, items) -> tuple:
+    """Flatten Fragments and scalars into IR values; returns (values, rebuild)."""
+    values, shapes = [], []
+    for x in items:
+        if isinstance(x, Fragment):
+            vals = list(x)
+        elif isinstance(x, Scalar):
+            vals = [x]
+        else:
+            raise operand_error(what, type(x).__name__, "Fragments or dynamic scalars (the "
+                                "registers to order)", "pass the accumulator fragment: "
+                                "acc = ws.wgmma.wait_group(0, acc)")
+        for v in vals:
+            if v.ir_type.name not in _PASS:
+                raise operand_error(what, f"a {type(v).__name__} register", "f32, f16, bf16, "
+                                    "i32 or u32 registers", "convert the fragment first")
+        values.extend(v.value for v in vals)
+        shapes.append((x, len(vals)))
+
+    def rebuild(results):
+        out, k = [], 0
+        for x, count in shapes:
+            part = results[k:k + count]
+            k += count
+            if isinstance(x, Fragment):
+                out.append(Fragment(x.dtype, [type(v)._wrap(r) for v, r in zip(x, part)]))
+            else:
+                out.append(type(x)._wrap(part[0], x.origin))
+        return None if not out else out[0] if len(out) == 1 else tuple(out)
+    return values, rebuild
+
+
+def _tied_op(name: str, what: str, items, attrs=None):
+    values, rebuild = _pass_values(what, items)
+    op = builder(what).op(name, values, [v.type for v in values], attrs or {})
+    return rebuild(op.results)
+
+
+def fence(*fragments):
+    """``wgmma.fence.sync.aligned``: orders this warpgroup's earlier register accesses before
+    the following ``mma``. Required before the first ``mma`` and after any other access to the
+    accumulators or A fragments an ``mma`` reads (e.g. after ``wait_group``). Pass those
+    fragments: they are returned, and the compiler then computes them before the fence.
+    Returns None, one fragment, or a tuple (one per argument)."""
+    return _tied_op("wgmma.fence", "ws.wgmma.fence()", fragments)
+
+
+def commit_group() -> None:
+    """``wgmma.commit_group.sync.aligned``: close this warpgroup's uncommitted ``mma`` calls
+    into a wgmma-group (an empty group if none)."""
+    builder("ws.wgmma.commit_group()").op("wgmma.commit_group")
+
+
+def wait_group(n: int = 0, *fragments):
+    """``wgmma.wait_group.sync.aligned n``: wait until at most ``n`` (static, 0..7) of this
+    warpgroup's wgmma-groups are pending. Pass the accumulators those groups write and use the
+    returned ones: reading an accumulator before its group completes is undefined, and the
+    returned values cannot be read earlier. Returns None, one fragment or a tuple."""
+    what = "ws.wgmma.wait_group()"
+    n = static_int(n, f"{what}'s group count", range(8), "a static int in [0, 8)",
+                   "pass the number of wgmma-groups allowed to stay in flight, e.g. 0 or 1")
+    return _tied_op("wgmma.wait_group", what, fragments, {"n": n})
+
+
+# -- descriptors and tile layouts ---------------------------------------------------------------
+def _swizzle(x, what: str) -> int:
+    return static_int(x, what, SWIZZLE_MODES, "0 (none), 32, 64 or 128 (bytes)",
+                      "pass the swizzle the tile was stored with (TMA's CU_TENSOR_MAP_SWIZZLE_*)")
+
+
+def make_descriptor(smem, lbo: int, sbo: int, swizzle=None, base_offset: int = 0) -> Uint64:
+    """The 64-bit shared-memory matrix descriptor of the tile at ``smem`` (an smem array or a
+    shared ``ws.Pointer``, 16-byte aligned): PTX ISA "Matrix Descriptor Format". ``lbo`` and
+    ``sbo`` (static, bytes, multiples of 16 below 2^18): the leading- and stride-dimension byte
+    offsets of the canonical layout; ``swizzle``: 0, 32, 64 or 128 bytes (default: the array's
+    ``swizzle`` attribute, else 0); ``base_offset``: 0..7 (0 for tiles aligned to their swizzle
+    atom). Returns a dynamic Uint64. ``tile_descriptor`` computes lbo and sbo for you."""
+    what = "ws.wgmma.make_descriptor()"
+    p = pointer_operand(smem, f"{what}'s tile", "shared")
+    if swizzle is None:
+        swizzle = getattr(smem, "swizzle", 0) or 0
+    swizzle = _swizzle(swizzle, f"{what}'s swizzle")
+    offsets = range(0, 1 << 18, 16)
+    for name, v in (("lbo", lbo), ("sbo", sbo)):
+        static_int(v, f"{what}'s {name}", offsets, "a static multiple of 16 in [0, 2^18) (bytes)",
+                   "pass the byte distance between core matrices (see docs/wgmma.md)")
+    base_offset = static_int(base_offset, f"{what}'s base_offset", range(8), "an int in [0, 8)",
+                             "use 0 and align swizzled tiles to 8 * swizzle bytes")
+    attrs = {"lbo": lbo, "sbo": sbo, "swizzle": swizzle, "base_offset": base_offset}
+    r = builder(what).op("wgmma.descriptor", (p.value,), (Uint64.ir_type,), attrs).result
+    return Uint64._wrap(r, Origin(what, user_location()))
+
+
+class TileLayout:
+    """The shared-memory layout of a (rows, cols) tile of ``dtype`` with ``cols`` contiguous,
+    swizzled with ``swizzle`` bytes (0, 32, 64, 128): column blocks of ``span`` bytes (the
+    swizzle, or 16 without one), each block row-major with rows ``span`` bytes apart.
+
+    For wgmma, a K-major operand is (rows = M or N, cols = K) and an MN-major one (rows = K,
+    cols = M or N). ``shape`` is the smem array to allocate ((rows, cols) when one block,
+    else (blocks, rows, block_cols)), ``align`` its alignment (8 * span bytes when swizzled),
+    ``spec`` that field type (``ws.smem.Array[dtype, shape, align]``). ``offset(r, c)`` is the
+    element offset of logical element (r, c) in that array, swizzle applied (static or dynamic
+    indices). rows must be a multiple of 8 and cols of span / element size."""
+
+    def __init__(self, rows: int, cols: int, dtype, swizzle: int = 0):
+        what = "ws.wgmma.TileLayout"
+        self.dtype = dtype
+        self.swizzle = _swizzle(swizzle, f"{what}'s swizzle")
+        self.eb = dtype.ir_type.nbytes
+        self.span = self.swizzle or 16
+        self.block_cols = self.span // self.eb
+        self.rows = static_int(rows, f"{what}'s rows", range(8, 1 << 16, 8),
+                               "a static positive multiple of 8", "pad the tile to 8-row groups")
+        self.cols = static_int(cols, f"{what}'s cols", range(self.block_cols, 1 << 16,
+                                                              self.block_cols),
+                               f"a static positive multiple of {self.block_cols} ({self.span} "
+                               f"bytes of {dtype.__name__})", "pad the tile's contiguous extent")
+        self.blocks = self.cols // self.block_cols
+        self.shape = ((self.rows, self.cols) if self.blocks == 1
+                      else (self.blocks, self.rows, self.block_cols))
+        self.align = swizzle_align(self.swizzle)
+        self.nbytes = self.rows * self.cols * self.eb
+
+    @property
+    def spec(self):
+        from .smem import Array
+        return Array[self.dtype, self.shape, self.align]
+
+    def byte_offset(self, r, c, swizzled: bool = True):
+        """Byte offset of element (r, c) from the tile's start (swizzled unless told not)."""
+        off = (c // self.block_cols) * (self.rows * self.span) + r * self.span \
+            + (c % self.block_cols) * self.eb
+        return swizzle_offset(off, self.swizzle) if swizzled else off
+
+    def offset(self, r, c):
+        """Element offset of (r, c) in the tile's array (flat), swizzle applied."""
+        return self.byte_offset(r, c) // self.eb
+
+    def descriptor_offsets(self, major: str) -> tuple:
+        """(LBO, SBO) in bytes of this tile as a ``major`` ("K" or "MN") wgmma operand."""
+        whole = self.rows * self.span
+        if major == "K":
+            return (whole, 128) if not self.swizzle else (16, 8 * self.span)
+        return (128, whole) if not self.swizzle else (whole, 8 * self.span)
+
+    def key(self):
+        return ("TileLayout", self.rows, self.cols, self.dtype.__name__, self.swizzle)
+
+    def __repr__(self) -> str:
+        return (f"<TileLayout {self.dtype.__name__}[{self.rows}, {self.cols}] swizzle "
+                f"{self.swizzle}: array {self.shape}>")
+
+
+class TileDescriptor:
+    """A matrix descriptor (``desc``, a dynamic Uint64) with the static facts of its tile:
+    ``layout`` (TileLayout), ``major`` ("K": M/N rows, K contiguous; "MN": K rows, M/N
+    contiguous), ``dtype``. Follows the value protocol (its leaf is ``desc``). ``at(row, k)``
+    and ``k_step(j)`` give the descriptor of the sub-tile starting at M/N index ``row``
+    (multiple of 8) and K index ``k`` (multiple of 16): the start address advanced by that
+    sub-tile's byte offset >> 4, as CUTLASS and FlashAttention-3 do."""
+
+    __slots__ = ("layout", "major", "desc")
+
+    def __init__(self, layout: TileLayout, major: str, desc: Uint64):
+        self.layout, self.major, self.desc = layout, major, desc
+
+    @property
+    def dtype(self):
+        return self.layout.dtype
+
+    def _extent(self) -> tuple:
+        """(M/N extent, K extent) of the whole tile."""
+        lay = self.layout
+        return (lay.rows, lay.cols) if self.major == "K" else (lay.cols, lay.rows)
+
+    def at(self, row=0, k=0) -> "TileDescriptor":
+        for name, v, m in (("row", row, 8), ("k", k, 16)):
+            if not isinstance(v, Scalar):
+                limit = self._extent()[0 if name == "row" else 1]
+                static_int(v, f"TileDescriptor.at()'s {name}", range(0, limit, m),
+                           f"a multiple of {m} in [0, {limit})", f"offset by whole {m}-element "
+                           f"steps inside the {limit}-element extent")
+        r, c = (row, k) if self.major == "K" else (k, row)
+        off = self.layout.byte_offset(r, c, swizzled=False)
+        if isinstance(off, int):
+            if off == 0:
+                return self
+            return TileDescriptor(self.layout, self.major, self.desc + (off >> 4))
+        return TileDescriptor(self.layout, self.major, self.desc + Uint64(off >> 4))
+
+    def k_step(self, j) -> "TileDescriptor":
+        """The descriptor of the j-th k16 slice (``at(k=16 * j)``)."""
+        return self.at(0, j * 16)
+
+    def __extract_values__(self):
+        return [self.desc]
+
+    def __new_from_values__(self, values):
+        return TileDescriptor(self.layout, self.major, values[0])
+
+    def __static_key__(self):
+        return ("TileDescriptor", self.layout.key(), self.major)
+
+    def __repr__(self) -> str:
+        return f"<TileDescriptor {self.major}-major {self.layout!r}>"
+
+
+def tile_descriptor(smem, major: str = "K", swizzle=None) -> TileDescriptor:
+    """The descriptor of the tile held in smem array ``smem`` (2-D (rows, cols) when ``cols``
+    fills one swizzle span, else 3-D (blocks, rows, span / element size): ``TileLayout.shape``),
+    as a ``major`` wgmma operand ("K" or "MN"), computing LBO and SBO. ``swizzle``: bytes
+    (default: the array's ``swizzle`` attribute, else 0). Raises OperandError for a shape that
+    is not a canonical layout, naming the shape to allocate."""
+    what = "ws.wgmma.tile_descriptor()"
+    if major not in ("K", "MN"):
+        raise operand_error(f"{what}'s major", major, "'K' (K contiguous) or 'MN' (M/N "
+                            "contiguous)", "pass major='K' for a row-major A or a B^T tile")
+    if swizzle is None:
+        swizzle = getattr(smem, "swizzle", 0) or 0
+    swizzle = _swizzle(swizzle, f"{what}'s swizzle")
+    shape, dtype = getattr(smem, "shape", None), getattr(smem, "dtype", None)
+    if shape is None or dtype not in _MMA_DTYPES:
+        raise operand_error(what, smem, "a shared-memory array of ws.Float16 or ws.BFloat16 "
+                            "(an element of a ws.smem storage)", "allocate the tile with "
+                            "ws.smem.Array[ws.BFloat16, ws.wgmma.TileLayout(...).shape, 1024]")
+    span = swizzle or 16
+    block = span // dtype.ir_type.nbytes
+    rows, cols = (shape[0], shape[1]) if len(shape) == 2 else \
+        (shape[1], shape[0] * shape[2]) if len(shape) == 3 else (0, 0)
+    if shape[-1] != block or len(shape) not in (2, 3) or rows % 8:
+        up = lambda x, m: max(m, -(-x // m) * m)                          # noqa: E731
+        want = TileLayout(up(rows, 8), up(cols or shape[-1], block), dtype, swizzle).shape
+        raise operand_error(f"{what}'s tile shape", shape, f"a canonical {span}-byte-block "
+                            f"layout: (rows, {block}) or (blocks, rows, {block}) with rows a "
+                            "multiple of 8", f"allocate ws.wgmma.TileLayout(rows, cols, "
+                            f"{dtype.__name__}, {swizzle}).shape, e.g. {want}, or pass the "
+                            "swizzle the tile was stored with")
+    layout = TileLayout(rows, cols, dtype, swizzle)
+    align = getattr(smem, "align", None)          # known statically for typed smem views
+    if isinstance(align, int) and align < layout.align:
+        raise operand_error(f"{what}'s tile alignment", f"{align} bytes", f"at least "
+                            f"{layout.align} bytes for a {swizzle}-byte swizzle (its 8-row atom)",
+                            f"allocate it as ws.smem.Array[..., {layout.align}]")
+    lbo, sbo = layout.descriptor_offsets(major)
+    return TileDescriptor(layout, major, make_descriptor(smem, lbo, sbo, swizzle))
+
+
+# -- the MMA ------------------------------------------------------------------------------------
+def zeros(n: int, dtype=Float32) -> Fragment:
+    """An m64nN accumulator fragment of zeros: ``n // 2`` registers of ``dtype`` (f32 or f16)."""
+    n = _n(n, "ws.wgmma.zeros()")
+    return Fragment.filled(dtype, n // 2, 0.0)
+
+
+def _n(n, what) -> int:
+    return static_int(n, f"{what}'s n", N_VALUES, "a multiple of 8 in [8, 256]",
+                      "wgmma computes 64 x N tiles with N = 8, 16, ..., 256")
+
+
+def _operand(x, name: str, dtype, tnsp):
+    """(ir value, dtype, tnsp, descriptor or None) of an mma operand given as a descriptor."""
+    what = f"ws.wgmma.mma()'s {name}"
+    if isinstance(x, TileDescriptor):
+        return x.desc.value, x.dtype, (1 if x.major == "MN" else 0), x
+    if isinstance(x, Scalar) and x.ir_type == Uint64.ir_type:
+        if dtype is None:
+            raise operand_error(f"{what} dtype", None, "dtype=ws.BFloat16 or ws.Float16 with a "
+                                "raw descriptor", "pass dtype=, or use ws.wgmma.tile_descriptor")
+        return x.value, dtype, int(tnsp or 0), None
+    raise operand_error(what, type(x).__name__, "a TileDescriptor (ws.wgmma.tile_descriptor) or "
+                        "a Uint64 descriptor" + (" or a Fragment of 8 f16/bf16" if name == "A"
+                                                 else ""), "build it with tile_descriptor")
+
+
+def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int = 1,
+        dtype=None, tnsp_a=None, tnsp_b=None) -> Fragment:
+    """Issue ``D = scale_a*A @ scale_b*B (+ acc)``: PTX ``wgmma.mma_async.sync.aligned.m64nNk16
+    .f32.<dtype>.<dtype>`` (``.f16`` accumulators for a Float16 ``acc``). Warpgroup-collective
+    and asynchronous: call from all 128 threads of a warpgroup after ``fence``, then
+    ``commit_group`` and ``wait_group`` before reading the result.
+
+    ``a``: a ``TileDescriptor`` (64 x 16 slice at its start), a Uint64 descriptor (with
+    ``dtype=`` and ``tnsp_a=`` 0 K-major / 1 MN-major), or a ``Fragment`` of 8 Float16/BFloat16
+    in the A-fragment layout (``a_fragment_coords``). ``b``: a TileDescriptor or Uint64 (16 x N
+    slice). ``acc``: the N/2-register accumulator fragment (f32 or f16, ``accumulator_coords``
+    layout), or None with ``scale_d=False`` and ``n=``. ``scale_d``: static bool or dynamic
+    Boolean (False: D = A*B). ``scale_a``/``scale_b``: +1 or -1. Returns the new accumulator
+    fragment. Raises OperandError for shapes, dtypes or layouts wgmma does not take."""
+    what = "ws.wgmma.mma()"
+    if acc is not None and not isinstance(acc, Fragment):
+        raise operand_error(f"{what}'s acc", type(acc).__name__, "a Fragment (ws.wgmma.zeros(n))",
+                            "start from acc = ws.wgmma.zeros(n)")
+    if acc is None:
+        if scale_d is not False or n is None:
+            raise operand_error(f"{what}'s acc", None, "an accumulator fragment, or acc=None "
+                                "with scale_d=False and n=", "pass acc, or scale_d=False, n=N")
+        n, d_dtype = _n(n, what), Float32
+    else:
+        if acc.dtype not in (Float32, Float16):
+            raise operand_error(f"{what}'s acc dtype", acc.dtype.__name__, "Float32 or Float16",
+                                "accumulate in ws.Float32 (ws.wgmma.zeros(n))")
+        n2 = 2 * len(acc)
+        if n is not None and _n(n, what) != n2:
+            raise operand_error(f"{what}'s n", n, f"{n2} (twice the accumulator's {len(acc)} "
+                                "registers)", "drop n= or pass a matching fragment")
+        n, d_dtype = _n(n2, what), acc.dtype
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        static_int(s, f"{what}'s {name}", (1, -1), "+1 or -1", "negate with -1, else 1")
+    if dtype is not None and dtype not in _MMA_DTYPES:
+        raise operand_error(f"{what}'s dtype", dtype, "ws.Float16 or ws.BFloat16",
+                            "wgmma multiplies 16-bit floats here")
+    if isinstance(a, Fragment):
+        if len(a) != 8 or a.dtype not in _MMA_DTYPES:
+            raise operand_error(f"{what}'s A fragment", a, "a Fragment of 8 Float16 or BFloat16",
+                                "load it per ws.wgmma.a_fragment_coords(), or use "
+                                "ws.wgmma.accumulator_to_a(acc, k, dtype)")
+        if tnsp_a:
+            raise operand_error(f"{what}'s tnsp_a", tnsp_a, "0 with A in registers",
+                                "register fragments have one layout; drop tnsp_a")
+        a_vals, a_dtype, ta, a_desc = [v.value for v in a], a.dtype, 0, None
+    else:
+        a_val, a_dtype, ta, a_desc = _operand(a, "A", dtype, tnsp_a)
+        a_vals = [a_val]
+    b_val, b_dtype, tb, b_desc = _operand(b, "B", dtype or a_dtype, tnsp_b)
+    if a_dtype is not b_dtype or (dtype is not None and dtype is not a_dtype):
+        raise operand_error(f"{what}'s operand dtypes", f"A {a_dtype.__name__}, B "
+                            f"{b_dtype.__name__}", "one dtype (Float16 or BFloat16)",
+                            "stage both tiles in the same dtype")
+    for name, d, need in (("A", a_desc, 64), ("B", b_desc, n)):
+        if d is not None and (d._extent()[0] < need or d._extent()[1] < 16):
+            raise operand_error(f"{what}'s {name} tile", f"{d._extent()[0]} x {d._extent()[1]} "
+                                "(M/N x K)", f"at least {need} x 16", f"allocate a tile with "
+                                f"{need} rows along M/N for m64n{n}k16")
+    attrs = {"n": n, "type_a": a_dtype.ir_type.name, "type_b": b_dtype.ir_type.name,
+             "type_d": d_dtype.ir_type.name, "a_regs": isinstance(a, Fragment),
+             "scale_a": scale_a, "scale_b": scale_b, "tnsp_a": ta, "tnsp_b": tb}
+    operands = a_vals + [b_val]
+    if isinstance(scale_d, Scalar):
+        attrs["scale_d"] = "dynamic"
+        operands.append(Boolean(scale_d).value)
+    elif isinstance(scale_d, bool):
+        attrs["scale_d"] = scale_d
+    else:
+        raise operand_error(f"{what}'s scale_d", scale_d, "a bool or a dynamic Boolean",
+                            "pass True to accumulate, False to overwrite")
+    if acc is not None:
+        operands.extend(v.value for v in acc)
+    op = builder(what).op("wgmma.mma_async", operands, [d_dtype.ir_type] * (n // 2), attrs)
+    return Fragment(d_dtype, [d_dtype._wrap(r) for r in op.results])
+
+
+# -- fragment layouts ---------------------------------------------------------------------------
+def accumulator_coords(n: int, tid=None) -> list:
+    """[(row, col)] of each of the n/2 accumulator registers of thread ``tid`` (its index in
+    the warpgroup, 0..127; default this thread's, dynamic) in the 64 x n tile: element i is row
+    ``16*(tid//32) + (tid%32)//4 + 8*((i//2)%2)``, column ``8*(i//4) + 2*(tid%4) + i%2`` (PTX
+    ISA "Register Fragments": wgmma D, m64nNk16). Python ints for an int ``tid``."""
+    n = _n(n, "ws.wgmma.accumulator_coords()")
+    if tid is None:
+        from .arch import lane_idx, warp_idx
+        warp, lane = warp_idx() % 4, lane_idx()
+    else:
+        tid = static_int(tid, "ws.wgmma.accumulator_coords()'s tid", range(128),
+                         "a thread index in [0, 128) or None", "omit tid inside a kernel")
+        warp, lane = tid // 32, tid % 32
+    row0, col0 = 16 * warp + lane // 4, 2 * (lane % 4)
+    return [(row0 + 8 * ((i // 2) % 2), col0 + (8 * (i // 4) + i % 2)) for i in range(n // 2)]
+
+
+def a_fragment_coords(tid=None) -> list:
+    """[(row, col)] of the 8 elements of the A register fragment (64 x 16) of thread ``tid``:
+    the m64n16 accumulator layout (PTX ISA "Register Fragments": wgmma A, .f16/.bf16)."""
+    return accumulator_coords(16, tid)
+
+
+def accumulator_to_a(acc: Fragment, k_step: int, dtype) -> Fragment:
+    """The A fragment of columns [16*k_step, 16*k_step + 16) of an accumulator, converted to
+    ``dtype`` (Float16 or BFloat16): the accumulator layout restricted to 16 columns is the A
+    layout, so P = softmax(S) feeds P @ V from registers (FlashAttention-3)."""
+    k = static_int(k_step, "ws.wgmma.accumulator_to_a()'s k_step", range(len(acc) // 8),
+                   f"a static int in [0, {len(acc) // 8})", "pick a 16-column slice of the tile")
+    if dtype not in _MMA_DTYPES:
+        raise operand_error("ws.wgmma.accumulator_to_a()'s dtype", dtype, "ws.Float16 or "
+                            "ws.BFloat16", "convert to the MMA's input dtype")
+    return acc[8 * k:8 * k + 8].to(dtype)
+

@@ -1,0 +1,172 @@
+"""mma.sync, ldmatrix and stmatrix: warp-collective, computed on the whole warp's fragments.
+
+The simulator holds a warp's 32 lanes as numpy vectors, so a collective gathers every lane's
+fragment registers, forms the matrices by the PTX fragment layouts (``ir.ops_mma``), computes,
+and scatters the result back to the lanes. All three are ``.sync.aligned``: the 32 lanes must
+execute them together, so a call in divergent code, or in a partial last warp, is a
+``BarrierError`` naming the line (on the GPU it hangs or gives undefined results).
+
+- mma.sync: D = A @ B + C computed in float64 (products of f16/bf16/tf32 inputs are exact; the
+  sum of at most 32 terms is rounded once to f32 or f16), or in int64 for s8/u8 and wrapped to
+  32 bits. tf32 operands are f32 registers whose low 13 mantissa bits the simulator ignores
+  (truncates), as the tensor core reads only the tf32 bits; round them first for the GPU's
+  exact numbers (see docs/mma.md). The GPU's tensor cores may add the products in another
+  order and precision: compare f32 results with a tolerance, not bit for bit.
+- mma.ldmatrix: lanes 8m..8m+7 give the row addresses of matrix m (the other lanes' addresses
+  are not read); each row is 16 bytes (8 elements) and must be 16-byte aligned and inside the
+  CTA's shared memory. Lane l receives elements (l >> 2, 2 (l & 3) + j) of each matrix (its
+  transpose with ``.trans``).
+- mma.stmatrix: the inverse; rows are written in lane order (a later lane's row wins).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import BarrierError, SimulatorError
+from ..ir.core import Operation
+from ..ir.ops_mma import FRAGMENT_SIZES, SHAPES, fragment_coords
+from .compiler import where
+from .dtypes import LANES, from_memory, memory_dtype, to_memory, to_register
+from .memory import AccessFault
+from .ops_memory import access_error
+from .registry import handler
+from .warp import LANE_IDS
+
+__all__ = ["require_converged_warp"]
+
+_LANES64 = LANE_IDS.astype(np.int64)
+_TF32_MASK = np.uint32(0xFFFFE000)
+_HALVES = np.array([0, 8], np.int64)
+
+
+def require_converged_warp(op: Operation, w, what: str) -> None:
+    """BarrierError unless all 32 lanes of ``w`` execute ``op`` (a .sync.aligned collective)."""
+    if w.nactive == LANES:
+        return
+    if w.nlanes < LANES:
+        why = (f"warp {w.index} of block {w.cta.ctaid} has only {w.nlanes} threads (the block "
+               f"size {w.cta.nthreads} is not a multiple of 32)")
+        fix = "Launch a block whose size is a multiple of 32."
+    else:
+        why = f"{w.nactive} of 32 lanes of warp {w.index} of block {w.cta.ctaid} are active"
+        fix = ("Move it out of the thread-dependent branch or loop, so that the whole warp "
+               "executes it together.")
+    raise BarrierError(
+        f"{what} in divergent code at {where(op)}: {why}; {what} is .sync.aligned and needs "
+        f"all 32 lanes of the warp. {fix}", where=where(op))
+
+
+def _flat_index(shape: str, ab: str, operand: str, n: int, ncols: int) -> np.ndarray:
+    """Flat (row * ncols + col) positions of each lane's ``n`` fragment elements: (n * 32,)."""
+    rows, cols = zip(*(fragment_coords(shape, ab, operand, i, _LANES64) for i in range(n)))
+    return (np.stack(rows) * ncols + np.stack(cols)).ravel()
+
+
+@handler("mma.sync")
+def _mma(op: Operation, cx):
+    shape, ab, acc = op.attrs["shape"], op.attrs["ab"], op.attrs["acc"]
+    m, n, k = SHAPES[shape]
+    na, nb, nc = FRAGMENT_SIZES[shape, ab]
+    slots = cx.slots(op.operands)
+    a_s, b_s, c_s = slots[:na], slots[na:na + nb], slots[na + nb:]
+    r_s = [cx.slot(r) for r in op.results]
+    ia, ib, ic = (_flat_index(shape, ab, "a", na, k), _flat_index(shape, ab, "b", nb, n),
+                  _flat_index(shape, ab, "c", nc, n))
+    integer = acc == "s32"
+    work = np.int64 if integer else np.float64
+    dtype_d = op.results[0].type
+    what = f"mma.sync.aligned.{shape}"
+
+    def gather(s, fslots, index, size):
+        regs = np.stack([s[j] for j in fslots])
+        if ab == "tf32" and fslots is not c_s:
+            regs = (regs.view(np.uint32) & _TF32_MASK).view(np.float32)
+        out = np.zeros(size, work)
+        out[index] = regs.ravel()
+        return out
+
+    def mma(s, w):
+        require_converged_warp(op, w, what)
+        a = gather(s, a_s, ia, m * k).reshape(m, k)
+        b = gather(s, b_s, ib, k * n).reshape(k, n)
+        c = gather(s, c_s, ic, m * n)
+        with np.errstate(all="ignore"):
+            d = (a @ b).ravel() + c
+            frag = d[ic].reshape(nc, LANES)
+            if integer:
+                frag = frag.astype(np.uint32).view(np.int32)
+            for i, slot in enumerate(r_s):
+                s[slot] = frag[i] if integer else to_register(dtype_d, frag[i])
+    return mma
+
+
+def _row_addresses(op: Operation, w, s, p_slot, rows: int, what: str) -> np.ndarray:
+    """The row addresses of lanes 0..rows-1, checked for 16-byte alignment and bounds."""
+    addrs = s[p_slot][:rows].astype(np.int64)
+    bad = np.flatnonzero(addrs % 16)
+    if bad.size:
+        lane = int(bad[0])
+        raise SimulatorError(
+            f"{what} at {where(op)}: the row address {int(addrs[lane]):#x} given by "
+            f"{w.describe_lane(lane)} is not 16-byte aligned; every row of an 8x8 .b16 matrix is "
+            "16 contiguous bytes starting at a multiple of 16. Fix: align the tile's rows (a row "
+            "pitch that is a multiple of 8 elements and a 16-byte aligned base).", where=where(op))
+    size = w.cta.smem.bytes.size
+    bad = np.flatnonzero((addrs < 0) | (addrs + 16 > size))
+    if bad.size:
+        lane = int(bad[0])
+        fault = AccessFault(lane, int(addrs[lane]), w.cta.smem.nearest(int(addrs[lane])))
+        raise access_error(op, w, f"{what} row", fault, None)
+    return addrs
+
+
+def _lane_layout(trans: bool):
+    """(row, col) of the two elements each lane holds of one 8x8 matrix: arrays (2, 32)."""
+    j = np.arange(2)[:, None]
+    r, c = np.broadcast_to(_LANES64 >> 2, (2, LANES)), (_LANES64 & 3) * 2 + j
+    return (c, r) if trans else (r, c)
+
+
+@handler("mma.ldmatrix")
+def _ldmatrix(op: Operation, cx):
+    p = cx.slot(op.operands[0])
+    r_s = [cx.slot(r) for r in op.results]
+    num, trans = op.attrs["num"], op.attrs.get("trans", False)
+    t = op.results[0].type
+    mdt = memory_dtype(t)
+    rows, cols = _lane_layout(trans)
+    what = f"ldmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}"
+    hint = [None, op]   # [last buffer hit, the op: for race reports]
+
+    def ldmatrix(s, w):
+        require_converged_warp(op, w, what)
+        addrs = _row_addresses(op, w, s, p, 8 * num, what)
+        halves = [w.cta.smem.load(addrs + 8 * h, np.dtype(np.uint64), hint) for h in (0, 1)]
+        tiles = np.stack(halves, axis=1).view(np.uint16).reshape(num, 8, 8)
+        for m in range(num):
+            for j in range(2):
+                raw = tiles[m][rows[j], cols[j]].view(mdt)
+                s[r_s[2 * m + j]] = from_memory(t, raw)
+    return ldmatrix
+
+
+@handler("mma.stmatrix")
+def _stmatrix(op: Operation, cx):
+    p, *v_s = cx.slots(op.operands)
+    num, trans = op.attrs["num"], op.attrs.get("trans", False)
+    t = op.operands[1].type
+    rows, cols = _lane_layout(trans)
+    what = f"stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}"
+    hint = [None, op]   # [last buffer hit, the op: for race reports]
+
+    def stmatrix(s, w):
+        require_converged_warp(op, w, what)
+        addrs = _row_addresses(op, w, s, p, 8 * num, what)
+        tiles = np.zeros((num, 8, 8), np.uint16)
+        for m in range(num):
+            for j in range(2):
+                tiles[m][rows[j], cols[j]] = to_memory(t, s[v_s[2 * m + j]]).view(np.uint16)
+        words = tiles.reshape(8 * num, 2, 4).view(np.uint64).reshape(8 * num * 2)
+        # one store in lane order: where rows overlap, the higher lane's row wins
+        w.cta.smem.store((addrs[:, None] + _HALVES).ravel(), words, hint)
+    return stmatrix
