@@ -146,6 +146,8 @@ class Kernel:
         self._options = options
         self._annotations = None
         self._binders = None
+        self._launch_type = None    # _Launch, or its subclass calling the generated call path
+        self._fast = None           # its frontend.fast_call.FastCall
         self._last_launch = None
         self._cache: dict = {}
         self._keys: list = []
@@ -194,6 +196,16 @@ class Kernel:
             self._annotations = _annotations(self.fn)
         return [make_binder(self._annotations.get(p.name), i == 0 and p.name == "self", _tensor_adapter)
                 for i, p in enumerate(self.params)]
+
+    def _make_launch_type(self) -> type:
+        """The class of this kernel's launch objects (``kern[grid, block]``): _Launch, or its
+        subclass whose ``__call__`` is the generated call path (frontend/fast_call.py)."""
+        from .frontend.fast_call import FastCall
+        if self._annotations is None:
+            self._annotations = _annotations(self.fn)
+        self._fast = FastCall(self, self._annotations, _Launch, _full_call, _user_error, _NOT_GIVEN)
+        self._launch_type = self._fast.launch_type
+        return self._launch_type
 
     # -- specialization --------------------------------------------------------------------
     def specialize(self, values: list, block: tuple, target: str, placeholders=False):
@@ -275,7 +287,7 @@ class Kernel:
         last = self._last_launch
         if last is not None and last[0] == config:
             return last[1]
-        launch = _Launch(self, *config)
+        launch = (self._launch_type or self._make_launch_type())(self, *config)
         self._last_launch = (config, launch)
         return launch
 
@@ -287,7 +299,8 @@ class Kernel:
         if grid is None or block is None:
             raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
                               "kern(*args, grid=..., block=...)")
-        return _Launch(self, grid, block, smem, stream, cluster)(*args, **kwargs)
+        cls = _Launch if cluster is not None else self._launch_type or self._make_launch_type()
+        return cls(self, grid, block, smem, stream, cluster)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
@@ -322,10 +335,13 @@ def _user_error(e: Exception) -> Exception:
 
 
 class _Launch:
-    __slots__ = ("kernel", "grid", "block", "smem", "stream", "cluster")
+    """``kern[grid, block(, smem, stream)]``: call it with the kernel's arguments to launch."""
+
+    __slots__ = ("kernel", "grid", "block", "smem", "stream", "cluster", "last")
 
     def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None, cluster=None):
         self.kernel = kernel
+        self.last = (None, None)    # the generated call path's last (call signature, memo hit)
         self.grid = _dim3(grid, "grid")
         self.block = _dim3(block, "block")
         if not isinstance(smem, int) or smem < 0:
@@ -343,14 +359,24 @@ class _Launch:
             self.cluster = c
 
     def __call__(self, *args, **kwargs):
+        """The full path (per-parameter binders, cache lookup, launch); a kernel's launch type
+        replaces it with the generated call path (frontend/fast_call.py)."""
         k = self.kernel
-        values = k._bind(args, kwargs)
         try:
+            values = k._bind(args, kwargs)
             return launch(k, values, self.grid, self.block, self.smem, self.stream, self.cluster)
         except Exception as e:
             if k.options.debug:
                 raise
             raise _user_error(e) from None
+
+
+_NOT_GIVEN = object()     # the default of the generated call path's parameters
+
+
+def _full_call(launch, given, more, kwargs):
+    """The generated call path's exit for another arity or keywords: _Launch.__call__."""
+    return _Launch.__call__(launch, *[v for v in given if v is not _NOT_GIVEN], *more, **kwargs)
 
 
 def kernel(fn=None, **options):

@@ -53,6 +53,7 @@ def make_binder(annotation, self_rule: bool, adapter):
         key = ("scalar", annotation.ir_type.name)
 
         lo, hi = _range_of(annotation.ir_type)
+        is_float = annotation.ir_type.is_float
 
         def bind_scalar(v, keys, leaves):
             t = type(v)
@@ -62,6 +63,8 @@ def make_binder(annotation, self_rule: bool, adapter):
                 v = v.value
             elif t is not int and t is not float and t is not bool:
                 return False                   # numpy scalars etc.: checked on the full path
+            elif t is float and not is_float:
+                return False                   # a float for an int parameter: the full path explains
             if not lo <= v <= hi:
                 return False                   # out of range: the full path explains it
             keys.append(key)
@@ -141,7 +144,10 @@ def _bind_torch(v, keys, leaves) -> bool:
     else:
         return False
     shape = v.shape
-    strides = v.stride()
+    try:
+        strides = v.stride()
+    except RuntimeError:            # sparse and other layouts without strides: explained there
+        return False
     ptr = v.data_ptr()
     ta = TensorArg(ptr, shape, strides, dt, device, index, v, "torch")
     g = (dt.name, shape, strides, ptr & 15)
@@ -169,3 +175,4 @@ def _tensor_leaves(ta, leaves) -> None:
 
 def _is_dynamic_annotation(a) -> bool:
     return isinstance(a, type) and issubclass(a, Scalar)
+

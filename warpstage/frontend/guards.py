@@ -18,6 +18,7 @@ __all__ = ["collect_guards", "guards_hold"]
 _MISSING = object()
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, type, types.ModuleType,
               types.FunctionType, types.BuiltinFunctionType)
+_IMMUTABLE_TYPES = frozenset(_IMMUTABLE)    # exact types: one set lookup on the hot path
 
 
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
@@ -85,7 +86,7 @@ def guards_hold(guards) -> bool:
                 return False
         else:
             cur = container.get(name, _MISSING)
-        if cur is value and isinstance(cur, _IMMUTABLE):
+        if cur is value and (type(cur) in _IMMUTABLE_TYPES or isinstance(cur, _IMMUTABLE)):
             continue
         if cur is _MISSING or _key(cur) != key:
             return False

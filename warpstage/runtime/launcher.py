@@ -43,7 +43,7 @@ from ..ir.types import PointerType, ScalarType
 from . import driver
 
 __all__ = ["Launcher", "LaunchLimits", "normalize_dims", "check_launch_dims", "check_cluster_dims",
-           "current_stream", "launch_limits", "float_to_bf16_bits"]
+           "current_stream", "torch_stream_reader", "launch_limits", "float_to_bf16_bits"]
 
 Dim3 = Tuple[int, int, int]
 
@@ -395,9 +395,21 @@ def current_stream(tensor_args: Sequence) -> int:
     """
     for arg in tensor_args:
         if arg.kind == "torch" and arg.device == "cuda":
-            torch = sys.modules["torch"]
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            if raw is not None:
-                return raw(arg.device_index)
-            return torch.cuda.current_stream(arg.device_index).cuda_stream
+            return torch_stream_reader(sys.modules["torch"])(arg.device_index)
     return 0
+
+
+def torch_stream_reader(torch):
+    """A function ``device_index -> int CUstream`` of torch's current stream on that GPU.
+
+    ``torch._C._cuda_getCurrentRawStream(i)`` is what ``torch.cuda.current_stream(i)`` reads
+    before wrapping the same ``cudaStream_t`` (stream ids, the thread-local current stream and
+    ``torch.cuda.stream(...)`` contexts all resolve inside it) in a Python ``Stream`` object,
+    which costs about a microsecond per launch; it is private API, so without it the public
+    call is used. Torch and warpstage share device 0's primary context, so the handle is valid
+    for ``cuLaunchKernel`` as is.
+    """
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: torch.cuda.current_stream(index).cuda_stream

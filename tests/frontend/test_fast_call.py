@@ -1,0 +1,351 @@
+"""The generated call path (frontend/fast_call.py): a cache hit
+launches exactly what the full path launches, and every check of the full path still recompiles
+or raises.
+
+These run without a GPU: CPU torch tensors pose as tensors on cuda:0 (``is_cuda`` and
+``get_device`` patched on torch.Tensor; a tensor with ``_test_device`` set reports that device,
+-1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, and the
+driver's launch is replaced by a recorder: each launch records (compiled key, grid, block, smem,
+stream, the packed parameter values). The reference for every call is a twin kernel with the
+generated path switched off, i.e. the per-parameter binders and key lookup that existed before.
+"""
+import sys
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+from warpstage import api, persist
+from warpstage.compiled import CompiledKernel
+from warpstage.frontend import fast_call
+from warpstage.runtime import driver, launcher as launcher_module, target as target_module
+
+torch = pytest.importorskip("torch")
+
+RAW_STREAM = 0x5000
+LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 65535, 65535),
+                                      232448, 1024, 32)
+
+
+class _FakeDriver:
+    def cuLaunchKernel(self, *args):
+        return (0,)
+
+    def CUstream(self, handle):
+        return ("stream", handle)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """CPU torch tensors on a pretend cuda:0; returns the list of recorded launches."""
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(
+        lambda self: getattr(self, "_test_device", 0) >= 0), raising=False)
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: getattr(self, "_test_device", 0),
+                        raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: RAW_STREAM + index,
+                        raising=False)
+    monkeypatch.setattr(target_module, "_override", "cuda")
+    monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
+    monkeypatch.setattr(persist, "store", lambda *a, **k: False)
+    monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())
+    monkeypatch.setattr(driver, "context", lambda: None)
+
+    def cuda_launcher(self):
+        if self._cuda is None:
+            launcher = launcher_module.Launcher(object(), [t for _, t in self.abi], limits=LIMITS)
+            launcher.ck = self
+            self._cuda = (None, None, launcher)
+        return None, self._cuda[2]
+    monkeypatch.setattr(CompiledKernel, "cuda_launcher", cuda_launcher)
+    launches = []
+    real_launch = launcher_module.Launcher.launch
+
+    def launch(self, grid, block, smem, stream, values):
+        launches.append((self.ck, grid, block, smem, stream, tuple(values)))
+        return real_launch(self, grid, block, smem, stream, values)
+    monkeypatch.setattr(launcher_module.Launcher, "launch", launch)
+    return launches
+
+
+def _key_of(kern, ck):
+    return next(key for key, entry in kern._cache.items() if entry is ck)
+
+
+def _twin(fn, **options):
+    """The same function as a second kernel with the generated call path switched off."""
+    k = ws.kernel(fn, **options)
+    k._launch_type = api._Launch
+    return k
+
+
+def _run(kern, launches, config, args):
+    """Launch and return what was launched, the compiled kernel given as its cache key."""
+    n = len(launches)
+    kern[config](*args)
+    assert len(launches) == n + 1
+    ck, *rest = launches[-1]
+    return (_key_of(kern, ck), *rest)
+
+
+def _mixed(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
+    pass                                                  # tensors of any rank: only the ABI matters
+
+
+def _pool():
+    base = torch.arange(64, dtype=torch.float32)
+    half = torch.arange(64, dtype=torch.float16)
+    grid2 = torch.zeros(6, 8)
+    square = torch.zeros(8, 8)
+    return {                          # pairs alike but for one key part: alignment, strides
+        "x": [base, base[1:], base[:63], base[::2], base[:32], half, grid2, grid2.t(),
+              grid2[:, 1:5], square, square.t()],
+        "y": [3, 2 ** 40, 1.5, True, None, base[4:], base[3:63], grid2.t(), -7],
+        "n": [5, 0, 2 ** 31 - 1],
+        "s": [1, 2],
+    }
+
+
+@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.parametrize("seed", range(6))
+def test_every_call_launches_what_the_full_path_launches(fake_gpu, seed):
+    rng = np.random.default_rng(seed)
+    fast, full = ws.kernel(_mixed), _twin(_mixed)
+    pool = _pool()
+    for _ in range(40):
+        args = tuple(pool[p][rng.integers(len(pool[p]))] for p in ("x", "y", "n", "s"))
+        config = ((2, 1, 1), (32, 1, 1)) if rng.integers(2) else (3, 64)
+        assert _run(fast, fake_gpu, config, args) == _run(full, fake_gpu, config, args), args
+    assert fast.trace_count == full.trace_count
+    assert fast._fast.memo, "the generated path never took a call"
+
+
+def _sig_count(kern):
+    return len(kern._fast.memo)
+
+
+def test_a_repeated_call_hits_the_memo_and_does_not_retrace(fake_gpu):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    for _ in range(3):
+        k[1, 32](x, 4, 8, 1)
+    assert k.trace_count == 1 and _sig_count(k) == 1
+    misses = []
+    ns = k._fast.namespace
+    ns["_miss"] = lambda *a: misses.append(a) or k._fast.miss(*a)
+    k[1, 32](x, 4, 8, 1)
+    assert misses == [] and k.trace_count == 1
+
+
+@pytest.mark.parametrize("change", ["dtype", "alignment", "contiguity", "rank", "index width", "static",
+                                    "auto int width", "auto type"])
+def test_a_changed_key_recompiles(fake_gpu, change):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(64)
+    args = [x, 4, 8, 1]
+    changed = list(args)
+    if change == "dtype":
+        changed[0] = x.to(torch.float16)
+    elif change == "alignment":                           # the same shape and strides
+        args[0], changed[0] = x[:63], x[1:]               # base no longer 16-byte aligned
+    elif change == "contiguity":                          # the same shape
+        args[0], changed[0] = x.view(8, 8), x.view(8, 8).t()
+    elif change == "index width":                         # the same strides: only the extent
+        wide = torch.empty(2 ** 31 + 8, device="meta")    # no memory behind it
+        args[0], changed[0] = wide[:8], wide
+    elif change == "rank":
+        changed[0] = x.view(8, 8)
+    elif change == "static":
+        changed[3] = 2
+    elif change == "auto int width":
+        changed[1] = 2 ** 40
+    else:
+        changed[1] = 4.0
+    k[1, 32](*args)
+    k[1, 32](*args)
+    k[1, 32](*changed)
+    assert k.trace_count == 2
+    full = _twin(_mixed)
+    assert _run(k, fake_gpu, (1, 32), changed) == _run(full, fake_gpu, (1, 32), changed)
+
+
+SCALE = 2.0
+
+
+def _guarded(x: ws.Tensor):
+    x[0] = x[0] * SCALE
+
+
+def test_a_changed_global_recompiles(fake_gpu):
+    global SCALE
+    k = ws.kernel(_guarded)
+    x = torch.zeros(4)
+    k[1, 32](x)
+    k[1, 32](x)
+    first = fake_gpu[-1][0]
+    assert k.trace_count == 1 and _sig_count(k) == 1
+    try:
+        SCALE = 3.0
+        k[1, 32](x)
+        assert k.trace_count == 2 and fake_gpu[-1][0] is not first
+        k[1, 32](x)                                       # the new entry is memoized
+        assert k.trace_count == 2
+    finally:
+        SCALE = 2.0
+    k[1, 32](x)
+    assert k.trace_count == 3
+
+
+@pytest.mark.parametrize("device, message", [(1, "cuda:1"), (-1, "CPU torch tensor")])
+def test_a_tensor_on_another_device_raises_after_a_hit(fake_gpu, device, message):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    k[1, 32](x, 1, 2, 1)
+    other = torch.zeros(16)
+    other._test_device = device
+    with pytest.raises(ws.ArgumentError, match=message):
+        k[1, 32](other, 1, 2, 1)
+    with pytest.raises(ws.ArgumentError, match=message):
+        k[1, 32](x, other, 2, 1)                          # the auto parameter too
+    assert _sig_count(k) == 1
+
+
+def test_bad_scalars_raise_as_on_the_full_path(fake_gpu):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    k[1, 32](x, 1, 2, 1)
+    for bad, message in [(2.5, "got the float 2.5"), (2 ** 31, "overflows"), ("2", "got a str")]:
+        for kern in (k, _twin(_mixed)):
+            with pytest.raises(ws.ArgumentError, match=message):
+                kern[1, 32](x, 1, bad, 1)
+    with pytest.raises(ws.ArgumentError, match="does not fit in 64 bits"):
+        k[1, 32](x, 2 ** 70, 2, 1)
+
+
+def test_streams(fake_gpu):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    k[1, 32](x, 1, 2, 1)
+    k[1, 32](x, 1, 2, 1)
+    assert fake_gpu[-1][4] == RAW_STREAM                  # torch's current stream on cuda:0
+    k[1, 32, 0, 77](x, 1, 2, 1)
+    assert fake_gpu[-1][4] == 77
+    k[1, 32, 0, type("S", (), {"cuda_stream": 0})()](x, 1, 2, 1)
+    assert fake_gpu[-1][4] == 0                           # torch's default stream is 0
+    with pytest.raises(ws.ArgumentError, match="stream= must be"):
+        k[1, 32, 0, "s"](x, 1, 2, 1)
+
+    def scalars_only(n, m: ws.Float32):
+        pass
+    s = ws.kernel(scalars_only)
+    s[1, 32](3, 1.0)
+    s[1, 32](3, 1.0)
+    assert fake_gpu[-1][4] == 0 and _sig_count(s) == 1    # no torch tensor: the legacy stream
+
+
+def test_smem_is_the_larger_of_the_launch_and_the_kernel(fake_gpu):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    for smem in (0, 4096, 0):
+        k[1, 32, smem](x, 1, 2, 1)
+        k[1, 32, smem](x, 1, 2, 1)
+        assert fake_gpu[-1][3] == smem
+
+
+def test_other_calls_take_the_full_path(fake_gpu):
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    k[1, 32](x, 1, 2, 1)
+    k[1, 32](x=x, y=1, n=2, s=1)                          # keywords
+    k[1, 32](x, np.int32(1), 2, 1)                        # a numpy scalar
+    k[1, 32](x, (1, 2), 2, 1)                             # a composite
+    k[1, 32](x, 1, ws.Int32(2), 1)                        # a host scalar
+    assert _sig_count(k) == 1
+    assert all(launch[5][:2] == (x.data_ptr(), 16) for launch in fake_gpu)
+
+
+def test_a_memo_entry_is_stored_only_when_the_generated_code_agrees(fake_gpu, monkeypatch):
+    monkeypatch.setattr(fast_call, "tensor_tails", lambda kinds, args, t: [(16, 9), None])
+    k = ws.kernel(_mixed)
+    x = torch.zeros(16)
+    for _ in range(3):
+        k[1, 32](x, 1, 2, 1)
+    assert _sig_count(k) == 0                             # the probe disagreed: nothing stored
+    assert all(launch[5] == (x.data_ptr(), 16, 1, 2) for launch in fake_gpu)
+
+
+def test_torch_imported_after_the_first_call(fake_gpu, monkeypatch):
+    k = ws.kernel(_mixed)
+    monkeypatch.delitem(sys.modules, "torch")
+    k._make_launch_type()
+    assert k._fast.torch is None
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    x = torch.zeros(16)
+    k[1, 32](x, 1, 2, 1)                                  # a miss that notices torch
+    k[1, 32](x, 1, 2, 1)
+    k[1, 32](x, 1, 2, 1)
+    assert k._fast.torch is torch and _sig_count(k) == 1
+
+
+def test_the_simulator_target_never_uses_the_memo():
+    def add_one(x: ws.Tensor, n: ws.Int32):
+        i = ws.arch.thread_idx()[0]
+        if i < n:
+            x[i] = x[i] + 1.0
+    k = ws.kernel(add_one)
+    x = np.zeros(8, np.float32)
+    ws.set_target("sim")
+    try:
+        k[1, 32](x, 8)
+        k[1, 32](x, 8)
+    finally:
+        ws.set_target(None)
+    np.testing.assert_array_equal(x, np.full(8, 2.0, np.float32))
+    assert k._fast.memo == {}
+
+
+@pytest.mark.parametrize("kinds", [[], ["tensor"], ["auto"], ["static"], [("scalar", 0, 1, False)],
+                                   ["tensor", "auto", "static", ("scalar", -1.0, 1.0, True)] * 3])
+def test_generated_source_compiles(kinds):
+    source = fast_call.call_source(kinds, "k")
+    compile(source, "<test>", "exec")
+    assert source.count("def ") == 2
+
+
+def test_kinds():
+    from warpstage.lang.pointer import PointerSpec  # noqa: F401
+    assert fast_call.kind_of(ws.Tensor, False) == "tensor"
+    assert fast_call.kind_of(ws.Tensor[ws.Float16, 2], False) == "tensor"
+    assert fast_call.kind_of(None, False) == "auto"
+    assert fast_call.kind_of(None, True) == "static"
+    assert fast_call.kind_of(ws.Static[int], False) == "static"
+    assert fast_call.kind_of(ws.Int32, False) == ("scalar", -2 ** 31, 2 ** 31 - 1, False)
+    assert fast_call.kind_of(ws.Float16, False)[3] is True
+    assert fast_call.kind_of(ws.Pointer[ws.Float32], False) is None
+
+
+def test_threads_sharing_one_launch_object(fake_gpu, monkeypatch):
+    import threading
+    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)
+    sys.setswitchinterval(1e-6)                           # interleave the threads finely
+    k = ws.kernel(_mixed)
+    launch = k[1, 32]
+    tensors = [torch.zeros(64), torch.zeros(8, 8).t(), torch.zeros(65)[1:],
+               torch.zeros(64, dtype=torch.float16)]     # four call signatures, four addresses
+    for x in tensors:
+        launch(x, 1, 2, 1)
+
+    def work(j):                                          # the signature changes every call
+        for i in range(300):
+            launch(tensors[(i + j) % 4], 1, 2, 1)
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
+    del fake_gpu[:]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [(_key_of(k, ck), *rest) for ck, *rest in fake_gpu]
+    assert len(got) == 4 * 300
+    full = _twin(_mixed)
+    expected = {x.data_ptr(): _run(full, fake_gpu, (1, 32), (x, 1, 2, 1)) for x in tensors}
+    for launched in got:
+        assert launched == expected[launched[5][0]]
