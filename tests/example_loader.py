@@ -5,8 +5,9 @@ test file can ``from example_loader import load_example``.)
 Every call executes the file afresh into a new module object that is not entered in
 sys.modules: its kernels, and their specialization caches, belong to the caller alone, and a
 test that loads inside its body gets a fresh copy each time. ``module_name`` becomes the
-module's ``__name__`` (the ``__module__`` that static keys and the disk cache record); test
-files keep their own names (``ex_*`` on the GPU, ``sim_ex_*`` ...) so their copies stay apart."""
+module's ``__name__`` (the ``__module__`` that static keys and the disk cache record): callers
+pass a name of their own (``sim_ex_*``, ``gpu_ex_*``, ``races_*``) where a copy should not share
+the default ``ex_<name>`` with another test file's."""
 import importlib.util
 import os
 

@@ -8,14 +8,8 @@ import pytest
 
 import warpstage as ws
 
+pytestmark = pytest.mark.usefixtures("sim_target")
 SCALE = 2.0
-
-
-@pytest.fixture(autouse=True)
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
 
 
 @ws.kernel

@@ -1,33 +1,16 @@
 """The examples in the CPU simulator at small sizes: the same checks as tests/gpu, with numpy
 arrays (sizes on and off the block, strided views, f16 and f32, the specialization cache)."""
-import importlib.util
 import os
 
 import numpy as np
 import pytest
 
-import warpstage as ws
+from example_loader import ROOT, load_example
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"sim_ex_{name}", os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-vadd = load_example("vector_add")
-softmax = load_example("softmax")
-pipeline = load_example("mbarrier_pipeline")
-
-
-@pytest.fixture(autouse=True)
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
+pytestmark = pytest.mark.usefixtures("sim_target")
+vadd = load_example("vector_add", "sim_ex_vector_add")
+softmax = load_example("softmax", "sim_ex_softmax")
+pipeline = load_example("mbarrier_pipeline", "sim_ex_mbarrier_pipeline")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -1,25 +1,12 @@
 """examples/mma_gemm.py in the simulator at small sizes: cp.async double buffering, ldmatrix
 (.x4 and .x4.trans) and mma.sync m16n8k16 over a K loop, against numpy; its shape checks."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-import warpstage as ws
+from example_loader import load_example
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("sim_ex_mma_gemm",
-                                              os.path.join(ROOT, "examples", "mma_gemm.py"))
-gemm = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gemm)
-
-
-@pytest.fixture(autouse=True)
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
+pytestmark = pytest.mark.usefixtures("sim_target")
+gemm = load_example("mma_gemm", "sim_ex_mma_gemm")
 
 
 @pytest.mark.parametrize("m,n,k", [(64, 64, 32), (128, 64, 96), (64, 192, 64)])

@@ -18,6 +18,8 @@ from warpstage.frontend.trace import Origin, TraceContext
 from warpstage.frontend.values import flatten
 from warpstage.lang.scalars import DTYPES
 
+from example_loader import load_file
+
 
 def _wrap(t, value, name):
     if isinstance(t, ir.PointerType):
@@ -118,13 +120,10 @@ def differential_check(path, src: str, inputs, run_traced) -> None:
     trace it, and assert ``run_traced(module, a, b, floats)`` agrees. Inputs on which Python reads
     an unbound temporary, and programs warpstage rejects for one, are skipped (hypothesis
     ``assume``)."""
-    import importlib.util
     from hypothesis import assume
     from warpstage.errors import UnboundVariableError
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(path, path.stem)
     floats = "fv = 0.5" in src
     expected = {}
     for a, b in inputs:

@@ -8,12 +8,7 @@ import pytest
 
 import warpstage as ws
 
-
-@pytest.fixture(autouse=True)
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
+pytestmark = pytest.mark.usefixtures("sim_target")
 
 
 class Policy:

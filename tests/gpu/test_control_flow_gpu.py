@@ -3,7 +3,6 @@ tests/frontend/cf_programs.py run as plain Python and as compiled kernels on the
 agree. Example count: WARPSTAGE_DIFF_EXAMPLES_GPU (default 40)."""
 import itertools
 import os
-import sys
 
 import pytest
 
@@ -11,7 +10,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frontend"))
+# tests/frontend is on sys.path through conftest.py.
 from cf_harness import differential_check  # noqa: E402
 from cf_programs import programs  # noqa: E402
 

@@ -1,36 +1,17 @@
 """The examples on a real GPU against torch: sizes on and off the block, strided views, dtypes,
 and the specialization cache (a second call with the same types does not retrace)."""
-import importlib.util
-import os
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
+from example_loader import load_example  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"ex_{name}", os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 vadd = load_example("vector_add")
 softmax = load_example("softmax")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-
-
-@pytest.fixture(autouse=True)
-def cuda_target():
-    ws.set_target("cuda")
-    yield
-    ws.set_target(None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,44 +1,23 @@
 """The warp-specialization primitives on a real GPU against torch: the mbarrier pipeline example
 (1..6 stages, cp.async and ld/st, setmaxnreg), shuffles, votes, elect, named-barrier arrival,
 cp.async and atomics."""
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
+from example_loader import load_example  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lang"))
-# The kernels are the simulator tests' own (tests/lang): the same code runs on both targets.
+# The kernels are the simulator tests' own (tests/lang, on sys.path through conftest.py): the
+# same code runs on both targets.
 from test_arch_sync import arrive_then_sync, indices, warp_softmax, warp_specialized  # noqa: E402
 from test_smem import Pair, Staging, elected_arrivals, histogram, reverse_via_cp_async  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOG2E = 1.4426950408889634
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"ex_{name}",
-                                                  os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 pipeline = load_example("mbarrier_pipeline")
-
-
-@pytest.fixture(autouse=True)
-def cuda_target():
-    ws.set_target("cuda")
-    yield
-    ws.set_target(None)
 
 
 @pytest.mark.parametrize("copy", ["cp.async", "ld/st"])

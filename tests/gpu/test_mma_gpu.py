@@ -1,40 +1,19 @@
 """ws.mma on a real GPU: the simulator tests' kernels (tests/lang/test_mma.py) with CUDA tensors,
 against numpy references computed from the same inputs, and the mma.sync GEMM example against
 torch.matmul."""
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import warpstage as ws  # noqa: E402
+from example_loader import load_example  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lang"))
-# The kernels are the simulator tests' own: the same code runs on both targets.
+# The kernels are the simulator tests' own (tests/lang, on sys.path through conftest.py): the
+# same code runs on both targets.
 from test_mma import (COMBOS, TORCH, gemm_fragments, gemm_ldmatrix, ldmatrix_expected,  # noqa: E402
                       ldmatrix_raw, mma_stmatrix, operands, reference)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
-
-
-@pytest.fixture(autouse=True)
-def cuda_target():
-    ws.set_target("cuda")
-    yield
-    ws.set_target(None)
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"ex_{name}",
-                                                  os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def run_fragments(shape, ab, acc, k_tiles, small, seed=0):

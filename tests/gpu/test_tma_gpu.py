@@ -3,23 +3,19 @@ test_tma_pipeline.py) on torch CUDA tensors: tile loads in every swizzle and ele
 the raw shared-memory layout compared to the numpy swizzle model, out-of-bounds and NaN fills,
 element strides, stores clipped at the edges, bulk copies, the PipelineTmaAsync ring, the
 transpose example, and one compiled kernel for every tensor size."""
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
+from example_loader import load_example  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lang"))
+# The simulator tests' own kernels (tests/lang, on sys.path through conftest.py).
 import test_tma as t  # noqa: E402
 import test_tma_pipeline as tp  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def make(a):
@@ -29,13 +25,6 @@ def make(a):
 def back(x):
     torch.cuda.synchronize()
     return x.cpu().numpy()
-
-
-@pytest.fixture(autouse=True)
-def cuda_target():
-    ws.set_target("cuda")
-    yield
-    ws.set_target(None)
 
 
 @pytest.mark.parametrize("dtype,shape,box,swizzle,coords", t.LOAD_CASES)
@@ -84,10 +73,7 @@ def test_tma_pipeline_ring_on_the_gpu(stages):
 
 
 def test_transpose_example_on_the_gpu():
-    spec = importlib.util.spec_from_file_location("gpu_ex_tma_copy",
-                                                  os.path.join(ROOT, "examples", "tma_copy.py"))
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_example("tma_copy", "gpu_ex_tma_copy")
     x = torch.randn(1000, 772, device="cuda")
     out = torch.empty(772, 1000, device="cuda")
     example.launch(x, out)

@@ -1,43 +1,20 @@
 """ws.wgmma on the H200: the simulator tests' own kernels (tests/lang/test_wgmma.py) and the GEMM
 example, compared with numpy/torch references. Exact equality where the inputs make every
 product and sum exact in f32 (small integers / 4); a tolerance for random normal inputs."""
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
+from example_loader import load_example  # noqa: E402
 
-TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TESTS, "lang"))
+# The simulator tests' own kernels (tests/lang, on sys.path through conftest.py).
 from test_wgmma import (CASES, Case, bf16_bits, expected, host_arrays, make_inputs,  # noqa: E402
                         two_warpgroup_inputs, two_warpgroups, wgmma_tile)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"ex_{name}",
-                                                  os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 gemm = load_example("wgmma_gemm")
-
-
-@pytest.fixture(autouse=True)
-def cuda_target():
-    ws.set_target("cuda")
-    yield
-    ws.set_target(None)
 
 
 def to_cuda(x: np.ndarray, dtype):

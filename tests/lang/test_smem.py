@@ -1,25 +1,14 @@
 """ws.smem storage classes and views, mbarriers, cp.async and atomics from kernel code, run in the
 simulator: layouts, the dynamic shared memory size, indexing, the value protocol, a multi-stage
 producer/consumer pipeline, deadlock reports and operand errors."""
-import importlib.util
 import inspect
-import os
 
 import numpy as np
 import pytest
 
 import warpstage as ws
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"ex_{name}",
-                                                  os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
+from example_loader import load_example
 
 pipeline = load_example("mbarrier_pipeline")
 

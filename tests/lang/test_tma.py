@@ -11,6 +11,8 @@ import pytest
 
 import warpstage as ws
 
+from example_loader import load_example
+
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 
 
@@ -420,13 +422,7 @@ def test_swizzled_arrays_are_aligned_to_the_period_and_keyed_by_swizzle():
 
 
 def test_the_transpose_example():
-    import importlib.util
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    spec = importlib.util.spec_from_file_location("ex_tma_copy",
-                                                  os.path.join(root, "examples", "tma_copy.py"))
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_example("tma_copy")
     x = np.random.default_rng(1).standard_normal((70, 36)).astype(np.float32)
     out = np.full((36, 72), np.nan, np.float32)[:, :70]     # a padded (strided) destination
     example.launch(x, out)

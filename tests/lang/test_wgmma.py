@@ -2,17 +2,15 @@
 both dtypes, A from shared memory and from registers, every swizzle mode, K-major and MN-major
 tiles, scale-d static and dynamic, K loops (static and dynamic) with commit/wait. The GPU tests
 (tests/gpu/test_wgmma_gpu.py) run these same kernels on the H200."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 import warpstage as ws
 from warpstage.lang.wgmma import TileLayout
 
+from example_loader import load_example
+
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Case:
@@ -255,18 +253,10 @@ def test_two_warpgroups_share_a_tile():
     assert np.array_equal(d, want)
 
 
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(f"sim_ex_{name}",
-                                                  os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("m, n, k, bn", [(128, 256, 192, 128), (64, 64, 64, 64),
                                          (64, 256, 128, 256)])
 def test_gemm_example(m, n, k, bn):
-    gemm = load_example("wgmma_gemm")
+    gemm = load_example("wgmma_gemm", "sim_ex_wgmma_gemm")
     rng = np.random.default_rng(m + n + k)
     a = gemm.bf16_bits(rng.standard_normal((m, k)))
     b = gemm.bf16_bits(rng.standard_normal((k, n)))
@@ -277,7 +267,7 @@ def test_gemm_example(m, n, k, bn):
 
 
 def test_gemm_example_rejects_shapes_off_the_tile():
-    gemm = load_example("wgmma_gemm")
+    gemm = load_example("wgmma_gemm", "sim_ex_wgmma_gemm")
     a, b = np.zeros((64, 100), np.uint16), np.zeros((100, 128), np.uint16)
     with pytest.raises(ValueError, match="K=100 of bk=64"):
         gemm.launch(gemm.Gemm(), a, b, np.zeros((64, 128), np.float32))

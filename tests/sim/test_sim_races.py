@@ -2,7 +2,6 @@
 accesses' file:line, correct ones (the examples, the pipeline rings, FlashAttention at a small
 size) run clean with it on, and the switches (ws.set_target(..., races=), WARPSTAGE_SIM_RACES,
 sim.run(races=)) turn it on and off."""
-import importlib.util
 import os
 import re
 
@@ -18,10 +17,10 @@ from warpstage.sim.memory import SharedMemory
 from warpstage.sim.run import set_races
 from warpstage.sim.warp import CTA, Warp
 
+from example_loader import load_example, load_file
 from simkit import KernelBuilder, gptr, launch, sptr
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.abspath(__file__)      # locations name the kernel's file as Python gave it
 # "# @name" markers -> their line numbers, for the file:line the reports must name
 LINE = {m: n for n, text in enumerate(open(__file__), 1) for m in re.findall(r"# @(\w+)", text)}
@@ -269,15 +268,8 @@ def test_hooks_for_other_op_families():
 
 
 # -- correct kernels run clean with the detector on ---------------------------------------------
-def load(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-examples = load("tests/examples/test_examples_sim.py", "races_examples")
-rings = load("tests/lang/test_pipeline.py", "races_rings")
+examples = load_file("tests/examples/test_examples_sim.py", "races_examples")
+rings = load_file("tests/lang/test_pipeline.py", "races_rings")
 
 
 @pytest.mark.parametrize("stages", [1, 3])
@@ -308,7 +300,7 @@ def test_pipeline_state_walk_and_flat_barriers_are_race_free():
 
 def test_flash_attention_small_is_race_free():
     pytest.importorskip("torch")
-    fa = load("tests/examples/test_flash_attention_sim.py", "races_flash_attention")
+    fa = load_file("tests/examples/test_flash_attention_sim.py", "races_flash_attention")
     import torch
     fa.test_head_dim_64(100, True, torch.bfloat16)       # K/V tails, causal, two stages
     fa.test_strided_bshd_view_and_ld_st_copies()
@@ -317,7 +309,7 @@ def test_flash_attention_small_is_race_free():
 
 def test_flash_attention_example_main_is_race_free():
     pytest.importorskip("torch")
-    ex = load("examples/flash_attention.py", "races_flash_attention_example")
+    ex = load_example("flash_attention", "races_flash_attention_example")
     assert ex.main(batch=1, heads=1, seq=33, head_dim=64, causal=True) < 1e-2
 
 

@@ -17,20 +17,14 @@ from warpstage.sim.scheduler import SPIN_ITERATIONS, SPIN_ROUNDS
 
 from simkit import KernelBuilder, gptr, launch
 
-pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning"),
+              pytest.mark.usefixtures("sim_target")]
 HERE = os.path.abspath(__file__)
 LINE = {m: n for n, text in enumerate(open(__file__), 1) for m in re.findall(r"# @(\w+)", text)}
 
 
 def at(marker: str) -> str:
     return f"{HERE}:{LINE[marker]}"
-
-
-@pytest.fixture(autouse=True)
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
 
 
 @pytest.fixture(autouse=True)

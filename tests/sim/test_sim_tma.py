@@ -107,13 +107,6 @@ def bulk_n(x: ws.Tensor, out: ws.Tensor, n: ws.Int32, init: ws.Static[bool]):
         ws.tma.bulk_copy(s.buf, x.ptr, n, s.bar[0])
 
 
-@pytest.fixture
-def sim_target():
-    ws.set_target("sim")
-    yield
-    ws.set_target(None)
-
-
 def test_bulk_copy_size_and_mbarrier_are_checked_when_run(sim_target):
     x = np.zeros(64, np.float32)
     with pytest.raises(SimulatorError, match=r"byte count 24 is not a positive multiple of 16"):
