@@ -22,18 +22,6 @@ T1 = ws.Tensor[ws.Float32, 1]
 needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
 
 
-@pytest.fixture(autouse=True)
-def _rewriter(monkeypatch):
-    """Straight-line kernels are traced unrewritten where frontend/rewrite.py is missing."""
-    try:
-        import warpstage.frontend.rewrite  # noqa: F401
-    except ImportError:
-        import warpstage.frontend.specialize as sp
-        from warpstage.frontend.source import register_user_code
-        monkeypatch.setattr(sp, "get_rewritten",
-                            lambda fn: (register_user_code(fn.__code__), fn)[1])
-
-
 @ws.struct
 class State:
     stages: ws.Static[int]

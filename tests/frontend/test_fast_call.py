@@ -312,7 +312,6 @@ def test_generated_source_compiles(kinds):
 
 
 def test_kinds():
-    from warpstage.lang.pointer import PointerSpec  # noqa: F401
     assert fast_call.kind_of(ws.Tensor, False) == "tensor"
     assert fast_call.kind_of(ws.Tensor[ws.Float16, 2], False) == "tensor"
     assert fast_call.kind_of(None, False) == "auto"

@@ -17,29 +17,6 @@ from warpstage.runtime import cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Straight-line kernels only; until frontend/rewrite.py exists they are traced unrewritten.
-SHIM = textwrap.dedent("""
-    try:
-        import warpstage.frontend.rewrite  # noqa: F401
-    except ImportError:
-        import warpstage.frontend.specialize as _sp
-        from warpstage.frontend.source import register_user_code
-        _sp.get_rewritten = lambda fn: (register_user_code(fn.__code__), fn)[1]
-""")
-
-
-@pytest.fixture(autouse=True)
-def _rewriter(monkeypatch):
-    """In this process, the same fallback as SHIM, undone after each test."""
-    try:
-        import warpstage.frontend.rewrite  # noqa: F401
-    except ImportError:
-        import warpstage.frontend.specialize as sp
-        from warpstage.frontend.source import register_user_code
-        monkeypatch.setattr(sp, "get_rewritten",
-                            lambda fn: (register_user_code(fn.__code__), fn)[1])
-
-
 needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
 
 SCALE = 2.0
@@ -269,7 +246,7 @@ KMOD = textwrap.dedent("""
         out[i] = a[i] * SCALE
 """)
 
-DRIVER = SHIM + textwrap.dedent("""
+DRIVER = textwrap.dedent("""
     import hashlib, json, sys
     import warpstage as ws
     from warpstage.compiled import STAGE_COUNTS

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.core import Operation
 from ..ir.ops_wgmma import SWIZZLE_MODE
 from .context import LoweringContext
 from .llvm_types import I32, I64, llvm_type
