@@ -1,17 +1,24 @@
-"""FlashAttention forward: warpstage's kernel (``warpstage/ops/attention_kernel.py``, mma.sync)
-against ``torch.nn.functional.scaled_dot_product_attention`` in the same process (GPU only).
+"""FlashAttention forward: warpstage's two kernels, ``warpstage/ops/attention_kernel.py``
+(mma.sync, FlashAttention-2 style) and ``warpstage/ops/attention_wgmma.py`` (wgmma + TMA,
+FlashAttention-3 style), against ``torch.nn.functional.scaled_dot_product_attention`` in the same
+process (GPU only).
 
     PYTHONPATH=. python benchmarks/flash_attention.py            # the full table
     PYTHONPATH=. python benchmarks/flash_attention.py --quick    # B=2, H=8, S=1024 only
     PYTHONPATH=. python benchmarks/flash_attention.py --quick --policy tile_n=64,num_stages=3
     PYTHONPATH=. python benchmarks/flash_attention.py --shape 2,16,4096 --head-dim 128
+    PYTHONPATH=. python benchmarks/flash_attention.py --quick --kernels wgmma \
+        --wgmma-policy tile_n=176 --wgmma-policy overlap=0
 
 For each shape (B, H, S, D), causal or not, bf16: the max |error| against SDPA in float32, then
 the median over ``--repeats`` timings of ``--iters`` back-to-back launches each (CUDA events,
-after a warm-up) for warpstage and for SDPA. TFLOP/s = 4 B H S^2 D / t, half of that with
-``causal`` (the masked half is not counted). ``--policy`` (repeatable) overrides the default
-``FlashAttention`` fields (tile_m, tile_n, num_stages, producer_regs, mma_regs) to compare
-tilings. A benchmark, not a test: nothing is asserted.
+after a warm-up) for each warpstage kernel and for SDPA. TFLOP/s = 4 B H S^2 D / t, half of that
+with ``causal`` (the masked half is not counted). ``--policy`` (repeatable) overrides the default
+``FlashAttention`` fields (tile_m, tile_n, num_stages, producer_regs, mma_regs) and
+``--wgmma-policy`` the ``FlashAttentionWgmma`` ones (tile_n, num_stages, producer_regs,
+mma_regs, overlap) to compare tilings; ``--kernels`` picks which kernels run. The kernels are
+launched directly (descriptors built once), so host overhead is the launch's only. A benchmark,
+not a test: nothing is asserted.
 """
 from __future__ import annotations
 
@@ -52,29 +59,48 @@ def timed(fn, iters: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(batch, heads, seq, head_dim, causal, policy, iters, repeats):
-    """(max error, warpstage seconds, SDPA seconds) for one shape and policy."""
+def inputs(batch, heads, seq, head_dim):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(0)
+    return [torch.randn(batch, heads, seq, head_dim, device="cuda", generator=g)
+            .to(torch.bfloat16) for _ in range(3)]
+
+
+def measure(kernel, q, k, v, causal, policy, iters, repeats):
+    """(max error against SDPA in float32, seconds) of one warpstage kernel and policy."""
     import torch
     import torch.nn.functional as F
     import warpstage as ws
     from warpstage.ops import FlashAttention, flash_attention_kernel
-    g = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", generator=g)
-               .to(torch.bfloat16) for _ in range(3))
+    from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+    batch, heads, seq, head_dim = q.shape
     o = torch.empty_like(q)
-    fa = FlashAttention(head_dim=head_dim, dtype=ws.BFloat16, causal=causal, **policy)
-    launch = flash_attention_kernel[fa.grid(batch, heads, seq), fa.threads]
+    if kernel == "wgmma":
+        fa = FlashAttentionWgmma(head_dim=head_dim, dtype=ws.BFloat16, causal=causal, **policy)
+        q_box, kv_box = fa.descriptor_boxes()
+        descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
+                 for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
+        launch = flash_attention_wgmma_kernel[fa.grid(batch, heads, seq), fa.threads]
 
-    def ours():
-        launch(fa, q, k, v, o)
+        def ours():
+            launch(fa, *descs, o, seq)
+    else:
+        fa = FlashAttention(head_dim=head_dim, dtype=ws.BFloat16, causal=causal, **policy)
+        launch = flash_attention_kernel[fa.grid(batch, heads, seq), fa.threads]
+
+        def ours():
+            launch(fa, q, k, v, o)
 
     ours()
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     err = (o.float() - ref).abs().max().item()
-    t_ours = timed(ours, iters, repeats)
-    t_sdpa = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), iters,
-                   repeats)
-    return err, t_ours, t_sdpa
+    return err, timed(ours, iters, repeats)
+
+
+def measure_sdpa(q, k, v, causal, iters, repeats):
+    import torch.nn.functional as F
+    return timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), iters,
+                 repeats)
 
 
 def main(argv=None):
@@ -86,6 +112,9 @@ def main(argv=None):
     ap.add_argument("--causal", choices=("no", "yes", "both"), default="both")
     ap.add_argument("--policy", action="append", default=None,
                     help="FlashAttention fields, e.g. tile_n=64,num_stages=3 (repeatable)")
+    ap.add_argument("--wgmma-policy", action="append", default=None,
+                    help="FlashAttentionWgmma fields, e.g. tile_n=176,overlap=0 (repeatable)")
+    ap.add_argument("--kernels", choices=("both", "wgmma", "mma.sync"), default="both")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
@@ -99,22 +128,28 @@ def main(argv=None):
         shapes = [tuple(int(x) for x in shape.split(",")) for shape in args.shape]
     dims = args.head_dim or [64, 128]
     causals = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
-    policies = [parse_policy(p) for p in (args.policy or [""])]
+    runs = []
+    if args.kernels in ("both", "mma.sync"):
+        runs += [("mma.sync", parse_policy(p)) for p in (args.policy or [""])]
+    if args.kernels in ("both", "wgmma"):
+        runs += [("wgmma", parse_policy(p)) for p in (args.wgmma_policy or [""])]
     print(f"# {torch.cuda.get_device_name()}, bf16, medians of {args.repeats} x {args.iters} "
           "launches")
-    print("| B | H | S | D | causal | policy | max err | warpstage TFLOP/s (ms) | "
+    print("| B | H | S | D | causal | kernel | policy | max err | warpstage TFLOP/s (ms) | "
           "SDPA TFLOP/s (ms) | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for batch, heads, seq in shapes:
         for head_dim in dims:
+            q, k, v = inputs(batch, heads, seq, head_dim)
             for causal in causals:
-                for policy in policies:
-                    err, ours, sdpa = measure(batch, heads, seq, head_dim, causal, policy,
-                                              args.iters, args.repeats)
-                    flops = 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
-                    name = ",".join(f"{k}={v}" for k, v in policy.items()) or "default"
-                    print(f"| {batch} | {heads} | {seq} | {head_dim} | {causal} | {name} | "
-                          f"{err:.2g} | {flops / ours / 1e12:.1f} ({ours * 1e3:.3f}) | "
+                sdpa = measure_sdpa(q, k, v, causal, args.iters, args.repeats)
+                flops = 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
+                for kernel, policy in runs:
+                    err, ours = measure(kernel, q, k, v, causal, policy, args.iters,
+                                        args.repeats)
+                    name = ",".join(f"{key}={val}" for key, val in policy.items()) or "default"
+                    print(f"| {batch} | {heads} | {seq} | {head_dim} | {causal} | {kernel} | "
+                          f"{name} | {err:.2g} | {flops / ours / 1e12:.1f} ({ours * 1e3:.3f}) | "
                           f"{flops / sdpa / 1e12:.1f} ({sdpa * 1e3:.3f}) | {sdpa / ours:.2f} |",
                           flush=True)
 

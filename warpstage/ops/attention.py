@@ -1,6 +1,7 @@
 """``ws.ops.flash_attention``: scaled dot-product attention with the warp-specialized
-FlashAttention kernel (``attention_kernel.py``), called like torch's
-``scaled_dot_product_attention``.
+FlashAttention kernels (``attention_kernel.py``: mma.sync, FlashAttention-2 style, any strides;
+``attention_wgmma.py``: wgmma + TMA, FlashAttention-3 style, TMA-compatible tensors), called like
+torch's ``scaled_dot_product_attention``.
 
 The tensors may be torch tensors (CUDA tensors run on the GPU; CPU tensors, or any tensor when
 the target is 'sim', run in the CPU simulator; the launch layer picks) or numpy arrays
@@ -15,8 +16,17 @@ import math
 from ..errors import ArgumentError
 from ..runtime.tensors import as_tensor_arg
 from .attention_kernel import FlashAttention, flash_attention_kernel
+from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 
-__all__ = ["flash_attention", "launch", "policy_for", "reference"]
+__all__ = ["flash_attention", "launch", "launch_wgmma", "policy_for", "wgmma_policy_for",
+           "tma_compatible", "reference"]
+MMA_CHOICES = ("auto", "wgmma", "mma.sync")
+WGMMA_MIN_WORK = 1 << 34
+"""``mma='auto'`` picks the wgmma kernel from B * H * S_q * S_k * D >= this on. Measured on the
+H200 (2026-11-29, benchmarks/flash_attention.py, docs/warp-specialization.md §10): at
+(2, 16, 1024, 1024, 64) = 2^31 the wgmma launch is host-bound (its three TMA descriptor arguments
+take the launch layer's full path, ~60-110 us a call) and mma.sync is 1.6-4.1x faster; at
+(4, 16, 2048, 2048, 64) = 2^34 the wgmma kernel is 1.02-1.15x faster, at 2^35-2^36 1.05-1.32x."""
 
 _WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
 
@@ -31,6 +41,31 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
     flash_attention_kernel[grid, fa.threads](fa, q, k, v, o)
+
+
+def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o) -> None:
+    """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: builds
+    the three TMA descriptors (4-D, 128-byte swizzle; ``tma_compatible`` must hold for q, k, v)
+    and launches ``fa.grid(B, H, S_q)`` x 384 threads."""
+    from ..runtime.tensormap import TensorDescriptor
+    batch, heads, seq_q, _ = q.shape
+    grid = fa.grid(batch, heads, seq_q)
+    if grid[1] > 65535:
+        raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
+                            "(CUDA's grid.y limit). Fix: split the batch into several calls")
+    q_box, kv_box = fa.descriptor_boxes()
+    flash_attention_wgmma_kernel[grid, fa.threads](
+        fa, TensorDescriptor(q, q_box, swizzle=128), TensorDescriptor(k, kv_box, swizzle=128),
+        TensorDescriptor(v, kv_box, swizzle=128), o, k.shape[2])
+
+
+@functools.lru_cache(maxsize=64)
+def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
+                     tile_n: int = 128, num_stages: int = 2) -> FlashAttentionWgmma:
+    """The wgmma + TMA policy for a configuration (cached like ``policy_for``)."""
+    import warpstage as ws
+    return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
+                               softmax_scale=scale, tile_n=tile_n, num_stages=num_stages)
 
 
 @functools.lru_cache(maxsize=64)
@@ -64,8 +99,25 @@ def _cp_async_ok(ta) -> bool:
             and all(s % 8 == 0 for s in ta.strides[:3]))
 
 
-def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 128,
-                    num_stages: int = 3):
+def tma_compatible(ta) -> bool:
+    """Whether TMA can read the (B, H, S, D) tensor ``ta`` (cuTensorMapEncodeTiled's rules): a
+    16-byte aligned base, D contiguous, every other stride a non-negative multiple of 16 bytes
+    (8 elements) below 2^40 (size-1 dimensions excepted)."""
+    return (ta.data_ptr % 16 == 0 and (ta.strides[3] == 1 or ta.shape[3] == 1)
+            and all(n == 1 or (s >= 0 and s % 8 == 0 and 2 * s < 1 << 40)
+                    for n, s in zip(ta.shape[:3], ta.strides[:3])))
+
+
+def _wgmma_device(ta) -> bool:
+    """Whether the launch runs on a GPU with wgmma (sm_90): CUDA tensors, the cuda target."""
+    if ta.device != "cuda":
+        return False
+    from ..runtime.target import default_target, device_properties
+    return default_target() == "cuda" and device_properties(ta.device_index or 0).cc_major == 9
+
+
+def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
+                    num_stages=None, mma: str = "auto"):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -73,9 +125,18 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 
     D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``:
     key j is masked for query i when j > i (top-left aligned). ``scale``: default 1/sqrt(D).
     Returns a new contiguous (B, H, S_q, D) tensor of q's dtype, on q's device (torch in, torch
-    out; numpy in, numpy out). Tensor cores (mma.sync) with fp32 accumulation; the softmax
-    probabilities are rounded to q's dtype for P @ V, as in FlashAttention-2. ``tile_n``,
-    ``num_stages``: the policy's keys per shared-memory stage and ring depth.
+    out; numpy in, numpy out). Tensor cores (mma.sync or wgmma) with fp32 accumulation; the
+    softmax probabilities are rounded to q's dtype for P @ V, as in FlashAttention-2 and -3. ``tile_n``,
+    ``num_stages``: the policy's keys per shared-memory stage and ring depth (default 128 and
+    2 for wgmma, 128 and 3 for mma.sync).
+
+    ``mma``: 'wgmma' runs the FlashAttention-3-style kernel (``attention_wgmma.py``: TMA loads,
+    warpgroup MMA); it needs q, k, v TMA-compatible (``tma_compatible``: 16-byte aligned base, D
+    contiguous, other strides multiples of 8 elements). 'mma.sync' runs the FlashAttention-2-style
+    kernel (``attention_kernel.py``), which takes any strides. 'auto' (default) picks 'wgmma' for
+    TMA-compatible CUDA tensors on an sm_90 GPU when B * H * S_q * S_k * D >= ``WGMMA_MIN_WORK``
+    (2^34: below it the launch's host cost dominates), else 'mma.sync' (the simulator included:
+    the wgmma kernel runs there only when asked for).
 
     Raises ArgumentError for shapes, dtypes or devices the kernel does not take (the message
     says which and the fix)."""
@@ -105,9 +166,26 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n: int = 
     if tk.shape[2] == 0:
         raise ArgumentError("flash_attention: k and v have no keys (S_k = 0); the softmax of "
                             "an empty row is undefined. Fix: pass at least one key")
+    if mma not in MMA_CHOICES:
+        raise ArgumentError(f"flash_attention: mma={mma!r}; expected one of {MMA_CHOICES}. "
+                            "Fix: mma='auto'")
+    tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
+    if mma == "wgmma" and not tma_ok:
+        raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors (it "
+                            "needs a 16-byte aligned base, D contiguous and the other strides "
+                            f"multiples of 8 elements; strides q {tq.strides}, k {tk.strides}, "
+                            f"v {tv.strides}). Fix: mma='auto' (falls back to mma.sync) or "
+                            ".contiguous() the inputs")
+    work = batch * heads * seq_q * tk.shape[2] * head_dim
+    if mma == "wgmma" or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
+                          and _wgmma_device(tq)):
+        fa = wgmma_policy_for(head_dim, dtype, bool(causal), scale, tile_n=tile_n or 128,
+                              num_stages=num_stages or 2)
+        launch_wgmma(fa, q, k, v, o)
+        return o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"
-    fa = policy_for(head_dim, dtype, bool(causal), scale, copy, tile_n=tile_n,
-                    num_stages=num_stages)
+    fa = policy_for(head_dim, dtype, bool(causal), scale, copy, tile_n=tile_n or 128,
+                    num_stages=num_stages or 3)
     launch(fa, q, k, v, o)
     return o
 

@@ -1,0 +1,187 @@
+"""The wgmma + TMA FlashAttention kernel (warpstage/ops/attention_wgmma.py) in the CPU simulator
+against the float64 numpy reference: D = 64 and 128, fp16 and bf16, causal and not, sequence
+lengths off the tiles, S_q != S_k, scales, strided (B, S, H, D) views, both consumer loops
+(FlashAttention-3's overlapped one and the serial one), other tilings, NaN-filled shared memory
+with the race detector, the dispatch rule and the policy's errors; plus the PTX/ptxas facts.
+``CASES`` and ``make_inputs`` are shared with tests/gpu/test_flash_attention_wgmma_gpu.py."""
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import warpstage as ws  # noqa: E402
+from warpstage.backend import find_ptxas  # noqa: E402
+from warpstage.ops import attention  # noqa: E402
+from warpstage.ops.attention import flash_attention, reference  # noqa: E402
+from warpstage.ops.attention_wgmma import (FlashAttentionWgmma,  # noqa: E402
+                                           flash_attention_wgmma_kernel)
+from warpstage.options import CompileOptions  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2}        # on ||out - ref|| / ||ref||
+
+# (batch, heads, S_q, S_k, D, causal, dtype, scale, policy overrides)
+CASES = [
+    (1, 1, 64, 64, 64, False, torch.float16, None, {}),           # one tile of each
+    (1, 1, 100, 100, 64, True, torch.bfloat16, None, {}),         # tails; causal
+    (1, 1, 128, 128, 128, False, torch.bfloat16, None, {}),       # D = 128: two TMA boxes
+    (1, 1, 200, 200, 128, True, torch.float16, None, {}),         # 2 CTAs, causal skipping
+    (1, 2, 300, 300, 64, True, torch.bfloat16, None, {}),         # 3 K/V tiles, 2 stages
+    (2, 1, 40, 170, 64, False, torch.float16, -0.3, {}),          # S_q < S_k, negative scale
+    (1, 1, 150, 90, 128, True, torch.bfloat16, 0.2, {}),          # S_q > S_k, causal
+    (1, 1, 130, 130, 64, True, torch.float16, None, dict(overlap=False)),
+    (1, 1, 170, 170, 128, False, torch.bfloat16, None, dict(overlap=False, num_stages=1)),
+    (1, 1, 200, 200, 64, True, torch.bfloat16, None, dict(tile_n=64, num_stages=3)),
+    (1, 1, 1, 1, 64, True, torch.float16, None, {}),              # a single query and key
+]
+
+
+def ids(case):
+    b, h, sq, sk, d, causal, dtype, scale, pol = case
+    extra = ",".join(f"{k}={v}" for k, v in pol.items())
+    return (f"{b}x{h}x{sq}x{sk}-d{d}-{'causal' if causal else 'full'}-"
+            f"{str(dtype).split('.')[-1]}" + (f"-s{scale}" if scale is not None else "")
+            + (f"-{extra}" if extra else ""))
+
+
+def make_inputs(case, device="cpu", seed=0):
+    b, h, sq, sk, d, causal, dtype, scale, pol = case
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, sq, d, generator=g).to(dtype).to(device)
+    k, v = (torch.randn(b, h, sk, d, generator=g).to(dtype).to(device) for _ in range(2))
+    return q, k, v
+
+
+def run_case(case, q, k, v):
+    """The kernel's output for ``case`` (default policy: ws.ops.flash_attention(mma='wgmma');
+    overrides: a direct launch of the policy)."""
+    b, h, sq, sk, d, causal, dtype, scale, pol = case
+    if not pol:
+        return flash_attention(q, k, v, causal=causal, scale=scale, mma="wgmma")
+    ws_dtype = ws.Float16 if dtype == torch.float16 else ws.BFloat16
+    fa = FlashAttentionWgmma(head_dim=d, dtype=ws_dtype, causal=causal, softmax_scale=scale,
+                             **pol)
+    o = torch.empty_like(q)
+    attention.launch_wgmma(fa, q, k, v, o)
+    return o
+
+
+def relative_error(out, q, k, v, causal, scale=None):
+    want = reference(*(x.float().cpu().numpy() for x in (q, k, v)), causal=causal, scale=scale)
+    got = out.float().cpu().numpy()
+    assert np.isfinite(got).all()
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_matches_numpy(sim_target, case):
+    q, k, v = make_inputs(case)
+    out = run_case(case, q, k, v)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert relative_error(out, q, k, v, case[5], case[7]) < TOL[case[6]]
+
+
+def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
+    # (B, S, H, D) storage seen as (B, H, S, D): strides (S*H*D, D, H*D, 1), all multiples of 8
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(1, 90, 2, 64, generator=g).to(torch.bfloat16).transpose(1, 2)
+               for _ in range(3))
+    assert not q.is_contiguous() and attention.tma_compatible(attention._describe("q", q))
+    out = flash_attention(q, k, v, causal=True, mma="wgmma")
+    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+    # 'auto' picks wgmma only for TMA-compatible tensors on an sm_90 GPU, with enough work
+    used = []
+    monkeypatch.setattr(attention, "launch_wgmma", lambda *a: used.append("wgmma"))
+    monkeypatch.setattr(attention, "launch", lambda *a: used.append("mma.sync"))
+    monkeypatch.setattr(attention, "_wgmma_device", lambda ta: True)
+    flash_attention(q, k, v)                           # 2 * 90 * 90 * 64 < WGMMA_MIN_WORK
+    monkeypatch.setattr(attention, "WGMMA_MIN_WORK", 2 * 90 * 90 * 64)
+    flash_attention(q, k, v)
+    flat = torch.randn(1 + 90 * 64, generator=g).to(torch.bfloat16)
+    kk = flat[1:].view(1, 1, 90, 64)                   # 2 bytes off 16-byte alignment
+    flash_attention(q[:, :1], kk, kk)
+    flash_attention(q, k, v, mma="mma.sync")
+    monkeypatch.setattr(attention, "_wgmma_device", lambda ta: False)
+    flash_attention(q, k, v)                           # not an sm_90 GPU (the simulator)
+    assert used == ["mma.sync", "wgmma", "mma.sync", "mma.sync", "mma.sync"]
+    with pytest.raises(ws.ArgumentError, match="TMA cannot read"):
+        flash_attention(q[:, :1], kk, kk, mma="wgmma")
+    with pytest.raises(ws.ArgumentError, match="mma='tf32'"):
+        flash_attention(q, k, v, mma="tf32")
+
+
+def test_nan_filled_shared_memory_and_races(monkeypatch):
+    # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
+    # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
+    monkeypatch.setitem(sys.modules["warpstage.sim.run"].run.__kwdefaults__, "smem_fill", 0xFF)
+    ws.set_target("sim", races=True)
+    try:
+        case = (1, 1, 100, 150, 64, False, torch.bfloat16, None, {})
+        q, k, v = make_inputs(case, seed=6)
+        out = run_case(case, q, k, v)
+    finally:
+        ws.set_target(None)
+    assert relative_error(out, q, k, v, False) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(head_dim=96), "head_dim"), (dict(tile_n=40), "tile_n"),
+    (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "overlap=True needs"), (dict(mma_regs=256), "register split"),
+    (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),
+    (dict(dtype=ws.Float32), "dtype")])
+def test_policy_errors(fields, match):
+    with pytest.raises(ValueError, match=match):
+        FlashAttentionWgmma(**fields)
+
+
+@pytest.mark.parametrize("head_dim, causal, overlap", [(64, False, True), (64, True, True),
+                                                      (128, False, True), (128, True, True),
+                                                      (128, True, False)])
+def test_ptx_and_ptxas(head_dim, causal, overlap):
+    if find_ptxas(CompileOptions()) is None:
+        pytest.skip("no ptxas")
+    fa = FlashAttentionWgmma(head_dim=head_dim, causal=causal, overlap=overlap)
+    x = torch.zeros(1, 1, 256, head_dim, dtype=torch.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    ck = ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
+                    TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, block=(fa.threads, 1, 1))
+    ptx = ck.ptx
+    # S = Q K^T: D/16 k-steps of m64n128k16 (A, B from smem); O += P V: tile_n/16 m64n{D}k16
+    # with A from registers; the overlapped loop has both twice (first stage / loop / last)
+    s_mma = f"wgmma.mma_async.sync.aligned.m64n{fa.tile_n}k16.f32.bf16.bf16"
+    pv_mma = f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32.bf16.bf16"
+    copies = 2 if overlap else 1
+    want = {}
+    for shape, count in ((s_mma, head_dim // 16), (pv_mma, fa.tile_n // 16)):
+        want[shape] = want.get(shape, 0) + copies * count       # D = tile_n: the same shape
+    for shape, count in want.items():
+        assert ptx.count(shape) == count, shape
+    assert ptx.count("wgmma.mma_async") == sum(want.values())
+    assert ptx.count("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier") == \
+        3 * head_dim // 64
+    assert "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 \t240;" in ptx
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == overlap
+    log = ck.ptxas_log
+    for warning in ("C7517", "C7519", "C7508", "C7504"):     # injected waits / ignored setmaxnreg
+        assert warning not in log, log
+    res = ck.resources
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    assert ck.dynamic_smem == fa.smem_bytes
+
+
+def test_descriptor_and_output_checks():
+    fa = FlashAttentionWgmma(head_dim=64)
+    x = torch.zeros(1, 1, 256, 64, dtype=torch.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    O = ws.Tensor[ws.BFloat16, 4]
+    with pytest.raises(ws.OperandError, match=r"k_desc.*box \(1, 1, 64, 64\)"):
+        ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, (1, 1, 64, 64)),
+                   TD(x, kv_box), O, ws.Int32, block=(fa.threads, 1, 1))
+    with pytest.raises(ws.OperandError, match="tensor o"):
+        ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
+                   TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, block=(fa.threads, 1, 1))

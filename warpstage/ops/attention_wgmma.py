@@ -1,0 +1,425 @@
+"""FlashAttention forward on Hopper's warpgroup MMA and TMA (FlashAttention-3 style: Shah et al.,
+"FlashAttention-3", 2024, §3.1; docs/warp-specialization.md §10 walks through it).
+
+    O[b, h, i, :] = softmax(scale * Q[b, h, i, :] @ K[b, h, :, :]^T) @ V[b, h, :, :]
+
+q, k, v: (B, H, S, D) fp16/bf16 tensors read through 4-D TMA descriptors (box ``(1, 1, rows,
+64)``, 128-byte swizzle; D = 128 takes two boxes); o: the (B, H, S_q, D) output, plain stores.
+Grid ``(ceil(S_q / 128), B * H)``, 384 threads: warpgroup 0 is the producer (one elected thread
+of warp 0 loads Q once and K/V per stage through ``ws.pipeline.PipelineTmaAsync``; rows past
+S_q / S_k arrive as zeros), warpgroups 1 and 2 the consumers (64 query rows each): S = Q K^T by
+wgmma m64n{tile_n}k16 from shared memory, masking and the base-2 online softmax on the
+accumulator fragment, O += P V by wgmma m64n{D}k16 with P from registers and V MN-major, the
+stage released after that wgmma's ``wait_group``; with ``overlap`` the softmax of stage j runs
+while P_{j-1} V_{j-1} is on the tensor cores. fp32 accumulation; P rounded to the input dtype.
+"""
+from __future__ import annotations
+
+import math
+
+import warpstage as ws
+
+from ..lang.operands import operand_error
+from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.wgmma import TileLayout
+from .attention_kernel import LOG2E, _tree
+
+__all__ = ["FlashAttentionWgmma", "flash_attention_wgmma_kernel", "BOX_COLS"]
+
+BOX_COLS = 64                  # columns per TMA box: 128 bytes of a 16-bit dtype = the swizzle span
+_DTYPES = (Float16, BFloat16)
+_NEG_INF = -math.inf
+
+
+class FlashAttentionWgmma:
+    """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
+
+    ``head_dim``: D, 64 or 128. ``dtype``: ``ws.Float16`` or ``ws.BFloat16``. ``causal``: mask
+    key j > query i (top-left aligned). ``softmax_scale``: default 1/sqrt(D). ``tile_n``: keys
+    per stage, a multiple of 16 in [16, 256] (the N of the S = Q K^T wgmma). ``num_stages``: K/V
+    ring depth (at least 2 with ``overlap``). ``overlap``: FlashAttention-3's intra-warpgroup
+    overlap of the softmax with P V (default), else each GEMM is waited for in turn.
+    ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of
+    the two consumer warpgroups (multiples of 8 in [24, 256], 128 x producer + 256 x mma at most
+    65536). 128 query rows per CTA (two consumer warpgroups of 64 rows: wgmma's M).
+
+    The host side (``warpstage.ops.attention``) builds one ``ws.tma.TensorDescriptor`` per input
+    with ``box=(1, 1, rows, 64)`` and ``swizzle=128`` (``descriptor_boxes``). Raises ValueError
+    for a configuration the kernel cannot run (the message names the field)."""
+
+    tile_m = 128
+    threads = 384
+    producer_threads = 128
+    consumer_threads = 256
+
+    def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
+                 tile_n=128, num_stages=2, producer_regs=24, mma_regs=240, overlap=True):
+        if head_dim not in (64, 128):
+            raise ValueError(f"FlashAttentionWgmma: head_dim must be 64 or 128, got {head_dim!r}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"FlashAttentionWgmma: dtype must be ws.Float16 or ws.BFloat16, got "
+                             f"{dtype!r}")
+        if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
+                or tile_n % 16):
+            raise ValueError(f"FlashAttentionWgmma: tile_n (keys per stage) must be a multiple "
+                             f"of 16 in [16, 256], got {tile_n!r}. Fix: tile_n=128")
+        if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
+            raise ValueError(f"FlashAttentionWgmma: num_stages must be an int in [1, 8], got "
+                             f"{num_stages!r}")
+        if overlap and num_stages < 2:
+            raise ValueError("FlashAttentionWgmma: overlap=True needs num_stages >= 2 (a "
+                             "consumer waits for stage j before it releases stage j - 1). Fix: "
+                             "num_stages=2, or overlap=False")
+        for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
+            if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
+                raise ValueError(f"FlashAttentionWgmma: {name} must be a multiple of 8 in "
+                                 f"[24, 256], got {r!r}")
+        need = producer_regs * 128 + mma_regs * 256
+        if need > 65536:
+            raise ValueError(f"FlashAttentionWgmma: the register split needs {producer_regs} x "
+                             f"128 + {mma_regs} x 256 = {need} registers, more than the SM's "
+                             "65536. Fix: lower mma_regs or producer_regs")
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.causal = bool(causal)
+        self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
+                                   else softmax_scale)
+        self.scale_log2 = self.softmax_scale * LOG2E
+        # as in attention_kernel: for scale <= 0 the scores are scaled first and c = 1
+        self.exp2_scale = self.scale_log2 if self.scale_log2 > 0 else 1.0
+        self.tile_n = tile_n
+        self.num_stages = num_stages
+        self.producer_regs = producer_regs
+        self.mma_regs = mma_regs
+        self.overlap = bool(overlap)
+        self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
+        self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
+        self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
+        self.kv_bytes = self.kv_layout.nbytes
+        stage = (num_stages,) + self.kv_layout.shape
+        self.SharedStorage = ws.smem.make_storage(
+            "FlashAttentionWgmmaStorage",
+            q=ws.smem.Array(dtype, self.q_layout.shape, swizzle=128),
+            k=ws.smem.Array(dtype, stage, swizzle=128),
+            v=ws.smem.Array(dtype, stage, swizzle=128),
+            q_bar=ws.smem.MbarrierArray[1],
+            barriers=ws.pipeline.BarrierStorage[num_stages])
+        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
+            raise ValueError(f"FlashAttentionWgmma: a 128 x {head_dim} Q tile and {num_stages} "
+                             f"stages of K and V ({tile_n} x {head_dim}) need {self.smem_bytes} "
+                             f"bytes of shared memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} "
+                             "a CTA may use. Fix: lower num_stages or tile_n")
+
+    def __static_key__(self):
+        return ("FlashAttentionWgmma", self.head_dim, self.dtype.__name__, self.causal,
+                self.softmax_scale, self.tile_n, self.num_stages, self.producer_regs,
+                self.mma_regs, self.overlap)
+
+    def __repr__(self) -> str:
+        return (f"FlashAttentionWgmma(head_dim={self.head_dim}, dtype=ws.{self.dtype.__name__}, "
+                f"causal={self.causal}, tile_n={self.tile_n}, num_stages={self.num_stages}, "
+                f"overlap={self.overlap})")
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory one CTA needs (bytes)."""
+        return ws.smem.size_of(self.SharedStorage)
+
+    def grid(self, batch: int, heads: int, seq_q: int) -> tuple:
+        """The launch grid for (B, H, S_q): ``(ceil(S_q / 128), B * H)``."""
+        return (-(-seq_q // self.tile_m), batch * heads)
+
+    def descriptor_boxes(self) -> tuple:
+        """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
+        return (1, 1, self.tile_m, BOX_COLS), (1, 1, self.tile_n, BOX_COLS)
+
+    # -- device code shared by both roles ------------------------------------------------------
+    def coordinates(self, heads):
+        """(b, h, m_block) of this CTA (dynamic); causal CTAs run in reverse row order so the
+        longest start first."""
+        m_block, bh, _ = ws.arch.block_idx()
+        if ws.static(self.causal):
+            m_block = ws.arch.grid_dim()[0] - 1 - m_block
+        return bh // heads, bh % heads, m_block
+
+    def kv_tiles(self, seq_q, seq_k, m_block):
+        """K/V tiles this CTA visits: all of S_k, or (causal) the keys up to its last row."""
+        if ws.static(self.causal):
+            seq_k = ws.math.min(seq_k, ws.math.min((m_block + 1) * self.tile_m, seq_q))
+        return (seq_k + (self.tile_n - 1)) // self.tile_n
+
+    def check(self, q_desc, k_desc, v_desc, o) -> None:
+        """Trace-time checks of the descriptors and the output against the policy."""
+        boxes = dict(zip(("q", "k", "v"), (self.descriptor_boxes()[0],) +
+                         (self.descriptor_boxes()[1],) * 2))
+        for name, d in (("q", q_desc), ("k", k_desc), ("v", v_desc)):
+            if not isinstance(d, ws.tma.TmaDescriptor):
+                raise operand_error(f"FlashAttentionWgmma: {name}_desc", type(d).__name__,
+                                    "a ws.tma.TensorDescriptor kernel argument",
+                                    "call warpstage.ops.flash_attention(..., mma='wgmma')")
+            if d.dtype is not self.dtype or d.box != boxes[name] or d.swizzle != 128:
+                raise operand_error(f"FlashAttentionWgmma: {name}_desc",
+                                    f"{d.dtype.__name__} box {d.box} swizzle {d.swizzle}",
+                                    f"{self.dtype.__name__} box {boxes[name]} swizzle 128",
+                                    "build it as ws.tma.TensorDescriptor(x, box, swizzle=128) "
+                                    "with box from policy.descriptor_boxes()")
+        if o.ndim != 4 or o.dtype is not self.dtype:
+            raise operand_error("FlashAttentionWgmma: tensor o", f"{o.ndim}-d {o.dtype.__name__}",
+                                f"a 4-d (B, H, S_q, D) {self.dtype.__name__} tensor",
+                                "pass the output like q")
+
+    # -- producer role -------------------------------------------------------------------------
+    @ws.jit
+    def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, pipeline, storage):
+        """Producer warp 0 (one elected thread issues): Q once, then K and V per stage."""
+        warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
+        if warp == 0:
+            if ws.arch.elect_one():
+                bar = storage.q_bar[0]
+                bar.arrive_expect_tx(self.q_layout.nbytes)
+                for blk in ws.static_range(self.blocks):
+                    ws.tma.load(q_desc, self.block(storage.q, blk),
+                                (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
+            state = pipeline.producer_start_state()
+            for tile in range(n_tiles):
+                pipeline.producer_acquire(state)
+                if ws.arch.elect_one():
+                    bar = pipeline.producer_get_barrier(state)
+                    k_stage = storage.k[state.index]
+                    v_stage = storage.v[state.index]
+                    for blk in ws.static_range(self.blocks):
+                        coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
+                        ws.tma.load(k_desc, self.block(k_stage, blk), coords, bar)
+                        ws.tma.load(v_desc, self.block(v_stage, blk), coords, bar)
+                pipeline.producer_commit(state)
+                state = state.advance()
+            pipeline.producer_tail(state)
+
+    def block(self, tile, blk):
+        """Column block ``blk`` (64 columns, one TMA box) of a Q/K/V tile array."""
+        return tile if ws.static(self.blocks == 1) else tile[blk]
+
+    # -- consumer role -------------------------------------------------------------------------
+    @ws.jit
+    def consume(self, o, seq_k, b, h, m_block, n_tiles, pipeline, storage):
+        """Consumer warpgroups 1 and 2: 64 query rows each; S = Q K^T and O += P V on wgmma with
+        the online softmax in between, over the K/V ring; then O / l to ``o``."""
+        tid = ws.arch.thread_idx()[0] - self.producer_threads
+        wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 or 1
+        warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
+        lane = ws.arch.lane_idx()
+        row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
+        r0 = row_wg + warp * 16 + (lane >> 2)
+        rows = [r0, r0 + 8]                                        # this thread's two rows
+        dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
+        storage.q_bar[0].wait(0)
+        if ws.static(self.overlap):
+            acc, l_i = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles, pipeline,
+                                            storage)
+        else:
+            acc, l_i = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles, pipeline,
+                                        storage)
+        self.epilogue(o, b, h, rows, lane, acc, l_i, o.shape[2])
+
+    @ws.jit
+    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, pipeline, storage):
+        """Per stage: S = Q K^T (waited), softmax, O += P V (waited), release. Returns (O, l)."""
+        acc = ws.wgmma.zeros(self.head_dim)
+        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
+        l_i = [Float32(0.0), Float32(0.0)]
+        state = pipeline.consumer_start_state()
+        for tile in range(n_tiles):
+            pipeline.consumer_wait(state)
+            n0 = tile * self.tile_n
+            if self.stage_is_live(n0, row_wg):
+                s = ws.wgmma.wait_group(0, self.issue_scores(dq, storage.k[state.index], False))
+                s = self.finish_scores(s, n0, rows, lane, row_wg, seq_k)
+                p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+                a = self.fence_all(self.rescale(acc, alpha), self.to_a(p))
+                acc = self.issue_pv(a[1:], storage.v[state.index], a[0])
+                acc = ws.wgmma.wait_group(0, acc)
+            pipeline.consumer_release(state)
+            state = state.advance()
+        return acc, l_i
+
+    @ws.jit
+    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, pipeline, storage):
+        """FlashAttention-3's intra-warpgroup overlap: the softmax of stage j runs while the
+        tensor cores do P_{j-1} V_{j-1}. Stage j-1 is released once that wgmma completes.
+        With ``causal`` the stages past the warpgroup's rows are waited for and released only.
+        Returns (O, l)."""
+        n_live = n_tiles
+        if ws.static(self.causal):
+            n_live = ws.math.min(n_tiles, (row_wg + (64 + self.tile_n - 1)) // self.tile_n)
+        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
+        l_i = [Float32(0.0), Float32(0.0)]
+        prev = pipeline.consumer_start_state()
+        pipeline.consumer_wait(prev)
+        s = ws.wgmma.wait_group(0, self.issue_scores(dq, storage.k[prev.index], False))
+        s = self.finish_scores(s, 0, rows, lane, row_wg, seq_k)
+        p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+        acc = ws.wgmma.zeros(self.head_dim)
+        p = self.to_a(p)
+        state = prev.advance()
+        for tile in range(1, n_live):
+            pipeline.consumer_wait(state)
+            n0 = tile * self.tile_n
+            a = self.fence_all(acc, p)                    # here: no branch before the mmas
+            s = self.issue_scores(dq, storage.k[state.index], True)   # S_j: one group
+            acc = self.issue_pv(a[1:], storage.v[prev.index], a[0])   # P_{j-1} V_{j-1}: another
+            s = self.finish_scores(ws.wgmma.wait_group(1, s), n0, rows, lane, row_wg, seq_k)
+            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+            p = self.to_a(p)
+            acc = ws.wgmma.wait_group(0, acc)
+            pipeline.consumer_release(prev)
+            acc = self.rescale(acc, alpha)
+            prev = state
+            state = state.advance()
+        a = self.fence_all(acc, p)
+        acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[prev.index], a[0]))
+        pipeline.consumer_release(prev)
+        for tile in range(n_live, n_tiles):                        # causal: masked stages
+            pipeline.consumer_wait(state)
+            pipeline.consumer_release(state)
+            state = state.advance()
+        return acc, l_i
+
+    @ws.jit
+    def epilogue(self, o, b, h, rows, lane, acc, l_i, seq_q):
+        """O / l (the quad's 4 partial sums of l added first), stored for rows < S_q."""
+        for r in ws.static_range(2):
+            total = l_i[r] + ws.arch.shfl_xor_sync(l_i[r], 1)
+            total = total + ws.arch.shfl_xor_sync(total, 2)
+            inv = 1.0 / total
+            if rows[r] < seq_q:
+                for j in ws.static_range(self.head_dim // 8):
+                    col = j * 8 + (lane & 3) * 2
+                    o[b, h, rows[r], col] = acc[4 * j + 2 * r] * inv
+                    o[b, h, rows[r], col + 1] = acc[4 * j + 2 * r + 1] * inv
+
+    def stage_is_live(self, n0, row_wg):
+        """Whether the warpgroup computes on the stage of keys n0.. (causal: the first key is at
+        most the warpgroup's last row). Warpgroup-uniform, as wgmma needs."""
+        if ws.static(self.causal):
+            return n0 <= row_wg + 63
+        return True
+
+    def needs_mask(self, n0, row_wg, seq_k):
+        """Whether some key of the stage is masked for some row of the warpgroup."""
+        past_end = n0 + self.tile_n > seq_k
+        if ws.static(self.causal):
+            return past_end | (n0 + (self.tile_n - 1) > row_wg)
+        return past_end
+
+    def issue_scores(self, dq, k_stage, fenced: bool):
+        """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
+        committed group (after a ``wgmma.fence`` unless ``fenced``); not waited for."""
+        dk = ws.wgmma.tile_descriptor(k_stage, major="K")
+        if ws.static(not fenced):
+            ws.wgmma.fence()
+        s = ws.wgmma.mma(dq.k_step(0), dk.k_step(0), None, n=self.tile_n, scale_d=False)
+        for kk in ws.static_range(1, self.head_dim // 16):
+            s = ws.wgmma.mma(dq.k_step(kk), dk.k_step(kk), s)
+        ws.wgmma.commit_group()
+        return s
+
+    @ws.jit
+    def finish_scores(self, s, n0, rows, lane, row_wg, seq_k):
+        """The completed (waited for) S of keys n0.., scaled by ``scale_log2`` when that is
+        <= 0, masked where the stage needs it."""
+        if ws.static(self.exp2_scale != self.scale_log2):
+            s = s * self.scale_log2
+        if self.needs_mask(n0, row_wg, seq_k):
+            s = self.mask(s, n0, rows, lane, seq_k)
+        return s
+
+    def to_a(self, p) -> list:
+        """P's columns [16 kk, 16 kk + 16) in the input dtype: the A fragments of P V."""
+        return [ws.wgmma.accumulator_to_a(p, kk, self.dtype)
+                for kk in ws.static_range(self.tile_n // 16)]
+
+    def fence_all(self, acc, a) -> list:
+        """``wgmma.fence`` over O and the A fragments ``a``; returns [O, A_0, A_1, ...] as the
+        fence hands them back. Placed right before the mmas (ptxas injects a
+        ``warpgroup.arrive`` (C7519) when a branch or a repacking sits in between)."""
+        return list(ws.wgmma.fence(acc, *a))
+
+    def issue_pv(self, a, v_stage, acc):
+        """Issue O += P V (one committed group, not waited for): A = P from registers, B = V
+        (keys x D, D contiguous: MN-major)."""
+        dv = ws.wgmma.tile_descriptor(v_stage, major="MN")
+        for kk in ws.static_range(self.tile_n // 16):
+            acc = ws.wgmma.mma(a[kk], dv.k_step(kk), acc)
+        ws.wgmma.commit_group()
+        return acc
+
+    def rescale(self, acc, alpha):
+        """O with row half r (elements i with (i / 2) % 2 == r) times alpha[r]."""
+        return ws.wgmma.Fragment(Float32, [acc[i] * alpha[(i >> 1) & 1]
+                                           for i in range(len(acc))])
+
+    @ws.jit
+    def mask(self, s, n0, rows, lane, seq_k):
+        """S with -inf where the key is >= S_k or (causal) past the row: element i is key
+        ``n0 + 8 (i / 4) + 2 (lane % 4) + i % 2`` of row ``rows[(i / 2) % 2]``."""
+        base = n0 + (lane & 3) * 2
+        last = [seq_k - 1 - base, seq_k - 1 - base]
+        if ws.static(self.causal):
+            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
+        return ws.wgmma.Fragment(Float32, [
+            s[i] if (i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1] else Float32(_NEG_INF)
+            for i in ws.static_range(len(s))])
+
+    def softmax_update(self, s, m_i, l_i):
+        """One online-softmax step in base 2: returns (P as an f32 fragment, m, l, alpha: the
+        factor per row half that rescales O).
+        Row half r of this thread holds elements i with (i / 2) % 2 == r."""
+        c = self.exp2_scale
+        n = len(s)
+        half = [[i for i in range(n) if (i >> 1) & 1 == r] for r in range(2)]
+        m_new, alpha, neg_mc = [], [], []
+        for r in ws.static_range(2):
+            mx = _tree(ws.math.max, [s[i] for i in half[r]])
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
+            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first live stage
+            m_new.append(m)
+            alpha.append(ws.math.exp2((m_i[r] - m) * c))
+            neg_mc.append(m * -c)
+        p = ws.wgmma.Fragment(Float32, [ws.math.exp2(ws.math.fma(s[i], c, neg_mc[(i >> 1) & 1]))
+                                        for i in range(n)])
+        l_new = [ws.math.fma(l_i[r], alpha[r], _tree(lambda a, b: a + b, [p[i] for i in half[r]]))
+                 for r in ws.static_range(2)]
+        return p, m_new, l_new, alpha
+
+
+@ws.jit
+def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage):
+    """Barriers (Q's and the ring's), then the role by warpgroup."""
+    warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
+    if warp == 0:
+        if ws.arch.elect_one():
+            storage.q_bar[0].init(1)                # fenced and synced by the pipeline's init
+    pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=fa.num_stages,
+                                                   consumer_count=fa.consumer_threads,
+                                                   transaction_bytes=2 * fa.kv_bytes)
+    b, h, m_block = fa.coordinates(o.shape[1])
+    n_tiles = fa.kv_tiles(o.shape[2], seq_k, m_block)
+    if warp < 4:
+        ws.arch.setmaxnreg_decrease(fa.producer_regs)
+        fa.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, pipeline, storage)
+    else:
+        ws.arch.setmaxnreg_increase(fa.mma_regs)
+        fa.consume(o, seq_k, b, h, m_block, n_tiles, pipeline, storage)
+
+
+@ws.kernel
+def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
+                                 o: ws.Tensor, seq_k: ws.Int32):
+    """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
+    TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle 128,
+    the (B, H, S_q, D) output o and S_k (see the module docstring; ``warpstage.ops.
+    flash_attention(..., mma='wgmma')`` does it)."""
+    fa.check(q_desc, k_desc, v_desc, o)
+    storage = ws.smem.allocate(fa.SharedStorage)
+    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage)
