@@ -1,7 +1,7 @@
-"""FlashAttention, warp-specialized, on tensor cores: the program of DESIGN §1, running.
+"""FlashAttention, warp-specialized, on tensor cores: the program warpstage was designed around.
 
 The kernel is ``warpstage/ops/attention_kernel.py`` (it ships with the package so that
-``ws.ops.flash_attention`` works anywhere). Its shape is DESIGN §1's::
+``ws.ops.flash_attention`` works anywhere). Its shape::
 
     class FlashAttention:                    # a plain object: static by rule 7
         def __init__(self, head_dim=64, causal=False, num_stages=3, producer_regs=40,
@@ -58,14 +58,20 @@ def launch(fa: FlashAttention, q, k, v, o):
 
 def random_qkv(batch, heads, seq, head_dim, dtype="bfloat16", device="cpu", seed=0):
     """Three (B, H, S, D) tensors with standard-normal entries: torch tensors when torch is
-    installed, else (CPU only) numpy float16 arrays — numpy has no bfloat16."""
+    installed, else (CPU only) numpy arrays — bfloat16 ones need ml_dtypes (numpy's bf16 dtype),
+    without it float16."""
     try:
         import torch
     except ImportError:
         if device != "cpu":
             raise
+        try:
+            import ml_dtypes
+            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+        except ImportError:
+            np_dtype = np.float16
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal((batch, heads, seq, head_dim)).astype(np.float16)
+        return [rng.standard_normal((batch, heads, seq, head_dim)).astype(np_dtype)
                 for _ in range(3)]
     g = torch.Generator().manual_seed(seed)
     dt = getattr(torch, dtype)

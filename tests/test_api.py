@@ -81,7 +81,72 @@ def test_recompile_warning_names_the_changing_parameter():
     msgs = [str(w.message) for w in hits]
     assert len(msgs) == 1
     assert hits[0].filename == __file__           # points at the launch in user code
-    assert "specialized 3 times" in msgs[0] and "#2: v changed" in msgs[0]
+    assert "specialized 3 times" in msgs[0] and "#2 vs #1: v: 0 -> 1" in msgs[0]
+
+
+def test_recompile_reasons_compare_with_the_closest_specialization_and_say_what_changed():
+    """The review's reproducer: each new specialization is compared with the earlier one that
+    differs in the fewest parameters (not the last one compiled), and each changed parameter
+    says what changed (a dtype, a static value, a tensor's alignment or strides)."""
+    @ws.kernel(max_specializations=4)
+    def k(x: ws.Tensor, alpha, steps: ws.Static[int]):
+        i = ws.arch.thread_idx()[0]
+        v = x[i]
+        for _ in ws.static_range(steps):
+            v = v * alpha
+        x[i] = v
+
+    a = np.ones(64, np.float32)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        k[1, 32](a, 2.0, 1)           # #1
+        k[1, 32](a, 2, 1)             # #2: alpha Float32 -> Int32
+        k[1, 32](a, 2.0, 1)           # a hit of #1
+        k[1, 32](a, 2.0, 2)           # #3: only steps changed (vs #1; #2 differs in two)
+        k[1, 32](a[1:], 2.0, 2)       # #4: base 4-byte aligned
+        k[1, 32](a[::2], 2.0, 2)      # #5: stride 2
+    hits = [w for w in rec if issubclass(w.category, ws.RecompileWarning)]
+    assert len(hits) == 1 and hits[0].filename == __file__
+    lines = str(hits[0].message).splitlines()
+    assert "  #2 vs #1: alpha: Float32 -> Int32" in lines
+    assert "  #3 vs #1: steps: 1 -> 2" in lines
+    assert "  #4 vs #3: x: base alignment 16 -> 4 bytes" in lines
+    assert "  #5 vs #3: x: dim 0 stride 1 -> 2 elements (no longer contiguous)" in lines
+
+
+def test_recompile_reasons_name_a_descriptors_changed_field():
+    from example_loader import load_example
+    example = load_example("tma_copy")
+    Transpose, transpose = example.Transpose, ws.kernel(example.transpose.fn)   # a fresh cache
+    T = ws.tma.TensorDescriptor
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    out = np.zeros((64, 64), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ws.RecompileWarning)
+        for kw in ({}, {"oob_fill": "nan"}, {"l2_promotion": 256}):
+            transpose[(2, 2), 256](Transpose(), T(x, (32, 32), **kw), T(out, (32, 32)))
+    assert transpose._recompile_reasons == ["vs #1: src: oob_fill 'zero' -> 'nan'",
+                                            "vs #1: src: l2_promotion 128 -> 256"]
+
+
+@ws.kernel
+def fails_in_an_if(out: ws.Tensor):
+    if ws.arch.thread_idx()[0] == 0:
+        out[0] = {}["missing"]
+
+
+def test_an_error_inside_an_if_shows_only_the_users_frame():
+    """The control-flow rewrite runs an `if` body as a nested function: its frame is named like
+    the kernel and the frame of its call site (the `if` statement) is not shown."""
+    with pytest.raises(KeyError) as ei:
+        fails_in_an_if[1, 32](np.zeros(1, np.float32))
+    frames = traceback.extract_tb(ei.value.__traceback__)
+    user = [f for f in frames if f.filename == __file__]
+    assert [f.name for f in user] == ["test_an_error_inside_an_if_shows_only_the_users_frame",
+                                      "fails_in_an_if"]
+    assert user[-1].line == 'out[0] = {}["missing"]'
+    assert user[-1].lineno == fails_in_an_if.fn.__code__.co_firstlineno + 3
+    assert not any(f.name.startswith("__ws_") for f in frames)
 
 
 def test_explain_and_compile_from_types():

@@ -28,3 +28,26 @@ def test_cache_and_version(tmp_path):
     assert run("cache", "clear", env_extra=env).returncode == 0
     v = run("--version")
     assert v.returncode == 0 and v.stdout.startswith("warpstage ")
+
+
+def test_demo_says_why_the_attention_run_is_not_bfloat16():
+    """Without torch (or ml_dtypes) the example's inputs are numpy float16: the demo explains a
+    BFloat16 kernel, so it must say why it ran float16 (and say nothing when it ran bf16)."""
+    import types
+
+    import numpy as np
+
+    import warpstage as ws
+    from warpstage.__main__ import _attention_note
+
+    def fake(dtype):
+        return types.SimpleNamespace(
+            random_qkv=lambda b, h, s, d: [np.zeros((b, h, s, d), dtype) for _ in range(3)])
+
+    if ws.get_target() == "cuda":
+        return
+    note = _attention_note(ws, fake(np.float16))
+    assert "BFloat16" in note and "used float16 inputs" in note and "ml_dtypes" in note
+    bf16 = types.SimpleNamespace(
+        random_qkv=lambda *a: [types.SimpleNamespace(dtype="torch.bfloat16")])
+    assert _attention_note(ws, bf16) == ""

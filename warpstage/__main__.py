@@ -53,6 +53,21 @@ def _demo_one(ws, name, kern, args, run) -> bool:
     return ok
 
 
+def _attention_note(ws, fa) -> str:
+    """Why the attention demo's simulator run used another dtype than the BFloat16 kernel it
+    explained ('' when it did not): bf16 inputs need torch (or numpy with ml_dtypes); without
+    them the example falls back to numpy float16."""
+    if ws.get_target() == "cuda":
+        return ""
+    q = fa.random_qkv(1, 1, 1, 64)[0]
+    ran = str(getattr(q, "dtype", "bfloat16")).replace("torch.", "")
+    if ran == "bfloat16":
+        return ""
+    return (f"note: the table above is the BFloat16 specialization; the simulator run used {ran} "
+            "inputs because numpy has no bfloat16 here (install torch or ml_dtypes for bf16), "
+            f"so it ran the same kernel specialized for {ran}")
+
+
 def demo() -> int:
     import warpstage as ws
     print(f"warpstage {ws.__version__}; target: {ws.get_target()}")
@@ -66,7 +81,11 @@ def demo() -> int:
                     (T[ws.Float32, 2], T[ws.Float32, 2], ws.Int32, ws.Int32),
                     lambda: softmax.main(37, 50))
     print("\n=== flash_attention (warp-specialized: producer warpgroup + consumer warps) ===")
-    attention_ok = _load_example("flash_attention").demo()
+    fa = _load_example("flash_attention")
+    attention_ok = fa.demo()
+    note = _attention_note(ws, fa)
+    if note:
+        print(note)
     print("attention: " + ("OK" if attention_ok else "MISMATCH"))
     ok &= attention_ok
     print("\ndemo " + ("passed" if ok else "FAILED"))

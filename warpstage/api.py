@@ -151,6 +151,7 @@ class Kernel:
         self._last_launch = None
         self._cache: dict = {}
         self._keys: list = []
+        self._key_specs: list = []      # the specs of each of _keys (recompile reasons)
         self.trace_count = 0
         self._warned = False
         self._recompile_reasons: list = []
@@ -235,7 +236,7 @@ class Kernel:
             self._cache[key] = entry
             persist.store(self, entry, specs, block, target)
         else:
-            self._note_recompile(key)
+            self._note_recompile(key, specs)
             self._cache[key] = entry
         leaves = []
         for spec, v in zip(specs, values):
@@ -259,25 +260,32 @@ class Kernel:
         self.trace_count += 1
         ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
                             self.options, block, {"trace": time.perf_counter() - t0}, guards)
-        self._note_recompile(key)
+        self._note_recompile(key, specs)
         return ck
 
-    def _note_recompile(self, key) -> None:
+    def _note_recompile(self, key, specs) -> None:
+        """Record a new specialization and why it differs from the closest earlier one (the
+        one differing in the fewest parameters, the latest on a tie); warn past the limit."""
+        from .frontend.spec_changes import closest, describe_changes
         if self._keys:
-            prev = self._keys[-1]
-            changed = [n for n, a, b in zip(self.param_names, prev[0], key[0]) if a != b]
-            what = ", ".join(changed) or ("block shape" if prev[1] != key[1] else
-                                          "target" if prev[2] != key[2] else "globals read by the kernel")
-            self._recompile_reasons.append(what)
+            j = closest(specs, self._key_specs)
+            prev = self._keys[j]
+            what = describe_changes(self.param_names, self._key_specs[j], specs) or (
+                f"block shape {prev[1]} -> {key[1]}" if prev[1] != key[1] else
+                f"target {prev[2]} -> {key[2]}" if prev[2] != key[2] else
+                "a global the kernel reads changed")
+            self._recompile_reasons.append(f"vs #{j + 1}: {what}")
         self._keys.append(key)
+        self._key_specs.append(specs)
         limit = self.options.max_specializations
         if len(self._keys) > limit and not self._warned:
             self._warned = True
-            lines = "\n".join(f"  #{i + 2}: {r} changed" for i, r in enumerate(self._recompile_reasons))
-            warnings.warn(f"kernel {self.__qualname__} has been specialized {len(self._keys)} times "
-                          f"(limit {limit}). Each recompile was caused by:\n{lines}\nFix: annotate "
-                          "a parameter that varies as dynamic, or move varying values out of static "
-                          "objects.", RecompileWarning, stacklevel=_user_stacklevel())
+            lines = "\n".join(f"  #{i + 2} {r}" for i, r in enumerate(self._recompile_reasons))
+            warnings.warn(f"kernel {self.__qualname__} has been specialized {len(self._keys)} "
+                          f"times (limit {limit}). What each new specialization changed, compared "
+                          f"with the closest earlier one (#n):\n{lines}\nFix: annotate a "
+                          "parameter that varies as dynamic, or move varying values out of "
+                          "static objects.", RecompileWarning, stacklevel=_user_stacklevel())
 
     # -- launch ----------------------------------------------------------------------------
     def __getitem__(self, config) -> "_Launch":
@@ -318,20 +326,61 @@ def _user_stacklevel() -> int:
 
 
 def _user_error(e: Exception) -> Exception:
-    """``e`` with warpstage's own frames removed from its traceback (users see their lines)."""
+    """``e`` with warpstage's own frames removed from its traceback (users see their lines).
+
+    The control-flow rewrite runs each ``if``/loop body of a kernel as a nested function (named
+    like the kernel, frontend/rewrite.py); the frame that called it, through warpstage, only
+    repeats the statement's position, so it is dropped and the body's frame shows the line."""
     import os
+    from .frontend.rewrite import is_region_code
     pkg = os.path.dirname(os.path.abspath(__file__))
     tb = e.__traceback__
     frames = []
     while tb is not None:
         if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(pkg):
+            if frames and is_region_code(tb.tb_frame.f_code) and \
+                    tb.tb_frame.f_code in frames[-1].tb_frame.f_code.co_consts:
+                frames.pop()                            # the region's call site
             frames.append(tb)
         tb = tb.tb_next
     head = None
     for t in reversed(frames):
         t.tb_next = head
         head = t
+    e = _descriptor_attribute_error(e, frames[-1] if frames else None)
     return e.with_traceback(head)
+
+
+_DESCRIPTOR_ATTRS = frozenset(("smem_bytes", "smem_shape", "box", "element_strides", "oob_fill",
+                               "l2_promotion", "map"))
+
+
+def _descriptor_attribute_error(e: Exception, tb) -> Exception:
+    """An AttributeError for a TMA descriptor's attribute (``desc.smem_bytes``) read from a
+    tensor, pointer or scalar (a plain array passed where the kernel expects a
+    ``ws.tma.TensorDescriptor``) as an OperandError naming the mix-up; other errors unchanged."""
+    attr = getattr(e, "name", None) if isinstance(e, AttributeError) else None
+    if attr not in _DESCRIPTOR_ATTRS or tb is None:
+        return e
+    from .errors import OperandError
+    from .frontend.source import format_location
+    from .ir.core import Location
+    from .lang.pointer import Pointer
+    from .lang.scalars import Scalar
+    from .lang.tensor import Tensor
+    from .lang.tma import describe_operand
+    obj = getattr(e, "obj", None)
+    if not isinstance(obj, (Tensor, Pointer, Scalar)):
+        return e
+    frame = tb.tb_frame
+    names = [n for n, v in frame.f_locals.items() if v is obj and not n.startswith("__ws_")]
+    loc = Location(frame.f_code.co_filename, tb.tb_lineno, 0)
+    return OperandError(
+        f"{names[0] + '.' if names else ''}{attr}: expected a ws.tma.TensorDescriptor (passed as "
+        f"a kernel argument), got {describe_operand(obj)}, which has no '{attr}'.\n"
+        f"{format_location(loc)}\nFix: build the descriptor on the host, "
+        "ws.tma.TensorDescriptor(x, box=(rows, cols)), and pass it instead of the tensor; "
+        "ws.tma.load/store copy box-shaped tiles of x through it.", where=str(loc))
 
 
 class _Launch:

@@ -17,7 +17,8 @@ def format_table(name: str, specs: list, param_names: list) -> str:
     for pname, spec in zip(param_names, specs):
         slots = spec.abi(pname)
         slot_text = ", ".join(f"{s.split('.', 1)[-1] if '.' in s else s}:{t}" for s, t in slots) or "-"
-        rows.append((pname, str(spec.rule), spec.binding, spec.desc, _key_text(spec.key), slot_text))
+        rows.append((pname, str(spec.rule), spec.binding, spec.desc,
+                     getattr(spec, "key_desc", None) or _key_text(spec.key), slot_text))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"kernel {name}: binding times"]
     for k, r in enumerate(rows):

@@ -58,19 +58,30 @@ def stream_handle(stream) -> int:
                             f"cuda_stream (torch) or ptr (cupy); got {stream!r}") from None
 
 
-_rt = None   # (TensorArg, require_device, current_stream), imported on the first GPU launch
+_rt = None   # (TensorArg, require_device, current_stream, TensorMapArg), on the first GPU launch
 
 
 def _runtime():
     global _rt
     from .runtime.launcher import current_stream
+    from .runtime.tensormap import TensorMapArg
     from .runtime.tensors import TensorArg, require_device
-    _rt = (TensorArg, require_device, current_stream)
+    _rt = (TensorArg, require_device, current_stream, TensorMapArg)
     return _rt
 
 
+def _tensormap_slots(ck) -> tuple:
+    """The ABI slots of ``ck`` that hold a TMA descriptor's 128-byte map (kept on ``ck``)."""
+    slots = ck.__dict__.get("_tensormap_slots")
+    if slots is None:
+        from .ir.types import TensorMapType
+        slots = ck._tensormap_slots = tuple(i for i, (_, t) in enumerate(ck.abi)
+                                            if isinstance(t, TensorMapType))
+    return slots
+
+
 def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
-    TensorArg, require_device, current_stream = _rt or _runtime()
+    TensorArg, require_device, current_stream, TensorMapArg = _rt or _runtime()
     launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
     tensors = []
     for i in ck.pointer_slots:
@@ -80,6 +91,14 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
                 require_device(leaf, ck.abi[i][0].split(".")[0])
             tensors.append(leaf)
             leaves[i] = leaf.data_ptr
+    for i in _tensormap_slots(ck):
+        leaf = leaves[i]
+        if type(leaf) is TensorMapArg:          # a descriptor's tensor orders the launch too
+            ta = leaf.tensor_arg
+            if ta.device == "cuda" and ta.device_index:
+                require_device(ta, ck.abi[i][0].split(".")[0])
+            leaves[i] = leaf.desc.encode()      # kept in the descriptor; explains a CPU tensor
+            tensors.append(ta)
     if stream is None:
         stream = current_stream(tensors)
     elif not isinstance(stream, int):

@@ -8,10 +8,13 @@ A saved kernel keeps, per parameter, a descriptor of how it was specialized (pla
      "aligned16": true}
     {"k": "composite", "kind": "tuple" | "list" | "dict" | "namedtuple" | "dataclass" | "proto",
      "names": [...], "skel": repr of the skeleton key, "parts": [descriptors]}
+    {"k": "tensormap"}       the 128-byte map of a ws.tma.TensorDescriptor (a "proto" composite
+                             whose skeleton key holds the descriptor's geometry)
 
 ``bind_host_args`` turns host arguments into the ABI values (``TensorArg`` for a tensor's data
-pointer, then ints/floats) and checks that they fit this specialization: the same static values,
-dtypes and ranks, unit strides where the kernel assumed them, sizes that fit its index type.
+pointer, then ints/floats; ``TensorMapArg`` for a descriptor's map) and checks that they fit this
+specialization: the same static values, dtypes and ranks (a descriptor's whole static part), unit
+strides where the kernel assumed them, sizes that fit its index type.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from .frontend import binding_time as bt
 from .frontend.static_key import UnkeyableError, static_key
 from .ir.types import SCALAR_TYPES
 from .lang.scalars import HostScalar, fits
+from .runtime.tensormap import TensorDescriptor, TensorMapArg
 
 __all__ = ["describe_params", "params_of", "bind_host_args", "StoredLaunch"]
 
@@ -37,12 +41,20 @@ def _describe(spec) -> Optional[dict]:
         return {"k": "tensor", "dtype": spec.dtype.ir_type.name, "ndim": spec.ndim,
                 "unit": list(spec.unit), "index": spec.index_dtype.ir_type.name,
                 "aligned16": spec.aligned16}
+    if isinstance(spec, bt.TensorMapSpec):
+        return {"k": "tensormap"}
     if isinstance(spec, bt.CompositeSpec):
         parts = [_describe(p) for p in spec.parts]
         if any(p is None for p in parts):
             return None
-        return {"k": "composite", "kind": spec.kind, "names": list(spec.names),
-                "skel": repr(spec.key[1]), "parts": parts}
+        out = {"k": "composite", "kind": spec.kind, "names": list(spec.names),
+               "skel": repr(spec.key[1]), "parts": parts}
+        t = spec.template
+        if type(t) is TensorDescriptor:         # say what it was in errors
+            out["what"] = (f"a ws.tma.TensorDescriptor of {t.dtype} with box {t.box}, swizzle "
+                           f"{t.swizzle}, element_strides {t.element_strides}, oob_fill "
+                           f"{t.oob_fill!r}, l2_promotion {t.l2_promotion}")
+        return out
     return None
 
 
@@ -90,6 +102,10 @@ def _bind(d: dict, value, name: str, out: list) -> None:
         out.append(value)
     elif k == "tensor":
         _tensor(d, value, name, out)
+    elif k == "tensormap":
+        if type(value) is not TensorMapArg:         # a part of the descriptor checked above
+            raise _mismatch(name, "a TMA descriptor's tensor map", type(value).__name__)
+        out.append(value)
     elif k == "composite":
         kind = d["kind"]
         try:
@@ -98,6 +114,9 @@ def _bind(d: dict, value, name: str, out: list) -> None:
         except (AttributeError, KeyError, TypeError, UnkeyableError):
             skel, parts = None, None
         if skel != d["skel"] or parts is None or len(parts) != len(d["parts"]):
+            if "what" in d:
+                raise _mismatch(name, d["what"], repr(value) if type(value) is TensorDescriptor
+                                else f"a {type(value).__name__}")
             raise _mismatch(name, f"a {kind} argument whose static part is {d['skel']}",
                             repr(value)[:80])
         sep = "[{}]" if kind in ("tuple", "list") else ".{}"

@@ -1,20 +1,20 @@
 """The FlashAttention kernel (warpstage/ops/attention_kernel.py, examples/flash_attention.py) in
 the CPU simulator against a float64 numpy reference: D = 64 and 128, causal and not, sequence
 lengths off the tile, both copy paths, strided views, other tilings and scales, shared memory
-that starts as NaN (with the race detector on), the policy's errors. Sizes are small: the whole
-file runs in well under a minute on two cores."""
+that starts as NaN (with the race detector on), the policy's errors. Inputs are numpy arrays
+(bf16: ml_dtypes, tests/dtypes_helper.py), so this runs without torch; one test passes CPU torch
+tensors (torch interop). Sizes are small: the whole file runs in well under a minute on two
+cores."""
 import importlib.util
 import os
-import sys
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-
-import warpstage as ws  # noqa: E402
-from warpstage.ops import FlashAttention, flash_attention, flash_attention_kernel  # noqa: E402
-from warpstage.ops.attention import reference  # noqa: E402
+import warpstage as ws
+from dtypes_helper import numpy_dtype, randn, to_float64
+from warpstage.ops import FlashAttention, flash_attention, flash_attention_kernel
+from warpstage.ops.attention import reference
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,39 +27,37 @@ def sim_target():
     ws.set_target(None)
 
 
-def qkv(batch, heads, seq, head_dim, dtype=torch.bfloat16, seq_k=None, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(batch, heads, seq, head_dim, generator=g).to(dtype)
-    k, v = (torch.randn(batch, heads, seq_k or seq, head_dim, generator=g).to(dtype)
-            for _ in range(2))
+def qkv(batch, heads, seq, head_dim, dtype="bfloat16", seq_k=None, seed=0):
+    """Standard-normal (B, H, S, D) numpy arrays of ``dtype`` ('float16', 'bfloat16', ...)."""
+    q = randn((batch, heads, seq, head_dim), dtype, seed)
+    k, v = (randn((batch, heads, seq_k or seq, head_dim), dtype, seed * 7 + i) for i in (1, 2))
     return q, k, v
 
 
 def relative_error(out, q, k, v, causal, scale=None):
-    want = reference(*(x.float().numpy() for x in (q, k, v)), causal=causal, scale=scale)
-    got = out.float().numpy()
+    want = reference(*(to_float64(x) for x in (q, k, v)), causal=causal, scale=scale)
+    got = to_float64(out)
     assert np.isfinite(got).all()
     return np.linalg.norm(got - want) / np.linalg.norm(want)
 
 
-TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2}
+TOL = {"float16": 2e-3, "bfloat16": 1e-2}
 
 
 @pytest.mark.parametrize("seq, causal, dtype", [
-    (64, False, torch.float16),           # one K/V tile, one query tile
-    (100, True, torch.bfloat16),          # tails: 100 = 64 + 36 keys; causal
-    (130, False, torch.bfloat16),         # 3 K/V tiles through 2 stages, 2 query tiles (tail 2)
-    (1, True, torch.float16),             # a single query and key
+    (64, False, "float16"),               # one K/V tile, one query tile
+    (100, True, "bfloat16"),              # tails: 100 = 64 + 36 keys; causal
+    (130, False, "bfloat16"),             # 3 K/V tiles through 2 stages, 2 query tiles (tail 2)
+    (1, True, "float16"),                 # a single query and key
 ])
 def test_head_dim_64(seq, causal, dtype):
     q, k, v = qkv(1, 1, seq, 64, dtype)
     out = flash_attention(q, k, v, causal=causal)
-    assert out.shape == q.shape and out.dtype == dtype
+    assert out.shape == q.shape and out.dtype == numpy_dtype(dtype)
     assert relative_error(out, q, k, v, causal) < TOL[dtype]
 
 
-@pytest.mark.parametrize("seq, causal, dtype", [(72, True, torch.bfloat16),
-                                                (65, False, torch.float16)])
+@pytest.mark.parametrize("seq, causal, dtype", [(72, True, "bfloat16"), (65, False, "float16")])
 def test_head_dim_128(seq, causal, dtype):
     q, k, v = qkv(1, 1, seq, 128, dtype)
     out = flash_attention(q, k, v, causal=causal)
@@ -67,42 +65,42 @@ def test_head_dim_128(seq, causal, dtype):
 
 
 def test_batch_heads_grid_and_scale():
-    q, k, v = qkv(2, 2, 40, 64, torch.float16)
+    q, k, v = qkv(2, 2, 40, 64, "float16")
     out = flash_attention(q, k, v, scale=0.3)
-    assert relative_error(out, q, k, v, False, scale=0.3) < TOL[torch.float16]
+    assert relative_error(out, q, k, v, False, scale=0.3) < TOL["float16"]
 
 
 def test_strided_bshd_view_and_ld_st_copies():
     # (B, S, H, D) storage seen as (B, H, S, D): strides (S*H*D, D, H*D, 1), no copy
-    g = torch.Generator().manual_seed(3)
-    base = [torch.randn(1, 70, 2, 64, generator=g).to(torch.bfloat16) for _ in range(3)]
-    q, k, v = (x.transpose(1, 2) for x in base)
-    assert not q.is_contiguous()
+    base = [randn((1, 70, 2, 64), "bfloat16", seed=30 + i) for i in range(3)]
+    q, k, v = (x.transpose(0, 2, 1, 3) for x in base)
+    assert not q.flags.c_contiguous
     out = flash_attention(q, k, v, causal=True)
-    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+    assert relative_error(out, q, k, v, True) < TOL["bfloat16"]
     # an element offset of 1 breaks 16-byte alignment: the wrapper falls back to ld/st copies
-    flat = torch.randn(1 + 70 * 64, generator=g).to(torch.bfloat16)
-    kk = flat[1:].view(1, 1, 70, 64)
+    flat = randn(1 + 70 * 64, "bfloat16", seed=33)
+    kk = flat[1:].reshape(1, 1, 70, 64)
+    assert kk.base is not None and kk.__array_interface__["data"][0] % 16 != 0
     out2 = flash_attention(q[:, :1], kk, kk, causal=False)
-    assert relative_error(out2, q[:, :1], kk, kk, False) < TOL[torch.bfloat16]
+    assert relative_error(out2, q[:, :1], kk, kk, False) < TOL["bfloat16"]
 
 
 @pytest.mark.parametrize("scale", [-0.3, 0.0])
 def test_negative_and_zero_scale(scale):
     # the online softmax takes the row max of scale * s, not of s, when scale <= 0
-    q, k, v = qkv(1, 1, 50, 64, torch.float16, seed=4)
+    q, k, v = qkv(1, 1, 50, 64, "float16", seed=4)
     out = flash_attention(q, k, v, causal=True, scale=scale)
-    assert relative_error(out, q, k, v, True, scale=scale) < TOL[torch.float16]
+    assert relative_error(out, q, k, v, True, scale=scale) < TOL["float16"]
 
 
 @pytest.mark.parametrize("policy", [dict(head_dim=64, tile_m=64, tile_n=16, num_stages=3),
                                     dict(head_dim=128, tile_m=64, tile_n=32, num_stages=1)])
 def test_one_consumer_warpgroup_small_tiles(policy):
     fa = FlashAttention(dtype=ws.BFloat16, causal=True, **policy)
-    q, k, v = qkv(1, 1, 90, fa.head_dim, torch.bfloat16, seed=5)
-    out = torch.empty_like(q)
+    q, k, v = qkv(1, 1, 90, fa.head_dim, "bfloat16", seed=5)
+    out = np.empty_like(q)
     flash_attention_kernel[fa.grid(1, 1, 90), fa.threads](fa, q, k, v, out)
-    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+    assert relative_error(out, q, k, v, True) < TOL["bfloat16"]
 
 
 @pytest.mark.parametrize("aligned", [True, False])
@@ -110,28 +108,38 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, aligned):
     # A GPU leaves shared memory undefined; here every byte starts as 0xFF (bf16 NaN). The last
     # K/V tile's rows past S_k must be zero-filled (P = 0 there, but 0 * NaN is NaN), and the race
     # detector checks the ring's hand-over (cp.async or ld/st, and the tail's plain arrive).
-    monkeypatch.setitem(sys.modules["warpstage.sim.run"].run.__kwdefaults__, "smem_fill", 0xFF)
-    g = torch.Generator().manual_seed(6)
-    q = torch.randn(1, 1, 100, 64, generator=g).to(torch.bfloat16)
-    flat = torch.randn(2 * 100 * 64 + 8, generator=g).to(torch.bfloat16)
+    monkeypatch.setitem(importlib.import_module("warpstage.sim.run").run.__kwdefaults__, "smem_fill", 0xFF)
+    q = randn((1, 1, 100, 64), "bfloat16", seed=6)
+    flat = randn(2 * 100 * 64 + 8, "bfloat16", seed=7)
     off = 0 if aligned else 1                       # 1: 2 bytes off 16-byte alignment: ld/st
-    k = flat[off:off + 6400].view(1, 1, 100, 64)
-    v = flat[6400 + 8:].view(1, 1, 100, 64)
+    k = flat[off:off + 6400].reshape(1, 1, 100, 64)
+    v = flat[6400 + 8:].reshape(1, 1, 100, 64)
     ws.set_target("sim", races=True)
     try:
         for causal in (False, True):
             out = flash_attention(q, k, v, causal=causal)
-            assert relative_error(out, q, k, v, causal) < TOL[torch.bfloat16]
+            assert relative_error(out, q, k, v, causal) < TOL["bfloat16"]
     finally:
         ws.set_target("sim", races=False)
 
 
 def test_more_keys_than_queries_with_three_stages():
-    q, k, v = qkv(1, 1, 20, 64, torch.float16, seq_k=150)
+    q, k, v = qkv(1, 1, 20, 64, "float16", seq_k=150)
     fa = FlashAttention(head_dim=64, dtype=ws.Float16, num_stages=3)
-    out = torch.empty_like(q)
+    out = np.empty_like(q)
     flash_attention_kernel[fa.grid(1, 1, 20), fa.threads](fa, q, k, v, out)
-    assert relative_error(out, q, k, v, False) < TOL[torch.float16]
+    assert relative_error(out, q, k, v, False) < TOL["float16"]
+
+
+def test_torch_cpu_tensors_in_the_simulator():
+    """torch interop: CPU torch tensors (a strided bf16 view included) in, a torch tensor out."""
+    torch = pytest.importorskip("torch", reason="torch interop: torch is not installed")
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(1, 70, 2, 64, generator=g).to(torch.bfloat16).transpose(1, 2)
+               for _ in range(3))
+    out = flash_attention(q, k, v, causal=True)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
+    assert relative_error(out, q, k, v, True) < TOL["bfloat16"]
 
 
 def test_example_main_runs_in_the_simulator():
@@ -155,7 +163,7 @@ def test_policy_and_wrapper_errors():
     with pytest.raises(ValueError, match=r"need \d+ bytes of shared memory.*Fix: lower "
                                          r"num_stages or tile_n"):
         FlashAttention(head_dim=128, tile_n=256, num_stages=4)
-    q, k, v = qkv(1, 1, 8, 64, torch.float32)
+    q, k, v = qkv(1, 1, 8, 64, "float32")
     with pytest.raises(ws.ArgumentError, match="expected one of f16 or bf16"):
         flash_attention(q, k, v)
     q, k, v = qkv(1, 1, 8, 32)
@@ -166,7 +174,7 @@ def test_policy_and_wrapper_errors():
     with pytest.raises(ws.OperandError, match=r"(?s)tensor q's dtype: expected Float16, got "
                                               r"'BFloat16'.*Fix: make the policy with "
                                               r"dtype=ws.BFloat16"):
-        flash_attention_kernel[fa.grid(1, 1, 8), fa.threads](fa, q, k, v, torch.empty_like(q))
+        flash_attention_kernel[fa.grid(1, 1, 8), fa.threads](fa, q, k, v, np.empty_like(q))
 
 
 def test_one_policy_one_kernel():

@@ -3,38 +3,38 @@ against the float64 numpy reference: D = 64 and 128, fp16 and bf16, causal and n
 lengths off the tiles, S_q != S_k, scales, strided (B, S, H, D) views, both consumer loops
 (FlashAttention-3's overlapped one and the serial one), other tilings, NaN-filled shared memory
 with the race detector, the dispatch rule and the policy's errors; plus the PTX/ptxas facts.
-``CASES`` and ``make_inputs`` are shared with tests/gpu/test_flash_attention_wgmma_gpu.py."""
-import sys
+``CASES`` and ``make_inputs`` are shared with tests/gpu/test_flash_attention_wgmma_gpu.py (which
+asks for torch CUDA tensors); here the inputs are numpy arrays (bf16: ml_dtypes,
+tests/dtypes_helper.py), so this runs without torch, except the one torch-interop test."""
+import importlib
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-
-import warpstage as ws  # noqa: E402
-from warpstage.backend import find_ptxas  # noqa: E402
-from warpstage.ops import attention  # noqa: E402
-from warpstage.ops.attention import flash_attention, reference  # noqa: E402
-from warpstage.ops.attention_wgmma import (FlashAttentionWgmma,  # noqa: E402
-                                           flash_attention_wgmma_kernel)
-from warpstage.options import CompileOptions  # noqa: E402
+import warpstage as ws
+from dtypes_helper import empty_like, numpy_dtype, randn, to_float64
+from warpstage.backend import find_ptxas
+from warpstage.ops import attention
+from warpstage.ops.attention import flash_attention, reference
+from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+from warpstage.options import CompileOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
-TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2}        # on ||out - ref|| / ||ref||
+TOL = {"float16": 2e-3, "bfloat16": 1e-2}        # on ||out - ref|| / ||ref||
 
 # (batch, heads, S_q, S_k, D, causal, dtype, scale, policy overrides)
 CASES = [
-    (1, 1, 64, 64, 64, False, torch.float16, None, {}),           # one tile of each
-    (1, 1, 100, 100, 64, True, torch.bfloat16, None, {}),         # tails; causal
-    (1, 1, 128, 128, 128, False, torch.bfloat16, None, {}),       # D = 128: two TMA boxes
-    (1, 1, 200, 200, 128, True, torch.float16, None, {}),         # 2 CTAs, causal skipping
-    (1, 2, 300, 300, 64, True, torch.bfloat16, None, {}),         # 3 K/V tiles, 2 stages
-    (2, 1, 40, 170, 64, False, torch.float16, -0.3, {}),          # S_q < S_k, negative scale
-    (1, 1, 150, 90, 128, True, torch.bfloat16, 0.2, {}),          # S_q > S_k, causal
-    (1, 1, 130, 130, 64, True, torch.float16, None, dict(overlap=False)),
-    (1, 1, 170, 170, 128, False, torch.bfloat16, None, dict(overlap=False, num_stages=1)),
-    (1, 1, 200, 200, 64, True, torch.bfloat16, None, dict(tile_n=64, num_stages=3)),
-    (1, 1, 1, 1, 64, True, torch.float16, None, {}),              # a single query and key
+    (1, 1, 64, 64, 64, False, "float16", None, {}),           # one tile of each
+    (1, 1, 100, 100, 64, True, "bfloat16", None, {}),         # tails; causal
+    (1, 1, 128, 128, 128, False, "bfloat16", None, {}),       # D = 128: two TMA boxes
+    (1, 1, 200, 200, 128, True, "float16", None, {}),         # 2 CTAs, causal skipping
+    (1, 2, 300, 300, 64, True, "bfloat16", None, {}),         # 3 K/V tiles, 2 stages
+    (2, 1, 40, 170, 64, False, "float16", -0.3, {}),          # S_q < S_k, negative scale
+    (1, 1, 150, 90, 128, True, "bfloat16", 0.2, {}),          # S_q > S_k, causal
+    (1, 1, 130, 130, 64, True, "float16", None, dict(overlap=False)),
+    (1, 1, 170, 170, 128, False, "bfloat16", None, dict(overlap=False, num_stages=1)),
+    (1, 1, 200, 200, 64, True, "bfloat16", None, dict(tile_n=64, num_stages=3)),
+    (1, 1, 1, 1, 64, True, "float16", None, {}),              # a single query and key
 ]
 
 
@@ -46,11 +46,18 @@ def ids(case):
             + (f"-{extra}" if extra else ""))
 
 
-def make_inputs(case, device="cpu", seed=0):
+def make_inputs(case, device=None, seed=0):
+    """q, k, v for ``case``: numpy arrays, or with ``device`` ('cpu', 'cuda') torch tensors
+    there."""
     b, h, sq, sk, d, causal, dtype, scale, pol = case
+    if device is None:
+        return (randn((b, h, sq, d), dtype, seed),
+                *(randn((b, h, sk, d), dtype, 3 * seed + i) for i in (1, 2)))
+    import torch
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(b, h, sq, d, generator=g).to(dtype).to(device)
-    k, v = (torch.randn(b, h, sk, d, generator=g).to(dtype).to(device) for _ in range(2))
+    dt = getattr(torch, dtype)
+    q = torch.randn(b, h, sq, d, generator=g).to(dt).to(device)
+    k, v = (torch.randn(b, h, sk, d, generator=g).to(dt).to(device) for _ in range(2))
     return q, k, v
 
 
@@ -60,17 +67,17 @@ def run_case(case, q, k, v):
     b, h, sq, sk, d, causal, dtype, scale, pol = case
     if not pol:
         return flash_attention(q, k, v, causal=causal, scale=scale, mma="wgmma")
-    ws_dtype = ws.Float16 if dtype == torch.float16 else ws.BFloat16
+    ws_dtype = ws.Float16 if dtype == "float16" else ws.BFloat16
     fa = FlashAttentionWgmma(head_dim=d, dtype=ws_dtype, causal=causal, softmax_scale=scale,
                              **pol)
-    o = torch.empty_like(q)
+    o = empty_like(q)
     attention.launch_wgmma(fa, q, k, v, o)
     return o
 
 
 def relative_error(out, q, k, v, causal, scale=None):
-    want = reference(*(x.float().cpu().numpy() for x in (q, k, v)), causal=causal, scale=scale)
-    got = out.float().cpu().numpy()
+    want = reference(*(to_float64(x) for x in (q, k, v)), causal=causal, scale=scale)
+    got = to_float64(out)
     assert np.isfinite(got).all()
     return np.linalg.norm(got - want) / np.linalg.norm(want)
 
@@ -79,18 +86,27 @@ def relative_error(out, q, k, v, causal, scale=None):
 def test_matches_numpy(sim_target, case):
     q, k, v = make_inputs(case)
     out = run_case(case, q, k, v)
-    assert out.shape == q.shape and out.dtype == q.dtype
+    assert out.shape == q.shape and out.dtype == q.dtype == numpy_dtype(case[6])
+    assert relative_error(out, q, k, v, case[5], case[7]) < TOL[case[6]]
+
+
+def test_torch_cpu_tensors_in_the_simulator(sim_target):
+    """torch interop: CPU torch tensors in (bf16, TMA descriptors of them), a torch tensor out."""
+    torch = pytest.importorskip("torch", reason="torch interop: torch is not installed")
+    case = CASES[1]
+    q, k, v = make_inputs(case, device="cpu")
+    out = run_case(case, q, k, v)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
     assert relative_error(out, q, k, v, case[5], case[7]) < TOL[case[6]]
 
 
 def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
     # (B, S, H, D) storage seen as (B, H, S, D): strides (S*H*D, D, H*D, 1), all multiples of 8
-    g = torch.Generator().manual_seed(3)
-    q, k, v = (torch.randn(1, 90, 2, 64, generator=g).to(torch.bfloat16).transpose(1, 2)
-               for _ in range(3))
-    assert not q.is_contiguous() and attention.tma_compatible(attention._describe("q", q))
+    q, k, v = (randn((1, 90, 2, 64), "bfloat16", seed=30 + i).transpose(0, 2, 1, 3)
+               for i in range(3))
+    assert not q.flags.c_contiguous and attention.tma_compatible(attention._describe("q", q))
     out = flash_attention(q, k, v, causal=True, mma="wgmma")
-    assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+    assert relative_error(out, q, k, v, True) < TOL["bfloat16"]
     # 'auto' picks wgmma only for TMA-compatible tensors on an sm_90 GPU, with enough work
     used = []
     monkeypatch.setattr(attention, "launch_wgmma", lambda *a: used.append("wgmma"))
@@ -99,8 +115,9 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
     flash_attention(q, k, v)                           # 2 * 90 * 90 * 64 < WGMMA_MIN_WORK
     monkeypatch.setattr(attention, "WGMMA_MIN_WORK", 2 * 90 * 90 * 64)
     flash_attention(q, k, v)
-    flat = torch.randn(1 + 90 * 64, generator=g).to(torch.bfloat16)
-    kk = flat[1:].view(1, 1, 90, 64)                   # 2 bytes off 16-byte alignment
+    flat = randn(1 + 90 * 64, "bfloat16", seed=33)
+    kk = flat[1:].reshape(1, 1, 90, 64)                # 2 bytes off 16-byte alignment
+    assert kk.__array_interface__["data"][0] % 16 != 0
     flash_attention(q[:, :1], kk, kk)
     flash_attention(q, k, v, mma="mma.sync")
     monkeypatch.setattr(attention, "_wgmma_device", lambda ta: False)
@@ -115,15 +132,15 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
 def test_nan_filled_shared_memory_and_races(monkeypatch):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
-    monkeypatch.setitem(sys.modules["warpstage.sim.run"].run.__kwdefaults__, "smem_fill", 0xFF)
+    monkeypatch.setitem(importlib.import_module("warpstage.sim.run").run.__kwdefaults__, "smem_fill", 0xFF)
     ws.set_target("sim", races=True)
     try:
-        case = (1, 1, 100, 150, 64, False, torch.bfloat16, None, {})
+        case = (1, 1, 100, 150, 64, False, "bfloat16", None, {})
         q, k, v = make_inputs(case, seed=6)
         out = run_case(case, q, k, v)
     finally:
         ws.set_target(None)
-    assert relative_error(out, q, k, v, False) < TOL[torch.bfloat16]
+    assert relative_error(out, q, k, v, False) < TOL["bfloat16"]
 
 
 @pytest.mark.parametrize("fields, match", [
@@ -143,7 +160,7 @@ def test_ptx_and_ptxas(head_dim, causal, overlap):
     if find_ptxas(CompileOptions()) is None:
         pytest.skip("no ptxas")
     fa = FlashAttentionWgmma(head_dim=head_dim, causal=causal, overlap=overlap)
-    x = torch.zeros(1, 1, 256, head_dim, dtype=torch.bfloat16)
+    x = np.zeros((1, 1, 256, head_dim), numpy_dtype("bfloat16"))
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     ck = ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
@@ -175,7 +192,7 @@ def test_ptx_and_ptxas(head_dim, causal, overlap):
 
 def test_descriptor_and_output_checks():
     fa = FlashAttentionWgmma(head_dim=64)
-    x = torch.zeros(1, 1, 256, 64, dtype=torch.bfloat16)
+    x = np.zeros((1, 1, 256, 64), numpy_dtype("bfloat16"))
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     O = ws.Tensor[ws.BFloat16, 4]

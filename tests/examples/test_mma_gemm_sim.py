@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dtypes_helper import cast
 from example_loader import load_example
 
 pytestmark = pytest.mark.usefixtures("sim_target")
@@ -33,11 +34,21 @@ def test_deeper_pipelines_and_the_large_tiling(cfg, k):
 
 
 def test_bf16_gemm_of_small_integers_is_exact():
-    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
     a = rng.integers(-3, 4, (64, 128))
     b = rng.integers(-3, 4, (128, 128))
-    c = torch.zeros(64, 128)
+    c = np.full((64, 128), np.nan, np.float32)
+    gemm.launch(cast(a, "bfloat16"), cast(b, "bfloat16"), c)
+    np.testing.assert_array_equal(c, (a @ b).astype(np.float32))
+
+
+def test_bf16_gemm_on_cpu_torch_tensors():
+    """torch interop: CPU torch bf16 tensors in the simulator."""
+    torch = pytest.importorskip("torch", reason="torch interop: torch is not installed")
+    rng = np.random.default_rng(2)
+    a = rng.integers(-3, 4, (64, 64))
+    b = rng.integers(-3, 4, (64, 64))
+    c = torch.zeros(64, 64)
     gemm.launch(torch.tensor(a).to(torch.bfloat16), torch.tensor(b).to(torch.bfloat16), c)
     np.testing.assert_array_equal(c.numpy(), (a @ b).astype(np.float32))
 

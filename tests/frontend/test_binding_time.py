@@ -112,3 +112,31 @@ def test_unkeyable_static_value_names_parameter():
             self.table = bytearray(b"abc")     # no __dict__, no __slots__, no stable hash
     with pytest.raises(ws.ArgumentError, match=r"(?s)parameter .cfg..*cannot be keyed.*__static_key__"):
         classify(Holder(), None, "cfg")
+
+
+def test_tensor_annotation_fixes_name_numpy_as_well_as_torch():
+    with pytest.raises(ws.ArgumentError) as ei:
+        spec([1, 2], ws.Tensor)
+    assert "Fix: pass a tensor: a numpy array or CPU torch tensor (simulator)" in str(ei.value)
+    with pytest.raises(ws.ArgumentError) as ei:
+        spec(np.zeros(4, np.float32), ws.Tensor[ws.BFloat16, 1])
+    assert ("torch: x.to(torch.bfloat16); numpy: x.astype(ml_dtypes.bfloat16)"
+            in str(ei.value))
+    with pytest.raises(ws.ArgumentError) as ei:
+        spec(np.zeros(4, np.float32), ws.Tensor[ws.Float16, 1])
+    assert "torch: x.to(torch.float16); numpy: x.astype(np.float16)" in str(ei.value)
+
+
+def test_a_descriptor_is_described_by_its_static_parts():
+    d = ws.tma.TensorDescriptor(np.zeros((64, 64), np.float16), (16, 64), swizzle=128,
+                                oob_fill="nan", element_strides=(2, 1))
+    s = spec(d)
+    assert (s.rule, s.binding) == (5, "mixed")
+    assert s.desc == "ws.tma.TensorDescriptor[Float16, rank 2]"
+    assert s.key_desc == ("box=(16, 64) swizzle=128 oob_fill=nan l2_promotion=128 "
+                          "element_strides=(2, 1)")
+    t = spec(ws.tma.TensorDescriptor.spec(ws.Float16, (16, 64), oob_fill="nan",
+                                          element_strides=(2, 1)))
+    assert t.key == s.key and t.desc == s.desc and t.key_desc == s.key_desc
+    with pytest.raises(ws.ArgumentError, match="got the class ws.tma.TensorDescriptor"):
+        spec(ws.tma.TensorDescriptor)

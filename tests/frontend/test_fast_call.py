@@ -2,12 +2,11 @@
 launches exactly what the full path launches, and every check of the full path still recompiles
 or raises.
 
-These run without a GPU: CPU torch tensors pose as tensors on cuda:0 (``is_cuda`` and
-``get_device`` patched on torch.Tensor; a tensor with ``_test_device`` set reports that device,
--1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, and the
-driver's launch is replaced by a recorder: each launch records (compiled key, grid, block, smem,
-stream, the packed parameter values). The reference for every call is a twin kernel with the
-generated path switched off, i.e. the per-parameter binders and key lookup that existed before.
+These run without a GPU (tests/fake_gpu.py): CPU torch tensors pose as tensors on cuda:0, the
+target is forced to 'cuda', kernels are traced but not assembled, and each launch is recorded as
+(compiled key, grid, block, smem, stream, the packed parameter values). The reference for every
+call is a twin kernel with the generated path switched off, i.e. the per-parameter binders and
+key lookup that existed before.
 """
 import sys
 
@@ -15,56 +14,17 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage import api, persist
-from warpstage.compiled import CompiledKernel
+from warpstage import api
 from warpstage.frontend import fast_call
-from warpstage.runtime import driver, launcher as launcher_module, target as target_module
+from fake_gpu import ENCODED, RAW_STREAM, fake_encode, install
 
 torch = pytest.importorskip("torch")
-
-RAW_STREAM = 0x5000
-LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 65535, 65535),
-                                      232448, 1024, 32)
-
-
-class _FakeDriver:
-    def cuLaunchKernel(self, *args):
-        return (0,)
-
-    def CUstream(self, handle):
-        return ("stream", handle)
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """CPU torch tensors on a pretend cuda:0; returns the list of recorded launches."""
-    monkeypatch.setattr(torch.Tensor, "is_cuda", property(
-        lambda self: getattr(self, "_test_device", 0) >= 0), raising=False)
-    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: getattr(self, "_test_device", 0),
-                        raising=False)
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: RAW_STREAM + index,
-                        raising=False)
-    monkeypatch.setattr(target_module, "_override", "cuda")
-    monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
-    monkeypatch.setattr(persist, "store", lambda *a, **k: False)
-    monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())
-    monkeypatch.setattr(driver, "context", lambda: None)
-
-    def cuda_launcher(self):
-        if self._cuda is None:
-            launcher = launcher_module.Launcher(object(), [t for _, t in self.abi], limits=LIMITS)
-            launcher.ck = self
-            self._cuda = (None, None, launcher)
-        return None, self._cuda[2]
-    monkeypatch.setattr(CompiledKernel, "cuda_launcher", cuda_launcher)
-    launches = []
-    real_launch = launcher_module.Launcher.launch
-
-    def launch(self, grid, block, smem, stream, values):
-        launches.append((self.ck, grid, block, smem, stream, tuple(values)))
-        return real_launch(self, grid, block, smem, stream, values)
-    monkeypatch.setattr(launcher_module.Launcher, "launch", launch)
-    return launches
+    return install(monkeypatch, torch)
 
 
 def _key_of(kern, ck):
@@ -348,3 +308,143 @@ def test_threads_sharing_one_launch_object(fake_gpu, monkeypatch):
     expected = {x.data_ptr(): _run(full, fake_gpu, (1, 32), (x, 1, 2, 1)) for x in tensors}
     for launched in got:
         assert launched == expected[launched[5][0]]
+
+
+# -- TMA descriptor arguments (ws.tma.TensorDescriptor) -------------------------------------------
+
+def _tma(d, y, n: ws.Int32):
+    pass                                                  # only the ABI matters
+
+
+def _descriptor_pool():
+    """Descriptors alike but for one key part, several on other tensors of the same geometry."""
+    D = ws.tma.TensorDescriptor
+    a, b = torch.zeros(32, 64), torch.zeros(32, 64)       # two tensors, one geometry
+    big = torch.zeros(96, 128)                            # the same key: sizes are dynamic
+    half = torch.zeros(32, 64, dtype=torch.float16)
+    cube = torch.zeros(4, 8, 64)
+    return [D(a, (8, 32)), D(b, (8, 32)), D(big, (8, 32)), D(big[:, 64:], (8, 32)),
+            D(a, (16, 32)), D(a, (8, 16), swizzle=64), D(a, (8, 32), swizzle=0),
+            D(half, (8, 64)), D(cube, (2, 8, 32)), D(a, (8, 32), element_strides=(2, 1)),
+            D(a, (8, 32), oob_fill="nan"), D(a, (8, 32), l2_promotion=256)]
+
+
+@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.parametrize("seed", range(4))
+def test_descriptor_calls_launch_what_the_full_path_launches(fake_gpu, seed):
+    rng = np.random.default_rng(seed)
+    fast, full = ws.kernel(_tma), _twin(_tma)
+    descs = _descriptor_pool()
+    others = [torch.zeros(64), 7, 2.5, None, torch.zeros(8, 8).t()]
+    for _ in range(60):
+        d = descs[rng.integers(len(descs))]
+        y = (descs + others)[rng.integers(len(descs) + len(others))]
+        if rng.integers(4) == 0:
+            d, y = y, d
+        args = (d, y, int(rng.integers(100)))
+        assert _run(fast, fake_gpu, (2, 128), args) == _run(full, fake_gpu, (2, 128), args), args
+    assert fast.trace_count == full.trace_count
+    assert fast._fast.memo, "the generated path never took a call"
+
+
+@pytest.mark.parametrize("change", ["dtype", "box", "swizzle", "rank", "element strides",
+                                    "oob fill", "l2 promotion", "a tensor instead"])
+def test_a_changed_descriptor_key_recompiles(fake_gpu, change):
+    D = ws.tma.TensorDescriptor
+    x = torch.zeros(32, 64)
+    changed = {"dtype": lambda: D(x.half(), (8, 32)), "box": lambda: D(x, (4, 32)),
+               "swizzle": lambda: D(x, (8, 32), swizzle=0),
+               "rank": lambda: D(x.view(2, 16, 64), (1, 8, 32)),
+               "element strides": lambda: D(x, (8, 32), element_strides=(2, 1)),
+               "oob fill": lambda: D(x, (8, 32), oob_fill="nan"),
+               "l2 promotion": lambda: D(x, (8, 32), l2_promotion=64),
+               "a tensor instead": lambda: x}[change]()
+    k = ws.kernel(_tma)
+    args = [D(x, (8, 32)), 1, 2]
+    k[1, 128](*args)
+    k[1, 128](*args)
+    assert k.trace_count == 1 and _sig_count(k) == 1
+    first = fake_gpu[-1][0]
+    k[1, 128](changed, 1, 2)
+    assert k.trace_count == 2 and fake_gpu[-1][0] is not first
+    full = _twin(_tma)
+    args2 = (changed, 1, 2)
+    assert _run(k, fake_gpu, (1, 128), args2) == _run(full, fake_gpu, (1, 128), args2)
+    k[1, 128](*args)                                      # back to the first: its memo entry
+    assert fake_gpu[-1][0] is first and k.trace_count == 2
+
+
+def test_a_new_tensor_with_the_same_geometry_reuses_the_kernel_with_its_own_map(fake_gpu):
+    D = ws.tma.TensorDescriptor
+    k = ws.kernel(_tma)
+    x, y = torch.zeros(32, 64), torch.zeros(100, 64)      # other sizes: the same key
+    dx = D(x, (8, 32))
+    k[1, 128](dx, 3, 4)
+    k[1, 128](dx, 3, 4)
+    misses = []
+    ns = k._fast.namespace
+    ns["_miss"] = lambda *a: misses.append(a) or k._fast.miss(*a)
+    for tensor in (y, x, y[4:]):
+        d = D(tensor, (8, 32))
+        k[1, 128](d, 3, 4)
+        assert fake_gpu[-1][5] == (fake_encode(d), 3, 4)  # this descriptor's map, not dx's
+        k[1, 128](d, 3, 4)
+        assert fake_gpu[-1][5][0] is d._encoded           # encoded once, kept in the descriptor
+    assert misses == [] and k.trace_count == 1 and _sig_count(k) == 1
+    assert sum(e is dx for e in ENCODED) == 1
+
+
+def test_descriptor_keys_of_the_binders_match_classify(fake_gpu):
+    from warpstage.api import _tensor_adapter
+    from warpstage.frontend.binders import make_binder
+    from warpstage.frontend.binding_time import classify
+    for d in _descriptor_pool():
+        for _ in range(2):                                # the second time from the descriptor
+            keys, leaves = [], []
+            assert make_binder(None, False, _tensor_adapter)(d, keys, leaves)
+            spec = classify(d, None, "d", tensor_adapter=_tensor_adapter)
+            full = []
+            spec.host_leaves(d, full)
+            assert keys == [spec.key] and leaves == full == [d.tensormap]
+
+
+@pytest.mark.parametrize("device, message", [(1, "cuda:1"), (-1, "describes a cpu tensor")])
+def test_a_descriptor_on_another_device_raises_after_a_hit(fake_gpu, device, message):
+    D = ws.tma.TensorDescriptor
+    k = ws.kernel(_tma)
+    x = torch.zeros(32, 64)
+    k[1, 128](D(x, (8, 32)), 1, 2)
+    k[1, 128](D(x, (8, 32)), 1, 2)
+    other = torch.zeros(32, 64)
+    other._test_device = device
+    d = D(other, (8, 32))
+    for kern in (k, _twin(_tma)):
+        with pytest.raises(ws.ArgumentError, match=message):
+            kern[1, 128](d, 1, 2)
+        with pytest.raises(ws.ArgumentError, match=message):
+            kern[1, 128](D(x, (8, 32)), d, 2)
+    assert _sig_count(k) == 1
+
+
+def test_a_kernel_whose_only_tensors_are_in_descriptors_runs_on_torchs_stream(fake_gpu):
+    D = ws.tma.TensorDescriptor
+    d = D(torch.zeros(32, 64), (8, 32))
+    fast = ws.kernel(_tma)
+    for kern in (fast, _twin(_tma)):                      # the generated path, the full path
+        for _ in range(3):
+            kern[1, 128](d, 5, 6)
+            assert fake_gpu[-1][4] == RAW_STREAM          # torch's current stream on cuda:0
+        kern[1, 128, 0, 77](d, 5, 6)
+        assert fake_gpu[-1][4] == 77
+    assert _sig_count(fast) == 1
+
+
+def test_a_descriptor_annotation_reads_like_no_annotation(fake_gpu):
+    def annotated(d: ws.tma.TensorDescriptor, y, n: ws.Int32):
+        pass
+    assert fast_call.kind_of(ws.tma.TensorDescriptor, False) == "auto"
+    k, full = ws.kernel(annotated), _twin(annotated)
+    d = ws.tma.TensorDescriptor(torch.zeros(32, 64), (8, 32))
+    for args in [(d, d, 1), (d, 3, 1), (d, 3, 1), (torch.zeros(4), 3, 1)]:
+        assert _run(k, fake_gpu, (1, 32), args) == _run(full, fake_gpu, (1, 32), args)
+    assert _sig_count(k) == 3

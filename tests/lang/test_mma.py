@@ -8,14 +8,19 @@ import traceback
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import warpstage as ws
+from dtypes_helper import cast, numpy_dtype, to_float64
 
-import warpstage as ws  # noqa: E402
+try:                    # only the GPU tests (tests/gpu/test_mma_gpu.py) and torch interop need it
+    import torch
+except ImportError:
+    torch = None
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 
-TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "s8": torch.int8,
-         "u8": torch.uint8, "s32": torch.int32}
+TORCH = {} if torch is None else {
+    "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "s8": torch.int8,
+    "u8": torch.uint8, "s32": torch.int32}
 # (shape, A/B type, C/D type): the combinations ws.mma supports
 COMBOS = [("m16n8k16", "bf16", "f32"), ("m16n8k16", "f16", "f32"), ("m16n8k16", "f16", "f16"),
           ("m16n8k8", "bf16", "f32"), ("m16n8k8", "f16", "f32"), ("m16n8k8", "f16", "f16"),
@@ -29,9 +34,10 @@ def no_compiler_frames(exc):
                    for f in frames)
 
 
-def operands(shape, ab, acc, k_tiles=1, seed=0, device="cpu", small=True):
-    """A (16 x K*k_tiles), B (K*k_tiles x 8), C (16 x 8) as torch tensors and their float64 /
-    int64 numpy copies. ``small``: integers in [-4, 4] (exact in every type, sums exact)."""
+def operands(shape, ab, acc, k_tiles=1, seed=0, device=None, small=True):
+    """A (16 x K*k_tiles), B (K*k_tiles x 8), C (16 x 8) as numpy arrays (bf16: ml_dtypes) or,
+    with ``device`` ('cpu', 'cuda'), as torch tensors there; and their float64 / int64 numpy
+    copies. ``small``: integers in [-4, 4] (exact in every type, sums exact)."""
     rng = np.random.default_rng(seed)
     k = K_OF[shape] * k_tiles
     if ab in ("s8", "u8"):
@@ -43,15 +49,22 @@ def operands(shape, ab, acc, k_tiles=1, seed=0, device="cpu", small=True):
         c = rng.integers(-8, 9, (16, 8))
     else:
         a, b, c = rng.standard_normal((16, k)), rng.standard_normal((k, 8)), rng.standard_normal((16, 8))
-    ta, tc = TORCH[ab], TORCH[acc]
-    a_t, b_t = (torch.from_numpy(np.asarray(x)).to(ta).to(device) for x in (a, b))
-    c_t = torch.from_numpy(np.asarray(c)).to(tc).to(device)
-    as_np = (lambda t: t.cpu().to(torch.int64).numpy()) if acc == "s32" else \
-        (lambda t: t.cpu().to(torch.float64).numpy())
+    if device is None:
+        a_h, b_h, c_h = cast(a, ab), cast(b, ab), cast(c, acc)
+        to_np = (lambda x: x.astype(np.int64)) if acc == "s32" else to_float64
+    else:                # torch rounds (the GPU machine may lack ml_dtypes)
+        a_h, b_h = (torch.from_numpy(np.asarray(x)).to(TORCH[ab]) for x in (a, b))
+        c_h = torch.from_numpy(np.asarray(c)).to(TORCH[acc])
+        to_np = (lambda t: t.to(torch.int64).numpy()) if acc == "s32" else to_float64
     if ab == "f32":      # tf32: the inputs the tensor core reads (low 13 mantissa bits dropped)
-        a_t, b_t = (torch.from_numpy((t.cpu().numpy().view(np.uint32) & 0xFFFFE000)
-                                     .view(np.float32)).to(device) for t in (a_t, b_t))
-    return (a_t, b_t, c_t), (as_np(a_t), as_np(b_t), as_np(c_t))
+        a_h, b_h = ((np.asarray(x).view(np.uint32) & 0xFFFFE000).view(np.float32)
+                    for x in (a_h, b_h))
+        if device is not None:
+            a_h, b_h = torch.from_numpy(a_h), torch.from_numpy(b_h)
+    copies = tuple(to_np(x) for x in (a_h, b_h, c_h))
+    if device is not None:
+        a_h, b_h, c_h = (t.to(device) for t in (a_h, b_h, c_h))
+    return (a_h, b_h, c_h), copies
 
 
 def reference(shape, ab, acc, a, b, c):
@@ -157,9 +170,9 @@ def ldmatrix_expected(src, num, trans):
 @pytest.mark.parametrize("shape,ab,acc", COMBOS)
 def test_mma_sync_each_shape_and_type_matches_numpy(shape, ab, acc):
     (a, b, c), (an, bn, cn) = operands(shape, ab, acc)
-    d = torch.zeros(16, 8, dtype=TORCH[acc])
+    d = np.zeros((16, 8), numpy_dtype(acc))
     gemm_fragments[1, 32](a, b, c, d, shape, 1)
-    got = d.to(torch.int64 if acc == "s32" else torch.float64).numpy()
+    got = d.astype(np.int64 if acc == "s32" else np.float64)
     np.testing.assert_array_equal(got, reference(shape, ab, acc, an, bn, cn))
 
 
@@ -167,25 +180,25 @@ def test_mma_sync_each_shape_and_type_matches_numpy(shape, ab, acc):
                                           ("m16n8k8", "f32", "f32"), ("m16n8k32", "s8", "s32")])
 def test_accumulate_over_a_k_loop(shape, ab, acc):
     (a, b, c), (an, bn, cn) = operands(shape, ab, acc, k_tiles=5, seed=1)
-    d = torch.zeros(16, 8, dtype=TORCH[acc])
+    d = np.zeros((16, 8), numpy_dtype(acc))
     gemm_fragments[1, 32](a, b, c, d, shape, 5)
-    got = d.to(torch.int64 if acc == "s32" else torch.float64).numpy()
+    got = d.astype(np.int64 if acc == "s32" else np.float64)
     np.testing.assert_array_equal(got, reference(shape, ab, acc, an, bn, cn))
 
 
 def test_random_bf16_inputs_round_once_to_f32():
     (a, b, c), (an, bn, cn) = operands("m16n8k16", "bf16", "f32", k_tiles=4, seed=2, small=False)
-    d = torch.zeros(16, 8)
+    d = np.zeros((16, 8), np.float32)
     gemm_fragments[1, 32](a, b, c, d, "m16n8k16", 4)
     want = (an @ bn + cn).astype(np.float32)          # exact products, one rounding
-    np.testing.assert_allclose(d.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(d, want, rtol=1e-6, atol=1e-6)
 
 
 def test_int8_accumulator_wraps_at_32_bits():
-    a = torch.full((16, 32), 127, dtype=torch.int8)
-    b = torch.full((32, 8), 127, dtype=torch.int8)
-    c = torch.full((16, 8), 2**31 - 100, dtype=torch.int32)
-    d = torch.zeros(16, 8, dtype=torch.int32)
+    a = np.full((16, 32), 127, np.int8)
+    b = np.full((32, 8), 127, np.int8)
+    c = np.full((16, 8), 2**31 - 100, np.int32)
+    d = np.zeros((16, 8), np.int32)
     gemm_fragments[1, 32](a, b, c, d, "m16n8k32", 1)
     assert set(d.flatten().tolist()) == {(2**31 - 100 + 32 * 127 * 127) - 2**32}
 
@@ -194,19 +207,30 @@ def test_int8_accumulator_wraps_at_32_bits():
 @pytest.mark.parametrize("b_nk", [False, True])
 def test_ldmatrix_feeding_mma_sync_gemm_tile(a_km, b_nk):
     (a, b, _), (an, bn, _) = operands("m16n8k16", "bf16", "f32", k_tiles=3, seed=3)
-    d = torch.zeros(16, 8)
-    gemm_ldmatrix[1, 32](a.T.contiguous() if a_km else a, b.T.contiguous() if b_nk else b, d,
-                         48, a_km, b_nk)
-    np.testing.assert_array_equal(d.double().numpy(), an @ bn)
+    d = np.zeros((16, 8), np.float32)
+    gemm_ldmatrix[1, 32](np.ascontiguousarray(a.T) if a_km else a,
+                         np.ascontiguousarray(b.T) if b_nk else b, d, 48, a_km, b_nk)
+    np.testing.assert_array_equal(d.astype(np.float64), an @ bn)
 
 
 @pytest.mark.parametrize("trans", [False, True])
 def test_stmatrix_writes_the_accumulator_tile(trans):
     (a, b, _), (an, bn, _) = operands("m16n8k16", "bf16", "f32", seed=4)
-    out = torch.zeros((8, 16) if trans else (16, 8), dtype=torch.bfloat16)
+    out = np.zeros((8, 16) if trans else (16, 8), numpy_dtype("bf16"))
     mma_stmatrix[1, 32](a, b, out, trans)
     want = an @ bn
-    np.testing.assert_array_equal(out.double().numpy(), want.T if trans else want)
+    np.testing.assert_array_equal(to_float64(out), want.T if trans else want)
+
+
+def test_torch_cpu_tensors_in_the_simulator():
+    """torch interop: CPU torch tensors (bf16 in, f32 out) run in the simulator like numpy."""
+    if torch is None:
+        pytest.skip("torch interop: torch is not installed")
+    (a, b, c), (an, bn, cn) = operands("m16n8k16", "bf16", "f32", k_tiles=2, seed=8,
+                                       device="cpu")
+    d = torch.zeros(16, 8)
+    gemm_fragments[1, 32](a, b, c, d, "m16n8k16", 2)
+    np.testing.assert_array_equal(d.double().numpy(), an @ bn + cn)
 
 
 @pytest.mark.parametrize("num", [1, 2, 4])
@@ -273,7 +297,7 @@ def test_mma_in_divergent_code_is_a_barrier_error_at_the_line():
 
     (a, b, _), _ = operands("m16n8k16", "bf16", "f32")
     with pytest.raises(ws.BarrierError) as ei:
-        bad[1, 32](a, b, torch.zeros(16, 8))
+        bad[1, 32](a, b, np.zeros((16, 8), np.float32))
     msg = str(ei.value)
     line = inspect.getsourcelines(test_mma_in_divergent_code_is_a_barrier_error_at_the_line)[1] + 5
     assert f"mma.sync.aligned.m16n8k16 in divergent code at {__file__}:{line}" in msg
@@ -295,7 +319,7 @@ def test_compiles_to_ldmatrix_and_mma_sync_ptx_and_a_cubin(ptxas_path):
 def test_mma_in_a_partial_warp_is_an_error():
     (a, b, c), _ = operands("m16n8k16", "bf16", "f32")
     with pytest.raises(ws.BarrierError, match="only 16 threads"):
-        gemm_fragments[1, 16](a, b, c, torch.zeros(16, 8), "m16n8k16", 1)
+        gemm_fragments[1, 16](a, b, c, np.zeros((16, 8), np.float32), "m16n8k16", 1)
 
 
 def test_ldmatrix_misaligned_row_address():
@@ -351,7 +375,7 @@ def trace_error(body, *args):
 
 
 def test_operand_errors_name_the_call_expected_and_fix():
-    z = torch.zeros(16, 16, dtype=torch.bfloat16)
+    z = np.zeros((16, 16), numpy_dtype("bf16"))
 
     def wrong_length(a: ws.Tensor):
         ws.mma.mma_sync(ws.mma.Fragment.filled(ws.BFloat16, 6, 0.0),
@@ -380,7 +404,7 @@ def test_operand_errors_name_the_call_expected_and_fix():
         ws.mma.mma_sync(ws.mma.Fragment.filled(ws.Float16, 8, 0.0),
                         ws.mma.Fragment.filled(ws.Float16, 2, 0.0), ws.mma.accumulator())
 
-    assert "b fragment for m16n8k16.f16: expected 4 elements, got '2 elements'" \
+    assert "B fragment for m16n8k16.f16: expected 4 elements, got '2 elements'" \
         in str(trace_error(wrong_b, z))
 
     def global_ptr(a: ws.Tensor):

@@ -427,3 +427,160 @@ def test_the_transpose_example():
     out = np.full((36, 72), np.nan, np.float32)[:, :70]     # a padded (strided) destination
     example.launch(x, out)
     np.testing.assert_array_equal(out, x.T)
+
+
+# -- messages a first-time user meets (the fresh-user review) --------------------------------------
+@ws.kernel
+def copy_tile(cfg: ws.Static[Tile], src, out: ws.Tensor):
+    s = ws.smem.allocate(cfg.Storage)
+    if ws.arch.thread_idx()[0] == 0:
+        s.bar[0].init(1)
+        s.bar[0].arrive_expect_tx(src.smem_bytes)  # marker: smem_bytes of an array
+        ws.tma.load(src, s.tile, (0, 0), s.bar[0])
+    out[0] = 1.0
+
+
+@ws.kernel
+def load_from_array(cfg: ws.Static[Tile], src):
+    s = ws.smem.allocate(cfg.Storage)
+    if ws.arch.thread_idx()[0] == 0:
+        ws.tma.load(src, s.tile, (0, 0), s.bar[0])  # marker: load from an array
+
+
+@ws.kernel
+def store_to_array(cfg: ws.Static[Tile], src):
+    s = ws.smem.allocate(cfg.Storage)
+    if ws.arch.thread_idx()[0] == 0:
+        ws.tma.store(src, s.tile, (0, 0))  # marker: store to an array
+
+
+@ws.kernel
+def prefetch_array(cfg: ws.Static[Tile], src):
+    if ws.arch.thread_idx()[0] == 0:
+        ws.tma.prefetch_descriptor(src)  # marker: prefetch an array
+
+
+@pytest.mark.parametrize("kern,marker,what", [
+    (copy_tile, "marker: smem_bytes of an array", "src.smem_bytes"),
+    (load_from_array, "marker: load from an array", "ws.tma.load()'s descriptor"),
+    (store_to_array, "marker: store to an array", "ws.tma.store()'s descriptor"),
+    (prefetch_array, "marker: prefetch an array", "ws.tma.prefetch_descriptor()'s descriptor"),
+])
+def test_an_array_passed_for_a_descriptor_is_named_at_the_users_line(kern, marker, what):
+    import traceback
+    x = np.zeros((64, 64), np.float32)
+    args = (Tile(ws.Float32, (16, 32), 128), x) + ((np.zeros(1, np.float32),)
+                                                   if kern is copy_tile else ())
+    with pytest.raises(ws.OperandError) as ei:
+        kern[1, 32](*args)
+    msg = str(ei.value)
+    assert msg.startswith(f"{what}: expected a ws.tma.TensorDescriptor (passed as a kernel "
+                          "argument), got")
+    assert "a tensor (ws.Tensor of Float32, 2-d" in msg
+    assert "Fix: build the descriptor on the host, ws.tma.TensorDescriptor(x, box=" in msg
+    assert ei.value.where.endswith(f"test_tma.py:{line_of(marker)}")
+    frames = traceback.extract_tb(ei.value.__traceback__)
+    user = [f for f in frames if "/warpstage/" not in f.filename]
+    assert user[-1].lineno == line_of(marker) and user[-1].name == kern.__name__
+    assert not any(f.name.startswith("__ws_") for f in frames), [f.name for f in frames]
+    assert [f.name for f in user].count(kern.__name__) == 1     # no call site of the `if` body
+    assert not any("/warpstage/frontend/" in f.filename or "/warpstage/lang/" in f.filename
+                   for f in frames)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(box=(0, 32)), r"dimension 0 is 0(?s:.*)Fix: give every box dimension at least 1"),
+    (dict(box=(-1, 32)), r"dimension 0 is -1(?s:.*)Fix: give every box dimension at least 1"),
+    (dict(box=(300, 32)), r"Fix: copy a larger tile with several TMA copies of at most 256"),
+])
+def test_descriptor_box_fix_texts_fit_the_mistake(kwargs, message):
+    with pytest.raises(ws.OperandError, match=message):
+        ws.tma.TensorDescriptor(np.zeros((64, 64), np.float32), **kwargs)
+
+
+def test_a_negative_stride_is_not_told_to_pad_its_rows():
+    with pytest.raises(ws.ArgumentError) as ei:
+        ws.tma.TensorDescriptor(np.zeros((64, 64), np.float32)[::-1], (16, 32))
+    msg = str(ei.value)
+    assert "dimension 0 has a negative stride (-64 elements" in msg
+    assert "np.ascontiguousarray(x)" in msg and "pad the rows" not in msg
+
+
+def test_a_non_contiguous_inner_dimension_fix_names_numpy_too():
+    with pytest.raises(ws.ArgumentError, match=r"np\.ascontiguousarray\(x\) for numpy, "
+                                               r"x\.contiguous\(\) for torch"):
+        ws.tma.TensorDescriptor(np.zeros((64, 64), np.float32).T, (16, 32))
+
+
+# -- compiling from types ------------------------------------------------------------------------
+def test_the_descriptor_class_is_refused_with_both_fixes():
+    for cls in (ws.tma.TensorDescriptor, ws.tma.TmaDescriptor):
+        for entry in (ws.compile, ws.explain):
+            with pytest.raises(ws.ArgumentError) as ei:
+                entry(tile_load, Tile(ws.Float32, (16, 32), 128), cls,
+                      ws.Tensor[ws.Float32, 2], ws.Tensor[ws.Float32, 2], ws.Int32, ws.Int32)
+            msg = str(ei.value)
+            assert f"parameter 'desc': got the class ws.tma.{cls.__name__}, not a descriptor" \
+                in msg
+            assert "ws.tma.TensorDescriptor.spec(ws.Float32, box=(32, 32), swizzle=128)" in msg
+
+
+def test_a_kernel_compiles_from_a_descriptor_spec_like_from_a_descriptor():
+    cfg = Tile(ws.Float32, (16, 32), 128)
+    types = (ws.Tensor[ws.Float32, 2], ws.Tensor[ws.Float32, 2], ws.Int32, ws.Int32)
+    spec = ws.tma.TensorDescriptor.spec(ws.Float32, (16, 32), swizzle=128)
+    real = ws.tma.TensorDescriptor(np.zeros((100, 70 + 2), np.float32), (16, 32))
+    from_spec = ws.compile(tile_load, cfg, spec, *types)
+    from_value = ws.compile(tile_load, cfg, real, *types)
+    assert from_spec is from_value                       # one specialization key
+    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            in from_spec.ptx)
+    other = ws.compile(tile_load, Tile(ws.BFloat16, (16, 64), 128),
+                       ws.tma.TensorDescriptor.spec(ws.BFloat16, (16, 64)), *types)
+    assert other is not from_spec and "tma.load" in other.ir
+    with pytest.raises(ws.OperandError, match=r"box: dimension 1 is 0"):
+        ws.tma.TensorDescriptor.spec(ws.Float32, (16, 0))
+    with pytest.raises(ws.OperandError, match=r"expected a warpstage dtype"):
+        ws.tma.TensorDescriptor.spec(np.float32, (16, 32))
+    with pytest.raises(ws.ArgumentError, match=r"made by TensorDescriptor.spec\(\) describes "
+                                               r"types only"):
+        tile_load[1, 128](cfg, spec, np.zeros((16, 32), np.float32),
+                          np.zeros((16, 32), np.float32), 0, 0)
+
+
+def test_explain_describes_a_descriptor_in_words():
+    text = ws.explain(tile_load, Tile(ws.BFloat16, (16, 64), 128),
+                      ws.tma.TensorDescriptor.spec(ws.BFloat16, (16, 64), oob_fill="nan",
+                                                   l2_promotion=256),
+                      ws.Tensor[ws.Float32, 2], ws.Tensor[ws.Float32, 2], ws.Int32, ws.Int32,
+                      print_table=False)
+    row = next(ln for ln in text.splitlines() if ln.strip().startswith("desc "))
+    assert "ws.tma.TensorDescriptor[BFloat16, rank 2]" in row
+    assert "box=(16, 64) swizzle=128 oob_fill=nan l2_promotion=256" in row
+    assert "..." not in row and "tensormap:!tensormap" in row
+
+
+# -- a ring of swizzled stages ------------------------------------------------------------------
+class Ring:
+    def __init__(self, shape):
+        self.Storage = ws.smem.make_storage("TmaRing", ring=ws.smem.Array(ws.Float32, shape,
+                                                                           swizzle=128))
+
+
+@ws.kernel
+def ring_stage(cfg: ws.Static[Ring], out: ws.Tensor, stage: ws.Int32):
+    s = ws.smem.allocate(cfg.Storage)
+    out[0] = s.ring[stage][0, 0]
+
+
+def test_a_ring_of_stages_smaller_than_the_swizzle_period_says_what_fits():
+    with pytest.raises(ws.OperandError) as ei:
+        ring_stage[1, 32](Ring((3, 4, 32)), np.zeros(1, np.float32), 1)
+    msg = str(ei.value)
+    assert "got 'stages of 512 bytes'" in msg
+    assert ("each stage (the trailing dims (4, 32)) to be a whole number of swizzle periods "
+            "(1024 bytes for a 128-byte swizzle)") in msg
+    assert "Fix: make each stage a multiple of 1024 bytes (8 rows of 128 bytes), e.g. shape " \
+        "(3, 8, 32)" in msg
+    out = np.zeros(1, np.float32)
+    ring_stage[1, 32](Ring((3, 8, 32)), out, 1)           # whole periods: accepted

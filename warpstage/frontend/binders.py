@@ -3,20 +3,24 @@ without building Spec objects.
 
 Each binder gives exactly the key that ``binding_time.classify`` gives for the same value (a test
 checks this), so both paths share one cache. A binder returns False for a value it does not
-handle quickly (composites, unusual types); the caller then classifies every parameter in full.
+handle quickly (composites other than a ``ws.tma.TensorDescriptor``, unusual types); the caller
+then classifies every parameter in full.
 Annotation checks (dtype, rank, Static[T]) need no fast version: a value that would fail one has a
 key that was never cached, so it always takes the full path, which raises.
 """
 from __future__ import annotations
 
+import itertools
+
 from ..lang.pointer import PointerSpec
+from ..runtime.tensormap import TensorDescriptor
 from ..runtime.tensors import _KIND_BY_TYPE, _TORCH_DTYPES, TensorArg
 from ..lang.scalars import HostScalar, Scalar
 from ..lang.tensor import Tensor, TensorSpec
-from .binding_time import _StaticAnnotation, tensor_key
+from .binding_time import _StaticAnnotation, classify, tensor_key
 from .static_key import UnkeyableError, static_key
 
-__all__ = ["make_binder"]
+__all__ = ["make_binder", "descriptor_key"]
 
 _I32_KEY = ("scalar", "i32")
 _I64_KEY = ("scalar", "i64")
@@ -106,6 +110,10 @@ def make_binder(annotation, self_rule: bool, adapter):
             keys.append(_BOOL_KEY)
             leaves.append(v)
             return True
+        if t is TensorDescriptor:              # a TMA descriptor: its geometry, then its map
+            keys.append((v._launch_key or descriptor_key(v))[0])
+            leaves.append(v.tensormap)
+            return True
         if _KIND_BY_TYPE.get(t) == "torch" and _bind_torch(v, keys, leaves):
             return True
         ta = adapter(v)
@@ -124,6 +132,28 @@ def make_binder(annotation, self_rule: bool, adapter):
             return False
         return True
     return bind_auto
+
+
+_DESCRIPTOR_KEYS: dict = {}    # a descriptor's __static_key__() -> (its key part, its token)
+_TOKENS = itertools.count()
+
+
+def descriptor_key(desc) -> tuple:
+    """``(key part, token)`` of a ``ws.tma.TensorDescriptor`` argument (its exact type), kept in
+    the descriptor (``_launch_key``; a descriptor is not changed after it is built, like its
+    encoded map). The key part is what ``classify`` gives it (a composite: the descriptor's
+    static key, then its one ``!tensormap`` leaf), a pure function of ``__static_key__()`` for
+    this class, so it is computed once per geometry. The token is a small tuple that stands for
+    the key part in the generated call path's call signature: equal tokens mean equal key parts
+    (tokens are never reused, even after the table is cleared)."""
+    sk = desc.__static_key__()
+    got = _DESCRIPTOR_KEYS.get(sk)
+    if got is None:
+        if len(_DESCRIPTOR_KEYS) > 1024:
+            _DESCRIPTOR_KEYS.clear()
+        got = _DESCRIPTOR_KEYS[sk] = (classify(desc).key, ("TensorDescriptor", next(_TOKENS)))
+    desc._launch_key = got
+    return got
 
 
 _GEOMETRY_KEYS: dict = {}   # (dtype, shape, strides, base address mod 16) -> the tensor's key

@@ -1,4 +1,4 @@
-"""The binding-time rules of DESIGN §2, applied to one parameter at a time.
+"""The binding-time rules (docs/binding-time.md; RULES below), applied to one parameter at a time.
 
 ``classify(value, annotation, name)`` returns a ``Spec``: the rule that decided, the binding time
 (static / dynamic / mixed), a type description, the cache-key part, the ABI slots, how to turn the
@@ -95,6 +95,7 @@ class Spec:
     binding: str
     desc: str
     key: Any
+    key_desc: Optional[str] = None      # the key part in words (ws.explain), where it has them
 
     def abi(self, name: str) -> list:
         return []
@@ -256,6 +257,9 @@ class CompositeSpec(Spec):
         self.key = (kind, skel_key, tuple(p.key for p in parts))
         tname = kind if kind in ("tuple", "list", "dict") else type(template).__name__
         self.desc = f"{tname}(" + ", ".join(f"{n}: {p.desc}" for n, p in zip(names, parts)) + ")"
+        describe = getattr(template, "__ws_describe__", None) if kind == "proto" else None
+        if describe is not None:
+            self.desc, self.key_desc = describe()
 
     def abi(self, name):
         out = []
@@ -322,7 +326,7 @@ def _field_annotation(cls, name):
 
 def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
              tensor_adapter=None) -> Spec:
-    """The Spec of one parameter by the rules of DESIGN §2 (see RULES)."""
+    """The Spec of one parameter by the binding-time rules (see RULES, docs/binding-time.md)."""
     if self_rule:
         return StaticSpec(value, 0, name)
     if isinstance(value, StaticValue):
@@ -388,6 +392,14 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     if isinstance(value, (Scalar, Tensor, Pointer)):
         raise ArgumentError(f"parameter '{name}': a traced dynamic value cannot be passed to a "
                             "kernel launch from inside a kernel")
+    if isinstance(value, type) and value.__name__ in ("TensorDescriptor", "TmaDescriptor") and \
+            value.__module__.startswith("warpstage."):
+        raise ArgumentError(
+            f"parameter '{name}': got the class ws.tma.{value.__name__}, not a descriptor; a "
+            "descriptor's dtype, box and swizzle are part of the kernel's specialization, so the "
+            "class alone cannot be compiled.\nFix: pass a descriptor, "
+            "ws.tma.TensorDescriptor(x, box=(32, 32)), or, to compile from types, "
+            "ws.tma.TensorDescriptor.spec(ws.Float32, box=(32, 32), swizzle=128).")
     return StaticSpec(value, 7, name)
 
 
@@ -398,14 +410,15 @@ def _by_dynamic_annotation(value, ann, name, tensor_adapter) -> Optional[Spec]:
         ta = tensor_adapter(value) if tensor_adapter is not None else None
         if ta is None:
             raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got a "
-                                f"{type(value).__name__} ({_short(value)}).\nFix: pass a torch or "
-                                "cupy tensor (anything with __dlpack__ or __cuda_array_interface__).")
+                                f"{type(value).__name__} ({_short(value)}).\nFix: pass a tensor: "
+                                "a numpy array or CPU torch tensor (simulator), a torch or cupy "
+                                "CUDA tensor (GPU), or anything with __dlpack__ / __cuda_array_interface__.")
         spec = TensorArgSpec(ta, 2)
         if isinstance(ann, TensorSpec):
             if ann.dtype is not None and ann.dtype is not spec.dtype:
                 raise ArgumentError(f"parameter '{name}' is annotated {ann!r} but got a tensor of "
-                                    f"dtype {spec.dtype.__name__}.\nFix: convert it (e.g. "
-                                    f"x.to(torch.{_torch_name(ann.dtype)})) or change the annotation.")
+                                    f"dtype {spec.dtype.__name__}.\nFix: convert it ("
+                                    f"{_convert_hint(ann.dtype)}) or change the annotation.")
             if ann.ndim is not None and ann.ndim != spec.ndim:
                 raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got a "
                                     f"{spec.ndim}-d tensor.\nFix: reshape it or change the annotation.")
@@ -424,7 +437,7 @@ def _ann_name(ann) -> str:
 _NP_SCALARS = {"bool": Boolean, "int8": DTYPES[ir.i8], "int16": DTYPES[ir.i16], "int32": Int32,
                "int64": Int64, "uint8": DTYPES[ir.u8], "uint16": DTYPES[ir.u16],
                "uint32": DTYPES[ir.u32], "uint64": DTYPES[ir.u64], "float16": DTYPES[ir.f16],
-               "float32": Float32, "float64": DTYPES[ir.f64]}
+               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16]}
 _FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
 
 
@@ -447,6 +460,15 @@ def _torch_name(dtype) -> str:
     return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
             "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16"}.get(
         dtype.ir_type.name, dtype.ir_type.name)
+
+
+def _convert_hint(dtype) -> str:
+    """How to convert a torch tensor or numpy array to ``dtype``, for a fix text."""
+    t = _torch_name(dtype)
+    if t == "bfloat16":
+        return "torch: x.to(torch.bfloat16); numpy: x.astype(ml_dtypes.bfloat16)"
+    n = {"u16": "uint16", "u32": "uint32", "u64": "uint64", "i1": "bool_"}.get(t, t)
+    return f"torch: x.to(torch.{t}); numpy: x.astype(np.{n})"
 
 
 def _check_scalar(value, dtype, name) -> bool:

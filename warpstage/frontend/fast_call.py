@@ -6,9 +6,12 @@ helpers), not in the driver. For each kernel, :func:`make_call` writes the sourc
 of one function for its parameters' annotations and compiles it: it reads every argument inline,
 builds a flat *call signature* (the block, then per parameter what its cache key depends on: a
 tensor's dtype, shape, strides and base address mod 16; an unannotated scalar's type and width; a
-static value's key) and looks it up in a memo that only the full path fills; a hit checks the
+``ws.tma.TensorDescriptor``'s geometry, as a token from ``binders.descriptor_key``; a static
+value's key) and looks it up in a memo that only the full path fills; a hit checks the
 guards, picks the stream and calls ``Launcher.launch``. The function is the ``__call__`` of the
 kernel's launch objects (``kern[grid, block]``), so a hit costs one frame besides the Launcher's.
+A descriptor's ABI leaf is its 128-byte CUtensorMap, encoded at its first launch and kept in the
+descriptor, so a hit with descriptors built once costs no more than one with tensors.
 
 Why a hit is exactly what the full path would launch: the cache key is a pure function of the call
 signature, so a hit names the specialization the full path would pick (its guards are checked on
@@ -31,7 +34,8 @@ import textwrap
 
 from ..lang.scalars import Scalar
 from ..lang.tensor import Tensor, TensorSpec
-from .binders import _F32_MAX, _INF, _range_of
+from ..runtime.tensormap import TensorDescriptor, TensorMapArg
+from .binders import _F32_MAX, _INF, _range_of, descriptor_key
 from .binding_time import _StaticAnnotation
 from .static_key import UnkeyableError, static_key
 
@@ -96,6 +100,12 @@ _AUTO = '''\
         h{i} = {v}.shape
         g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
         c{i} = None
+    elif t{i} is _Descriptor:
+        a{i} = {v}.tensor_arg
+        if a{i}.kind != "torch" or a{i}.device != "cuda" or a{i}.device_index:
+            {miss}
+        g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
+        c{i} = False
     else:
         {miss}
 '''
@@ -140,7 +150,7 @@ def kind_of(annotation, self_rule: bool):
         return ("scalar", *_range_of(annotation.ir_type), annotation.ir_type.is_float)
     if annotation is Tensor or isinstance(annotation, TensorSpec):
         return "tensor"
-    if annotation is None:
+    if annotation is None or annotation is TensorDescriptor:   # the full path reads both alike
         return "auto"
     return None
 
@@ -177,7 +187,9 @@ def call_source(kinds, name: str = "kernel") -> str:
             reads.append(_AUTO.format(v=v, i=i, miss="{miss}"))
             sig.append(f"g{i}")
             xs.append(f"x{i}")
-            auto_leaves.append(f"    if c{i} is None:\n        c{i} = (p{i}, *x{i})\n")
+            auto_leaves.append(f"    if c{i} is None:\n        c{i} = (p{i}, *x{i})\n"  # tensor
+                               f"    elif c{i} is False:\n"                           # descriptor
+                               f"        c{i} = ({v}._encoded or {v}.encode(),)\n")
             leaves.append(f"*c{i}")
         else:
             types = ("int", "float", "bool") if kind[3] else ("int", "bool")
@@ -220,7 +232,8 @@ def make_call(kinds, name: str, namespace: dict):
         return None
     source = call_source(kinds, name)
     ns = namespace
-    ns.update(_static_key=static_key, _Unkeyable=UnkeyableError, _F32_MAX=_F32_MAX, _INF=_INF)
+    ns.update(_static_key=static_key, _Unkeyable=UnkeyableError, _F32_MAX=_F32_MAX, _INF=_INF,
+              _Descriptor=TensorDescriptor, _descriptor_key=descriptor_key)
     for i, kind in enumerate(kinds):
         if isinstance(kind, tuple):
             ns[f"_lo{i}"], ns[f"_hi{i}"] = kind[1:3]
@@ -308,12 +321,15 @@ class FastCall:
         from ..runtime.tensors import TensorArg
         tensor_type = self.torch.Tensor if self.torch is not None else _NoTensor
         entry = (ck._cuda[2], ck.guards, ck.dynamic_smem,
-                 any(type(a) is tensor_type for a in args),
+                 any(type(a) is tensor_type or type(a) is TensorDescriptor   # read inline: torch
+                     for a in args),
                  *tensor_tails(self.kinds, args, tensor_type))
-        tensors = [x for x in leaves if type(x) is TensorArg]
+        tensors = [x if type(x) is TensorArg else x.tensor_arg for x in leaves
+                   if type(x) is TensorArg or type(x) is TensorMapArg]
         stream = current_stream(tensors) if launch.stream is None else stream_handle(launch.stream)
         full = (sig, max(ck.dynamic_smem, launch.smem), stream,
-                tuple(x.data_ptr if type(x) is TensorArg else x for x in leaves))
+                tuple(x.data_ptr if type(x) is TensorArg else
+                      x.desc.encode() if type(x) is TensorMapArg else x for x in leaves))
         if self.call.values(launch, entry, *args) == full:
             if len(self.memo) >= 1024:
                 self.memo.clear()

@@ -1,4 +1,5 @@
-"""Merging variables after dynamic control flow (DESIGN §2, "Merging after dynamic control flow").
+"""Merging variables after dynamic control flow (docs/control-flow.md, "Merging after dynamic
+control flow").
 
 Each path out of a region (the two branches of an ``if``; the value before a loop and after one
 iteration of it) gives every variable a Python value. ``plan`` compares them and returns a *merge

@@ -195,7 +195,8 @@ def _build(fn):
                                "bug unless the source file changed since import.") from None
     factory_code = _const_code(compiled, "__ws_factory__")
     inner = _const_code(factory_code, top_name)
-    inner = inner.replace(co_name=code.co_name)
+    inner = _rename_regions(inner.replace(co_name=code.co_name), code.co_name,
+                            getattr(code, "co_qualname", code.co_name))
     if sys.version_info >= (3, 11):
         inner = inner.replace(co_qualname=code.co_qualname)
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
@@ -210,6 +211,38 @@ def _build(fn):
     new.__ws_rewritten__ = True
     register_user_code(new.__code__)
     return new
+
+
+_REGION_PREFIXES = ("__ws_then_", "__ws_else_", "__ws_body_", "__ws_test_", "__ws_get_",
+                    "__ws_set_")
+_REGION_CODE: set = set()
+
+
+def is_region_code(code) -> bool:
+    """Whether ``code`` is a region function made by the rewrite (an ``if``/loop body)."""
+    return code in _REGION_CODE
+
+
+def _rename_regions(code, owner: str, owner_qualname: str):
+    """``code`` with its nested region functions (``__ws_then_3``...) named like the function
+    that holds them, so a traceback through a kernel's ``if`` shows the kernel's name."""
+    consts = []
+    changed = False
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            region = c.co_name.startswith(_REGION_PREFIXES)
+            name = owner if region else c.co_name
+            qual = owner_qualname if region else getattr(c, "co_qualname", c.co_name)
+            new = _rename_regions(c, name, qual)
+            if region:
+                new = new.replace(co_name=owner)
+                if sys.version_info >= (3, 11):
+                    new = new.replace(co_qualname=owner_qualname)
+                _REGION_CODE.add(new)
+            changed |= new is not c
+            c = new
+        consts.append(c)
+    return code.replace(co_consts=tuple(consts)) if changed else code
 
 
 def _const_code(code, name: str):

@@ -1,4 +1,4 @@
-"""Stable cache keys for static values (DESIGN §2, rule 7).
+"""Stable cache keys for static values (binding-time rule 7, docs/binding-time.md "Static keys").
 
 A key never contains ``id()``: it must be the same in a new process, so the disk cache can reuse
 a cubin. In order: ``__static_key__()``; plain data (None, bool, int, float, str, bytes, tuples,

@@ -14,7 +14,7 @@ What is split, in this order:
 - anything else: static, kept whole in the skeleton.
 
 The same split serves region results, loop-carried values, device-function arguments and
-returns, the cache key and the launch ABI (DESIGN §2).
+returns, the cache key and the launch ABI (docs/binding-time.md, "The value protocol").
 """
 from __future__ import annotations
 

@@ -13,9 +13,22 @@ functions and is carried through dynamic ``if``/``for``/``while`` like any scala
 
 Indices are static ints (registers cannot be indexed dynamically). ``frag[i] = x`` replaces one
 element in place; the functional forms (``with_element``, arithmetic) return new fragments.
+
+In-flight fragments. ``ws.wgmma.mma`` returns a fragment marked *in flight* (``in_flight``: the
+wgmma's ``file:line``): its registers are undefined until ``ws.wgmma.wait_group`` completes the
+group, so reading an element, iterating, slicing, arithmetic, ``to``/``map``/``with_element`` and
+``frag[i] = x`` raise ``ws.OperandError`` at the user's line. Only ``len``, passing it to another
+``wgmma.mma`` (as the accumulator), to ``wgmma.fence`` (which keeps the mark) and to
+``wgmma.wait_group`` (which returns unmarked fragments) are allowed. The mark is a trace-time,
+straight-line check: a fragment rebuilt by the value protocol (carried through a dynamic
+loop or ``if``, or passed into a ``@ws.jit`` function) is unmarked, so code that carries an
+in-flight accumulator across a loop iteration traces; the simulator then checks the wait
+itself (docs/wgmma.md, "Checks").
 """
 from __future__ import annotations
 
+from ..errors import OperandError
+from ..frontend.source import format_location, user_location
 from .operands import operand_error, static_int
 from .scalars import DTYPES, Scalar, as_dynamic
 
@@ -39,10 +52,11 @@ class Fragment:
     index and for length mismatches.
     """
 
-    __slots__ = ("dtype", "_values")
+    __slots__ = ("dtype", "_values", "in_flight")
 
-    def __init__(self, dtype, values):
+    def __init__(self, dtype, values, in_flight=None):
         self.dtype = _dtype_of(dtype, "ws.mma.Fragment's dtype")
+        self.in_flight = in_flight
         self._values = [as_dynamic(v, self.dtype) if not (isinstance(v, Scalar) and type(v) is self.dtype)
                         else v for v in values]
 
@@ -59,7 +73,21 @@ class Fragment:
         return len(self._values)
 
     def __iter__(self):
+        self._check_ready("iterating over")
         return iter(list(self._values))
+
+    def _check_ready(self, how: str) -> None:
+        """Raise OperandError if this fragment holds the results of a wgmma not yet waited for."""
+        if self.in_flight is not None:
+            loc = user_location()
+            at = format_location(loc)
+            raise OperandError(
+                f"the accumulators of the wgmma at {self.in_flight} are read ({how} them) before "
+                "ws.wgmma.wait_group; their registers are undefined until the wgmma-group "
+                "completes.\n" + (at + "\n" if at else "")
+                + "Fix: ws.wgmma.commit_group(), then acc = ws.wgmma.wait_group(0, acc) and use "
+                "the fragment wait_group returns (only passing it to ws.wgmma.mma, fence or "
+                "wait_group is allowed before that).", where=str(loc) if loc else None)
 
     def _index(self, i) -> int:
         n = len(self._values)
@@ -67,32 +95,39 @@ class Fragment:
                           "registers cannot be indexed dynamically; unroll with ws.static_range")
 
     def __getitem__(self, i):
+        self._check_ready("indexing")
         if isinstance(i, slice):
             return Fragment(self.dtype, self._values[i])
         return self._values[self._index(i)]
 
     def __setitem__(self, i, value) -> None:
+        self._check_ready("assigning an element of")
         self._values[self._index(i)] = as_dynamic(value, self.dtype)
 
     def with_element(self, i, value) -> "Fragment":
         """A copy with element ``i`` (static) replaced by ``value``."""
+        self._check_ready("with_element on")
         vals = list(self._values)
         vals[self._index(i)] = value
         return Fragment(self.dtype, vals)
 
     def to(self, dtype) -> "Fragment":
         """Each element converted to ``dtype`` (``arith.cast``; floats round to nearest even)."""
+        self._check_ready("converting")
         dtype = _dtype_of(dtype, "Fragment.to's dtype")
         return Fragment(dtype, [dtype(v) for v in self._values])
 
     def map(self, fn) -> "Fragment":
         """``Fragment(dtype, [fn(x) for x in self])`` with the dtype of ``fn``'s first result."""
+        self._check_ready("mapping over")
         out = [fn(v) for v in self._values]
         dtype = type(out[0]) if out and isinstance(out[0], Scalar) else self.dtype
         return Fragment(dtype, out)
 
     def _zip(self, other, fn, what):
+        self._check_ready(f"computing {what} with")
         if isinstance(other, Fragment):
+            other._check_ready(f"computing {what} with")
             if len(other) != len(self):
                 raise operand_error(f"fragment {what}", f"lengths {len(self)} and {len(other)}",
                                     "fragments of equal length", "combine fragments of one shape")
@@ -111,10 +146,13 @@ class Fragment:
         return list(self._values)
 
     def __new_from_values__(self, values):
-        return Fragment(self.dtype, values)
+        return Fragment(self.dtype, values)       # rebuilt fragments are not in flight
 
     def __static_key__(self):
         return ("Fragment", self.dtype.ir_type.name, len(self._values))
 
     def __repr__(self) -> str:
+        if self.in_flight is not None:
+            return (f"<Fragment {DTYPES[self.dtype.ir_type].__name__}[{len(self._values)}] in "
+                    f"flight (wgmma at {self.in_flight})>")
         return f"<Fragment {DTYPES[self.dtype.ir_type].__name__}[{len(self._values)}]>"

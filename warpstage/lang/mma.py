@@ -169,7 +169,8 @@ def mma_sync(a: Fragment, b: Fragment, c: Fragment, shape: str = None) -> Fragme
     what = "ws.mma.mma_sync()"
     for name, f in (("a", a), ("b", b), ("c", c)):
         if not isinstance(f, Fragment):
-            raise operand_error(f"{what}'s {name}", type(f).__name__, "a ws.mma.Fragment",
+            raise operand_error(f"{what}'s {name.upper()} fragment", type(f).__name__,
+                                "a ws.mma.Fragment",
                                 "build fragments with ldmatrix, load_fragment or Fragment(...)")
     ab = _AB.get(a.dtype.ir_type)
     acc = _ACC.get(c.dtype.ir_type)
@@ -197,7 +198,8 @@ def mma_sync(a: Fragment, b: Fragment, c: Fragment, shape: str = None) -> Fragme
     sizes = FRAGMENT_SIZES[shape, ab]
     for name, f, n in zip("abc", (a, b, c), sizes):
         if len(f) != n:
-            raise operand_error(f"{what}'s {name} fragment for {shape}.{ab}", f"{len(f)} elements",
+            raise operand_error(f"{what}'s {name.upper()} fragment for {shape}.{ab}",
+                                f"{len(f)} elements",
                                 f"{n} elements", f"the {shape} {name.upper()} fragment has {n} "
                                 "elements per lane (ws.mma.fragment_sizes)")
     operands = [v.value for f in (a, b, c) for v in f]

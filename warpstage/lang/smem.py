@@ -329,16 +329,43 @@ class SmemArray:
         n, offset, align = self._locate(index)
         if n < self.ndim:
             if self.swizzle and align < swizzle_align(self.swizzle):
-                raise operand_error(
-                    f"sub-view {self.shape[n:]} of a {self.swizzle}-byte swizzled shared array",
-                    f"an index at a {align}-byte aligned offset",
-                    f"sub-views starting at multiples of {swizzle_align(self.swizzle)} bytes "
-                    "(the swizzle's period: 8 rows of the span)",
-                    "index every dimension (a[i, j]), or take sub-views of whole swizzled tiles "
-                    "(e.g. one stage of a [stages, rows, cols] array)")
+                raise self._subview_error(n, align)
             return SmemArray(self._at(offset), self.shape[n:], self.strides[n:], self.swizzle,
                              align)
         return self.ptr[self._element(offset)]
+
+    def _subview_error(self, n: int, align: int):
+        """The error for a sub-view (the trailing dims ``shape[n:]``) that does not start on a
+        swizzle period: its size names the fix when it is not a whole number of periods."""
+        period = swizzle_align(self.swizzle)
+        esize = self.ptr.value.type.pointee.nbytes
+        sub = self.shape[n:]
+        nbytes = esize * _product(sub)
+        what = f"sub-view {sub} of a {self.swizzle}-byte swizzled shared array {self.shape}"
+        expected = (f"sub-views starting at multiples of {period} bytes (the swizzle's period: "
+                    f"8 rows of {self.swizzle} bytes)")
+        if nbytes % period == 0 or len(sub) < 2:          # aligned stages, or a row view
+            return operand_error(what, f"an index at a {align}-byte aligned offset", expected,
+                                 "index every dimension (a[i, j]), or take sub-views of whole "
+                                 "swizzled tiles (e.g. one stage of a [stages, rows, cols] array)")
+        inner = esize * _product(sub[1:]) if len(sub) > 1 else nbytes
+        rows = -(-period // inner) if inner < period and period % inner == 0 else None
+        shapes = []
+        if rows is not None and len(sub) > 1:
+            whole = -(-sub[0] // rows) * rows
+            shapes.append(f"{self.shape[:n] + (whole,) + sub[1:]}")
+        smaller = [z for z in (64, 32) if z < self.swizzle and nbytes % swizzle_align(z) == 0
+                   and esize * sub[-1] <= z]
+        alt = (f"; or swizzle={smaller[0]} (period {swizzle_align(smaller[0])} bytes) if the rows "
+               f"fit its {smaller[0]}-byte span" if smaller else "")
+        return operand_error(
+            what, f"stages of {nbytes} bytes",
+            f"each stage (the trailing dims {sub}) to be a whole number of swizzle periods "
+            f"({period} bytes for a {self.swizzle}-byte swizzle), so that every stage starts "
+            "where the swizzle pattern restarts",
+            f"make each stage a multiple of {period} bytes"
+            + (f" ({rows} rows of {inner} bytes), e.g. shape {shapes[0]}" if shapes else "")
+            + f"{alt}; or use swizzle=0")
 
     def __setitem__(self, index, value):
         n, offset, _ = self._locate(index)

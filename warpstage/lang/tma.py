@@ -133,9 +133,26 @@ def _descriptor(desc, what: str) -> TmaDescriptor:
         raise operand_error(what, desc, "the kernel's TensorDescriptor parameter",
                             "pass the descriptor to the kernel as an argument; one read from a "
                             "global or a static object has no tensor map on the GPU")
-    raise operand_error(what, type(desc).__name__, "a TMA descriptor (a ws.tma.TensorDescriptor "
-                        "kernel argument)", "build ws.tma.TensorDescriptor(tensor, box) on the "
-                        "host and pass it to the kernel")
+    raise operand_error(what, describe_operand(desc), "a ws.tma.TensorDescriptor (passed as a "
+                        "kernel argument)", "build the descriptor on the host, "
+                        "ws.tma.TensorDescriptor(x, box=(rows, cols)), and pass it instead of "
+                        "the tensor; the kernel copies box-shaped tiles of x through it")
+
+
+def describe_operand(value) -> str:
+    """A few words naming what a kernel got instead of a TMA descriptor."""
+    from .pointer import Pointer
+    from .tensor import Tensor
+    if isinstance(value, Tensor):
+        return (f"a tensor (ws.Tensor of {value.ptr.dtype.__name__}, {len(value.shape)}-d: a "
+                "plain array argument)")
+    if isinstance(value, Pointer):
+        return f"a {value.space} pointer to {value.dtype.__name__}"
+    if isinstance(value, Scalar):
+        return f"a dynamic {type(value).__name__}"
+    if isinstance(value, type):
+        return f"the class {value.__module__}.{value.__qualname__} (not an instance)"
+    return f"a {type(value).__name__} ({value!r:.40})"
 
 
 def _tile(desc: TmaDescriptor, arr, what: str) -> SmemArray:
@@ -148,8 +165,12 @@ def _tile(desc: TmaDescriptor, arr, what: str) -> SmemArray:
     spec = (f"ws.smem.Array({desc.dtype.__name__}, {desc.smem_shape}, "
             f"swizzle={desc.swizzle})")
     if arr.ptr.value.type.pointee != desc.ir_dtype:
+        view = {"bf16": "ml_dtypes.bfloat16", "f16": "numpy.float16"}.get(arr.dtype.ir_type.name)
+        bits = (f" (float data held as 16-bit integers in numpy: describe x.view({view}) "
+                "instead)") if view and desc.ir_dtype.name in ("u16", "i16") else ""
         raise operand_error(f"{what}'s dtype", arr.dtype.__name__,
-                            f"the descriptor's {desc.dtype.__name__}", f"declare it as {spec}")
+                            f"the descriptor's {desc.dtype.__name__}", f"declare it as {spec}"
+                            + bits)
     if arr.nbytes != desc.smem_bytes:
         raise operand_error(f"{what}'s size", f"{arr.nbytes} bytes (shape {arr.shape})",
                             f"{desc.smem_bytes} bytes, one box {desc.smem_shape} of "
@@ -256,7 +277,7 @@ def prefetch_descriptor(desc) -> None:
     """Bring ``desc``'s 128-byte tensor map into the cache ahead of its first copy: PTX
     ``prefetch.tensormap [desc]`` (a hint; the simulator does nothing)."""
     what = "ws.tma.prefetch_descriptor()"
-    d = _descriptor(desc, what)
+    d = _descriptor(desc, f"{what}'s descriptor")
     builder(what).op("tma.prefetch_descriptor", (d.map.value,))
 
 

@@ -43,12 +43,13 @@ _PASS = ("f32", "f16", "bf16", "i32", "u32")
 
 
 # -- fence / commit / wait ----------------------------------------------------------------------
-def _pass_values(what: str, items) -> tuple:
-    """Flatten Fragments and scalars into IR values; returns (values, rebuild)."""
+def _pass_values(what: str, items, keep_flight: bool) -> tuple:
+    """Flatten Fragments and scalars into IR values; returns (values, rebuild). The rebuilt
+    fragments keep their in-flight mark if ``keep_flight`` (fence), else lose it (wait_group)."""
     values, shapes = [], []
     for x in items:
         if isinstance(x, Fragment):
-            vals = list(x)
+            vals = list(x._values)        # in-flight fragments may be passed (not read)
         elif isinstance(x, Scalar):
             vals = [x]
         else:
@@ -68,7 +69,8 @@ def _pass_values(what: str, items) -> tuple:
             part = results[k:k + count]
             k += count
             if isinstance(x, Fragment):
-                out.append(Fragment(x.dtype, [type(v)._wrap(r) for v, r in zip(x, part)]))
+                out.append(Fragment(x.dtype, [type(v)._wrap(r) for v, r in zip(x._values, part)],
+                                    x.in_flight if keep_flight else None))
             else:
                 out.append(type(x)._wrap(part[0], x.origin))
         return None if not out else out[0] if len(out) == 1 else tuple(out)
@@ -76,7 +78,7 @@ def _pass_values(what: str, items) -> tuple:
 
 
 def _tied_op(name: str, what: str, items, attrs=None):
-    values, rebuild = _pass_values(what, items)
+    values, rebuild = _pass_values(what, items, name == "wgmma.fence")
     op = builder(what).op(name, values, [v.type for v in values], attrs or {})
     return rebuild(op.results)
 
@@ -100,7 +102,9 @@ def wait_group(n: int = 0, *fragments):
     """``wgmma.wait_group.sync.aligned n``: wait until at most ``n`` (static, 0..7) of this
     warpgroup's wgmma-groups are pending. Pass the accumulators those groups write and use the
     returned ones: reading an accumulator before its group completes is undefined, and the
-    returned values cannot be read earlier. Returns None, one fragment or a tuple."""
+    returned values cannot be read earlier. The fragments ``mma`` returns are *in flight* until
+    passed through here: reading them earlier raises OperandError (``Fragment``'s docstring).
+    Returns None, one fragment or a tuple."""
     what = "ws.wgmma.wait_group()"
     n = static_int(n, f"{what}'s group count", range(8), "a static int in [0, 8)",
                    "pass the number of wgmma-groups allowed to stay in flight, e.g. 0 or 1")
@@ -331,7 +335,9 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
     slice). ``acc``: the N/2-register accumulator fragment (f32 or f16, ``accumulator_coords``
     layout), or None with ``scale_d=False`` and ``n=``. ``scale_d``: static bool or dynamic
     Boolean (False: D = A*B). ``scale_a``/``scale_b``: +1 or -1. Returns the new accumulator
-    fragment. Raises OperandError for shapes, dtypes or layouts wgmma does not take."""
+    fragment, *in flight*: only ``mma``, ``fence`` and ``wait_group`` take it; read the one
+    ``wait_group`` returns (anything else raises OperandError). Raises OperandError for
+    shapes, dtypes or layouts wgmma does not take."""
     what = "ws.wgmma.mma()"
     if acc is not None and not isinstance(acc, Fragment):
         raise operand_error(f"{what}'s acc", type(acc).__name__, "a Fragment (ws.wgmma.zeros(n))",
@@ -390,9 +396,11 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
         raise operand_error(f"{what}'s scale_d", scale_d, "a bool or a dynamic Boolean",
                             "pass True to accumulate, False to overwrite")
     if acc is not None:
-        operands.extend(v.value for v in acc)
+        operands.extend(v.value for v in acc._values)    # an in-flight acc may chain
     op = builder(what).op("wgmma.mma_async", operands, [d_dtype.ir_type] * (n // 2), attrs)
-    return Fragment(d_dtype, [d_dtype._wrap(r) for r in op.results])
+    loc = user_location()
+    return Fragment(d_dtype, [d_dtype._wrap(r) for r in op.results],
+                    in_flight=str(loc) if loc else "ws.wgmma.mma()")
 
 
 # -- fragment layouts ---------------------------------------------------------------------------

@@ -5,8 +5,9 @@ torch's ``scaled_dot_product_attention``.
 
 The tensors may be torch tensors (CUDA tensors run on the GPU; CPU tensors, or any tensor when
 the target is 'sim', run in the CPU simulator; the launch layer picks) or numpy arrays
-(simulator). Only this module's host code looks at them; the kernel sees them through warpstage's
-tensor arguments, strides included, so non-contiguous views need no copy.
+(simulator; bf16 as ``ml_dtypes.bfloat16`` arrays). Only this module's host code looks at them;
+the kernel sees them through warpstage's tensor arguments, strides included, so non-contiguous
+views need no copy.
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ import functools
 import math
 
 from ..errors import ArgumentError
-from ..runtime.tensors import as_tensor_arg
+from ..runtime.target import default_target
+from ..runtime.tensormap import TensorDescriptor
+from ..runtime.tensors import TensorArg, as_tensor_arg
 from .attention_kernel import FlashAttention, flash_attention_kernel
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 
-__all__ = ["flash_attention", "launch", "launch_wgmma", "policy_for", "wgmma_policy_for",
-           "tma_compatible", "reference"]
+__all__ = ["flash_attention", "launch", "launch_wgmma", "descriptor", "policy_for",
+           "wgmma_policy_for", "tma_compatible", "reference"]
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
 WGMMA_MIN_WORK = 1 << 34
 """``mma='auto'`` picks the wgmma kernel from B * H * S_q * S_k * D >= this on. Measured on the
@@ -43,20 +46,56 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
     flash_attention_kernel[grid, fa.threads](fa, q, k, v, o)
 
 
-def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o) -> None:
-    """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: builds
+def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None) -> None:
+    """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
     the three TMA descriptors (4-D, 128-byte swizzle; ``tma_compatible`` must hold for q, k, v)
-    and launches ``fa.grid(B, H, S_q)`` x 384 threads."""
-    from ..runtime.tensormap import TensorDescriptor
+    from ``descriptor`` and launches ``fa.grid(B, H, S_q)`` x 384 threads. ``tensor_args``: q's,
+    k's and v's TensorArgs when the caller has them."""
     batch, heads, seq_q, _ = q.shape
     grid = fa.grid(batch, heads, seq_q)
     if grid[1] > 65535:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
+    tq, tk, tv = tensor_args or (_describe("q", q), _describe("k", k), _describe("v", v))
     q_box, kv_box = fa.descriptor_boxes()
     flash_attention_wgmma_kernel[grid, fa.threads](
-        fa, TensorDescriptor(q, q_box, swizzle=128), TensorDescriptor(k, kv_box, swizzle=128),
-        TensorDescriptor(v, kv_box, swizzle=128), o, k.shape[2])
+        fa, descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box), o,
+        k.shape[2])
+
+
+_DESCRIPTORS: dict = {}
+"""(address, shape, strides, dtype, kind, device index, box, swizzle) -> a TensorDescriptor that
+holds no tensor: ``descriptor``'s reuse for CUDA tensors on the cuda target."""
+_MAX_DESCRIPTORS = 64
+
+
+def descriptor(x, ta, box, swizzle: int = 128):
+    """A TMA descriptor of the tensor ``x`` (its TensorArg ``ta``) for ``box`` and ``swizzle``.
+
+    Building one costs ~10 us of validation plus a ``cuTensorMapEncodeTiled`` call, three times
+    per attention call, so for a CUDA tensor on the cuda target it is kept (up to
+    ``_MAX_DESCRIPTORS``, then the table starts again) and returned again for a tensor with the
+    same key. Why an equal key is the same descriptor even for another tensor (one freed and another
+    allocated at its address, or another view of the same memory): the 128-byte map encodes the
+    address, sizes, byte strides, data type, box, swizzle (and the fill, L2 promotion and
+    element strides, fixed here) and nothing else, and the launch reads from the descriptor
+    only those, the tensor's kind and device (for the stream); all of them are in the key. The
+    kept descriptor holds no reference to its tensor (a cache must not keep GPU memory alive);
+    the caller's tensor keeps the memory alive for the launch, as with a tensor argument.
+    The simulator reads the tensor object itself, so elsewhere a new descriptor is built."""
+    if ta.device != "cuda" or default_target() != "cuda":
+        return TensorDescriptor(x, box, swizzle=swizzle)
+    key = (ta.data_ptr, ta.shape, ta.strides, ta.dtype, ta.kind, ta.device_index, box, swizzle)
+    d = _DESCRIPTORS.get(key)
+    if d is None:
+        d = TensorDescriptor(x, box, swizzle=swizzle)
+        d.tensor = None                     # hold no tensor (see above); the launch needs none
+        d.tensor_arg = TensorArg(ta.data_ptr, ta.shape, ta.strides, ta.dtype, ta.device,
+                                 ta.device_index, None, ta.kind)
+        if len(_DESCRIPTORS) >= _MAX_DESCRIPTORS:
+            _DESCRIPTORS.clear()            # at worst three encodings again; safe across threads
+        _DESCRIPTORS[key] = d
+    return d
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,7 +151,7 @@ def _wgmma_device(ta) -> bool:
     """Whether the launch runs on a GPU with wgmma (sm_90): CUDA tensors, the cuda target."""
     if ta.device != "cuda":
         return False
-    from ..runtime.target import default_target, device_properties
+    from ..runtime.target import device_properties
     return default_target() == "cuda" and device_properties(ta.device_index or 0).cc_major == 9
 
 
@@ -145,7 +184,8 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
         raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
                             f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
-                            ".to(torch.bfloat16) (or float16) each of them")
+                            "x.to(torch.bfloat16) / x.astype(ml_dtypes.bfloat16) (or float16) "
+                            "each of them")
     batch, heads, seq_q, head_dim = tq.shape
     if head_dim not in (64, 128):
         raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; this kernel takes "
@@ -181,7 +221,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
                           and _wgmma_device(tq)):
         fa = wgmma_policy_for(head_dim, dtype, bool(causal), scale, tile_n=tile_n or 128,
                               num_stages=num_stages or 2)
-        launch_wgmma(fa, q, k, v, o)
+        launch_wgmma(fa, q, k, v, o, (tq, tk, tv))
         return o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"
     fa = policy_for(head_dim, dtype, bool(causal), scale, copy, tile_n=tile_n or 128,
@@ -201,7 +241,8 @@ def _empty_like(x, shape):
 
 def reference(q, k, v, causal: bool = False, scale=None):
     """Attention in float64 numpy (for tests and the demo): q (B, H, S_q, D), k and v
-    (B, H, S_k, D) as numpy arrays (any float dtype); returns (B, H, S_q, D) float64."""
+    (B, H, S_k, D) as numpy arrays (any float dtype, ``ml_dtypes.bfloat16`` included); returns
+    (B, H, S_q, D) float64."""
     import numpy as np
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale

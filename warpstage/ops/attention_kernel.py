@@ -1,4 +1,4 @@
-"""FlashAttention forward on tensor cores (``mma.sync``), warp-specialized: DESIGN §1 made real,
+"""FlashAttention forward on tensor cores (``mma.sync``), warp-specialized: the program warpstage was designed around,
 FlashAttention-2's consumer arithmetic (Dao, "FlashAttention-2", 2023, §3.1 and Algorithm 1).
 
     O[b, h, i, :] = softmax(scale * Q[b, h, i, :] @ K[b, h, :, :]^T) @ V[b, h, :, :]
@@ -49,22 +49,18 @@ The shared-memory ring is the only inter-warp communication; the pipeline's mbar
 """
 from __future__ import annotations
 
-import math
-
 import warpstage as ws
 
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float32
+from .attention_common import LOG2E, AttentionPolicy
 
 __all__ = ["FlashAttention", "flash_attention_kernel", "attention_body", "LOG2E", "PAD"]
 
-LOG2E = 1.4426950408889634
 PAD = 8                       # elements of padding per shared K/V row (conflict-free ldmatrix)
-_DTYPES = (Float16, BFloat16)
-_NEG_INF = -math.inf
 
 
-class FlashAttention:
+class FlashAttention(AttentionPolicy):
     """The static policy of the kernel: configuration plus the per-role device code (``load``,
     ``mma``). A plain object, so it is static by rule 7 whatever the parameter is called; its
     ``__static_key__`` is the configuration, so two equal configurations share one compiled
@@ -86,49 +82,28 @@ class FlashAttention:
     ValueError for a configuration the kernel cannot run (the message names the field)."""
 
     producer_warps = 4          # one warpgroup: setmaxnreg works per warpgroup
+    policy_name = "FlashAttention"
+    key_fields = ("tile_m", "tile_n", "num_stages", "copy", "producer_regs", "mma_regs")
+    repr_fields = ("tile_m", "tile_n", "num_stages", "copy")
+    consumer_rows = 16          # a consumer warp's query rows
 
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_m=128, tile_n=128, num_stages=3, copy="cp.async", producer_regs=40,
                  mma_regs=232):
-        if head_dim not in (64, 128):
-            raise ValueError(f"FlashAttention: head_dim must be 64 or 128, got {head_dim!r}")
-        if dtype not in _DTYPES:
-            raise ValueError(f"FlashAttention: dtype must be ws.Float16 or ws.BFloat16, got "
-                             f"{dtype!r}")
+        self.check_operands(head_dim, dtype)
         if tile_m not in (64, 128) or isinstance(tile_m, bool):
             raise ValueError(f"FlashAttention: tile_m must be 64 or 128 (query rows per CTA: "
                              f"4 or 8 consumer warps of 16 rows, one or two warpgroups), got "
                              f"{tile_m!r}. Fix: tile_m=128")
-        if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
-                or tile_n % 16):
-            raise ValueError(f"FlashAttention: tile_n (keys per stage) must be a multiple of 16 "
-                             f"in [16, 256], got {tile_n!r}. Fix: tile_n=64 or 128")
-        if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
-            raise ValueError(f"FlashAttention: num_stages must be an int in [1, 8], got "
-                             f"{num_stages!r}")
+        self.check_stages(tile_n, num_stages, "tile_n=64 or 128")
         if copy not in ("cp.async", "ld/st"):
             raise ValueError(f"FlashAttention: copy must be 'cp.async' or 'ld/st', got {copy!r}")
         consumer_threads = 2 * tile_m
-        need = producer_regs * 128 + mma_regs * consumer_threads
-        if need > 65536:
-            raise ValueError(f"FlashAttention: the register split needs {producer_regs} x 128 + "
-                             f"{mma_regs} x {consumer_threads} = {need} registers, more than the "
-                             "SM's 65536. Fix: lower mma_regs or producer_regs")
-        self.head_dim = head_dim
-        self.dtype = dtype
-        self.causal = bool(causal)
-        self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
-                                   else softmax_scale)
-        self.scale_log2 = self.softmax_scale * LOG2E
-        # p = 2^(s c - m c) with m = max(s) holds for c > 0; for c <= 0 the scores are scaled
-        # first (max(s c) is not max(s) c) and the softmax runs with c = 1
-        self.exp2_scale = self.scale_log2 if self.scale_log2 > 0 else 1.0
+        self.check_register_split(producer_regs, mma_regs, consumer_threads)
+        self.set_fields(head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
+                        producer_regs, mma_regs)
         self.tile_m = tile_m
-        self.tile_n = tile_n
-        self.num_stages = num_stages
         self.copy = copy
-        self.producer_regs = producer_regs
-        self.mma_regs = mma_regs
         self.rows_per_pass = 128 * 8 // head_dim     # K/V rows the 128 producer threads copy at once
         self.consumer_warps = tile_m // 16
         self.consumer_threads = consumer_threads
@@ -138,49 +113,16 @@ class FlashAttention:
         fields = dict(k=ws.smem.Array[dtype, stage, 128], v=ws.smem.Array[dtype, stage, 128],
                       barriers=ws.pipeline.BarrierStorage[num_stages])
         self.SharedStorage = ws.smem.make_storage("FlashAttentionStorage", **fields)
-        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise ValueError(f"FlashAttention: {num_stages} stages of K and V ({tile_n} x "
-                             f"{head_dim + PAD} elements each) need {self.smem_bytes} bytes of "
-                             f"shared memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} a CTA may "
-                             "use. Fix: lower num_stages or tile_n")
+        self.check_smem(f"{num_stages} stages of K and V ({tile_n} x {head_dim + PAD} elements "
+                        "each)")
 
-    def __static_key__(self):
-        return ("FlashAttention", self.head_dim, self.dtype.__name__, self.causal,
-                self.softmax_scale, self.tile_m, self.tile_n, self.num_stages, self.copy,
-                self.producer_regs, self.mma_regs)
+    def elements(self, frags) -> list:
+        """The accumulator elements of a list of m16n8 f32 fragments, tile after tile."""
+        return [x for f in frags for x in f]
 
-    def __repr__(self) -> str:
-        return (f"FlashAttention(head_dim={self.head_dim}, dtype=ws.{self.dtype.__name__}, "
-                f"causal={self.causal}, tile_m={self.tile_m}, tile_n={self.tile_n}, "
-                f"num_stages={self.num_stages}, copy={self.copy!r})")
-
-    @property
-    def smem_bytes(self) -> int:
-        """Dynamic shared memory one CTA needs (bytes)."""
-        return ws.smem.size_of(self.SharedStorage)
-
-    def grid(self, batch: int, heads: int, seq_q: int) -> tuple:
-        """The launch grid for (B, H, S_q): ``(ceil(S_q / tile_m), B * H)``."""
-        return (-(-seq_q // self.tile_m), batch * heads)
-
-    # -- device code shared by both roles ------------------------------------------------------
-    def coordinates(self, q):
-        """(b, h, m_block) of this CTA: dynamic Int32s from the block index. With ``causal`` the
-        row blocks run in reverse (block x = 0 takes the last rows, the most keys), so the
-        longest CTAs are scheduled first."""
-        m_block, bh, _ = ws.arch.block_idx()
-        if ws.static(self.causal):
-            m_block = ws.arch.grid_dim()[0] - 1 - m_block
-        return bh // q.shape[1], bh % q.shape[1], m_block
-
-    def kv_tiles(self, q, k, m_block):
-        """How many K/V tiles this CTA visits (dynamic, the same in every thread): all of S_k,
-        or with ``causal`` the keys up to its last valid query row."""
-        seq_k = k.shape[2]
-        if ws.static(self.causal):
-            last_row = ws.math.min((m_block + 1) * self.tile_m, q.shape[2])
-            seq_k = ws.math.min(seq_k, last_row)
-        return (seq_k + (self.tile_n - 1)) // self.tile_n
+    def fragments(self, xs) -> list:
+        """Elements back into m16n8 f32 fragments (4 each)."""
+        return [ws.mma.Fragment(Float32, xs[i:i + 4]) for i in range(0, len(xs), 4)]
 
     def check(self, q, k, v, o) -> None:
         """Trace-time checks of the tensors against the policy (OperandError with the fix)."""
@@ -208,9 +150,9 @@ class FlashAttention:
     def load(self, q, k, v, pipeline, storage):
         """Producer warpgroup: fill the K/V ring, one stage per ``tile_n`` keys; thread t copies
         16 bytes (8 columns) of every ``rows_per_pass``-th row."""
-        b, h, m_block = self.coordinates(q)
+        b, h, m_block = self.coordinates(q.shape[1])
         seq_k = k.shape[2]
-        n_tiles = self.kv_tiles(q, k, m_block)
+        n_tiles = self.kv_tiles(q.shape[2], seq_k, m_block)
         t = ws.arch.thread_idx()[0]                  # 0..127 in warpgroup 0
         chunks = self.head_dim // 8                  # 16-byte chunks per K/V row
         row0 = t // chunks
@@ -262,10 +204,10 @@ class FlashAttention:
     def mma(self, q, k, v, o, pipeline, storage):
         """Consumer warps: 16 query rows each; S = Q K^T and O += P V on the tensor cores with
         the online softmax in between, over the K/V ring."""
-        b, h, m_block = self.coordinates(q)
+        b, h, m_block = self.coordinates(q.shape[1])
         seq_q = q.shape[2]
         seq_k = k.shape[2]
-        n_tiles = self.kv_tiles(q, k, m_block)
+        n_tiles = self.kv_tiles(seq_q, seq_k, m_block)
         tid = ws.arch.thread_idx()[0] - self.producer_threads
         warp = ws.arch.make_warp_uniform(tid // 32)             # 0 .. consumer_warps-1
         lane = ws.arch.lane_idx()
@@ -273,8 +215,7 @@ class FlashAttention:
         rows = [row0 + (lane >> 2), row0 + (lane >> 2) + 8]     # this lane's two rows
         q_frags = self.load_q(q, b, h, rows, lane, seq_q)
         acc = [ws.mma.accumulator() for _ in ws.static_range(self.head_dim // 8)]
-        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
-        l_i = [Float32(0.0), Float32(0.0)]
+        m_i, l_i = self.softmax_start()
         state = pipeline.consumer_start_state()
         for tile in range(n_tiles):
             pipeline.consumer_wait(state)
@@ -283,19 +224,14 @@ class FlashAttention:
                 s = self.scores(q_frags, storage.k[state.index], lane)
                 if self.needs_mask(n0, row0, seq_k):
                     s = self.mask(s, n0, rows, lane, seq_k)
-                p, acc, m_i, l_i = self.softmax_update(s, acc, m_i, l_i)
+                p, acc, m_i, l_i = self.softmax_rescale(s, acc, m_i, l_i)
                 acc = self.add_pv(p, storage.v[state.index], acc, lane)
             pipeline.consumer_release(state)
             state = state.advance()
         for r in ws.static_range(2):
-            total = l_i[r] + ws.arch.shfl_xor_sync(l_i[r], 1)   # the quad's 4 partial sums
-            total = total + ws.arch.shfl_xor_sync(total, 2)
-            inv = 1.0 / total
+            inv = self.row_inverse(l_i[r])
             if rows[r] < seq_q:
-                for j in ws.static_range(self.head_dim // 8):
-                    col = j * 8 + (lane & 3) * 2
-                    o[b, h, rows[r], col] = acc[j][2 * r] * inv
-                    o[b, h, rows[r], col + 1] = acc[j][2 * r + 1] * inv
+                self.store_row(o, b, h, rows[r], r, lane, acc, inv)
 
     def load_q(self, q, b, h, rows, lane, seq_q):
         """The warp's 16 x D Q block as ``D / 16`` m16n8k16 A fragments (8 elements per lane:
@@ -307,21 +243,6 @@ class FlashAttention:
                                                col + (kk * 16 + (i & 1) + 8 * (i >> 2))]
                                              for i in ws.static_range(8)])
                 for kk in ws.static_range(self.head_dim // 16)]
-
-    def stage_is_live(self, n0, row0):
-        """Whether the warp computes on the stage of keys n0.. (static True without causal;
-        with causal, whether the stage's first key is at most the warp's last row)."""
-        if ws.static(self.causal):
-            return n0 <= row0 + 15
-        return True
-
-    def needs_mask(self, n0, row0, seq_k):
-        """Whether some key of the stage is masked for some row of the warp (warp-uniform):
-        the stage runs past S_k, or (causal) its last key is past the warp's first row."""
-        past_end = n0 + self.tile_n > seq_k
-        if ws.static(self.causal):
-            return past_end | (n0 + (self.tile_n - 1) > row0)
-        return past_end
 
     def scores(self, q_frags, k_stage, lane):
         """S = Q K^T for the stage (times ``scale_log2`` if that is <= 0; see ``exp2_scale``):
@@ -341,41 +262,10 @@ class FlashAttention:
             s = [f * self.scale_log2 for f in s]
         return s
 
-    @ws.jit
-    def mask(self, s, n0, rows, lane, seq_k):
-        """S with ``-inf`` where the key is past S_k or (causal) past the row: element i of n8
-        tile j is key ``n0 + 8 j + 2 (lane & 3) + (i & 1)`` of row ``rows[i >> 1]``."""
-        base = n0 + (lane & 3) * 2
-        last = [seq_k - 1 - base, seq_k - 1 - base]          # last valid key - base, per row
-        if ws.static(self.causal):
-            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
-        return [ws.mma.Fragment(Float32, [
-                    s[j][i] if j * 8 + (i & 1) <= last[i >> 1] else Float32(_NEG_INF)
-                    for i in ws.static_range(4)])
-                for j in ws.static_range(len(s))]
-
-    def softmax_update(self, s, acc, m_i, l_i):
-        """One online-softmax step in base 2 on the S fragments (rows ``g`` = elements 0, 1 and
-        ``g + 8`` = elements 2, 3 of each): returns (P as f32 fragments, O rescaled, m, l)."""
-        c = self.exp2_scale
-        m_new, alpha, neg_mc = [], [], []
-        for r in ws.static_range(2):
-            mx = _tree(ws.math.max, [f[2 * r + e] for f in s for e in ws.static_range(2)])
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
-            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first stage
-            m_new.append(m)
-            alpha.append(ws.math.exp2((m_i[r] - m) * c))
-            neg_mc.append(m * -c)
-        p = [ws.mma.Fragment(Float32, [ws.math.exp2(ws.math.fma(f[i], c, neg_mc[i >> 1]))
-                                       for i in ws.static_range(4)]) for f in s]
-        l_new = [ws.math.fma(l_i[r], alpha[r],
-                             _tree(lambda a, b: a + b,
-                                   [f[2 * r + e] for f in p for e in ws.static_range(2)]))
-                 for r in ws.static_range(2)]
-        acc = [ws.mma.Fragment(Float32, [f[i] * alpha[i >> 1] for i in ws.static_range(4)])
-               for f in acc]
-        return p, acc, m_new, l_new
+    def softmax_rescale(self, s, acc, m_i, l_i):
+        """``softmax_update`` and O rescaled by its alpha: returns (P, O, m, l)."""
+        p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+        return p, self.rescale(acc, alpha), m_i, l_i
 
     def add_pv(self, p, v_stage, acc, lane):
         """O += P V: P's n8 tiles 2 kk and 2 kk + 1, rounded to the input dtype, are the A
@@ -392,13 +282,6 @@ class FlashAttention:
                 acc[2 * dj] = ws.mma.mma_sync(a, f[0:4], acc[2 * dj])
                 acc[2 * dj + 1] = ws.mma.mma_sync(a, f[4:8], acc[2 * dj + 1])
         return acc
-
-
-def _tree(fn, xs):
-    """fn folded over xs as a balanced tree (short dependency chains)."""
-    while len(xs) > 1:
-        xs = [fn(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-    return xs[0]
 
 
 @ws.jit

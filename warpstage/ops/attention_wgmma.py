@@ -15,23 +15,19 @@ while P_{j-1} V_{j-1} is on the tensor cores. fp32 accumulation; P rounded to th
 """
 from __future__ import annotations
 
-import math
-
 import warpstage as ws
 
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float32
 from ..lang.wgmma import TileLayout
-from .attention_kernel import LOG2E, _tree
+from .attention_common import AttentionPolicy
 
 __all__ = ["FlashAttentionWgmma", "flash_attention_wgmma_kernel", "BOX_COLS"]
 
 BOX_COLS = 64                  # columns per TMA box: 128 bytes of a 16-bit dtype = the swizzle span
-_DTYPES = (Float16, BFloat16)
-_NEG_INF = -math.inf
 
 
-class FlashAttentionWgmma:
+class FlashAttentionWgmma(AttentionPolicy):
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
     ``head_dim``: D, 64 or 128. ``dtype``: ``ws.Float16`` or ``ws.BFloat16``. ``causal``: mask
@@ -51,21 +47,15 @@ class FlashAttentionWgmma:
     threads = 384
     producer_threads = 128
     consumer_threads = 256
+    policy_name = "FlashAttentionWgmma"
+    key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap")
+    repr_fields = ("tile_n", "num_stages", "overlap")
+    consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
 
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_n=128, num_stages=2, producer_regs=24, mma_regs=240, overlap=True):
-        if head_dim not in (64, 128):
-            raise ValueError(f"FlashAttentionWgmma: head_dim must be 64 or 128, got {head_dim!r}")
-        if dtype not in _DTYPES:
-            raise ValueError(f"FlashAttentionWgmma: dtype must be ws.Float16 or ws.BFloat16, got "
-                             f"{dtype!r}")
-        if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
-                or tile_n % 16):
-            raise ValueError(f"FlashAttentionWgmma: tile_n (keys per stage) must be a multiple "
-                             f"of 16 in [16, 256], got {tile_n!r}. Fix: tile_n=128")
-        if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
-            raise ValueError(f"FlashAttentionWgmma: num_stages must be an int in [1, 8], got "
-                             f"{num_stages!r}")
+        self.check_operands(head_dim, dtype)
+        self.check_stages(tile_n, num_stages, "tile_n=128")
         if overlap and num_stages < 2:
             raise ValueError("FlashAttentionWgmma: overlap=True needs num_stages >= 2 (a "
                              "consumer waits for stage j before it releases stage j - 1). Fix: "
@@ -74,23 +64,9 @@ class FlashAttentionWgmma:
             if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
                 raise ValueError(f"FlashAttentionWgmma: {name} must be a multiple of 8 in "
                                  f"[24, 256], got {r!r}")
-        need = producer_regs * 128 + mma_regs * 256
-        if need > 65536:
-            raise ValueError(f"FlashAttentionWgmma: the register split needs {producer_regs} x "
-                             f"128 + {mma_regs} x 256 = {need} registers, more than the SM's "
-                             "65536. Fix: lower mma_regs or producer_regs")
-        self.head_dim = head_dim
-        self.dtype = dtype
-        self.causal = bool(causal)
-        self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
-                                   else softmax_scale)
-        self.scale_log2 = self.softmax_scale * LOG2E
-        # as in attention_kernel: for scale <= 0 the scores are scaled first and c = 1
-        self.exp2_scale = self.scale_log2 if self.scale_log2 > 0 else 1.0
-        self.tile_n = tile_n
-        self.num_stages = num_stages
-        self.producer_regs = producer_regs
-        self.mma_regs = mma_regs
+        self.check_register_split(producer_regs, mma_regs, self.consumer_threads)
+        self.set_fields(head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
+                        producer_regs, mma_regs)
         self.overlap = bool(overlap)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
@@ -104,49 +80,20 @@ class FlashAttentionWgmma:
             v=ws.smem.Array(dtype, stage, swizzle=128),
             q_bar=ws.smem.MbarrierArray[1],
             barriers=ws.pipeline.BarrierStorage[num_stages])
-        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise ValueError(f"FlashAttentionWgmma: a 128 x {head_dim} Q tile and {num_stages} "
-                             f"stages of K and V ({tile_n} x {head_dim}) need {self.smem_bytes} "
-                             f"bytes of shared memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} "
-                             "a CTA may use. Fix: lower num_stages or tile_n")
-
-    def __static_key__(self):
-        return ("FlashAttentionWgmma", self.head_dim, self.dtype.__name__, self.causal,
-                self.softmax_scale, self.tile_n, self.num_stages, self.producer_regs,
-                self.mma_regs, self.overlap)
-
-    def __repr__(self) -> str:
-        return (f"FlashAttentionWgmma(head_dim={self.head_dim}, dtype=ws.{self.dtype.__name__}, "
-                f"causal={self.causal}, tile_n={self.tile_n}, num_stages={self.num_stages}, "
-                f"overlap={self.overlap})")
-
-    @property
-    def smem_bytes(self) -> int:
-        """Dynamic shared memory one CTA needs (bytes)."""
-        return ws.smem.size_of(self.SharedStorage)
-
-    def grid(self, batch: int, heads: int, seq_q: int) -> tuple:
-        """The launch grid for (B, H, S_q): ``(ceil(S_q / 128), B * H)``."""
-        return (-(-seq_q // self.tile_m), batch * heads)
+        self.check_smem(f"a 128 x {head_dim} Q tile and {num_stages} stages of K and V "
+                        f"({tile_n} x {head_dim})")
 
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
         return (1, 1, self.tile_m, BOX_COLS), (1, 1, self.tile_n, BOX_COLS)
 
-    # -- device code shared by both roles ------------------------------------------------------
-    def coordinates(self, heads):
-        """(b, h, m_block) of this CTA (dynamic); causal CTAs run in reverse row order so the
-        longest start first."""
-        m_block, bh, _ = ws.arch.block_idx()
-        if ws.static(self.causal):
-            m_block = ws.arch.grid_dim()[0] - 1 - m_block
-        return bh // heads, bh % heads, m_block
+    def elements(self, frag) -> list:
+        """The elements of a wgmma f32 accumulator fragment (already in the shared order)."""
+        return list(frag)
 
-    def kv_tiles(self, seq_q, seq_k, m_block):
-        """K/V tiles this CTA visits: all of S_k, or (causal) the keys up to its last row."""
-        if ws.static(self.causal):
-            seq_k = ws.math.min(seq_k, ws.math.min((m_block + 1) * self.tile_m, seq_q))
-        return (seq_k + (self.tile_n - 1)) // self.tile_n
+    def fragments(self, xs):
+        """Elements back into one wgmma f32 accumulator fragment."""
+        return ws.wgmma.Fragment(Float32, xs)
 
     def check(self, q_desc, k_desc, v_desc, o) -> None:
         """Trace-time checks of the descriptors and the output against the policy."""
@@ -225,8 +172,7 @@ class FlashAttentionWgmma:
     def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, pipeline, storage):
         """Per stage: S = Q K^T (waited), softmax, O += P V (waited), release. Returns (O, l)."""
         acc = ws.wgmma.zeros(self.head_dim)
-        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
-        l_i = [Float32(0.0), Float32(0.0)]
+        m_i, l_i = self.softmax_start()
         state = pipeline.consumer_start_state()
         for tile in range(n_tiles):
             pipeline.consumer_wait(state)
@@ -251,8 +197,7 @@ class FlashAttentionWgmma:
         n_live = n_tiles
         if ws.static(self.causal):
             n_live = ws.math.min(n_tiles, (row_wg + (64 + self.tile_n - 1)) // self.tile_n)
-        m_i = [Float32(_NEG_INF), Float32(_NEG_INF)]
-        l_i = [Float32(0.0), Float32(0.0)]
+        m_i, l_i = self.softmax_start()
         prev = pipeline.consumer_start_state()
         pipeline.consumer_wait(prev)
         s = ws.wgmma.wait_group(0, self.issue_scores(dq, storage.k[prev.index], False))
@@ -286,30 +231,11 @@ class FlashAttentionWgmma:
 
     @ws.jit
     def epilogue(self, o, b, h, rows, lane, acc, l_i, seq_q):
-        """O / l (the quad's 4 partial sums of l added first), stored for rows < S_q."""
+        """O / l, stored for rows < S_q."""
         for r in ws.static_range(2):
-            total = l_i[r] + ws.arch.shfl_xor_sync(l_i[r], 1)
-            total = total + ws.arch.shfl_xor_sync(total, 2)
-            inv = 1.0 / total
+            inv = self.row_inverse(l_i[r])
             if rows[r] < seq_q:
-                for j in ws.static_range(self.head_dim // 8):
-                    col = j * 8 + (lane & 3) * 2
-                    o[b, h, rows[r], col] = acc[4 * j + 2 * r] * inv
-                    o[b, h, rows[r], col + 1] = acc[4 * j + 2 * r + 1] * inv
-
-    def stage_is_live(self, n0, row_wg):
-        """Whether the warpgroup computes on the stage of keys n0.. (causal: the first key is at
-        most the warpgroup's last row). Warpgroup-uniform, as wgmma needs."""
-        if ws.static(self.causal):
-            return n0 <= row_wg + 63
-        return True
-
-    def needs_mask(self, n0, row_wg, seq_k):
-        """Whether some key of the stage is masked for some row of the warpgroup."""
-        past_end = n0 + self.tile_n > seq_k
-        if ws.static(self.causal):
-            return past_end | (n0 + (self.tile_n - 1) > row_wg)
-        return past_end
+                self.store_row(o, b, h, rows[r], r, lane, acc, inv)
 
     def issue_scores(self, dq, k_stage, fenced: bool):
         """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
@@ -352,45 +278,6 @@ class FlashAttentionWgmma:
             acc = ws.wgmma.mma(a[kk], dv.k_step(kk), acc)
         ws.wgmma.commit_group()
         return acc
-
-    def rescale(self, acc, alpha):
-        """O with row half r (elements i with (i / 2) % 2 == r) times alpha[r]."""
-        return ws.wgmma.Fragment(Float32, [acc[i] * alpha[(i >> 1) & 1]
-                                           for i in range(len(acc))])
-
-    @ws.jit
-    def mask(self, s, n0, rows, lane, seq_k):
-        """S with -inf where the key is >= S_k or (causal) past the row: element i is key
-        ``n0 + 8 (i / 4) + 2 (lane % 4) + i % 2`` of row ``rows[(i / 2) % 2]``."""
-        base = n0 + (lane & 3) * 2
-        last = [seq_k - 1 - base, seq_k - 1 - base]
-        if ws.static(self.causal):
-            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
-        return ws.wgmma.Fragment(Float32, [
-            s[i] if (i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1] else Float32(_NEG_INF)
-            for i in ws.static_range(len(s))])
-
-    def softmax_update(self, s, m_i, l_i):
-        """One online-softmax step in base 2: returns (P as an f32 fragment, m, l, alpha: the
-        factor per row half that rescales O).
-        Row half r of this thread holds elements i with (i / 2) % 2 == r."""
-        c = self.exp2_scale
-        n = len(s)
-        half = [[i for i in range(n) if (i >> 1) & 1 == r] for r in range(2)]
-        m_new, alpha, neg_mc = [], [], []
-        for r in ws.static_range(2):
-            mx = _tree(ws.math.max, [s[i] for i in half[r]])
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
-            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first live stage
-            m_new.append(m)
-            alpha.append(ws.math.exp2((m_i[r] - m) * c))
-            neg_mc.append(m * -c)
-        p = ws.wgmma.Fragment(Float32, [ws.math.exp2(ws.math.fma(s[i], c, neg_mc[(i >> 1) & 1]))
-                                        for i in range(n)])
-        l_new = [ws.math.fma(l_i[r], alpha[r], _tree(lambda a, b: a + b, [p[i] for i in half[r]]))
-                 for r in ws.static_range(2)]
-        return p, m_new, l_new, alpha
 
 
 @ws.jit

@@ -82,7 +82,8 @@ class TensorDescriptor:
     def __init__(self, tensor, box, swizzle: int = 128, *, oob_fill: str = "zero",
                  l2_promotion: int = 128, element_strides=None, interleave: str = "none"):
         from .tensors import as_tensor_arg
-        ta = as_tensor_arg(tensor, "TensorDescriptor's tensor")
+        ta = (tensor if type(tensor) is _TypeOnlyTensor else
+              as_tensor_arg(tensor, "TensorDescriptor's tensor"))
         if ta is None:
             raise ArgumentError(f"TensorDescriptor needs a tensor (torch, cupy, numpy or any "
                                 f"DLPack / array-interface object), got {type(tensor).__name__}."
@@ -107,7 +108,29 @@ class TensorDescriptor:
                                "supported; describe the tensor in its plain layout.")
         self._check()
         self._encoded: Optional[bytes] = None
+        # the launch layer's (cache key part, call-signature token), made at the first launch
+        # (frontend.binders.descriptor_key): a descriptor is not changed after it is built
+        self._launch_key: Optional[tuple] = None
         self.tensormap = TensorMapArg(self)
+
+    @classmethod
+    def spec(cls, dtype, box, swizzle: int = 128, *, oob_fill: str = "zero",
+             l2_promotion: int = 128, element_strides=None) -> "TensorDescriptor":
+        """A descriptor given by its static parts only, for ``ws.compile`` / ``ws.explain``
+        (like ``ws.Tensor[ws.Float32, 2]`` for a tensor): ``dtype`` a warpstage dtype
+        (``ws.BFloat16``), the rest as in the constructor; the rank is ``len(box)``. It stands
+        for a contiguous tensor at a 16-byte aligned address and cannot be launched."""
+        ir_type = getattr(dtype, "ir_type", None)
+        if ir_type is None:
+            raise OperandError(f"TensorDescriptor.spec dtype: expected a warpstage dtype (e.g. "
+                               f"ws.Float32), got {dtype!r}.\nFix: pass ws.Float16, ws.BFloat16, "
+                               "ws.Float32, ws.Int32, ...")
+        return cls(_TypeOnlyTensor(ir_type, _ints(box, "box")), box, swizzle, oob_fill=oob_fill,
+                   l2_promotion=l2_promotion, element_strides=element_strides)
+
+    def _launchable(self) -> None:
+        if type(self.tensor_arg) is _TypeOnlyTensor:
+            self.tensor_arg.owner                   # raises: a spec() has no tensor
 
     # -- geometry ----------------------------------------------------------------------------
     @property
@@ -150,7 +173,9 @@ class TensorDescriptor:
         ta, esize = self.tensor_arg, self.dtype.nbytes
         if self.dtype.name not in _DATA_TYPES:
             raise ArgumentError(f"TensorDescriptor: TMA has no data type for {self.dtype}.\nFix: "
-                                "pass a tensor of an 8/16/32/64-bit int or f16/bf16/f32/f64 dtype.")
+                                "pass a tensor of an 8/16/32/64-bit int or f16/bf16/f32/f64 dtype "
+                                "(numpy: np.float16/np.float32/..., or ml_dtypes.bfloat16 for "
+                                "bf16).")
         if ta.data_ptr % 16:
             raise ArgumentError(f"TensorDescriptor: the tensor's address {ta.data_ptr:#x} is not "
                                 "16-byte aligned; TMA needs a 16-byte aligned global address.\n"
@@ -164,10 +189,17 @@ class TensorDescriptor:
         if self.shape[-1] != 1 and self.strides[-1] != 1:
             raise ArgumentError(f"TensorDescriptor: the innermost dimension has stride "
                                 f"{self.strides[-1]} (elements); TMA needs it contiguous (stride "
-                                "1).\nFix: pass x.contiguous(), or describe the transposed tensor "
-                                "and swap the box.")
+                                "1).\nFix: pass a contiguous copy (np.ascontiguousarray(x) for "
+                                "numpy, x.contiguous() for torch), or describe the transposed "
+                                "tensor and swap the box.")
         for k, sb in enumerate(self._byte_strides()[:-1]):
-            if sb < 0 or sb % 16 or sb >= 2**40:
+            if sb < 0:
+                raise ArgumentError(
+                    f"TensorDescriptor: dimension {k} has a negative stride ({self.strides[k]} "
+                    "elements, e.g. a reversed view); TMA walks every dimension forwards.\nFix: "
+                    "describe a copy with positive strides (np.ascontiguousarray(x), "
+                    "x.contiguous() or x.copy()), or flip the coordinates in the kernel instead.")
+            if sb % 16 or sb >= 2**40:
                 raise ArgumentError(
                     f"TensorDescriptor: dimension {k} has a stride of {sb} bytes "
                     f"({self.strides[k]} elements of {esize} bytes); TMA needs strides that are "
@@ -176,9 +208,13 @@ class TensorDescriptor:
                     "and slice), or copy into such a layout.")
         for k, b in enumerate(self.box):
             if not 1 <= b <= MAX_BOX:
+                fix = ("copy a larger tile with several TMA copies of at most 256 elements per "
+                       "dimension" if b > MAX_BOX else "give every box dimension at least 1 "
+                       "element: the box is the tile one copy moves, in elements, outermost "
+                       f"first (e.g. box=(64, {max(1, 128 // esize)}))")
                 raise OperandError(f"TensorDescriptor box: dimension {k} is {b}; TMA boxes have "
                                    f"1 to {MAX_BOX} elements per dimension, got box {self.box}."
-                                   "\nFix: copy a larger tile with several TMA copies.")
+                                   f"\nFix: {fix}.")
         inner = self.box[-1] * esize
         if inner % 16:
             raise OperandError(f"TensorDescriptor box: its inner extent is {self.box[-1]} "
@@ -232,12 +268,22 @@ class TensorDescriptor:
         return (f"ws.tma.TensorDescriptor({self.dtype}{list(self.shape)}, box={self.box}, "
                 f"swizzle={self.swizzle})")
 
+    def __ws_describe__(self) -> tuple:
+        """(type, static key) in words, for ws.explain and recompile reasons."""
+        from ..lang.scalars import DTYPES
+        strides = ("" if all(e == 1 for e in self.element_strides) else
+                   f" element_strides={self.element_strides}")
+        return (f"ws.tma.TensorDescriptor[{DTYPES[self.dtype].__name__}, rank {self.rank}]",
+                f"box={self.box} swizzle={self.swizzle} oob_fill={self.oob_fill} "
+                f"l2_promotion={self.l2_promotion}{strides}")
+
     # -- encodings ---------------------------------------------------------------------------
     def encode(self) -> bytes:
         """The 128-byte CUtensorMap (``cuTensorMapEncodeTiled``), made once and kept. Needs the
         tensor on a CUDA device. Raises ArgumentError for a CPU tensor, DeviceError when the
         driver rejects the descriptor."""
         if self._encoded is None:
+            self._launchable()
             ta = self.tensor_arg
             if ta.device != "cuda":
                 raise ArgumentError(f"{self!r} describes a {ta.device} tensor, which the GPU "
@@ -248,8 +294,38 @@ class TensorDescriptor:
 
     def sim_map(self, address: int) -> "SimTensorMap":
         """The simulator's descriptor for this tensor mapped at ``address``."""
+        self._launchable()
         return SimTensorMap(address, self.shape, self._byte_strides(), self.dtype, self.box,
                             self.element_strides, self.swizzle, self.oob_fill == "nan")
+
+
+class _TypeOnlyTensor:
+    """The tensor of ``TensorDescriptor.spec()``: a contiguous one of the box's shape at a
+    16-byte aligned address (the TensorArg fields a descriptor reads)."""
+
+    def __init__(self, ir_type, shape):
+        self.data_ptr = 0
+        self.dtype = ir_type
+        self.shape = tuple(max(1, n) for n in shape)
+        per = max(1, 16 // ir_type.nbytes)            # rows padded to 16 bytes: valid strides
+        padded = self.shape[:-1] + (-(-self.shape[-1] // per) * per,)
+        self.strides = tuple(_product(padded[k + 1:]) for k in range(len(padded)))
+        self.device = "types"
+        self.kind = "types"
+
+    @property
+    def owner(self):
+        """There is no tensor: a launch stops here (the simulator maps ``owner``)."""
+        raise ArgumentError("a ws.tma.TensorDescriptor made by TensorDescriptor.spec() "
+                            "describes types only (for ws.compile / ws.explain) and has no "
+                            "tensor to copy.\nFix: launch with ws.tma.TensorDescriptor(x, box).")
+
+
+def _product(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
 
 
 class TensorMapArg:

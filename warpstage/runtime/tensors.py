@@ -6,7 +6,9 @@ Recognised, in this order (first match wins):
    attributes (``data_ptr()``, ``shape``, ``stride()``, ``dtype``, ``device``); torch is never
    imported and ``__dlpack__`` is not used (attribute reads are several times faster);
 2. objects with ``__cuda_array_interface__`` (cupy, numba, ...): GPU memory;
-3. numpy arrays and other objects with ``__array_interface__``: host ('cpu') memory;
+3. numpy arrays and other objects with ``__array_interface__``: host ('cpu') memory. numpy has no
+   bfloat16 of its own: an array of ``ml_dtypes.bfloat16`` (pypi ml_dtypes) is bf16, matched by
+   its dtype's name (ml_dtypes is never imported here);
 4. other objects with ``__dlpack__`` / ``__dlpack_device__`` (JAX, ...): the DLPack capsule is read
    with ctypes (the capsule, which owns the exported tensor, is kept alive in ``owner``).
 
@@ -332,6 +334,9 @@ def as_tensor_arg(obj, name: Optional[str] = None) -> Optional[TensorArg]:
         return _from_numpy(obj, name)
     ai = getattr(obj, "__array_interface__", None)
     if ai is not None:
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(obj, np.generic):
+            return None            # a scalar of a dtype defined elsewhere (ml_dtypes.bfloat16(1))
         return _from_interface(obj, ai, "cpu", "numpy", name)
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj, name)

@@ -10,5 +10,7 @@ from .compiler import Program, compile_module
 from .memory import Memory
 from .registry import HANDLERS
 from .run import RunResult, run, set_races
+from .scheduler import SimulationInterrupted
 
-__all__ = ["run", "RunResult", "set_races", "Memory", "compile_module", "Program", "HANDLERS"]
+__all__ = ["run", "RunResult", "set_races", "Memory", "compile_module", "Program", "HANDLERS",
+           "SimulationInterrupted"]

@@ -13,13 +13,16 @@ a generator). A loop is written once, as a generator that ``yield from``s its re
 they can wait; its plain step drives that generator, which never yields (measured: no slower).
 An ``scf.while`` that reads memory always takes the generator form: it yields a ``SpinWait``
 every ``SPIN_ITERATIONS`` iterations, so that a warp polling a flag lets the writer run (see
-sim/scheduler.py for the livelock rule).
+sim/scheduler.py for the livelock rule). An ``scf.while`` whose regions only compute on
+registers (``_PURE``: no memory reads, waits or clocks) compares its state (active lanes and
+carried values) every ``FROZEN_CHECK`` iterations with the previous check's: equal states mean
+the loop repeats itself forever, a ``LivelockError`` naming the loop's line.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SimulatorError
+from ..errors import LivelockError, SimulatorError
 from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES, register_dtype
@@ -206,6 +209,22 @@ _READS = frozenset({"mem.load", "mem.atomic", "mem.atomic_cas", "func.call"})
 _CLOCKS = frozenset({"clock", "clock64", "globaltimer"})
 
 
+FROZEN_CHECK = 4096
+"""Iterations between two state comparisons of a while loop that reads no memory."""
+_PURE_FAMILIES = ("arith.", "math.", "scf.", "ptr.")
+_PURE = frozenset({"mem.store", "gpu.printf", "nvvm.shfl", "nvvm.vote", "nvvm.elect",
+                   "nvvm.warp_sync", "nvvm.fence", "nvvm.sreg", "mma.sync", "mma.stmatrix",
+                   "wgmma.descriptor"})
+
+
+def _pure(op: Operation) -> bool:
+    """Whether the loop's next iteration depends only on its carried values: its regions read
+    no memory, wait for nothing and read no clock."""
+    return not _reads_clock(op) and all(
+        inner.name in _PURE or inner.name.startswith(_PURE_FAMILIES) for inner in op.walk()
+        if inner is not op)
+
+
 def may_spin(op: Operation) -> bool:
     """Whether scf.while ``op`` reads memory (or calls a function, which might): it may be
     polling for another warp's write, so it yields to the scheduler every ``SPIN_ITERATIONS``
@@ -252,6 +271,7 @@ def _while(op: Operation, cx):
     run_before, run_after = cx.block(before_b), cx.block(after_b)
     before_waits, after_waits = cx.block_blocks(before_b), cx.block_blocks(after_b)
     spins, timed = may_spin(op), _reads_clock(op)
+    frozen_check = not spins and _pure(op)
     # reports name the loop condition's line: the while statement (the op has the body's)
     site = next((o for o in before_b.ops if o.loc is not None), op)
 
@@ -293,6 +313,15 @@ def _while(op: Operation, cx):
                     idle_iterations = idle_iterations + SPIN_ITERATIONS if idle else 0
                     last = state
                     yield SpinWait(site, idle, total, idle_iterations)
+            elif frozen_check:
+                count += 1
+                if count == FROZEN_CHECK:
+                    total += count
+                    count = 0
+                    state = [live] + vals
+                    if last is not None and _same_state(last, state):
+                        raise _endless(site, w, total)
+                    last = state
         finish(s, w, mask, n, results)
 
     if cx.is_blocking(op):
@@ -302,6 +331,17 @@ def _while(op: Operation, cx):
         for _ in while_loop(s, w):
             raise SimulatorError(f"internal: scf.while at {where(op)} yielded in its plain form")
     return while_
+
+
+def _endless(site, w, total: int) -> LivelockError:
+    at = where(site)
+    return LivelockError(
+        f"endless loop in warp {w.index} of block ({','.join(map(str, w.cta.ctaid))}): the "
+        f"while loop at {at} has the same state (active lanes and carried values) after "
+        f"{total} iterations as {FROZEN_CHECK} iterations earlier, and its body reads no "
+        "memory, so it repeats forever (here and on the GPU). Fix: make the condition depend "
+        "on values the body changes (e.g. update the loop variable), or bound the loop.",
+        where=at)
 
 
 # -- func.call --------------------------------------------------------------------------------

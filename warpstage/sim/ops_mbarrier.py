@@ -27,7 +27,11 @@ hangs the simulator nor hides a deadlock, and code that polls and then works run
 Errors: an mbarrier address that is misaligned (not a multiple of 8), outside shared memory,
 or not initialized (or invalidated); ``init`` on an mbarrier whose current phase has arrivals or
 transaction bytes outstanding; a count outside [1, 2^20 - 1]; a transaction count leaving
-[-(2^20 - 1), 2^20 - 1].
+[-(2^20 - 1), 2^20 - 1]; an mbarrier left with a negative transaction count when the CTA exits
+(more TMA bytes completed than announced, e.g. a copy issued by every thread; ``ops_tma``
+reports the lanes of one copy instruction crossing into the next phase at once). Deadlock
+reports name the bytes a phase still waits for, or got beyond the announced ones. With the race
+detector on, init/inval are writes of the 8 bytes and the other ops atomic accesses.
 """
 from __future__ import annotations
 
@@ -54,7 +58,7 @@ changing, before the simulator reports a deadlock (a spin loop that can never su
 class Mbarrier:
     """The state of one initialized mbarrier (see the module docstring)."""
 
-    __slots__ = ("address", "phase", "expected", "pending", "tx", "init_op")
+    __slots__ = ("address", "phase", "expected", "pending", "tx", "init_op", "tx_op")
 
     def __init__(self, address: int, count: int, init_op: Operation):
         self.address = address
@@ -63,11 +67,25 @@ class Mbarrier:
         self.pending = count
         self.tx = 0
         self.init_op = init_op
+        self.tx_op = None          # the last op that completed transaction bytes on it
 
     def describe(self) -> str:
+        if self.tx > 0:
+            tx = (f"tx-count {self.tx} (waiting for {self.tx} more bytes of TMA/bulk copies: "
+                  "announced with expect_tx but not completed; a copy not issued, issued on "
+                  "another mbarrier, or smaller than announced)")
+        elif self.tx < 0:
+            tx = (f"tx-count {self.tx} ({-self.tx} bytes of TMA/bulk copies completed beyond "
+                  "what expect_tx announced"
+                  + (f", the last by the {self.tx_op.name} at {where(self.tx_op)}"
+                     if self.tx_op is not None else "")
+                  + "; the phase cannot complete until more bytes are announced: announce "
+                  "each copy's bytes once, and issue it from one thread)")
+        else:
+            tx = "tx-count 0"
         return (f"the mbarrier at shared offset {self.address:#x} is in phase {self.phase} "
                 f"(parity {self.phase & 1}) with {self.pending} of {self.expected} arrivals "
-                f"pending and tx-count {self.tx} (initialized at {where(self.init_op)})")
+                f"pending and {tx} (initialized at {where(self.init_op)})")
 
 
 class MbarrierTable:
@@ -84,7 +102,21 @@ def table(cta) -> MbarrierTable:
     t = cta.ext.get("mbarrier")
     if t is None:
         t = cta.ext["mbarrier"] = MbarrierTable()
+        cta.ext.setdefault("at_exit", []).append(lambda: _at_exit(t))
     return t
+
+
+def _at_exit(tab: MbarrierTable) -> None:
+    """The CTA exits: an mbarrier whose phase got more transaction bytes than announced (a
+    negative tx-count) means copies nobody announced, e.g. issued by every thread."""
+    for bar in tab.bars.values():
+        if bar.tx < 0 and bar.tx_op is not None:
+            op = bar.tx_op
+            raise SimulatorError(
+                f"{op.name} at {where(op)}: when the CTA exited, {bar.describe()}. More TMA "
+                "bytes were completed on the mbarrier than announced: issue TMA from one elected "
+                "thread (if ws.arch.elect_one(): ...) and announce its bytes once "
+                "(arrive_expect_tx).", where=where(op))
 
 
 def _error(op: Operation, w, message: str) -> SimulatorError:
@@ -122,8 +154,16 @@ def _complete(tab: MbarrierTable, bar: Mbarrier) -> None:
         bar.pending = bar.expected
 
 
+def _touch(op: Operation, w, addr: int, write: bool = False) -> None:
+    """The race detector (when on): ``w`` accessed the mbarrier's 8 bytes, atomically (arrive,
+    expect_tx, wait) or as a plain write (init, inval)."""
+    if w is not None and w.cta.races is not None:
+        w.cta.races.mbarrier_access(w, addr, int(np.argmax(w.mask)), op, write)
+
+
 def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
     """``n`` arrivals on ``bar``; returns the phase before them (the state token)."""
+    _touch(op, w, bar.address)
     token = bar.phase
     while n > 0:
         if bar.pending == 0:
@@ -143,6 +183,7 @@ def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
 def complete_tx(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, nbytes: int) -> None:
     """The asynchronous proxy completed ``nbytes`` of transactions on ``bar`` (TMA, bulk copy)."""
     phase = bar.phase
+    bar.tx_op = op
     _add_tx(op, w, bar, -nbytes)
     _complete(tab, bar)
     tab.epoch += 1
@@ -187,6 +228,7 @@ def _init(op: Operation, cx):
                 raise _error(op, w, f"re-initializing an mbarrier in use: {old.describe()}. "
                                     "Initialize each mbarrier once, from one thread (e.g. under "
                                     "`if ws.arch.thread_idx()[0] == 0:`).")
+            _touch(op, w, addr, write=True)
             tab.bars[addr] = Mbarrier(addr, count, op)
             tab.invalidated.pop(addr, None)
         tab.epoch += 1
@@ -232,6 +274,7 @@ def _expect_tx(op: Operation, cx):
     def expect_tx(s, w):
         tab = table(w.cta)
         for addr, vals in _groups(s, w, slots):
+            _touch(op, w, addr)
             _add_tx(op, w, lookup(op, w, tab, addr), sum(v[0] for v in vals))
         tab.epoch += 1
     return expect_tx
@@ -245,6 +288,7 @@ def _inval(op: Operation, cx):
         tab = table(w.cta)
         for addr, _ in _groups(s, w, [bar_slot]):
             lookup(op, w, tab, addr)
+            _touch(op, w, addr, write=True)
             del tab.bars[addr]
             tab.invalidated[addr] = op
         tab.epoch += 1
@@ -266,7 +310,8 @@ class MbarrierWait(Wait):
     hint = ("Check each mbarrier wait's parity (a consumer waits on a full barrier starting at "
             "parity 0, a producer on an empty barrier starting at parity 1; both flip each time "
             "around the ring) and that init's count equals the arrivals each phase gets (every "
-            "executing thread arrives once).")
+            "executing thread arrives once), and that expect_tx announces exactly the bytes the "
+            "phase's TMA/bulk copies move, issued once (from one thread).")
     label = "mbarrier.wait_parity"
 
     def __init__(self, op: Operation, tab: MbarrierTable, pairs: list):
@@ -325,6 +370,9 @@ def _try_wait(op: Operation, cx):
 
     def try_wait(s, w):
         tab = table(w.cta)
+        if w.cta.races is not None:
+            for addr, _ in _pairs(s, w, slots):
+                _touch(op, w, addr)
         result = poll(s, w, tab)
         if not result[w.mask].all():
             # the GPU suspends a failing try_wait for a while; here: until something changed
@@ -345,6 +393,9 @@ def _wait(op: Operation, cx):
     def wait(s, w):
         tab = table(w.cta)
         pairs = _pairs(s, w, slots)
+        if w.cta.races is not None:
+            for addr, _ in pairs:
+                _touch(op, w, addr)
         if not _completed(op, w, tab, pairs):
             yield MbarrierWait(op, tab, pairs)
         if OBSERVERS:

@@ -17,8 +17,11 @@ read as 0 (a quiet NaN with the NaN fill).
 
 Stores (``tma.store``) read shared memory (through the swizzle) when issued and write global
 memory when ``tma.wait_group n`` (without ``.read``) retires their bulk group, or when the CTA
-exits; elements outside the tensor are not written. ``wait_group.read`` has nothing left to do:
-the sources were read at issue. ``commit_group`` closes the thread's stores into a group.
+exits; elements outside the tensor are not written. The source bytes are kept: the wait that
+retires the store's read (``wait_group n`` with or without ``.read``) compares them with shared
+memory, and changed bytes are an error ("overwritten before ws.tma.wait_group(read=True)"); a
+store whose read no wait retired before the CTA exits is an error too (the GPU may read freed
+or reused shared memory). ``commit_group`` closes the thread's stores into a group.
 
 Errors, at the op's line: an innermost coordinate that is not a multiple of 16 bytes, or a
 negative coordinate in a store (the GPU faults with an illegal instruction on both; checked on
@@ -65,7 +68,7 @@ def _state(cta) -> TmaState:
     st = cta.ext.get("tma")
     if st is None:
         st = cta.ext["tma"] = TmaState()
-        cta.ext.setdefault("at_exit", []).append(lambda: _land_stores(cta, st, None))
+        cta.ext.setdefault("at_exit", []).append(lambda: _at_exit(cta, st))
     return st
 
 
@@ -189,6 +192,28 @@ def _lanes(w):
     return np.flatnonzero(w.mask).tolist()
 
 
+def _complete(op, w, tab, bar, nbytes: int, issued: dict, lanes: list, bar_slot, s) -> None:
+    """``complete_tx`` for one lane's copy, checking that one instruction's lanes do not complete
+    more bytes than the phase announced (``issued``: mbarrier address -> [phase at the first
+    lane, lanes so far])."""
+    rec = issued.setdefault(bar.address, [bar.phase, 0])
+    rec[1] += 1
+    complete_tx(op, w, tab, bar, nbytes)
+    if bar.tx < 0 and bar.phase > rec[0]:
+        addrs = s[bar_slot]
+        n = sum(1 for ln in lanes if int(addrs[ln]) == bar.address)
+        extra = n - rec[1] + 1
+        what = "TMA loads" if op.name == "tma.load" else "bulk copies"
+        raise SimulatorError(
+            f"{op.name} at {where(op)} (warp {w.index}): {n} threads execute it, each issuing a "
+            f"copy of {nbytes} bytes on the mbarrier at shared offset {bar.address:#x}; the "
+            f"announced bytes of phase {rec[0]} were complete after {rec[1] - 1} of them, so "
+            f"{extra} more {what} than announced (the tx-count of phase {bar.phase} would reach "
+            f"{bar.tx - (extra - 1) * nbytes}). Each executing thread issues its own copy: issue "
+            "TMA from one elected thread: if ws.arch.elect_one(): ... (and announce its bytes "
+            "once with arrive_expect_tx).", where=where(op))
+
+
 # -- loads --------------------------------------------------------------------------------------
 @handler("tma.load")
 def _load(op: Operation, cx):
@@ -197,7 +222,9 @@ def _load(op: Operation, cx):
     def tma_load(s, w):
         tab = table(w.cta)
         st = _state(w.cta)
-        for lane in _lanes(w):
+        issued: dict = {}
+        lanes = _lanes(w)
+        for lane in lanes:
             m = s[desc_slot][lane]
             size, nbytes = _check_map(op, w, lane, m)
             bar = lookup(op, w, tab, int(s[bar_slot][lane]))
@@ -212,9 +239,10 @@ def _load(op: Operation, cx):
             align = max(SMEM_ALIGN, swizzle_align(m.swizzle))
             dst = _smem_bytes(op, w, lane, int(s[dst_slot][lane]), addrs.size, size, m.swizzle,
                               align)
-            races.note_write(w.cta, dst.ravel(), 1, w, op, np.full(dst.size, lane))  # issuer, then release
+            races.note_write(w.cta, dst.ravel(), 1, w, op, np.full(dst.size, lane),
+                             async_proxy=True)      # the issuer, then the release
             phase = bar.phase
-            complete_tx(op, w, tab, bar, nbytes)
+            _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s)
             st.loads.setdefault(bar.address, []).append((phase, dst.ravel(),
                                                          vals.view(np.uint8)))
     return tma_load
@@ -227,7 +255,9 @@ def _bulk_copy(op: Operation, cx):
     def bulk_copy(s, w):
         tab = table(w.cta)
         st = _state(w.cta)
-        for lane in _lanes(w):
+        issued: dict = {}
+        lanes = _lanes(w)
+        for lane in lanes:
             dst, src, n = int(s[dst_slot][lane]), int(s[src_slot][lane]), int(s[n_slot][lane])
             if n <= 0 or n % 16:
                 raise _error(op, w, lane, f"the byte count {n} is not a positive multiple of 16")
@@ -238,9 +268,10 @@ def _bulk_copy(op: Operation, cx):
             chunks = src + 8 * np.arange(n // 8, dtype=np.int64)
             data = _global_load(op, w, lane, chunks, np.dtype(np.uint64), "bulk copy source read")
             dst_bytes = _smem_bytes(op, w, lane, dst, n, 1, 0, 16)
-            races.note_write(w.cta, dst_bytes.ravel(), 1, w, op, np.full(dst_bytes.size, lane))
+            races.note_write(w.cta, dst_bytes.ravel(), 1, w, op, np.full(dst_bytes.size, lane),
+                             async_proxy=True)
             phase = bar.phase
-            complete_tx(op, w, tab, bar, n)
+            _complete(op, w, tab, bar, n, issued, lanes, bar_slot, s)
             st.loads.setdefault(bar.address, []).append((phase, dst_bytes.ravel(),
                                                          data.view(np.uint8)))
     return bulk_copy
@@ -268,9 +299,11 @@ def _store(op: Operation, cx):
             align = max(SMEM_ALIGN, swizzle_align(m.swizzle))
             src = _smem_bytes(op, w, lane, int(s[src_slot][lane]), addrs.size, size, m.swizzle,
                               align)
-            races.note_read(w.cta, src.ravel(), 1, w, op, np.full(src.size, lane))
-            vals = smem[src].copy().view(np.dtype(f"u{size}")).ravel()
-            st.stores.append([w.index, lane, -1, addrs[valid], vals[valid], op])
+            races.note_read(w.cta, src.ravel(), 1, w, op, np.full(src.size, lane),
+                            async_proxy=True)
+            raw = smem[src]                  # a copy: the source snapshot, checked at the wait
+            vals = raw.view(np.dtype(f"u{size}")).ravel()
+            st.stores.append([w.index, lane, -1, addrs[valid], vals[valid], op, src, raw, False])
     return tma_store
 
 
@@ -291,22 +324,60 @@ def _commit(op: Operation, cx):
 @handler("tma.wait_group")
 def _wait_group(op: Operation, cx):
     n = op.attrs["n"]
-    if op.attrs.get("read", False):
-        def wait_group_read(s, w):
-            pass                       # the shared-memory sources were read at issue
-        return wait_group_read
+    read = op.attrs.get("read", False)
 
     def wait_group(s, w):
         st = w.cta.ext.get("tma")
-        if st is None:
+        if st is None or not st.stores:
             return
         lanes = set(_lanes(w))
 
         def retired(rec):
             return (rec[0] == w.index and rec[1] in lanes and 0 <= rec[2]
                     < st.committed.get((w.index, rec[1]), 0) - n)
-        _land_stores(w.cta, st, retired)
+        for rec in st.stores:
+            if not rec[8] and retired(rec):
+                _check_source(w.cta, rec, op)
+        if not read:
+            _land_stores(w.cta, st, retired)
     return wait_group
+
+
+def _check_source(cta, rec, wait_op) -> None:
+    """The store's shared source must still hold the bytes it had at issue when the wait that
+    retires its read (``wait_op``; None: the CTA exits) comes: the GPU may read it until then."""
+    windex, lane, op, src, raw = rec[0], rec[1], rec[5], rec[6], rec[7]
+    rec[8] = True
+    now = cta.smem.bytes[src]
+    who = cta.warps[windex].describe_lane(lane)
+    if wait_op is None:
+        changed = "" if np.array_equal(now, raw) else (
+            " (and its source bytes were overwritten meanwhile)")
+        raise SimulatorError(
+            f"the tma.store at {where(op)} ({who}) was never waited for: the CTA exited without "
+            f"a ws.tma.wait_group that retires it{changed}. The GPU reads the source after "
+            "issue, and may read shared memory that is freed or reused by the next CTA. Fix: "
+            "ws.tma.commit_group(), then ws.tma.wait_group(0, read=True) (or wait_group(0)) in "
+            "the issuing thread before the kernel ends, as CUTLASS's tma_store_wait<0>() does.",
+            where=where(op))
+    if not np.array_equal(now, raw):
+        pos = int(np.flatnonzero(now.ravel() != raw.ravel())[0])
+        addr = int(src.ravel()[pos])
+        raise SimulatorError(
+            f"shared memory read by the tma.store at {where(op)} ({who}; byte {addr:#x}) was "
+            f"overwritten before ws.tma.wait_group(read=True) at {where(wait_op)} retired the "
+            "store's read; the GPU may read the source at any time until then, so it may store "
+            "the new bytes. Fix: ws.tma.commit_group(), then ws.tma.wait_group(0, read=True) in "
+            "the issuing thread, and a barrier before other threads reuse the buffer.",
+            where=where(wait_op))
+
+
+def _at_exit(cta, st: TmaState) -> None:
+    """The CTA exits: a store whose read was never waited for is an error; the others land."""
+    for rec in st.stores:
+        if not rec[8]:
+            _check_source(cta, rec, None)
+    _land_stores(cta, st, None)
 
 
 def _land_stores(cta, st: TmaState, pick) -> None:
@@ -316,7 +387,7 @@ def _land_stores(cta, st: TmaState, pick) -> None:
         if pick is not None and not pick(rec):
             kept.append(rec)
             continue
-        windex, lane, _, addrs, vals, op = rec
+        windex, lane, _, addrs, vals, op = rec[:6]
         if not addrs.size:
             continue
         hit = _span_view(cta.memory, addrs, vals.dtype, True)

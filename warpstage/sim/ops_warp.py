@@ -22,7 +22,8 @@ do not exist and are ignored in the mask.
 - nvvm.setmaxnreg: checks that the whole warp executes it and that every warp of a warpgroup
   executes the same sequence of setmaxnreg (action, count); otherwise a no-op (the simulator
   has no register file).
-- nvvm.fence: a no-op (the simulator's memory is sequentially consistent).
+- nvvm.fence: a no-op (the simulator's memory is sequentially consistent), except that
+  fence.proxy.async tells the race detector (when on) that the warp's generic writes are fenced.
 - nvvm.smem_base: address 0 of the CTA's shared memory (shared pointers are byte offsets).
 - ptr.cast: the same address.
 """
@@ -195,7 +196,13 @@ def _setmaxnreg(op: Operation, cx):
 
 @handler("nvvm.fence")
 def _fence(op: Operation, cx):
-    return None   # compiles to nothing
+    if op.attrs.get("kind") not in ("proxy.async", "proxy.async.shared::cta"):
+        return None   # compiles to nothing
+
+    def fence_proxy_async(s, w):       # the race detector tracks generic writes not yet fenced
+        if w.cta.races is not None:
+            w.cta.races.proxy_fence(w.index)
+    return fence_proxy_async
 
 
 @handler("nvvm.smem_base")

@@ -36,9 +36,11 @@ its last ``wait_group`` (PTX requires the fence before the first wgmma and betwe
 register accesses and a wgmma; the simulator takes every wait_group as such an access).
 With the race detector on (``sim/races.py``), the operand bytes count as read at issue by
 each of the 4 warps, so a store not ordered before the wgmma by a barrier is a ``RaceError``.
-Not checked: reading the accumulators of a group before its wait_group (the wrappers return
-them from ``wait_group``), and the ``fence.proxy.async`` that makes generic-proxy stores
-visible to wgmma.
+A ``wait_group(n)`` handed accumulators of a group that stays pending (one of the ``n`` newest)
+or that was never committed (``SimulatorError`` naming the wgmma's and the wait's lines): the
+registers are tracked by identity, through fences, loops and calls. (Reading a fragment before
+any wait_group is a trace-time ``OperandError``, ``lang/fragment.py``.) The ``fence.proxy.async``
+that makes generic-proxy stores visible to wgmma is checked by the race detector.
 """
 from __future__ import annotations
 
@@ -46,57 +48,15 @@ import numpy as np
 
 from ..errors import BarrierError, OutOfBoundsError, SimulatorError, UnsupportedError
 from ..ir.core import Operation
-from ..ir.swizzle import swizzle_offset
 from .compiler import where
 from .dtypes import LANES
 from .races import note_read
 from .registry import handler
 from .scheduler import Wait
+from .wgmma_layout import FRAGMENT, decode_descriptor, fragment_coords, operand_addresses
 
 __all__ = ["FRAGMENT", "fragment_coords", "decode_descriptor", "operand_addresses"]
 
-_SPAN = {0: 0, 1: 128, 2: 64, 3: 32}
-_LANE = np.arange(LANES)
-
-
-def fragment_coords(n: int) -> tuple:
-    """(rows, cols): int arrays of shape (4 warps, n/2 elements, 32 lanes) giving the D-matrix
-    position of each register of an m64nN accumulator fragment."""
-    i = np.arange(n // 2)[None, :, None]
-    wi = np.arange(4)[:, None, None]
-    lane = _LANE[None, None, :]
-    rows = 16 * wi + lane // 4 + 8 * ((i // 2) % 2)
-    cols = np.broadcast_to(8 * (i // 4) + 2 * (lane % 4) + i % 2, rows.shape)
-    return rows, cols
-
-
-FRAGMENT = {n: fragment_coords(n) for n in range(8, 257, 8)}
-
-
-def decode_descriptor(desc: int) -> dict:
-    """The fields of a 64-bit matrix descriptor (byte units; ``swizzle`` as a span)."""
-    return {"start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
-            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
-            "swizzle": _SPAN[(desc >> 62) & 3]}
-
-
-def operand_addresses(desc: int, rows: int, mn_major: bool) -> np.ndarray:
-    """Shared-memory byte addresses (rows x 16) of a 16-bit operand tile's elements (mn, k)."""
-    f = decode_descriptor(desc)
-    start, lbo, sbo, span = f["start"], f["lbo"], f["sbo"], f["swizzle"]
-    mn = np.arange(rows, dtype=np.int64)[:, None]
-    k = np.arange(16, dtype=np.int64)[None, :]
-    if not mn_major:
-        if span:
-            addr = start + (mn % 8) * span + (mn // 8) * sbo + k * 2
-        else:
-            addr = start + (mn % 8) * 16 + (mn // 8) * sbo + (k // 8) * lbo + (k % 8) * 2
-    elif span:
-        per = span // 2
-        addr = start + (mn % per) * 2 + (mn // per) * lbo + (k % 8) * span + (k // 8) * sbo
-    else:
-        addr = start + (mn % 8) * 2 + (mn // 8) * sbo + (k % 8) * 16 + (k // 8) * lbo
-    return swizzle_offset(addr, span)
 
 
 # -- per-CTA state ------------------------------------------------------------------------------
@@ -115,10 +75,12 @@ class _Record:
     """An issued mma_async: its op and, per shared-memory operand, (name, addresses, bytes read
     at issue); ``checked`` once a wait_group has compared them with shared memory again."""
 
-    def __init__(self, op, reads):
+    def __init__(self, op, reads, results):
         self.op = op
         self.reads = reads
         self.checked = False
+        self.results = results                              # per warp: its D registers
+        self.ids = [frozenset(map(id, r)) for r in results]  # kept alive by ``results``
 
 
 class _Rendezvous:
@@ -246,7 +208,8 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
     reads.append(read)
     for what, addrs, _ in reads:         # the race detector (when on): each issuing warp reads
         for wi in range(4):
-            note_read(cta, addrs.ravel(), 2, cta.warps[4 * rv.group + wi], op)
+            note_read(cta, addrs.ravel(), 2, cta.warps[4 * rv.group + wi], op,
+                      async_proxy=True)
     d = (a["scale_a"] * amat) @ (a["scale_b"] * bt).T
     scale_d = a["scale_d"]
     if scale_d == "dynamic":
@@ -258,7 +221,7 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
         d = d + acc
     frags = d.astype(np.float16 if a["type_d"] == "f16" else np.float32)[rows, cols]
     rv.results = [list(frags[wi]) for wi in range(4)]
-    rv.record = _Record(op, reads)
+    rv.record = _Record(op, reads, rv.results)
 
 
 def _arrive(op, w, payload) -> _Rendezvous:
@@ -361,6 +324,30 @@ def _check_unchanged(op, w, rec: _Record) -> None:
     rec.checked = True
 
 
+def _check_completed(op, w, st: _WarpState, values) -> None:
+    """The registers handed to wait_group must come from completed groups: a D fragment of a
+    group still pending (one of the ``n`` newest) or never committed is not ready after it."""
+    wi = w.index % 4
+    pending = [(rec, True) for g in st.groups for rec in g]
+    pending += [(rec, False) for rec in st.uncommitted]
+    for v in values:
+        for rec, committed in pending:
+            if id(v) in rec.ids[wi]:
+                n = op.attrs["n"]
+                why = (f"its wgmma-group is still pending: wait_group({n}) leaves the {n} newest "
+                       f"group(s) in flight" if committed else
+                       "it was never committed (no ws.wgmma.commit_group() after it), so no "
+                       "wait_group waits for it")
+                raise SimulatorError(
+                    f"wgmma.wait_group at {where(op)} (warp {w.index}) hands back the "
+                    f"accumulators of the wgmma.mma_async at {where(rec.op)}, but {why}; their "
+                    "registers are undefined until the group completes. Fix: "
+                    + ("wait with a smaller n (ws.wgmma.wait_group(0, acc)), or pass only the "
+                       "fragments of completed groups" if committed else
+                       "call ws.wgmma.commit_group() after the mma calls, before wait_group"),
+                    where=where(op))
+
+
 @handler("wgmma.wait_group")
 def _wait(op: Operation, cx):
     n = op.attrs["n"]
@@ -371,6 +358,8 @@ def _wait(op: Operation, cx):
         st = _warp_state(w)
         done = st.groups[:max(0, len(st.groups) - n)]
         st.groups = st.groups[len(done):]
+        if st.groups or st.uncommitted:
+            _check_completed(op, w, st, [s[i] for i in src])
         for group in done:
             for rec in group:
                 if not rec.checked:

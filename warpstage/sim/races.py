@@ -30,6 +30,17 @@ the simulator runs a warp's lanes in lockstep (the GPU's independent thread sche
 (flags, atomics with fences) is not modelled either: data handed over that way in shared memory
 is reported.
 
+mbarriers: ``mbarrier.init``/``inval`` are plain writes of the object's 8 bytes, arrive /
+expect_tx / wait / try_wait atomic accesses (``RaceState.mbarrier_access``), so a use by a warp
+that no barrier orders after the init is a race.
+
+The async proxy: for the last write of each byte, ``f_epoch`` is -1 if the async proxy made it,
+else the epoch of its writer's first ``fence.proxy.async`` after it (0 while unfenced; set by
+``proxy_fence``). An async-proxy read (``note_read(..., async_proxy=True)``: TMA store sources,
+wgmma operands) of a generic write with no such fence ordered before the read is reported;
+async-proxy writes (TMA / bulk copies, ``note_write(..., async_proxy=True)``) need none. These
+checks live in ``races_async.py``.
+
 Hooks for ops that access shared memory without ``SharedMemory.load``/``store`` (TMA writes,
 wgmma reads): ``note_write(cta, offsets, nbytes, warp, op)`` / ``note_read(...)``, no-ops when
 the detector is off. Ops going through ``load``/``store`` pass ``hint=[None, op]`` (or
@@ -48,25 +59,17 @@ from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES
 from .memory import SharedMemory
+from .races_async import ATOMIC, READ, WRITE, AsyncChecks, _span, fix_text
 
 __all__ = ["RaceState", "CheckedSharedMemory", "note_read", "note_write", "READ", "WRITE",
            "ATOMIC"]
 
-READ, WRITE, ATOMIC = "read", "write", "atomic"
 _ATOMIC_OPS = frozenset({"mem.atomic", "mem.atomic_cas"})
 _ALL_LANES = np.arange(LANES, dtype=np.int64)
 _ALL_LANES.flags.writeable = False
-_SPAN: dict = {}
 
 
-def _span(k: int) -> np.ndarray:
-    a = _SPAN.get(k)
-    if a is None:
-        a = _SPAN[k] = np.arange(k, dtype=np.int64)
-    return a
-
-
-class RaceState:
+class RaceState(AsyncChecks):
     """Vector clocks and per-byte shadow state of one CTA (see the module docstring)."""
 
     def __init__(self, cta, size: int):
@@ -85,6 +88,11 @@ class RaceState:
         self._bars: dict = {}      # barrier id -> [joined clock, warps that arrived with bar.sync]
         self._mbar_acc: dict = {}  # mbarrier offset -> clock released into it so far
         self._mbar_done: dict = {}  # mbarrier offset -> that clock when its last phase completed
+        # for the last write of each byte (w_*): the epoch of its writer's first
+        # fence.proxy.async after it (0: none yet; -1: an async-proxy write, needing none)
+        self.f_epoch = np.zeros(size, np.int32)
+        self._mbar_atomics: dict = {}  # mbarrier offset -> (epoch, location) per warp
+        self._unfenced = np.zeros(n, np.bool_)     # per warp: has generic writes not fenced
 
     # -- synchronization ------------------------------------------------------------------------
     def barrier(self, wi: int, bar_id: int, sync: bool, completed: bool) -> None:
@@ -158,6 +166,8 @@ class RaceState:
             self.w_warp[idx] = wi
             self.w_epoch[idx] = e
             self.w_loc[idx] = loc
+            self.f_epoch[idx] = 0          # a generic write, unfenced (note_write: or async)
+            self._unfenced[wi] = True
         else:
             if self.a_epoch is None:
                 self.a_epoch = np.zeros_like(self.r_epoch)
@@ -228,9 +238,8 @@ class RaceState:
             tx, ty, tz = self.cta.warps[wi].thread(ln)
             lines.append(f"  {what} by warp {wi}, lane {ln} (thread ({tx},{ty},{tz})) at {at}")
         lines.append(f"No barrier, mbarrier wait or other synchronization orders them: the "
-                     f"{kind} is not ordered after the {earlier}. Fix: put ws.arch.sync_threads() "
-                     "(bar.sync) between them, or hand the data over through an mbarrier (arrive "
-                     "after the write, wait on that phase before the read).")
+                     f"{kind} is not ordered after the {earlier}. "
+                     + fix_text(first_op, op, earlier, kind))
         raise RaceError("\n".join(lines), where=where(op), accesses=(first, second))
 
 
@@ -289,24 +298,35 @@ def _caller_op() -> Optional[Operation]:
     return None
 
 
-def _note(kind: str, cta, offsets, nbytes: int, warp, op, lanes) -> None:
+def _note(kind: str, cta, offsets, nbytes: int, warp, op, lanes, async_proxy=False) -> None:
     races = cta.races
     if races is None:
         return
     starts = np.atleast_1d(np.asarray(offsets, np.int64))
     lanes = np.zeros(starts.size, np.int64) if lanes is None else np.asarray(lanes)
     races.access(kind, warp, starts, int(nbytes), lanes, op)
+    if async_proxy:
+        if kind == READ:
+            races.async_read(warp, starts, int(nbytes), lanes, op)
+        else:
+            races.async_written(starts if nbytes == 1 else
+                                (starts[:, None] + _span(int(nbytes))).ravel())
 
 
-def note_read(cta, offsets, nbytes: int, warp, op: Optional[Operation], lanes=None) -> None:
+def note_read(cta, offsets, nbytes: int, warp, op: Optional[Operation], lanes=None,
+              async_proxy: bool = False) -> None:
     """Hook: ``warp`` read ``nbytes`` bytes of shared memory at each byte offset of ``offsets``
     (an int or int vector) executing ``op`` (``lanes``: the lane of each offset; default 0).
-    Raises RaceError when the detector is on and the read races; a no-op when it is off."""
-    _note(READ, cta, offsets, nbytes, warp, op, lanes)
+    ``async_proxy``: the read is made by the async proxy (TMA store source, wgmma operands), so
+    generic writes there need their writer's fence.proxy.async ordered before it. Raises
+    RaceError when the detector is on and the read races; a no-op when it is off."""
+    _note(READ, cta, offsets, nbytes, warp, op, lanes, async_proxy)
 
 
-def note_write(cta, offsets, nbytes: int, warp, op: Optional[Operation], lanes=None) -> None:
+def note_write(cta, offsets, nbytes: int, warp, op: Optional[Operation], lanes=None,
+               async_proxy: bool = False) -> None:
     """Hook: ``warp`` wrote ``nbytes`` bytes of shared memory at each offset of ``offsets`` (e.g.
-    a TMA box landing, attributed to the issuing warp, before or after its ``complete_tx``); as
+    a TMA box landing, attributed to the issuing warp, before or after its ``complete_tx``;
+    ``async_proxy=True`` for those, which need no proxy fence before async reads); as
     ``note_read`` otherwise."""
-    _note(WRITE, cta, offsets, nbytes, warp, op, lanes)
+    _note(WRITE, cta, offsets, nbytes, warp, op, lanes, async_proxy)

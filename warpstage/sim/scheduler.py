@@ -27,8 +27,9 @@ from ..errors import BarrierError, DeadlockError, LivelockError
 from ..ir.core import Operation
 from .compiler import where
 
-__all__ = ["Wait", "SpinWait", "BarrierState", "BarrierWait", "barrier_arrive", "run_ctas",
-           "run_cta", "SPIN_ITERATIONS", "ADMIT_ROUNDS", "SPIN_ROUNDS"]
+__all__ = ["Wait", "SpinWait", "SimulationInterrupted", "BarrierState", "BarrierWait",
+           "barrier_arrive", "run_ctas", "run_cta", "SPIN_ITERATIONS", "ADMIT_ROUNDS",
+           "SPIN_ROUNDS"]
 
 SPIN_ITERATIONS = 64
 """Iterations of a memory-reading while loop between two yields to the scheduler."""
@@ -169,12 +170,95 @@ def barrier_arrive(warp, op: Operation, bar_id: int, threads: Optional[int]) -> 
 _DONE, _PROGRESS, _IDLE, _STUCK = range(4)
 
 
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (KeyboardInterrupt) during a simulated launch; the message lists where each warp
+    of the running CTAs is in the kernel (file:line), so a hang can be located."""
+
+
 def run_ctas(ctas, finished) -> None:
     """Run the CTAs from iterable ``ctas`` (each with its warps' ``coroutine`` set) to completion,
     one at a time unless spinning warps need more CTAs started beside them (see the module
-    docstring); ``finished(cta)`` is called as each one exits."""
-    pending = iter(ctas)
+    docstring); ``finished(cta)`` is called as each one exits. A KeyboardInterrupt becomes a
+    ``SimulationInterrupted`` naming each warp's position."""
     resident: list = []
+    try:
+        _run_ctas(ctas, finished, resident)
+    except KeyboardInterrupt as e:
+        if isinstance(e, SimulationInterrupted):
+            raise
+        raise SimulationInterrupted(_interrupted(resident, e.__traceback__)) from None
+
+
+def _ops_on(frames) -> list:
+    """The IR ops that the simulator's step closures in ``frames`` (outermost first) execute."""
+    ops = []
+    for f in frames:
+        loc = f.f_locals
+        op = loc.get("op")
+        site = loc.get("site")            # scf.while: its condition's line (ops_control.py)
+        if not isinstance(op, Operation):
+            if isinstance(site, Operation) and ops:
+                ops[-1] = (ops[-1][0], site)
+            continue
+        pair = (op, site if isinstance(site, Operation) else op)
+        if ops and ops[-1][0] is op:
+            if pair[1] is not op:
+                ops[-1] = pair
+        else:
+            ops.append(pair)
+    return ops
+
+
+_KINDS = {"scf.while": "the while loop", "scf.for": "the for loop", "scf.if": "the if",
+          "func.call": "the call"}
+
+
+def _name(pair) -> str:
+    op, site = pair
+    return f"{_KINDS.get(op.name, op.name)} at {where(site)}"
+
+
+def _generator_frames(gen) -> list:
+    frames = []
+    while gen is not None and getattr(gen, "gi_frame", None) is not None:
+        frames.append(gen.gi_frame)
+        gen = gen.gi_yieldfrom
+    return frames
+
+
+def _position(ops: list) -> str:
+    if not ops:
+        return "not started"
+    outer = [p for p in ops[:-1] if p[0].name in ("scf.for", "scf.while", "func.call")]
+    text = "in " + _name(ops[-1])
+    if outer:
+        text += " (inside " + ", ".join(_name(p) for p in reversed(outer)) + ")"
+    return text
+
+
+def _interrupted(resident: list, tb) -> str:
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    lines = ["simulation interrupted (KeyboardInterrupt); where each warp was:"]
+    for cta in resident:
+        lines.append("  block ({},{},{}):".format(*cta.ctaid))
+        for w in cta.warps:
+            if w.done:
+                state = "exited"
+            elif w is cta.current and w.wait is None:
+                state = "running " + _position(_ops_on(frames))
+            elif w.wait is not None and w.wait is not _FORCED:
+                state = ("" if isinstance(w.wait, SpinWait) else "waiting at ") + w.wait.describe()
+            else:
+                state = "ready, " + _position(_ops_on(_generator_frames(w.coroutine)))
+            lines.append(f"    warp {w.index}: {state}")
+    return "\n".join(lines)
+
+
+def _run_ctas(ctas, finished, resident: list) -> None:
+    pending = iter(ctas)
     _admit(pending, resident)
     idle_rounds = 0
     while resident:

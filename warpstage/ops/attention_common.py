@@ -1,0 +1,216 @@
+"""What the two FlashAttention kernels share: ``attention_kernel.py`` (``FlashAttention``,
+mma.sync, FlashAttention-2 style) and ``attention_wgmma.py`` (``FlashAttentionWgmma``, wgmma +
+TMA, FlashAttention-3 style). ``AttentionPolicy`` is their common base: the checks of the fields
+both have (head_dim, dtype, tile_n, num_stages, the register split, shared memory), the softmax
+scale, ``__static_key__`` / ``__repr__``, the launch grid, and the consumer arithmetic that does
+not depend on the MMA instruction.
+
+That arithmetic runs on a thread's accumulator elements in one order for both kernels: the f32
+C fragment of ``mma.sync.m16n8`` (PTX ISA 9.7.14.5.8) holds rows ``g = lane / 4`` (elements 0, 1)
+and ``g + 8`` (elements 2, 3) at columns ``2 (lane % 4)``, ``+1``; a list of n8 tiles laid end to
+end is exactly wgmma's m64nN accumulator for one warp (PTX ISA 9.7.15.5.1, "Matrix fragments for
+wgmma.mma_async", the D layout). So element ``i`` of the flattened accumulator is row half
+``(i / 2) % 2`` and column ``8 (i / 4) + 2 (lane % 4) + i % 2``. A subclass says how its
+fragments flatten and regroup (``elements`` / ``fragments``).
+"""
+from __future__ import annotations
+
+import math
+
+import warpstage as ws
+
+from ..lang.scalars import BFloat16, Float16, Float32
+
+__all__ = ["AttentionPolicy", "LOG2E", "tree"]
+
+LOG2E = 1.4426950408889634
+_DTYPES = (Float16, BFloat16)
+_NEG_INF = -math.inf
+
+
+def tree(fn, xs):
+    """fn folded over xs as a balanced tree (short dependency chains)."""
+    while len(xs) > 1:
+        xs = [fn(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
+class AttentionPolicy:
+    """Base of the FlashAttention policies. A subclass sets ``policy_name`` (error messages and
+    the head of ``__static_key__``), ``key_fields`` / ``repr_fields`` (its own fields, after
+    head_dim, dtype, causal (and softmax_scale for the key)), ``consumer_rows`` (query rows of one
+    consumer unit: 16 for an mma.sync warp, 64 for a wgmma warpgroup), ``tile_m``,
+    ``producer_threads`` / ``consumer_threads``, and ``elements`` / ``fragments``."""
+
+    policy_name = "AttentionPolicy"
+    key_fields: tuple = ()
+    repr_fields: tuple = ()
+    consumer_rows = 16
+
+    # -- configuration (host side) -------------------------------------------------------------
+    def check_operands(self, head_dim, dtype) -> None:
+        """ValueError unless D is 64 or 128 and the dtype fp16 or bf16."""
+        if head_dim not in (64, 128):
+            raise ValueError(f"{self.policy_name}: head_dim must be 64 or 128, got {head_dim!r}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"{self.policy_name}: dtype must be ws.Float16 or ws.BFloat16, got "
+                             f"{dtype!r}")
+
+    def check_stages(self, tile_n, num_stages, tile_n_fix) -> None:
+        """ValueError unless tile_n is a multiple of 16 in [16, 256] and num_stages in [1, 8]."""
+        if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
+                or tile_n % 16):
+            raise ValueError(f"{self.policy_name}: tile_n (keys per stage) must be a multiple of "
+                             f"16 in [16, 256], got {tile_n!r}. Fix: {tile_n_fix}")
+        if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
+            raise ValueError(f"{self.policy_name}: num_stages must be an int in [1, 8], got "
+                             f"{num_stages!r}")
+
+    def check_register_split(self, producer_regs, mma_regs, consumer_threads) -> None:
+        """ValueError when 128 producer threads and the consumer threads at their ``setmaxnreg``
+        counts need more than the SM's 65536 registers."""
+        need = producer_regs * 128 + mma_regs * consumer_threads
+        if need > 65536:
+            raise ValueError(f"{self.policy_name}: the register split needs {producer_regs} x "
+                             f"128 + {mma_regs} x {consumer_threads} = {need} registers, more "
+                             "than the SM's 65536. Fix: lower mma_regs or producer_regs")
+
+    def set_fields(self, head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
+                   producer_regs, mma_regs) -> None:
+        """Store the common fields and the softmax constants: ``scale_log2`` = scale * log2(e);
+        ``exp2_scale``, the c of ``p = 2^(s c - m c)``."""
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.causal = bool(causal)
+        self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
+                                   else softmax_scale)
+        self.scale_log2 = self.softmax_scale * LOG2E
+        # p = 2^(s c - m c) with m = max(s) holds for c > 0; for c <= 0 the scores are scaled
+        # first (max(s c) is not max(s) c) and the softmax runs with c = 1
+        self.exp2_scale = self.scale_log2 if self.scale_log2 > 0 else 1.0
+        self.tile_n = tile_n
+        self.num_stages = num_stages
+        self.producer_regs = producer_regs
+        self.mma_regs = mma_regs
+
+    def check_smem(self, what: str) -> None:
+        """ValueError when ``SharedStorage`` (``what`` describes it) exceeds a CTA's dynamic
+        shared memory."""
+        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
+            raise ValueError(f"{self.policy_name}: {what} need {self.smem_bytes} bytes of shared "
+                             f"memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} a CTA may use. "
+                             "Fix: lower num_stages or tile_n")
+
+    def __static_key__(self):
+        return ((self.policy_name, self.head_dim, self.dtype.__name__, self.causal,
+                 self.softmax_scale) + tuple(getattr(self, f) for f in self.key_fields))
+
+    def __repr__(self) -> str:
+        return (f"{self.policy_name}(head_dim={self.head_dim}, dtype=ws.{self.dtype.__name__}, "
+                f"causal={self.causal}, "
+                + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.repr_fields) + ")")
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory one CTA needs (bytes)."""
+        return ws.smem.size_of(self.SharedStorage)
+
+    def grid(self, batch: int, heads: int, seq_q: int) -> tuple:
+        """The launch grid for (B, H, S_q): ``(ceil(S_q / tile_m), B * H)``."""
+        return (-(-seq_q // self.tile_m), batch * heads)
+
+    # -- device code shared by both roles ------------------------------------------------------
+    def coordinates(self, heads):
+        """(b, h, m_block) of this CTA: dynamic Int32s from the block index. With ``causal`` the
+        row blocks run in reverse (block x = 0 takes the last rows, the most keys), so the
+        longest CTAs are scheduled first."""
+        m_block, bh, _ = ws.arch.block_idx()
+        if ws.static(self.causal):
+            m_block = ws.arch.grid_dim()[0] - 1 - m_block
+        return bh // heads, bh % heads, m_block
+
+    def kv_tiles(self, seq_q, seq_k, m_block):
+        """How many K/V tiles this CTA visits (dynamic, the same in every thread): all of S_k,
+        or with ``causal`` the keys up to its last valid query row."""
+        if ws.static(self.causal):
+            seq_k = ws.math.min(seq_k, ws.math.min((m_block + 1) * self.tile_m, seq_q))
+        return (seq_k + (self.tile_n - 1)) // self.tile_n
+
+    # -- consumer arithmetic on the accumulator elements ---------------------------------------
+    def stage_is_live(self, n0, row0):
+        """Whether the consumer unit whose first row is ``row0`` computes on the stage of keys
+        n0.. (static True without causal; with causal, whether the stage's first key is at most
+        the unit's last row). Uniform over the unit, as mma.sync / wgmma need."""
+        if ws.static(self.causal):
+            return n0 <= row0 + (self.consumer_rows - 1)
+        return True
+
+    def needs_mask(self, n0, row0, seq_k):
+        """Whether some key of the stage is masked for some row of the unit (unit-uniform): the
+        stage runs past S_k, or (causal) its last key is past the unit's first row."""
+        past_end = n0 + self.tile_n > seq_k
+        if ws.static(self.causal):
+            return past_end | (n0 + (self.tile_n - 1) > row0)
+        return past_end
+
+    @staticmethod
+    def softmax_start() -> tuple:
+        """The running row max and row sum (m, l) of this thread's two rows before any key."""
+        return [Float32(_NEG_INF), Float32(_NEG_INF)], [Float32(0.0), Float32(0.0)]
+
+    @ws.jit
+    def mask(self, s, n0, rows, lane, seq_k):
+        """S with ``-inf`` where the key is past S_k or (causal) past the row: element i is key
+        ``n0 + 8 (i / 4) + 2 (lane % 4) + i % 2`` of row ``rows[(i / 2) % 2]``."""
+        base = n0 + (lane & 3) * 2
+        last = [seq_k - 1 - base, seq_k - 1 - base]          # last valid key - base, per row
+        if ws.static(self.causal):
+            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
+        x = self.elements(s)
+        return self.fragments([
+            x[i] if (i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1] else Float32(_NEG_INF)
+            for i in ws.static_range(len(x))])
+
+    def softmax_update(self, s, m_i, l_i):
+        """One online-softmax step in base 2 on the scores ``s`` (row half r: the elements i
+        with (i / 2) % 2 == r): each row's max over its quad of 4 lanes (``shfl.sync.bfly`` 1
+        and 2), ``m' = max(m, rowmax)``, ``alpha = 2^((m - m') c)``, ``p = 2^(s c - m' c)``
+        (one FMA and one ``ex2``), ``l = l alpha + rowsum(p)`` (per lane; the quad's partial
+        sums are added by ``row_inverse``). Returns (P as f32 fragments, m', l, alpha)."""
+        c = self.exp2_scale
+        x = self.elements(s)
+        half = [[i for i in range(len(x)) if (i >> 1) & 1 == r] for r in range(2)]
+        m_new, alpha, neg_mc = [], [], []
+        for r in ws.static_range(2):
+            mx = tree(ws.math.max, [x[i] for i in half[r]])
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
+            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
+            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first live stage
+            m_new.append(m)
+            alpha.append(ws.math.exp2((m_i[r] - m) * c))
+            neg_mc.append(m * -c)
+        p = [ws.math.exp2(ws.math.fma(x[i], c, neg_mc[(i >> 1) & 1])) for i in range(len(x))]
+        l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
+                 for r in ws.static_range(2)]
+        return self.fragments(p), m_new, l_new, alpha
+
+    def rescale(self, acc, alpha):
+        """O with row half r (elements i with (i / 2) % 2 == r) times alpha[r]."""
+        return self.fragments([a * alpha[(i >> 1) & 1]
+                               for i, a in enumerate(self.elements(acc))])
+
+    def row_inverse(self, l):
+        """1 / l of one row, the quad's 4 per-lane partial sums of l added first
+        (``shfl.sync.bfly`` 1 and 2)."""
+        total = l + ws.arch.shfl_xor_sync(l, 1)
+        total = total + ws.arch.shfl_xor_sync(total, 2)
+        return 1.0 / total
+
+    def store_row(self, o, b, h, row, r, lane, acc, inv):
+        """o[b, h, row, c] = O's row half r times ``inv``, for this thread's columns
+        c = 8 j + 2 (lane % 4), +1 (rounded to o's dtype)."""
+        x = self.elements(acc)
+        for j in ws.static_range(self.head_dim // 8):
+            col = j * 8 + (lane & 3) * 2
+            o[b, h, row, col] = x[4 * j + 2 * r] * inv
+            o[b, h, row, col + 1] = x[4 * j + 2 * r + 1] * inv

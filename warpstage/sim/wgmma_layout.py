@@ -1,0 +1,54 @@
+"""wgmma's register-fragment and shared-memory operand layouts (PTX ISA 8.0 "Asynchronous
+Warpgroup Level Matrix Multiply-Accumulate Instructions": "Register Fragments", "Matrix
+Descriptor Format", "Shared Memory Matrix Layout"), as ``sim/ops_wgmma.py`` documents them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.swizzle import swizzle_offset
+from .dtypes import LANES
+
+__all__ = ["FRAGMENT", "fragment_coords", "decode_descriptor", "operand_addresses"]
+
+_SPAN = {0: 0, 1: 128, 2: 64, 3: 32}
+_LANE = np.arange(LANES)
+
+
+def fragment_coords(n: int) -> tuple:
+    """(rows, cols): int arrays of shape (4 warps, n/2 elements, 32 lanes) giving the D-matrix
+    position of each register of an m64nN accumulator fragment."""
+    i = np.arange(n // 2)[None, :, None]
+    wi = np.arange(4)[:, None, None]
+    lane = _LANE[None, None, :]
+    rows = 16 * wi + lane // 4 + 8 * ((i // 2) % 2)
+    cols = np.broadcast_to(8 * (i // 4) + 2 * (lane % 4) + i % 2, rows.shape)
+    return rows, cols
+
+
+FRAGMENT = {n: fragment_coords(n) for n in range(8, 257, 8)}
+
+
+def decode_descriptor(desc: int) -> dict:
+    """The fields of a 64-bit matrix descriptor (byte units; ``swizzle`` as a span)."""
+    return {"start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
+            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
+            "swizzle": _SPAN[(desc >> 62) & 3]}
+
+
+def operand_addresses(desc: int, rows: int, mn_major: bool) -> np.ndarray:
+    """Shared-memory byte addresses (rows x 16) of a 16-bit operand tile's elements (mn, k)."""
+    f = decode_descriptor(desc)
+    start, lbo, sbo, span = f["start"], f["lbo"], f["sbo"], f["swizzle"]
+    mn = np.arange(rows, dtype=np.int64)[:, None]
+    k = np.arange(16, dtype=np.int64)[None, :]
+    if not mn_major:
+        if span:
+            addr = start + (mn % 8) * span + (mn // 8) * sbo + k * 2
+        else:
+            addr = start + (mn % 8) * 16 + (mn // 8) * sbo + (k // 8) * lbo + (k % 8) * 2
+    elif span:
+        per = span // 2
+        addr = start + (mn % per) * 2 + (mn // per) * lbo + (k % 8) * span + (k // 8) * sbo
+    else:
+        addr = start + (mn % 8) * 2 + (mn // 8) * sbo + (k % 8) * 16 + (k // 8) * lbo
+    return swizzle_offset(addr, span)
