@@ -24,12 +24,12 @@ from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 __all__ = ["flash_attention", "launch", "launch_wgmma", "descriptor", "policy_for",
            "wgmma_policy_for", "tma_compatible", "reference"]
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
-WGMMA_MIN_WORK = 1 << 34
+WGMMA_MIN_WORK = 1 << 31
 """``mma='auto'`` picks the wgmma kernel from B * H * S_q * S_k * D >= this on. Measured on the
-H200 (2026-11-29, benchmarks/flash_attention.py, docs/warp-specialization.md §10): at
-(2, 16, 1024, 1024, 64) = 2^31 the wgmma launch is host-bound (its three TMA descriptor arguments
-take the launch layer's full path, ~60-110 us a call) and mma.sync is 1.6-4.1x faster; at
-(4, 16, 2048, 2048, 64) = 2^34 the wgmma kernel is 1.02-1.15x faster, at 2^35-2^36 1.05-1.32x."""
+H200 (2026-11-29 13:20 UTC, benchmarks/flash_attention.py, bf16, non-causal, after descriptor
+arguments moved to the generated launch path): at (2, 16, 1024, 1024, D) = 2^31 (D=64) the wgmma
+kernel is 1.20x (D=64) and 1.12x (D=128) faster than mma.sync, at (2, 8, 8192, 8192, D) 1.36x and
+1.07x. Smaller problems were not measured, so they keep the mma.sync kernel."""
 
 _WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
 
@@ -174,7 +174,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     contiguous, other strides multiples of 8 elements). 'mma.sync' runs the FlashAttention-2-style
     kernel (``attention_kernel.py``), which takes any strides. 'auto' (default) picks 'wgmma' for
     TMA-compatible CUDA tensors on an sm_90 GPU when B * H * S_q * S_k * D >= ``WGMMA_MIN_WORK``
-    (2^34: below it the launch's host cost dominates), else 'mma.sync' (the simulator included:
+    (2^31, where it was measured faster), else 'mma.sync' (the simulator included:
     the wgmma kernel runs there only when asked for).
 
     Raises ArgumentError for shapes, dtypes or devices the kernel does not take (the message
