@@ -3,6 +3,8 @@
 A launch ``kern[grid, block](*args)`` classifies each argument (frontend/binding_time.py), looks
 the specialization key up in the kernel's cache (guards on globals included), traces on a miss,
 and launches on the current target: the GPU through the CUDA driver, or the CPU simulator.
+The launch object ``kern[grid, block]`` is in launch_config.py; tracebacks without warpstage's
+frames are made in tracebacks.py.
 """
 from __future__ import annotations
 
@@ -15,32 +17,21 @@ from typing import Optional
 
 from . import persist
 from .compiled import STAGE_COUNTS, CompiledKernel
-from .launch import launch
 from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
 from .frontend.guards import collect_guards, guards_hold
 from .frontend.specialize import call_device_function, trace_kernel
 from .frontend.static_key import code_key
 from .frontend.trace import maybe_current
+from .launch_config import _NOT_GIVEN, _Launch, _dim3, _full_call
 from .options import CompileOptions, default_options
+from .tracebacks import _user_error, _user_stacklevel
 
 __all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning"]
 
 
 class RecompileWarning(UserWarning):
     """A kernel was specialized more times than ``CompileOptions.max_specializations``."""
-
-
-def _dim3(x, what: str) -> tuple:
-    if isinstance(x, int) and not isinstance(x, bool):
-        x = (x,)
-    if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in x):
-        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}")
-    x = tuple(x) + (1,) * (3 - len(x))
-    if any(v < 1 for v in x):
-        raise LaunchError(f"{what} {x} has a dimension < 1; every dimension must be at least 1")
-    return x
 
 
 def _annotations(fn) -> dict:
@@ -312,120 +303,6 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
-
-
-def _user_stacklevel() -> int:
-    """The ``warnings.warn`` stacklevel of the first caller outside warpstage (the user's line)."""
-    import os
-    import sys
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    f, level = sys._getframe(1), 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
-        f, level = f.f_back, level + 1
-    return level
-
-
-def _user_error(e: Exception) -> Exception:
-    """``e`` with warpstage's own frames removed from its traceback (users see their lines).
-
-    The control-flow rewrite runs each ``if``/loop body of a kernel as a nested function (named
-    like the kernel, frontend/rewrite.py); the frame that called it, through warpstage, only
-    repeats the statement's position, so it is dropped and the body's frame shows the line."""
-    import os
-    from .frontend.rewrite import is_region_code
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    tb = e.__traceback__
-    frames = []
-    while tb is not None:
-        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(pkg):
-            if frames and is_region_code(tb.tb_frame.f_code) and \
-                    tb.tb_frame.f_code in frames[-1].tb_frame.f_code.co_consts:
-                frames.pop()                            # the region's call site
-            frames.append(tb)
-        tb = tb.tb_next
-    head = None
-    for t in reversed(frames):
-        t.tb_next = head
-        head = t
-    e = _descriptor_attribute_error(e, frames[-1] if frames else None)
-    return e.with_traceback(head)
-
-
-_DESCRIPTOR_ATTRS = frozenset(("smem_bytes", "smem_shape", "box", "element_strides", "oob_fill",
-                               "l2_promotion", "map"))
-
-
-def _descriptor_attribute_error(e: Exception, tb) -> Exception:
-    """An AttributeError for a TMA descriptor's attribute (``desc.smem_bytes``) read from a
-    tensor, pointer or scalar (a plain array passed where the kernel expects a
-    ``ws.tma.TensorDescriptor``) as an OperandError naming the mix-up; other errors unchanged."""
-    attr = getattr(e, "name", None) if isinstance(e, AttributeError) else None
-    if attr not in _DESCRIPTOR_ATTRS or tb is None:
-        return e
-    from .errors import OperandError
-    from .frontend.source import format_location
-    from .ir.core import Location
-    from .lang.pointer import Pointer
-    from .lang.scalars import Scalar
-    from .lang.tensor import Tensor
-    from .lang.tma import describe_operand
-    obj = getattr(e, "obj", None)
-    if not isinstance(obj, (Tensor, Pointer, Scalar)):
-        return e
-    frame = tb.tb_frame
-    names = [n for n, v in frame.f_locals.items() if v is obj and not n.startswith("__ws_")]
-    loc = Location(frame.f_code.co_filename, tb.tb_lineno, 0)
-    return OperandError(
-        f"{names[0] + '.' if names else ''}{attr}: expected a ws.tma.TensorDescriptor (passed as "
-        f"a kernel argument), got {describe_operand(obj)}, which has no '{attr}'.\n"
-        f"{format_location(loc)}\nFix: build the descriptor on the host, "
-        "ws.tma.TensorDescriptor(x, box=(rows, cols)), and pass it instead of the tensor; "
-        "ws.tma.load/store copy box-shaped tiles of x through it.", where=str(loc))
-
-
-class _Launch:
-    """``kern[grid, block(, smem, stream)]``: call it with the kernel's arguments to launch."""
-
-    __slots__ = ("kernel", "grid", "block", "smem", "stream", "cluster", "last")
-
-    def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None, cluster=None):
-        self.kernel = kernel
-        self.last = (None, None)    # the generated call path's last (call signature, memo hit)
-        self.grid = _dim3(grid, "grid")
-        self.block = _dim3(block, "block")
-        if not isinstance(smem, int) or smem < 0:
-            raise LaunchError(f"smem must be a non-negative int (bytes), got {smem!r}")
-        self.smem = smem
-        self.stream = stream
-        self.cluster = None
-        if cluster is not None:
-            c = _dim3(cluster, "cluster")
-            bad = [d for d, (g, n) in enumerate(zip(self.grid, c)) if g % n]
-            if bad:
-                raise LaunchError(f"grid {self.grid} is not a whole number of clusters {c} (in "
-                                  f"dimension {'xyz'[bad[0]]}); make each grid dimension a "
-                                  "multiple of the cluster's")
-            self.cluster = c
-
-    def __call__(self, *args, **kwargs):
-        """The full path (per-parameter binders, cache lookup, launch); a kernel's launch type
-        replaces it with the generated call path (frontend/fast_call.py)."""
-        k = self.kernel
-        try:
-            values = k._bind(args, kwargs)
-            return launch(k, values, self.grid, self.block, self.smem, self.stream, self.cluster)
-        except Exception as e:
-            if k.options.debug:
-                raise
-            raise _user_error(e) from None
-
-
-_NOT_GIVEN = object()     # the default of the generated call path's parameters
-
-
-def _full_call(launch, given, more, kwargs):
-    """The generated call path's exit for another arity or keywords: _Launch.__call__."""
-    return _Launch.__call__(launch, *[v for v in given if v is not _NOT_GIVEN], *more, **kwargs)
 
 
 def kernel(fn=None, **options):

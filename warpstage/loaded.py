@@ -22,6 +22,7 @@ from typing import Optional
 
 from .errors import ArgumentError, LaunchError
 from .frontend import binding_time as bt
+from .frontend import specs
 from .frontend.static_key import UnkeyableError, static_key
 from .ir.types import SCALAR_TYPES
 from .lang.scalars import HostScalar, fits
@@ -82,7 +83,7 @@ def _skeleton(value, kind):
         return len(value)
     if kind == "dict":
         return tuple(value)
-    return bt._skeleton_static_key(value, kind)
+    return specs._skeleton_static_key(value, kind)
 
 
 def _bind(d: dict, value, name: str, out: list) -> None:
@@ -110,7 +111,7 @@ def _bind(d: dict, value, name: str, out: list) -> None:
         kind = d["kind"]
         try:
             skel = repr(_skeleton(value, kind))
-            parts = bt._host_parts(value, kind, d["names"])
+            parts = specs._host_parts(value, kind, d["names"])
         except (AttributeError, KeyError, TypeError, UnkeyableError):
             skel, parts = None, None
         if skel != d["skel"] or parts is None or len(parts) != len(d["parts"]):
@@ -195,7 +196,7 @@ class StoredLaunch:
     __slots__ = ("ck", "grid", "block", "smem", "stream")
 
     def __init__(self, ck, config):
-        from .api import _dim3
+        from .launch_config import _dim3
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be ck[grid, block] or ck[grid, block, "
                               f"smem_bytes, stream], got ck[{config!r}]")

@@ -238,7 +238,7 @@ def make_call(kinds, name: str, namespace: dict):
         if isinstance(kind, tuple):
             ns[f"_lo{i}"], ns[f"_hi{i}"] = kind[1:3]
     # a file name inside the package (beside api.py, whose frame it replaces): tracebacks and
-    # warnings skip it like warpstage's own frames (api._user_error, _user_stacklevel);
+    # warnings skip it like warpstage's own frames (tracebacks._user_error, _user_stacklevel);
     # linecache shows its lines when debugging
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     filename = os.path.join(package, f"<fast call of {name}>")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .binding_time import (CompositeSpec, PointerArgSpec, ScalarSpec, StaticSpec, TensorArgSpec,
-                           TensorMapSpec)
+from .specs import (CompositeSpec, PointerArgSpec, ScalarSpec, StaticSpec, TensorArgSpec,
+                    TensorMapSpec)
 
 __all__ = ["param_change", "closest", "describe_changes"]
 

@@ -112,7 +112,7 @@ class Mbarrier:
 
 class _MbarrierArrayMeta(type):
     def __getitem__(cls, n):
-        from .smem import MbarrierSpec
+        from .smem_layout import MbarrierSpec
         return MbarrierSpec(n)
 
 

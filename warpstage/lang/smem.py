@@ -19,7 +19,8 @@ to the largest alignment)::
 ``ws.smem.storage`` (decorator) checks and lays out a class when it is defined;
 ``ws.smem.make_storage(name, **fields)`` builds one from a config at run time. Shapes,
 alignments and counts are static; indices may be dynamic (not bounds-checked on the GPU; the
-simulator reports accesses outside shared memory).
+simulator reports accesses outside shared memory). The field types and the layout computation
+are in smem_layout.py; this module holds the views, ``storage`` and ``allocate``.
 
 ``allocate`` places the storage after the kernel's earlier allocations in the dynamic shared
 memory (``nvvm.smem_base``, aligned to 1024 bytes) and records the kernel's total in
@@ -36,16 +37,17 @@ copies check.
 """
 from __future__ import annotations
 
-import inspect
 from typing import Optional
 
 from .. import ir
 from ..frontend.trace import builder, current
-from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_bits
+from ..ir.swizzle import swizzle_align, swizzle_bits
 from .mbarrier import MbarrierArray
 from .operands import operand_error, static_int
 from .pointer import Pointer
-from .scalars import DTYPES, Scalar, as_dynamic
+from .scalars import Scalar, as_dynamic
+from .smem_layout import (BASE_ALIGN, Array, ArraySpec, Layout, MbarrierSpec, _product,
+                          _round_up, layout_of, size_of)
 
 __all__ = ["Array", "ArraySpec", "MbarrierArray", "MbarrierSpec", "SmemArray", "SmemStorage",
            "Layout", "storage", "make_storage", "layout_of", "size_of", "allocate",
@@ -53,173 +55,6 @@ __all__ = ["Array", "ArraySpec", "MbarrierArray", "MbarrierSpec", "SmemArray", "
 
 MAX_DYNAMIC_SMEM = 227 * 1024
 """Bytes of shared memory one CTA may use on sm_90 (with the opt-in attribute above 48 KiB)."""
-BASE_ALIGN = 1024
-"""Alignment of the dynamic shared memory base (PTX ``.extern .shared .align 1024``)."""
-
-
-def _check_align(align, what: str) -> int:
-    return static_int(align, what, [1 << k for k in range(11)],
-                      f"a static power of two in [1, {BASE_ALIGN}] (bytes)",
-                      "use 16 for vector access, 128 for TMA / wgmma tiles")
-
-
-class ArraySpec:
-    """The field type ``ws.smem.Array[dtype, shape, align, swizzle]``: a row-major array of
-    ``shape`` (static ints) elements of ``dtype``, at an offset that is a multiple of ``align``
-    bytes, stored with the Hopper ``swizzle`` (0, 32, 64 or 128 bytes; see module docstring;
-    the alignment becomes at least ``swizzle_align(swizzle)``)."""
-
-    def __init__(self, dtype, shape, align: int = 16, swizzle: int = 0):
-        if dtype not in DTYPES.values():
-            raise operand_error("ws.smem.Array's dtype", dtype, "a warpstage dtype such as "
-                                "ws.Float32", "write ws.smem.Array[ws.Float32, (rows, cols)]")
-        shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-        for d in shape:
-            static_int(d, "ws.smem.Array's shape", expected="static positive ints",
-                       fix="shared-memory shapes are static: use Python ints")
-            if d <= 0:
-                raise operand_error("ws.smem.Array's shape", shape, "positive ints",
-                                    "every extent must be at least 1")
-        if isinstance(swizzle, bool) or swizzle not in SWIZZLE_MODES:
-            raise operand_error("ws.smem.Array's swizzle", swizzle, f"one of {SWIZZLE_MODES} "
-                                "(bytes; 0 = none)", "use the swizzle of the TMA descriptor that "
-                                "fills the array, e.g. swizzle=128")
-        self.dtype = dtype
-        self.shape = shape
-        self.swizzle = swizzle
-        self.align = max(_check_align(align, "ws.smem.Array's alignment"), dtype.ir_type.nbytes,
-                         swizzle_align(swizzle) if swizzle else 1)
-        self.nbytes = dtype.ir_type.nbytes * _product(shape)
-
-    def key(self):
-        return ("Array", self.dtype.__name__, self.shape, self.align, self.swizzle)
-
-    def __repr__(self) -> str:
-        sw = f", swizzle={self.swizzle}" if self.swizzle else ""
-        return f"ws.smem.Array[{self.dtype.__name__}, {self.shape}, {self.align}{sw}]"
-
-
-class MbarrierSpec:
-    """The field type ``ws.smem.MbarrierArray[n]``: ``n`` mbarriers, 8 bytes each, 8-aligned."""
-
-    align = 8
-
-    def __init__(self, n):
-        self.n = static_int(n, "ws.smem.MbarrierArray's count", expected="a static positive int",
-                            fix="the number of mbarriers is static: use a Python int")
-        if self.n <= 0:
-            raise operand_error("ws.smem.MbarrierArray's count", n, "a positive int",
-                                "reserve at least one mbarrier")
-        self.nbytes = 8 * self.n
-
-    def key(self):
-        return ("MbarrierArray", self.n)
-
-    def __repr__(self) -> str:
-        return f"ws.smem.MbarrierArray[{self.n}]"
-
-
-class _ArrayMeta(type):
-    def __getitem__(cls, item) -> ArraySpec:
-        item = item if isinstance(item, tuple) else (item,)
-        if not 2 <= len(item) <= 4:
-            raise operand_error("ws.smem.Array[...]", item, "[dtype, shape] or [dtype, shape, "
-                                "align(, swizzle)]", "write ws.smem.Array[ws.Float32, (rows, cols)]")
-        return ArraySpec(*item)
-
-
-class Array(metaclass=_ArrayMeta):
-    """Field type factory: ``ws.smem.Array[dtype, shape]`` / ``[dtype, shape, align]`` /
-    ``[dtype, shape, align, swizzle]`` (align and swizzle in bytes, defaults 16 and 0), or with
-    keywords ``ws.smem.Array(dtype, shape, align=16, swizzle=0)``; see ``ArraySpec``."""
-
-    def __new__(cls, dtype, shape, align: int = 16, swizzle: int = 0) -> ArraySpec:
-        return ArraySpec(dtype, shape, align, swizzle)
-
-
-def _product(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-# -- layout -------------------------------------------------------------------------------------
-class Layout:
-    """A storage class's static layout: ``fields`` [(name, spec, byte offset)], ``size`` and
-    ``align`` in bytes. Nested storage fields have a Layout as their spec."""
-
-    def __init__(self, cls, fields: list):
-        self.cls = cls
-        offset, align = 0, 1
-        placed = []
-        for name, spec in fields:
-            offset = _round_up(offset, spec.align)
-            placed.append((name, spec, offset))
-            offset += spec.nbytes
-            align = max(align, spec.align)
-        self.fields = tuple(placed)
-        self.by_name = {name: (spec, off) for name, spec, off in placed}
-        self.align = align
-        self.size = _round_up(offset, align)
-        self.nbytes = self.size
-
-    def key(self):
-        return (self.cls.__module__, self.cls.__qualname__,
-                tuple((n, s.key(), o) for n, s, o in self.fields))
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{n}@{o}: {s!r}" for n, s, o in self.fields)
-        return (f"<smem layout {self.cls.__qualname__} ({self.size} bytes, align {self.align}): "
-                f"{body}>")
-
-
-def _round_up(x: int, a: int) -> int:
-    return -(-x // a) * a
-
-
-def _annotations(cls) -> dict:
-    out: dict = {}
-    for klass in reversed(cls.__mro__):
-        if klass is object:
-            continue
-        try:
-            out.update(inspect.get_annotations(klass, eval_str=True))
-        except Exception as e:
-            raise operand_error(f"shared storage class {cls.__qualname__}", f"an annotation that "
-                                f"does not evaluate ({e})", "field annotations evaluable in the "
-                                "class's module", "define field types at module level, or build "
-                                "the class with ws.smem.make_storage(name, **fields)") from None
-    return out
-
-
-def layout_of(cls) -> Layout:
-    """The Layout of storage class ``cls`` (computed once and cached on the class)."""
-    cached = cls.__dict__.get("__ws_smem_layout__")
-    if cached is not None:
-        return cached
-    fields = []
-    for name, spec in _annotations(cls).items():
-        nested = (isinstance(spec, type) and not issubclass(spec, Scalar)
-                  and spec not in (Array, MbarrierArray) and _annotations(spec))
-        if nested:
-            spec = layout_of(spec)
-        elif not isinstance(spec, (ArraySpec, MbarrierSpec)):
-            raise operand_error(f"shared storage field {cls.__qualname__}.{name}", spec,
-                                "ws.smem.Array[dtype, shape(, align)], ws.smem.MbarrierArray[n] "
-                                "or a nested storage class", "annotate each field with one of "
-                                "those (static shapes and counts)")
-        fields.append((name, spec))
-    if not fields:
-        raise operand_error(f"shared storage class {cls.__qualname__}", "no annotated fields",
-                            "at least one field", "annotate its fields, e.g. "
-                            "`a: ws.smem.Array[ws.Float32, (64,)]`")
-    layout = Layout(cls, fields)
-    cls.__ws_smem_layout__ = layout
-    # the static key of a storage class is its layout, not only its name (make_storage builds
-    # same-named classes with different shapes)
-    cls.__ws_class_key__ = staticmethod(layout.key)
-    return layout
 
 
 def storage(cls):
@@ -234,13 +69,6 @@ def make_storage(name: str, **fields) -> type:
     for layouts computed from a config: ``make_storage("S", a=ws.smem.Array[dt, (stages, n)])``."""
     cls = type(name, (), {"__annotations__": dict(fields), "__module__": __name__})
     return storage(cls)
-
-
-def size_of(cls_or_spec) -> int:
-    """Bytes a storage class (or field type) occupies."""
-    spec = cls_or_spec if isinstance(cls_or_spec, (ArraySpec, MbarrierSpec)) \
-        else layout_of(cls_or_spec)
-    return spec.nbytes
 
 
 # -- views --------------------------------------------------------------------------------------

@@ -17,20 +17,19 @@ The protocol, as CUTLASS runs it::
     for i, (row, col) in enumerate(ws.wgmma.accumulator_coords(n)):
         out[row, col] = acc[i]
 
-Shared-memory tiles (``TileLayout``): a (rows, cols) tile with ``cols`` contiguous is stored in
-column blocks one swizzle span wide (16 bytes without swizzle), each block row-major; so a tile
-whose rows are exactly one span (64 bf16 with 128-byte swizzle) is a plain row-major 2-D array,
-and a wider one is a 3-D array (blocks, rows, span / element size), what a TMA box of one span
-produces. Swizzled tiles start at a multiple of 8 * span bytes.
+The shared-memory tile layout (``TileLayout``) and the matrix descriptors (``make_descriptor``,
+``tile_descriptor``, ``TileDescriptor``) are in wgmma_tiles.py, re-exported here; this module
+holds the fence / commit / wait ops, ``mma`` and the register fragment layouts.
 """
 from __future__ import annotations
 
 from ..frontend.source import user_location
-from ..frontend.trace import Origin, builder
-from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_offset
+from ..frontend.trace import builder
+from ..ir.swizzle import SWIZZLE_MODES
 from .fragment import Fragment
-from .operands import operand_error, pointer_operand, static_int
-from .scalars import BFloat16, Boolean, Float16, Float32, Scalar, Uint64
+from .operands import operand_error, static_int
+from .scalars import Boolean, Float16, Float32, Scalar, Uint64
+from .wgmma_tiles import _MMA_DTYPES, TileDescriptor, TileLayout, make_descriptor, tile_descriptor
 
 __all__ = ["fence", "commit_group", "wait_group", "mma", "zeros", "make_descriptor",
            "TileLayout", "TileDescriptor", "tile_descriptor", "accumulator_coords",
@@ -38,7 +37,6 @@ __all__ = ["fence", "commit_group", "wait_group", "mma", "zeros", "make_descript
 
 N_VALUES = tuple(range(8, 257, 8))
 """The N of m64nNk16: multiples of 8 in [8, 256]."""
-_MMA_DTYPES = (Float16, BFloat16)
 _PASS = ("f32", "f16", "bf16", "i32", "u32")
 
 
@@ -109,190 +107,6 @@ def wait_group(n: int = 0, *fragments):
     n = static_int(n, f"{what}'s group count", range(8), "a static int in [0, 8)",
                    "pass the number of wgmma-groups allowed to stay in flight, e.g. 0 or 1")
     return _tied_op("wgmma.wait_group", what, fragments, {"n": n})
-
-
-# -- descriptors and tile layouts ---------------------------------------------------------------
-def _swizzle(x, what: str) -> int:
-    return static_int(x, what, SWIZZLE_MODES, "0 (none), 32, 64 or 128 (bytes)",
-                      "pass the swizzle the tile was stored with (TMA's CU_TENSOR_MAP_SWIZZLE_*)")
-
-
-def make_descriptor(smem, lbo: int, sbo: int, swizzle=None, base_offset: int = 0) -> Uint64:
-    """The 64-bit shared-memory matrix descriptor of the tile at ``smem`` (an smem array or a
-    shared ``ws.Pointer``, 16-byte aligned): PTX ISA "Matrix Descriptor Format". ``lbo`` and
-    ``sbo`` (static, bytes, multiples of 16 below 2^18): the leading- and stride-dimension byte
-    offsets of the canonical layout; ``swizzle``: 0, 32, 64 or 128 bytes (default: the array's
-    ``swizzle`` attribute, else 0); ``base_offset``: 0..7 (0 for tiles aligned to their swizzle
-    atom). Returns a dynamic Uint64. ``tile_descriptor`` computes lbo and sbo for you."""
-    what = "ws.wgmma.make_descriptor()"
-    p = pointer_operand(smem, f"{what}'s tile", "shared")
-    if swizzle is None:
-        swizzle = getattr(smem, "swizzle", 0) or 0
-    swizzle = _swizzle(swizzle, f"{what}'s swizzle")
-    offsets = range(0, 1 << 18, 16)
-    for name, v in (("lbo", lbo), ("sbo", sbo)):
-        static_int(v, f"{what}'s {name}", offsets, "a static multiple of 16 in [0, 2^18) (bytes)",
-                   "pass the byte distance between core matrices (see docs/wgmma.md)")
-    base_offset = static_int(base_offset, f"{what}'s base_offset", range(8), "an int in [0, 8)",
-                             "use 0 and align swizzled tiles to 8 * swizzle bytes")
-    attrs = {"lbo": lbo, "sbo": sbo, "swizzle": swizzle, "base_offset": base_offset}
-    r = builder(what).op("wgmma.descriptor", (p.value,), (Uint64.ir_type,), attrs).result
-    return Uint64._wrap(r, Origin(what, user_location()))
-
-
-class TileLayout:
-    """The shared-memory layout of a (rows, cols) tile of ``dtype`` with ``cols`` contiguous,
-    swizzled with ``swizzle`` bytes (0, 32, 64, 128): column blocks of ``span`` bytes (the
-    swizzle, or 16 without one), each block row-major with rows ``span`` bytes apart.
-
-    For wgmma, a K-major operand is (rows = M or N, cols = K) and an MN-major one (rows = K,
-    cols = M or N). ``shape`` is the smem array to allocate ((rows, cols) when one block,
-    else (blocks, rows, block_cols)), ``align`` its alignment (8 * span bytes when swizzled),
-    ``spec`` that field type (``ws.smem.Array[dtype, shape, align]``). ``offset(r, c)`` is the
-    element offset of logical element (r, c) in that array, swizzle applied (static or dynamic
-    indices). rows must be a multiple of 8 and cols of span / element size."""
-
-    def __init__(self, rows: int, cols: int, dtype, swizzle: int = 0):
-        what = "ws.wgmma.TileLayout"
-        self.dtype = dtype
-        self.swizzle = _swizzle(swizzle, f"{what}'s swizzle")
-        self.eb = dtype.ir_type.nbytes
-        self.span = self.swizzle or 16
-        self.block_cols = self.span // self.eb
-        self.rows = static_int(rows, f"{what}'s rows", range(8, 1 << 16, 8),
-                               "a static positive multiple of 8", "pad the tile to 8-row groups")
-        self.cols = static_int(cols, f"{what}'s cols", range(self.block_cols, 1 << 16,
-                                                              self.block_cols),
-                               f"a static positive multiple of {self.block_cols} ({self.span} "
-                               f"bytes of {dtype.__name__})", "pad the tile's contiguous extent")
-        self.blocks = self.cols // self.block_cols
-        self.shape = ((self.rows, self.cols) if self.blocks == 1
-                      else (self.blocks, self.rows, self.block_cols))
-        self.align = swizzle_align(self.swizzle)
-        self.nbytes = self.rows * self.cols * self.eb
-
-    @property
-    def spec(self):
-        from .smem import Array
-        return Array[self.dtype, self.shape, self.align]
-
-    def byte_offset(self, r, c, swizzled: bool = True):
-        """Byte offset of element (r, c) from the tile's start (swizzled unless told not)."""
-        off = (c // self.block_cols) * (self.rows * self.span) + r * self.span \
-            + (c % self.block_cols) * self.eb
-        return swizzle_offset(off, self.swizzle) if swizzled else off
-
-    def offset(self, r, c):
-        """Element offset of (r, c) in the tile's array (flat), swizzle applied."""
-        return self.byte_offset(r, c) // self.eb
-
-    def descriptor_offsets(self, major: str) -> tuple:
-        """(LBO, SBO) in bytes of this tile as a ``major`` ("K" or "MN") wgmma operand."""
-        whole = self.rows * self.span
-        if major == "K":
-            return (whole, 128) if not self.swizzle else (16, 8 * self.span)
-        return (128, whole) if not self.swizzle else (whole, 8 * self.span)
-
-    def key(self):
-        return ("TileLayout", self.rows, self.cols, self.dtype.__name__, self.swizzle)
-
-    def __repr__(self) -> str:
-        return (f"<TileLayout {self.dtype.__name__}[{self.rows}, {self.cols}] swizzle "
-                f"{self.swizzle}: array {self.shape}>")
-
-
-class TileDescriptor:
-    """A matrix descriptor (``desc``, a dynamic Uint64) with the static facts of its tile:
-    ``layout`` (TileLayout), ``major`` ("K": M/N rows, K contiguous; "MN": K rows, M/N
-    contiguous), ``dtype``. Follows the value protocol (its leaf is ``desc``). ``at(row, k)``
-    and ``k_step(j)`` give the descriptor of the sub-tile starting at M/N index ``row``
-    (multiple of 8) and K index ``k`` (multiple of 16): the start address advanced by that
-    sub-tile's byte offset >> 4, as CUTLASS and FlashAttention-3 do."""
-
-    __slots__ = ("layout", "major", "desc")
-
-    def __init__(self, layout: TileLayout, major: str, desc: Uint64):
-        self.layout, self.major, self.desc = layout, major, desc
-
-    @property
-    def dtype(self):
-        return self.layout.dtype
-
-    def _extent(self) -> tuple:
-        """(M/N extent, K extent) of the whole tile."""
-        lay = self.layout
-        return (lay.rows, lay.cols) if self.major == "K" else (lay.cols, lay.rows)
-
-    def at(self, row=0, k=0) -> "TileDescriptor":
-        for name, v, m in (("row", row, 8), ("k", k, 16)):
-            if not isinstance(v, Scalar):
-                limit = self._extent()[0 if name == "row" else 1]
-                static_int(v, f"TileDescriptor.at()'s {name}", range(0, limit, m),
-                           f"a multiple of {m} in [0, {limit})", f"offset by whole {m}-element "
-                           f"steps inside the {limit}-element extent")
-        r, c = (row, k) if self.major == "K" else (k, row)
-        off = self.layout.byte_offset(r, c, swizzled=False)
-        if isinstance(off, int):
-            if off == 0:
-                return self
-            return TileDescriptor(self.layout, self.major, self.desc + (off >> 4))
-        return TileDescriptor(self.layout, self.major, self.desc + Uint64(off >> 4))
-
-    def k_step(self, j) -> "TileDescriptor":
-        """The descriptor of the j-th k16 slice (``at(k=16 * j)``)."""
-        return self.at(0, j * 16)
-
-    def __extract_values__(self):
-        return [self.desc]
-
-    def __new_from_values__(self, values):
-        return TileDescriptor(self.layout, self.major, values[0])
-
-    def __static_key__(self):
-        return ("TileDescriptor", self.layout.key(), self.major)
-
-    def __repr__(self) -> str:
-        return f"<TileDescriptor {self.major}-major {self.layout!r}>"
-
-
-def tile_descriptor(smem, major: str = "K", swizzle=None) -> TileDescriptor:
-    """The descriptor of the tile held in smem array ``smem`` (2-D (rows, cols) when ``cols``
-    fills one swizzle span, else 3-D (blocks, rows, span / element size): ``TileLayout.shape``),
-    as a ``major`` wgmma operand ("K" or "MN"), computing LBO and SBO. ``swizzle``: bytes
-    (default: the array's ``swizzle`` attribute, else 0). Raises OperandError for a shape that
-    is not a canonical layout, naming the shape to allocate."""
-    what = "ws.wgmma.tile_descriptor()"
-    if major not in ("K", "MN"):
-        raise operand_error(f"{what}'s major", major, "'K' (K contiguous) or 'MN' (M/N "
-                            "contiguous)", "pass major='K' for a row-major A or a B^T tile")
-    if swizzle is None:
-        swizzle = getattr(smem, "swizzle", 0) or 0
-    swizzle = _swizzle(swizzle, f"{what}'s swizzle")
-    shape, dtype = getattr(smem, "shape", None), getattr(smem, "dtype", None)
-    if shape is None or dtype not in _MMA_DTYPES:
-        raise operand_error(what, smem, "a shared-memory array of ws.Float16 or ws.BFloat16 "
-                            "(an element of a ws.smem storage)", "allocate the tile with "
-                            "ws.smem.Array[ws.BFloat16, ws.wgmma.TileLayout(...).shape, 1024]")
-    span = swizzle or 16
-    block = span // dtype.ir_type.nbytes
-    rows, cols = (shape[0], shape[1]) if len(shape) == 2 else \
-        (shape[1], shape[0] * shape[2]) if len(shape) == 3 else (0, 0)
-    if shape[-1] != block or len(shape) not in (2, 3) or rows % 8:
-        up = lambda x, m: max(m, -(-x // m) * m)                          # noqa: E731
-        want = TileLayout(up(rows, 8), up(cols or shape[-1], block), dtype, swizzle).shape
-        raise operand_error(f"{what}'s tile shape", shape, f"a canonical {span}-byte-block "
-                            f"layout: (rows, {block}) or (blocks, rows, {block}) with rows a "
-                            "multiple of 8", f"allocate ws.wgmma.TileLayout(rows, cols, "
-                            f"{dtype.__name__}, {swizzle}).shape, e.g. {want}, or pass the "
-                            "swizzle the tile was stored with")
-    layout = TileLayout(rows, cols, dtype, swizzle)
-    align = getattr(smem, "align", None)          # known statically for typed smem views
-    if isinstance(align, int) and align < layout.align:
-        raise operand_error(f"{what}'s tile alignment", f"{align} bytes", f"at least "
-                            f"{layout.align} bytes for a {swizzle}-byte swizzle (its 8-row atom)",
-                            f"allocate it as ws.smem.Array[..., {layout.align}]")
-    lbo, sbo = layout.descriptor_offsets(major)
-    return TileDescriptor(layout, major, make_descriptor(smem, lbo, sbo, swizzle))
 
 
 # -- the MMA ------------------------------------------------------------------------------------
@@ -437,4 +251,3 @@ def accumulator_to_a(acc: Fragment, k_step: int, dtype) -> Fragment:
         raise operand_error("ws.wgmma.accumulator_to_a()'s dtype", dtype, "ws.Float16 or "
                             "ws.BFloat16", "convert to the MMA's input dtype")
     return acc[8 * k:8 * k + 8].to(dtype)
-

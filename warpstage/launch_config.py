@@ -1,0 +1,72 @@
+"""The launch configuration object ``kern[grid, block(, smem, stream)]`` (``_Launch``): it checks
+grid, block and cluster shapes (``_dim3``) and, called with the kernel's arguments, takes the full
+launch path; a kernel's generated call path (frontend/fast_call.py) subclasses it and leaves
+through ``_full_call`` for another arity or keywords.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import LaunchError
+from .launch import launch
+from .tracebacks import _user_error
+
+if TYPE_CHECKING:
+    from .api import Kernel
+
+
+def _dim3(x, what: str) -> tuple:
+    if isinstance(x, int) and not isinstance(x, bool):
+        x = (x,)
+    if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in x):
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}")
+    x = tuple(x) + (1,) * (3 - len(x))
+    if any(v < 1 for v in x):
+        raise LaunchError(f"{what} {x} has a dimension < 1; every dimension must be at least 1")
+    return x
+
+
+class _Launch:
+    """``kern[grid, block(, smem, stream)]``: call it with the kernel's arguments to launch."""
+
+    __slots__ = ("kernel", "grid", "block", "smem", "stream", "cluster", "last")
+
+    def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None, cluster=None):
+        self.kernel = kernel
+        self.last = (None, None)    # the generated call path's last (call signature, memo hit)
+        self.grid = _dim3(grid, "grid")
+        self.block = _dim3(block, "block")
+        if not isinstance(smem, int) or smem < 0:
+            raise LaunchError(f"smem must be a non-negative int (bytes), got {smem!r}")
+        self.smem = smem
+        self.stream = stream
+        self.cluster = None
+        if cluster is not None:
+            c = _dim3(cluster, "cluster")
+            bad = [d for d, (g, n) in enumerate(zip(self.grid, c)) if g % n]
+            if bad:
+                raise LaunchError(f"grid {self.grid} is not a whole number of clusters {c} (in "
+                                  f"dimension {'xyz'[bad[0]]}); make each grid dimension a "
+                                  "multiple of the cluster's")
+            self.cluster = c
+
+    def __call__(self, *args, **kwargs):
+        """The full path (per-parameter binders, cache lookup, launch); a kernel's launch type
+        replaces it with the generated call path (frontend/fast_call.py)."""
+        k = self.kernel
+        try:
+            values = k._bind(args, kwargs)
+            return launch(k, values, self.grid, self.block, self.smem, self.stream, self.cluster)
+        except Exception as e:
+            if k.options.debug:
+                raise
+            raise _user_error(e) from None
+
+
+_NOT_GIVEN = object()     # the default of the generated call path's parameters
+
+
+def _full_call(launch, given, more, kwargs):
+    """The generated call path's exit for another arity or keywords: _Launch.__call__."""
+    return _Launch.__call__(launch, *[v for v in given if v is not _NOT_GIVEN], *more, **kwargs)
