@@ -129,6 +129,72 @@ def test_recompile_reasons_name_a_descriptors_changed_field():
                                             "vs #1: src: l2_promotion 128 -> 256"]
 
 
+class NamedKey:
+    """A static object whose __static_key__ is (name, value) pairs."""
+    def __init__(self, scale, tile):
+        self.scale, self.tile = scale, tile
+
+    def __static_key__(self):
+        return (("scale", self.scale), ("tile", self.tile))
+
+
+class FlatKey(NamedKey):
+    def __static_key__(self):
+        return (self.scale, self.tile)
+
+    def __repr__(self):
+        return "FlatKey()"
+
+
+class Box:
+    """A value-protocol object (a dynamic leaf) with a (name, value) pairs static key."""
+    def __init__(self, v, scale):
+        self.v, self.scale = v, scale
+
+    def __extract_values__(self):
+        return [self.v]
+
+    def __new_from_values__(self, values):
+        return Box(values[0], self.scale)
+
+    def __static_key__(self):
+        return (("scale", self.scale),)
+
+
+def test_recompile_reasons_name_the_fields_of_named_static_keys():
+    """A __static_key__ of (name, value) pairs (static or in a value-protocol composite) and an
+    object's attributes (its structural key) name the changed fields; any other key falls back
+    to the object's repr."""
+    @ws.kernel
+    def k(cfg, out: ws.Tensor):
+        out[0] = ws.Float32(cfg.scale * cfg.tile)
+
+    @ws.kernel
+    def kb(b, out: ws.Tensor):
+        out[0] = ws.Float32(b.v) * b.scale
+
+    class Plain:
+        def __init__(self, scale, tile):
+            self.scale, self.tile = scale, tile
+
+    out = np.zeros(1, np.float32)
+    for kern, cls in ((k, NamedKey), (ws.kernel(k.fn), Plain)):
+        for scale, tile in ((0.125, 64), (0.2, 64), (0.2, 128), (0.5, 32)):
+            kern[1, 32](cls(scale, tile), out)
+            assert out[0] == np.float32(scale * tile)
+        assert kern._recompile_reasons == ["vs #1: cfg: scale 0.125 -> 0.2",
+                                           "vs #2: cfg: tile 64 -> 128",
+                                           "vs #3: cfg: scale 0.2 -> 0.5, tile 128 -> 32"]
+    flat = ws.kernel(k.fn)
+    flat[1, 32](FlatKey(0.125, 64), out)
+    flat[1, 32](FlatKey(0.2, 64), out)
+    assert flat._recompile_reasons == ["vs #1: cfg: a static field of FlatKey FlatKey() changed"]
+    kb[1, 32](Box(3.0, 0.5), out)
+    kb[1, 32](Box(3.0, 2.0), out)
+    assert out[0] == 6.0
+    assert kb._recompile_reasons == ["vs #1: b: scale 0.5 -> 2.0"]
+
+
 @ws.kernel
 def fails_in_an_if(out: ws.Tensor):
     if ws.arch.thread_idx()[0] == 0:

@@ -122,6 +122,7 @@ def _launch_sim(ck, leaves, grid, block, smem):
             if writeback is not None:
                 copies.append(writeback)
         elif isinstance(leaf, TensorMapArg):        # a TMA descriptor: map its tensor
+            leaf.desc.check_unmoved()
             host, writeback = _host_array(leaf.tensor_arg, ck.abi[i][0].split(".")[0])
             leaves[i] = leaf.sim_map(memory.register(host))
             if writeback is not None:

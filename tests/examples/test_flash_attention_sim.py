@@ -183,3 +183,79 @@ def test_one_policy_one_kernel():
     before = flash_attention_kernel.trace_count
     flash_attention(*qkv(1, 3, 24, 64, seed=1))       # new sizes, same types: no retrace
     assert flash_attention_kernel.trace_count == before
+
+
+@pytest.mark.parametrize("threads", [128, 512, (128, 3)])
+def test_direct_launch_with_another_block_is_refused(threads):
+    """The roles and barrier counts assume fa.threads threads: 128 would deadlock, 512 would
+    run warps without a role. The block is part of the specialization, so the trace checks it
+    (before anything runs)."""
+    q, k, v = qkv(1, 1, 16, 64)
+    fa = FlashAttention(head_dim=64)
+    o = np.zeros_like(q)
+    with pytest.raises(ws.OperandError, match=r"(?s)launch block.*expected \(384, 1, 1\).*"
+                                              r"fa.threads.*Fix: launch as flash_attention_"
+                                              r"kernel\[fa.grid\(B, H, S_q\), fa.threads\]"):
+        flash_attention_kernel[fa.grid(1, 1, 16), threads](fa, q, k, v, o)
+    assert not np.any(to_float64(o))                     # nothing ran
+    T = ws.Tensor[ws.BFloat16, 4]
+    with pytest.raises(ws.OperandError, match=r"ws.compile\(\.\.\., block=\(fa.threads, 1, 1\)"):
+        ws.compile(flash_attention_kernel, fa, T, T, T, T)         # the default block: 128
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(tile_n=0), ValueError, r"tile_n \(keys per stage\) must be a multiple of 16.*got 0"),
+    (dict(tile_n=100), ValueError, r"tile_n \(keys per stage\) must be a multiple of 16"),
+    (dict(num_stages=0), ValueError, r"num_stages must be an int in \[1, 8\], got 0"),
+    (dict(num_stages=-1), ValueError, r"num_stages must be an int in \[1, 8\], got -1"),
+    (dict(tile_n=64.0), ws.ArgumentError, r"tile_n=64.0 \(float\); expected None or an int"),
+    (dict(num_stages=True), ws.ArgumentError, r"num_stages=True \(bool\); expected None or"),
+    (dict(causal="no"), ws.ArgumentError, r"causal='no' \(str\); expected a bool"),
+    (dict(causal=1.5), ws.ArgumentError, r"causal=1.5 \(float\); expected a bool"),
+    (dict(causal=1), ws.ArgumentError, r"causal=1 \(int\); expected a bool"),
+    (dict(scale="0.1"), ws.ArgumentError, r"scale='0.1' \(str\); expected None"),
+    (dict(scale=True), ws.ArgumentError, r"scale=True \(bool\)"),
+    (dict(scale=float("nan")), ws.ArgumentError, r"scale=nan.*finite real number"),
+    (dict(scale=1j), ws.ArgumentError, r"scale=1j \(complex\)"),
+])
+def test_wrapper_rejects_bad_option_values(kwargs, error, match):
+    """0 is not 'the default' (None is); causal must be a bool and scale a finite number
+    (torch's scaled_dot_product_attention raises TypeError for a non-bool is_causal)."""
+    q, k, v = qkv(1, 1, 16, 64)
+    with pytest.raises(error, match=match):
+        flash_attention(q, k, v, **kwargs)
+
+
+def test_wrapper_takes_numpy_scalars_and_none_defaults():
+    q, k, v = qkv(1, 1, 20, 64, seed=3)
+    out = flash_attention(q, k, v, causal=np.bool_(True), scale=np.float32(0.2),
+                          tile_n=np.int64(64), num_stages=None)
+    assert relative_error(out, q, k, v, True, scale=float(np.float32(0.2))) < 1e-2
+
+
+def test_policy_rejects_bad_causal_and_scale():
+    with pytest.raises(ValueError, match="causal must be a bool, got 'no'"):
+        FlashAttention(head_dim=64, causal="no")
+    with pytest.raises(ValueError, match=r"softmax_scale must be None.*got '0.1'"):
+        FlashAttention(head_dim=64, softmax_scale="0.1")
+    with pytest.raises(ValueError, match=r"softmax_scale must be None.*got inf"):
+        FlashAttention(head_dim=64, softmax_scale=float("inf"))
+    with pytest.raises(ValueError, match=r"num_stages must be an int in \[1, 8\], got True"):
+        FlashAttention(head_dim=64, num_stages=True)
+
+
+def test_a_new_scale_compiles_once_and_the_recompile_reason_names_it():
+    """softmax_scale is a static field of the policy: each distinct value is one
+    specialization (reused afterwards), and the recompile reason names the field."""
+    kern = ws.kernel(flash_attention_kernel.fn)                 # a fresh in-memory cache
+    q, k, v = qkv(1, 1, 16, 64, seed=5)
+    for scale in (0.125, 0.2, 0.125, 0.2):
+        fa = FlashAttention(head_dim=64, softmax_scale=scale)
+        o = np.zeros_like(q)
+        kern[fa.grid(1, 1, 16), fa.threads](fa, q, k, v, o)
+        assert relative_error(o, q, k, v, False, scale=scale) < 1e-2
+    assert kern.trace_count == 2
+    assert kern._recompile_reasons == ["vs #1: fa: softmax_scale 0.125 -> 0.2"]
+    fa = FlashAttention(head_dim=64, softmax_scale=0.2, tile_n=64, causal=True)
+    kern[fa.grid(1, 1, 16), fa.threads](fa, q, k, v, np.zeros_like(q))
+    assert kern._recompile_reasons[-1] == "vs #2: fa: causal False -> True, tile_n 128 -> 64"

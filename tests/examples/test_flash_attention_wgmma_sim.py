@@ -202,3 +202,9 @@ def test_descriptor_and_output_checks():
     with pytest.raises(ws.OperandError, match="tensor o"):
         ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
                    TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, block=(fa.threads, 1, 1))
+    for block in ((128, 1, 1), (512, 1, 1)):        # ws.compile's default block is 128 threads
+        want = (r"(?s)launch block.*expected \(384, 1, 1\).*got \(%d, 1, 1\).*Fix: launch as "
+                r"flash_attention_wgmma_kernel\[fa.grid" % block[0])
+        with pytest.raises(ws.OperandError, match=want):
+            ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
+                       TD(x, kv_box), O, ws.Int32, block=block)

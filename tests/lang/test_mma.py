@@ -444,3 +444,21 @@ def test_coords_outside_a_kernel_need_a_lane():
         ws.mma.c_coords()
     with pytest.raises(ws.OperandError, match=r"a lane in \[0, 32\)"):
         ws.mma.a_coords(lane=32)
+
+
+@ws.kernel
+def fragment_param(out: ws.Tensor, f):
+    out[0] = f[0]
+
+
+def test_the_fragment_class_as_a_parameter_is_an_argument_error(sim_target):
+    def launch():
+        fragment_param[1, 32](np.zeros(4, np.float32), ws.mma.Fragment)
+    for entry in (lambda: ws.compile(fragment_param, ws.Tensor[ws.Float32, 1], ws.mma.Fragment),
+                  lambda: ws.explain(fragment_param, ws.Tensor[ws.Float32, 1], ws.mma.Fragment),
+                  launch):
+        with pytest.raises(ws.ArgumentError) as ei:
+            entry()
+        msg = str(ei.value)
+        assert "parameter 'f': got the class ws.mma.Fragment" in msg
+        assert "not a kernel parameter" in msg and "ws.mma.Fragment.filled(" in msg

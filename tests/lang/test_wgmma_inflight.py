@@ -1,5 +1,6 @@
 """Accumulators read before their wgmma completes: the fragment ``ws.wgmma.mma`` returns is in
-flight until ``ws.wgmma.wait_group`` hands it back (trace-time OperandError), and the simulator
+flight until ``ws.wgmma.wait_group`` hands it back (trace-time OperandError, also through
+``@ws.jit`` helpers, dynamic loops and ifs), and the simulator
 checks that the fragments a ``wait_group(n)`` hands back belong to completed, committed groups
 (SimulatorError naming the wgmma's and the wait's lines)."""
 import inspect
@@ -159,7 +160,8 @@ def never_committed(out: ws.Tensor):
 
 @ws.kernel
 def pending_after_loop(out: ws.Tensor, steps: ws.Int32):
-    """The loop-carried fragment loses its trace-time mark; the simulator still sees it."""
+    """Passing the in-flight fragment to wait_group traces; the simulator sees that the newest
+    group stays pending."""
     st = ws.smem.allocate(Tiles)
     fill(st, ws.arch.thread_idx()[0])
     a, b = descs(st)
@@ -186,3 +188,136 @@ def test_simulator_checks_the_group_of_waited_fragments(kernel, why):
     assert f"wgmma.wait_group at {__file__}:{line_of(fn, 'THE-WAIT')}" in msg
     assert f"wgmma.mma_async at {__file__}:{line_of(fn, 'THE-MMA')}" in msg
     assert why in msg
+
+
+# -- the mark survives the value protocol: helpers, dynamic loops and ifs ----------------------
+@ws.jit
+def store_in_helper(out, acc):
+    for i, (r, c) in enumerate(W.accumulator_coords(8)):
+        out[r, c] = acc[i]                      # THE-READ
+
+
+@ws.jit
+def wait_in_helper(out, acc):
+    acc = W.wait_group(0, acc)
+    store_in_helper(out, acc)
+
+
+@ws.kernel
+def read_in_helper(out: ws.Tensor):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
+    W.commit_group()
+    store_in_helper(out, acc)
+
+
+@ws.kernel
+def read_after_loop(out: ws.Tensor, steps: ws.Int32):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.fence(W.zeros(8))
+    for _ in range(steps):
+        acc = W.mma(a, b, W.fence(acc))         # THE-MMA
+        W.commit_group()
+    store(out, acc)                             # THE-READ
+
+
+@ws.kernel
+def read_after_if(out: ws.Tensor, steps: ws.Int32):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.fence(W.zeros(8))
+    if steps > 0:
+        acc = W.mma(a, b, acc)                  # THE-MMA
+        W.commit_group()
+    store(out, acc)                             # THE-READ
+
+
+@ws.kernel
+def loop_waits_but_may_not_run(out: ws.Tensor, steps: ws.Int32):
+    """In flight before the loop, waited inside it: a loop that runs zero times leaves it in
+    flight, so the read after it is an error."""
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
+    W.commit_group()
+    for _ in range(steps):
+        acc = W.wait_group(0, acc)
+    store(out, acc)                             # THE-READ
+
+
+@pytest.mark.parametrize("kernel", [read_in_helper, read_after_loop, read_after_if,
+                                    loop_waits_but_may_not_run])
+def test_the_in_flight_mark_survives_helpers_loops_and_ifs(kernel):
+    out = np.zeros((64, 8), np.float32)
+    with pytest.raises(ws.OperandError) as ei:
+        if kernel is read_in_helper:
+            kernel[1, 128](out)
+        else:
+            kernel[1, 128](out, 1)
+    fn = kernel.fn
+    assert f"the wgmma at {__file__}:{line_of(fn, 'THE-MMA')} are read (indexing them)" in \
+        str(ei.value)
+    read = store_in_helper.fn if kernel is read_in_helper else fn
+    assert f"{__file__}:{line_of(read, 'THE-READ')}" in ei.value.where
+
+
+@ws.kernel
+def waited_in_helper(out: ws.Tensor):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.mma(a, b, W.fence(W.zeros(8)))
+    W.commit_group()
+    wait_in_helper(out, acc)                    # the helper waits, then reads
+
+
+@ws.kernel
+def waited_on_both_paths(out: ws.Tensor, steps: ws.Int32):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.fence(W.zeros(8))
+    if steps > 0:
+        acc = W.mma(a, b, acc)
+        W.commit_group()
+        acc = W.wait_group(0, acc)
+    store(out, acc)
+
+
+def test_waited_fragments_through_helpers_and_ifs_still_trace_and_run():
+    np.testing.assert_array_equal(run(waited_in_helper), reference(1))
+    for steps, times in ((1, 1), (0, 0)):
+        out = np.zeros((64, 8), np.float32)
+        waited_on_both_paths[1, 128](out, steps)
+        np.testing.assert_array_equal(out, reference(times))
+
+
+# -- the CTA exits with a wgmma pending ---------------------------------------------------------
+@ws.kernel
+def exits_pending(out: ws.Tensor, commit: ws.Static[bool]):
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
+    a, b = descs(st)
+    acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
+    if ws.static(commit):
+        W.commit_group()
+    out[0, 0] = 1.0                             # acc is never read nor waited for
+
+
+@pytest.mark.parametrize("commit, why", [
+    (True, "its wgmma-group was committed but no ws.wgmma.wait_group completed it"),
+    (False, "it was never committed")])
+def test_a_wgmma_pending_when_the_cta_exits_is_reported(commit, why):
+    out = np.zeros((64, 8), np.float32)
+    with pytest.raises(ws.SimulatorError) as ei:
+        exits_pending[1, 128](out, commit)
+    msg = str(ei.value)
+    assert (f"the wgmma.mma_async at {__file__}:{line_of(exits_pending.fn, 'THE-MMA')} (warp 0) "
+            "was still pending when the CTA exited") in msg
+    assert why in msg and "Fix: ws.wgmma.commit_group()" in msg

@@ -53,10 +53,10 @@ def tma_module(dst_offset=0, box=BOX, second_phase=False, poll=False, line=7):
     return k.finish()
 
 
-def launch(module, x, smem=8200, box=BOX):
+def launch(module, x, smem=8200, box=BOX, out=None):
     mem = sim.Memory()
     desc = ws.tma.TensorDescriptor(x, box, swizzle=0)
-    out = np.full(8 * 32, -1, np.float32)
+    out = np.full(8 * 32, -1, np.float32) if out is None else out
     sim.run(module, "tma", 1, 32, [desc.sim_map(mem.register(x)), mem.register(out)], mem,
             smem_bytes=smem, echo=False)
     return out
@@ -72,8 +72,14 @@ def test_the_copy_lands_at_the_wait_that_sees_its_phase(poll):
 
 def test_a_copy_for_a_later_phase_does_not_land_at_an_earlier_phase_wait():
     # the second box completes its bytes on phase 1, which never completes (no arrival): the
-    # later wait on phase 0 must not deliver it, so shared memory still holds the first box
-    np.testing.assert_array_equal(launch(tma_module(second_phase=True), X), X[:8].ravel())
+    # later wait on phase 0 must not deliver it, so shared memory still holds the first box;
+    # the CTA then exits with that copy in flight, which is reported
+    out = np.full(8 * 32, -1, np.float32)
+    with pytest.raises(SimulatorError, match=r"the tma.load at kern.py:\d+ \(.*\) was still in "
+                                             r"flight when the CTA exited: no wait on its "
+                                             r"mbarrier \(shared offset 0x2000\) saw phase 1 "):
+        launch(tma_module(second_phase=True), X, out=out)
+    np.testing.assert_array_equal(out, X[:8].ravel())
 
 
 def test_a_misaligned_shared_destination_is_reported():
@@ -124,3 +130,53 @@ def bulk_static(x: ws.Tensor):
 def test_bulk_copy_static_size_is_checked_when_traced():
     with pytest.raises(ws.OperandError, match=r"byte count: expected a positive multiple of 16"):
         ws.compile(bulk_static, ws.Tensor[ws.Float32, 1])
+
+
+class ExitStorage:
+    tile: ws.smem.Array(ws.Float32, (32, 32), swizzle=128)
+    buf: ws.smem.Array[ws.Float32, (64,), 16]
+    bar: ws.smem.MbarrierArray[1]
+
+
+@ws.kernel
+def exit_with_copy(desc, x: ws.Tensor, out: ws.Tensor, bulk: ws.Static[bool],
+                   wait: ws.Static[bool]):
+    """Thread 0 issues one TMA load (or a 256-byte bulk copy); with ``wait`` every thread waits
+    for it and copies element 0 to ``out``, else the CTA exits with the copy in flight."""
+    s = ws.smem.allocate(ExitStorage)
+    tid = ws.arch.thread_idx()[0]
+    if tid == 0:
+        s.bar[0].init(1)
+        ws.arch.fence_mbarrier_init()
+    ws.arch.sync_threads()
+    if tid == 0:
+        if ws.static(bulk):
+            s.bar[0].arrive_expect_tx(256)
+            ws.tma.bulk_copy(s.buf, x.ptr, 256, s.bar[0])        # THE-BULK
+        else:
+            s.bar[0].arrive_expect_tx(desc.smem_bytes)
+            ws.tma.load(desc, s.tile, (0, 0), s.bar[0])          # THE-LOAD
+    if ws.static(wait):
+        s.bar[0].wait(0)
+        if ws.static(bulk):
+            out[tid] = s.buf[tid % 64]
+        else:
+            out[tid] = s.tile[0, tid % 32]
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_copy_in_flight_when_the_cta_exits_is_reported(sim_target, bulk):
+    import inspect
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    desc = ws.tma.TensorDescriptor(x, (32, 32))
+    out = np.zeros(128, np.float32)
+    exit_with_copy[1, 128](desc, x, out, bulk, True)             # waited: runs
+    want = x.ravel()[np.arange(128) % 64] if bulk else x[0, np.arange(128) % 32]
+    np.testing.assert_array_equal(out, want)
+    src, first = inspect.getsourcelines(exit_with_copy.fn)
+    marker = "THE-BULK" if bulk else "THE-LOAD"
+    line = first + next(i for i, l in enumerate(src) if marker in l)
+    name = "tma.bulk_copy" if bulk else "tma.load"
+    with pytest.raises(SimulatorError, match=rf"the {name} at .*test_sim_tma.py:{line} \(.*\) "
+                                             r"was still in flight when the CTA exited"):
+        exit_with_copy[1, 128](desc, x, out, bulk, False)

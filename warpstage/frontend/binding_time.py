@@ -158,6 +158,15 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
             "class alone cannot be compiled.\nFix: pass a descriptor, "
             "ws.tma.TensorDescriptor(x, box=(32, 32)), or, to compile from types, "
             "ws.tma.TensorDescriptor.spec(ws.Float32, box=(32, 32), swizzle=128).")
+    if isinstance(value, type) and value.__name__ == "Fragment" and \
+            value.__module__ == "warpstage.lang.fragment":
+        raise ArgumentError(
+            f"parameter '{name}': got the class ws.mma.Fragment; a fragment is a per-thread "
+            "register array that exists only inside a kernel (built by ws.mma / ws.wgmma calls "
+            "or ws.mma.Fragment.filled), not a kernel parameter.\nFix: pass what the fragment "
+            "is made from (a tensor, e.g. ws.Tensor[ws.Float32, 2], or scalars) and build the "
+            "fragment inside the kernel, e.g. ws.mma.Fragment.filled(ws.Float32, 4, 0.0), or "
+            "pass a fragment to a @ws.jit helper instead.")
     return StaticSpec(value, 7, name)
 
 

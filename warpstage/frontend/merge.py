@@ -177,7 +177,7 @@ def plan(values: list, label: str, identity: bool = True):
                 sub = _part_label(label, kind, meta, i)
                 items = [UNDEF if v is UNDEF else _parts(v)[2][i] for v in values]
                 children.append(plan(items, sub, identity))
-            return Seq(kind, meta, children, first)
+            return Seq(kind, meta, children, first, live if kind == "proto" else None)
         raise Conflict(label, values, "its structure differs between the paths (" +
                        " vs ".join(_shape_text(s) for s in shapes) + ")",
                        f"give {quote(label)} the same structure (type, length, static fields) on "

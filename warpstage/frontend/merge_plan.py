@@ -67,14 +67,17 @@ class Struct:
 
 class Seq:
     """A tuple/list/namedtuple/dict, value-protocol object or dataclass merged part by part;
-    ``template`` (one path's value) rebuilds a protocol object."""
-    __slots__ = ("kind", "meta", "children", "template")
+    ``template`` (one path's value) rebuilds a protocol object; ``paths`` (a protocol object's
+    value on each live path) goes to its optional ``__new_from_merge__(paths, values)``, which
+    lets it merge what its static key leaves out (a fragment's in-flight mark)."""
+    __slots__ = ("kind", "meta", "children", "template", "paths")
 
-    def __init__(self, kind, meta, children, template=None):
+    def __init__(self, kind, meta, children, template=None, paths=None):
         self.kind = kind
         self.meta = meta
         self.children = children
         self.template = template
+        self.paths = paths
 
 
 # -- comparing values --------------------------------------------------------------------------
@@ -193,6 +196,8 @@ def rebuild(node, results: Iterator, origin: Callable[[Leaf], Any]):
     if node.kind == "namedtuple":
         return node.meta(*items)
     if node.kind == "proto":
+        if node.paths and hasattr(type(node.template), "__new_from_merge__"):
+            return node.template.__new_from_merge__(node.paths, items)
         return _rebuild(node.template, items)
     if node.kind == "dataclass":
         cls, names = node.meta

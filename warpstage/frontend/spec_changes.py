@@ -6,6 +6,11 @@ parameters differ from ``specs`` in the fewest places (the latest on a tie), and
 ``param_change(old, new)`` says what changed in one parameter: a tensor's dtype, rank, unit
 strides, index width or base alignment; a scalar's dtype; a static value old -> new; a TMA
 descriptor's box / swizzle / fill / L2 promotion; a composite's changed parts by name.
+
+A static object's fields are named when its key names them: a ``__static_key__()`` that returns
+a tuple of ``(name, value)`` pairs (``("softmax_scale", 0.125), ...``: the FlashAttention
+policies do) or the structural key of an object without one (its attributes) gives
+"softmax_scale 0.125 -> 0.2" instead of "a static field of ... changed".
 """
 from __future__ import annotations
 
@@ -66,8 +71,12 @@ def _composite_change(old: CompositeSpec, new: CompositeSpec) -> str:
             out.append(f"length {len(old.parts)} -> {len(new.parts)}" if old.kind != "dict"
                        else f"keys {list(old.names)} -> {list(new.names)}")
         else:
-            out.append(f"its static fields ({_short(old.template)} -> "
-                       f"{_short(new.template)})")
+            skel_a, skel_b = old.key[1], new.key[1]     # (class key, encoded static key)
+            fields = (_field_changes(skel_a[1], skel_b[1], encoded=True)
+                      if isinstance(skel_a, tuple) and isinstance(skel_b, tuple)
+                      and len(skel_a) == len(skel_b) == 2 else None)
+            out.append(fields or f"its static fields ({_short(old.template)} -> "
+                                 f"{_short(new.template)})")
     if len(old.parts) == len(new.parts):
         sep = "[{}]" if old.kind in ("tuple", "list") else ".{}"
         for n, a, b in zip(new.names, old.parts, new.parts):
@@ -75,6 +84,59 @@ def _composite_change(old: CompositeSpec, new: CompositeSpec) -> str:
             if c is not None:
                 out.append(f"{sep.format(n)}: {c}")
     return "; ".join(out) or "its static parts changed"
+
+
+def _named_pairs(k) -> Optional[tuple]:
+    """``k`` if it is a non-empty tuple of (str, value) pairs, else None."""
+    if isinstance(k, tuple) and k and all(
+            isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in k):
+        return k
+    return None
+
+
+def _decoded(k):
+    """A value encoded by static_key() shown as plain data again (floats and bools lose their
+    type tags, tuples and lists their kind), for display only."""
+    if isinstance(k, tuple) and len(k) == 2 and k[0] in ("float", "bool"):
+        return k[1]
+    if isinstance(k, tuple) and k and k[0] in ("tuple", "list"):
+        items = tuple(_decoded(x) for x in k[1:])
+        return items if k[0] == "tuple" else list(items)
+    return k
+
+
+def _field_changes(a, b, encoded: bool = False) -> Optional[str]:
+    """'softmax_scale 0.125 -> 0.2, tile_n 128 -> 64' for two keys that are tuples of
+    (name, value) pairs (``encoded``: made by static_key()); None when they are not, or when no
+    named value differs."""
+    if encoded:
+        a, b = _decoded(a), _decoded(b)
+    pa, pb = _named_pairs(a), _named_pairs(b)
+    if pa is None or pb is None:
+        return None
+    da, db = dict(pa), dict(pb)
+    out = []
+    for n, v in pb:
+        if n not in da:
+            out.append(f"{n} added ({_short(v, 30)})")
+        elif da[n] != v or type(da[n]) is not type(v):
+            out.append(f"{n} {_short(da[n], 30)} -> {_short(v, 30)}")
+    out.extend(f"{n} removed" for n, _ in pa if n not in db)
+    return ", ".join(out) or None
+
+
+def _static_fields_change(ka, kb) -> Optional[str]:
+    """The named fields that changed between two static keys of objects of one class: a
+    ``__static_key__()`` of (name, value) pairs (``("sk", class, key)``), or an object's
+    attributes (``("obj", class, (name, key), ...)``)."""
+    if not (isinstance(ka, tuple) and isinstance(kb, tuple) and len(ka) >= 2 and len(kb) >= 2
+            and ka[0] == kb[0] and ka[1] == kb[1]):
+        return None
+    if ka[0] == "sk" and len(ka) == 3 and len(kb) == 3:
+        return _field_changes(ka[2], kb[2])
+    if ka[0] == "obj" and _named_pairs(ka[2:]) and _named_pairs(kb[2:]):
+        return _field_changes(*(tuple((n, _decoded(v)) for n, v in k[2:]) for k in (ka, kb)))
+    return None
 
 
 def param_change(old, new) -> Optional[str]:
@@ -85,6 +147,9 @@ def param_change(old, new) -> Optional[str]:
     if type(old) is type(new):
         if isinstance(old, StaticSpec):
             a, b = old.value, new.value
+            fields = _static_fields_change(old.key[1], new.key[1])
+            if fields is not None:
+                return fields
             if type(a) is not type(b):
                 return f"{type(a).__name__} {_short(a)} -> {type(b).__name__} {_short(b)}"
             if _short(a) != _short(b):

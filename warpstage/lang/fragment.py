@@ -19,11 +19,14 @@ wgmma's ``file:line``): its registers are undefined until ``ws.wgmma.wait_group`
 group, so reading an element, iterating, slicing, arithmetic, ``to``/``map``/``with_element`` and
 ``frag[i] = x`` raise ``ws.OperandError`` at the user's line. Only ``len``, passing it to another
 ``wgmma.mma`` (as the accumulator), to ``wgmma.fence`` (which keeps the mark) and to
-``wgmma.wait_group`` (which returns unmarked fragments) are allowed. The mark is a trace-time,
-straight-line check: a fragment rebuilt by the value protocol (carried through a dynamic
-loop or ``if``, or passed into a ``@ws.jit`` function) is unmarked, so code that carries an
-in-flight accumulator across a loop iteration traces; the simulator then checks the wait
-itself (docs/wgmma.md, "Checks").
+``wgmma.wait_group`` (which returns unmarked fragments) are allowed. The mark follows the
+fragment through the value protocol: a fragment rebuilt from a marked one (passed into a
+``@ws.jit`` function, carried through a dynamic ``if`` or loop) stays marked, and a merge of
+paths is marked if any path is (``__new_from_merge__``): after a dynamic loop whose body issues
+a wgmma, or whose entry value is in flight, the fragment is in flight (the loop may run zero
+times). Inside a loop body the carried fragment has the mark of its value before the loop. The
+mark is not part of the static key, so in-flight and waited paths merge. The simulator checks
+the waits themselves (docs/wgmma.md, "Checks").
 """
 from __future__ import annotations
 
@@ -146,7 +149,13 @@ class Fragment:
         return list(self._values)
 
     def __new_from_values__(self, values):
-        return Fragment(self.dtype, values)       # rebuilt fragments are not in flight
+        return Fragment(self.dtype, values, self.in_flight)   # a rebuild keeps the mark
+
+    def __new_from_merge__(self, paths, values):
+        """At a merge of paths (an ``if``'s branches, a loop's entry and iteration values): in
+        flight if the fragment is in flight on any path (the first such wgmma is named)."""
+        marks = [p.in_flight for p in paths if isinstance(p, Fragment) and p.in_flight]
+        return Fragment(self.dtype, values, marks[0] if marks else None)
 
     def __static_key__(self):
         return ("Fragment", self.dtype.ir_type.name, len(self._values))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 from ..errors import ArgumentError
 from ..runtime.target import default_target
@@ -161,13 +162,22 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
     ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H, S_k, D); fp16 or bf16, all one dtype and device;
-    D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``:
-    key j is masked for query i when j > i (top-left aligned). ``scale``: default 1/sqrt(D).
-    Returns a new contiguous (B, H, S_q, D) tensor of q's dtype, on q's device (torch in, torch
-    out; numpy in, numpy out). Tensor cores (mma.sync or wgmma) with fp32 accumulation; the
-    softmax probabilities are rounded to q's dtype for P @ V, as in FlashAttention-2 and -3. ``tile_n``,
-    ``num_stages``: the policy's keys per shared-memory stage and ring depth (default 128 and
-    2 for wgmma, 128 and 3 for mma.sync).
+    D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``
+    (a bool): key j is masked for query i when j > i (top-left aligned). ``scale``: None
+    (1/sqrt(D)) or a finite real number. Returns a new contiguous (B, H, S_q, D) tensor of q's
+    dtype, on q's device (torch in, torch out; numpy in, numpy out). Tensor cores (mma.sync or
+    wgmma) with fp32 accumulation; the softmax probabilities are rounded to q's dtype for
+    P @ V, as in FlashAttention-2 and -3. ``tile_n``, ``num_stages``: the policy's keys per
+    shared-memory stage (a multiple of 16 in [16, 256]) and ring depth ([1, 8]); None picks the
+    defaults, 128 and 2 for wgmma, 128 and 3 for mma.sync.
+
+    The scale is compiled into the kernel (a constant of the policy, folded into the softmax's
+    FMA): each distinct ``scale`` value compiles the kernel once (a trace, 0.3-0.4 s measured
+    on the CPU, plus ptxas for the GPU), kept in memory and, for the GPU, in the disk cache, so
+    later calls and later processes reuse it. A scale that
+    changes on every call (a temperature schedule) is better folded into q (``q * (t / s)``
+    with a fixed ``scale=s``); past ``CompileOptions.max_specializations`` a RecompileWarning
+    names ``softmax_scale`` as what changed.
 
     ``mma``: 'wgmma' runs the FlashAttention-3-style kernel (``attention_wgmma.py``: TMA loads,
     warpgroup MMA); it needs q, k, v TMA-compatible (``tma_compatible``: 16-byte aligned base, D
@@ -177,9 +187,16 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     (2^31, where it was measured faster), else 'mma.sync' (the simulator included:
     the wgmma kernel runs there only when asked for).
 
-    Raises ArgumentError for shapes, dtypes or devices the kernel does not take (the message
-    says which and the fix)."""
+    Raises ArgumentError for shapes, dtypes or devices the kernel does not take and for
+    arguments of the wrong type (``causal`` not a bool, ``scale`` not a finite number,
+    ``tile_n`` / ``num_stages`` not None or an int), ValueError (from the policy) for a
+    ``tile_n`` / ``num_stages`` out of range; the message says which and the fix."""
     tq, tk, tv = _describe("q", q), _describe("k", k), _describe("v", v)
+    causal = _flag("causal", causal)
+    tile_n = _count("tile_n", tile_n, "keys per shared-memory stage, a multiple of 16 in "
+                    "[16, 256]", "tile_n=128 (or None for the default)")
+    num_stages = _count("num_stages", num_stages, "the shared-memory ring depth, an int in "
+                        "[1, 8]", "num_stages=2 (or None for the default)")
     dtype = _WS_DTYPES.get(str(tq.dtype))
     if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
         raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
@@ -199,7 +216,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     if len(set(devices)) != 1:
         raise ArgumentError(f"flash_attention: q, k, v are on devices {devices}; expected one "
                             "device. Fix: move them to the same device")
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else _scale(scale)
     o = _empty_like(q, (batch, heads, seq_q, head_dim))
     if batch * heads * seq_q == 0:
         return o
@@ -219,15 +236,56 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     work = batch * heads * seq_q * tk.shape[2] * head_dim
     if mma == "wgmma" or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
                           and _wgmma_device(tq)):
-        fa = wgmma_policy_for(head_dim, dtype, bool(causal), scale, tile_n=tile_n or 128,
-                              num_stages=num_stages or 2)
+        fa = wgmma_policy_for(head_dim, dtype, causal, scale,
+                              tile_n=128 if tile_n is None else tile_n,
+                              num_stages=2 if num_stages is None else num_stages)
         launch_wgmma(fa, q, k, v, o, (tq, tk, tv))
         return o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"
-    fa = policy_for(head_dim, dtype, bool(causal), scale, copy, tile_n=tile_n or 128,
-                    num_stages=num_stages or 3)
+    fa = policy_for(head_dim, dtype, causal, scale, copy,
+                    tile_n=128 if tile_n is None else tile_n,
+                    num_stages=3 if num_stages is None else num_stages)
     launch(fa, q, k, v, o)
     return o
+
+
+def _flag(name: str, x) -> bool:
+    """``x`` as a bool: a Python or numpy bool, else ArgumentError (torch's
+    scaled_dot_product_attention raises TypeError for a non-bool ``is_causal`` too)."""
+    import numpy as np
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise ArgumentError(f"flash_attention: {name}={x!r} ({type(x).__name__}); expected a bool. "
+                        f"Fix: {name}=True or {name}=False")
+
+
+def _count(name: str, x, expected: str, fix: str):
+    """None (the kernel's default) or ``x`` as an int (Python or numpy integer; not bool):
+    ArgumentError for another type. The range is the policy's to check (ValueError)."""
+    if x is None:
+        return None
+    if not isinstance(x, bool):
+        try:
+            return operator.index(x)
+        except TypeError:
+            pass
+    raise ArgumentError(f"flash_attention: {name}={x!r} ({type(x).__name__}); expected None "
+                        f"or an int: {expected}. Fix: {fix}")
+
+
+def _scale(x) -> float:
+    """``x`` as a finite float (a Python or numpy real number, or a 0-d tensor), else
+    ArgumentError."""
+    if not isinstance(x, (bool, str, bytes)):
+        try:
+            f = float(x)
+        except (TypeError, ValueError):
+            f = None
+        if f is not None and math.isfinite(f):
+            return f
+    raise ArgumentError(f"flash_attention: scale={x!r} ({type(x).__name__}); expected None "
+                        "(1/sqrt(D)) or a finite real number. Fix: scale=1 / math.sqrt(D), or "
+                        "leave it out")
 
 
 def _empty_like(x, shape):

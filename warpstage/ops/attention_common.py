@@ -19,6 +19,8 @@ import math
 
 import warpstage as ws
 
+from ..frontend.trace import current
+from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float16, Float32
 
 __all__ = ["AttentionPolicy", "LOG2E", "tree"]
@@ -37,7 +39,7 @@ def tree(fn, xs):
 
 class AttentionPolicy:
     """Base of the FlashAttention policies. A subclass sets ``policy_name`` (error messages and
-    the head of ``__static_key__``), ``key_fields`` / ``repr_fields`` (its own fields, after
+    the first pair of ``__static_key__``), ``key_fields`` / ``repr_fields`` (its own fields, after
     head_dim, dtype, causal (and softmax_scale for the key)), ``consumer_rows`` (query rows of one
     consumer unit: 16 for an mma.sync warp, 64 for a wgmma warpgroup), ``tile_m``,
     ``producer_threads`` / ``consumer_threads``, and ``elements`` / ``fragments``."""
@@ -62,7 +64,8 @@ class AttentionPolicy:
                 or tile_n % 16):
             raise ValueError(f"{self.policy_name}: tile_n (keys per stage) must be a multiple of "
                              f"16 in [16, 256], got {tile_n!r}. Fix: {tile_n_fix}")
-        if not isinstance(num_stages, int) or not 1 <= num_stages <= 8:
+        if (not isinstance(num_stages, int) or isinstance(num_stages, bool)
+                or not 1 <= num_stages <= 8):
             raise ValueError(f"{self.policy_name}: num_stages must be an int in [1, 8], got "
                              f"{num_stages!r}")
 
@@ -78,7 +81,19 @@ class AttentionPolicy:
     def set_fields(self, head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
                    producer_regs, mma_regs) -> None:
         """Store the common fields and the softmax constants: ``scale_log2`` = scale * log2(e);
-        ``exp2_scale``, the c of ``p = 2^(s c - m c)``."""
+        ``exp2_scale``, the c of ``p = 2^(s c - m c)``. ValueError unless ``causal`` is a bool
+        and ``softmax_scale`` None or a finite real number."""
+        if not isinstance(causal, bool) and type(causal).__name__ not in ("bool_", "bool"):
+            raise ValueError(f"{self.policy_name}: causal must be a bool, got {causal!r}")
+        if softmax_scale is not None:
+            try:
+                ok = (not isinstance(softmax_scale, (bool, str, bytes))
+                      and math.isfinite(float(softmax_scale)))
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"{self.policy_name}: softmax_scale must be None (1/sqrt(D)) "
+                                 f"or a finite real number, got {softmax_scale!r}")
         self.head_dim = head_dim
         self.dtype = dtype
         self.causal = bool(causal)
@@ -102,13 +117,35 @@ class AttentionPolicy:
                              "Fix: lower num_stages or tile_n")
 
     def __static_key__(self):
-        return ((self.policy_name, self.head_dim, self.dtype.__name__, self.causal,
-                 self.softmax_scale) + tuple(getattr(self, f) for f in self.key_fields))
+        """The configuration as (field name, value) pairs: equal configurations share a
+        compiled kernel, and a RecompileWarning names the fields that changed
+        (docs/binding-time.md, "Static keys")."""
+        return ((("policy", self.policy_name), ("head_dim", self.head_dim),
+                 ("dtype", self.dtype.__name__), ("causal", self.causal),
+                 ("softmax_scale", self.softmax_scale))
+                + tuple((f, getattr(self, f)) for f in self.key_fields))
 
     def __repr__(self) -> str:
         return (f"{self.policy_name}(head_dim={self.head_dim}, dtype=ws.{self.dtype.__name__}, "
                 f"causal={self.causal}, "
                 + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.repr_fields) + ")")
+
+    def check_block(self, kernel: str) -> None:
+        """Trace-time check that the launch block is ``(threads, 1, 1)``: the roles are picked
+        by warp index and the pipeline's barrier counts are ``producer_threads`` and
+        ``consumer_threads``, so another block deadlocks (too few threads) or runs warps
+        without a role (too many). The block is part of the specialization (the kernel's
+        ``.maxntid``), so the trace knows it. OperandError with the fix."""
+        fn = current(f"{kernel}'s block check").module.kernels[0]
+        block = tuple(fn.attrs.get("maxntid") or ())
+        if block != (self.threads, 1, 1):
+            raise operand_error(
+                f"{kernel}: the launch block (threads per CTA) for {self!r}", block,
+                f"({self.threads}, 1, 1): fa.threads = {self.producer_threads} producer + "
+                f"{self.consumer_threads} consumer threads",
+                f"launch as {kernel}[fa.grid(B, H, S_q), fa.threads](...) "
+                f"(ws.compile(..., block=(fa.threads, 1, 1)) ahead of time), or call "
+                "warpstage.ops.flash_attention, which does it")
 
     @property
     def smem_bytes(self) -> int:

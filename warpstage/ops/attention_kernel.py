@@ -303,7 +303,14 @@ def attention_body(fa, q, k, v, o, storage):
 def flash_attention_kernel(fa: ws.Static[FlashAttention], q: ws.Tensor, k: ws.Tensor,
                            v: ws.Tensor, o: ws.Tensor):
     """FlashAttention forward: launch ``[fa.grid(B, H, S_q), fa.threads]`` (see the module
-    docstring; ``warpstage.ops.flash_attention`` does it for torch tensors)."""
+    docstring; ``warpstage.ops.flash_attention`` does it for torch tensors).
+
+    The block must be ``fa.threads`` (checked while tracing: OperandError). The grid must be
+    ``fa.grid(B, H, S_q)``; it is not checked: CTA (x, y) computes query rows ``tile_m x ..
+    tile_m (x + 1) - 1`` of batch-head y (with ``causal`` block x takes row block
+    ``grid.x - 1 - x``, the same set), so a smaller grid leaves rows of o unwritten and a
+    larger one runs CTAs that store nothing."""
+    fa.check_block("flash_attention_kernel")
     fa.check(q, k, v, o)
     storage = ws.smem.allocate(fa.SharedStorage)
     attention_body(fa, q, k, v, o, storage)

@@ -306,7 +306,14 @@ def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_d
     """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
     TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle 128,
     the (B, H, S_q, D) output o and S_k (see the module docstring; ``warpstage.ops.
-    flash_attention(..., mma='wgmma')`` does it)."""
+    flash_attention(..., mma='wgmma')`` does it).
+
+    The block must be ``fa.threads`` (checked while tracing: OperandError). Not checked (run
+    time values): the grid must be ``fa.grid(B, H, S_q)`` (CTA (x, y) computes query rows
+    ``128 x .. 128 (x + 1) - 1`` of batch-head y, with ``causal`` in reverse order: a smaller
+    grid leaves rows of o unwritten), and ``seq_k`` must be k's and v's S_k (TMA fills rows
+    past the tensor with zeros, so a larger ``seq_k`` adds zero keys to the softmax)."""
+    fa.check_block("flash_attention_wgmma_kernel")
     fa.check(q_desc, k_desc, v_desc, o)
     storage = ws.smem.allocate(fa.SharedStorage)
     attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage)

@@ -292,6 +292,26 @@ class TensorDescriptor:
             self._encoded = _encode_tiled(self)
         return self._encoded
 
+    def check_unmoved(self) -> None:
+        """Raise ArgumentError if the tensor's data address is no longer the one the descriptor
+        was built with (numpy ``x.resize(..., refcheck=False)``, torch ``x.resize_`` / ``x.set_``
+        reallocate in place): the GPU's 128-byte map keeps the old address, so the simulator
+        refuses rather than read the new memory. Launches in the simulator call it."""
+        self._launchable()
+        from .tensors import as_tensor_arg
+        try:
+            now = as_tensor_arg(self.tensor)
+        except ArgumentError:
+            now = None                 # no longer a tensor TMA can read: nothing to compare
+        if now is None or now.data_ptr == self.tensor_arg.data_ptr:
+            return
+        raise ArgumentError(
+            f"the tensor behind descriptor {self!r} moved since the descriptor was built "
+            f"(address {self.tensor_arg.data_ptr:#x} -> {now.data_ptr:#x}); the descriptor "
+            "holds the address it was built with (on the GPU the copy reads or writes the old, "
+            "freed memory).\nFix: build a new ws.tma.TensorDescriptor after resizing or "
+            "reallocating the tensor (x.resize, x.resize_, x.set_).")
+
     def sim_map(self, address: int) -> "SimTensorMap":
         """The simulator's descriptor for this tensor mapped at ``address``."""
         self._launchable()

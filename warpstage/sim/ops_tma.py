@@ -21,7 +21,8 @@ exits; elements outside the tensor are not written. The source bytes are kept: t
 retires the store's read (``wait_group n`` with or without ``.read``) compares them with shared
 memory, and changed bytes are an error ("overwritten before ws.tma.wait_group(read=True)"); a
 store whose read no wait retired before the CTA exits is an error too (the GPU may read freed
-or reused shared memory). ``commit_group`` closes the thread's stores into a group.
+or reused shared memory), and so is a load whose bytes no wait on its mbarrier observed before
+the CTA exits (the GPU may land them in shared memory the next CTA uses). ``commit_group`` closes the thread's stores into a group.
 
 Errors, at the op's line: an innermost coordinate that is not a multiple of 16 bytes, or a
 negative coordinate in a store (the GPU faults with an illegal instruction on both; checked on
@@ -55,7 +56,7 @@ _NAN_BITS = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF80000
 
 class TmaState:
     """A CTA's TMA copies in flight: ``loads`` (mbarrier address -> [(phase, shared byte
-    addresses, bytes)]) and ``stores`` ([warp, lane, group, global addresses, values, op];
+    addresses, bytes, op, warp, lane)]) and ``stores`` ([warp, lane, group, global addresses, values, op];
     group -1 = not committed), with ``committed`` bulk groups per (warp, lane)."""
 
     def __init__(self):
@@ -87,7 +88,7 @@ def _deliver(w, tab, addr: int) -> None:
     smem = w.cta.smem.bytes
     kept = []
     for rec in pending:
-        phase, byte_addrs, data = rec
+        phase, byte_addrs, data = rec[:3]
         if phase < bar.phase:
             smem[byte_addrs] = data
         else:
@@ -244,7 +245,7 @@ def _load(op: Operation, cx):
             phase = bar.phase
             _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s)
             st.loads.setdefault(bar.address, []).append((phase, dst.ravel(),
-                                                         vals.view(np.uint8)))
+                                                         vals.view(np.uint8), op, w, lane))
     return tma_load
 
 
@@ -273,7 +274,7 @@ def _bulk_copy(op: Operation, cx):
             phase = bar.phase
             _complete(op, w, tab, bar, n, issued, lanes, bar_slot, s)
             st.loads.setdefault(bar.address, []).append((phase, dst_bytes.ravel(),
-                                                         data.view(np.uint8)))
+                                                         data.view(np.uint8), op, w, lane))
     return bulk_copy
 
 
@@ -373,7 +374,19 @@ def _check_source(cta, rec, wait_op) -> None:
 
 
 def _at_exit(cta, st: TmaState) -> None:
-    """The CTA exits: a store whose read was never waited for is an error; the others land."""
+    """The CTA exits: a load no mbarrier wait observed, or a store whose read was never waited
+    for, is an error; the other stores land."""
+    for addr, recs in st.loads.items():
+        if recs:
+            phase, _, _, op, w, lane = recs[0]
+            raise SimulatorError(
+                f"the {op.name} at {where(op)} ({w.describe_lane(lane)}) was still in flight when "
+                f"the CTA exited: no wait on its mbarrier (shared offset {addr:#x}) saw phase "
+                f"{phase} (parity {phase % 2}) complete. The GPU may write the bytes into shared "
+                "memory after the CTA has ended, where the next CTA may live. Fix: wait on the "
+                "mbarrier "
+                "(bar.wait(parity)) for every copy issued, or do not issue copies nobody reads.",
+                where=where(op))
     for rec in st.stores:
         if not rec[8]:
             _check_source(cta, rec, None)

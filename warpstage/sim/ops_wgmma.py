@@ -38,8 +38,9 @@ With the race detector on (``sim/races.py``), the operand bytes count as read at
 each of the 4 warps, so a store not ordered before the wgmma by a barrier is a ``RaceError``.
 A ``wait_group(n)`` handed accumulators of a group that stays pending (one of the ``n`` newest)
 or that was never committed (``SimulatorError`` naming the wgmma's and the wait's lines): the
-registers are tracked by identity, through fences, loops and calls. (Reading a fragment before
-any wait_group is a trace-time ``OperandError``, ``lang/fragment.py``.) The ``fence.proxy.async``
+registers are tracked by identity, through fences, loops and calls. A wgmma whose group no
+wait_group completed when the CTA exits (committed or not) is an error naming its line.
+(Reading a fragment before any wait_group is a trace-time ``OperandError``, ``lang/fragment.py``.) The ``fence.proxy.async``
 that makes generic-proxy stores visible to wgmma is checked by the race detector.
 """
 from __future__ import annotations
@@ -98,7 +99,27 @@ def _state(cta) -> dict:
     st = cta.ext.get("wgmma")
     if st is None:
         st = cta.ext["wgmma"] = {"warps": {}, "rendezvous": {}}
+        cta.ext.setdefault("at_exit", []).append(lambda: _at_exit(st))
     return st
+
+
+def _at_exit(st: dict) -> None:
+    """The CTA exits: an mma_async whose group no wait_group completed is an error (the GPU may
+    still write its accumulator registers and read its shared-memory operands)."""
+    for windex, ws in sorted(st["warps"].items()):
+        pending = [(rec, True) for g in ws.groups for rec in g]
+        pending += [(rec, False) for rec in ws.uncommitted]
+        if pending:
+            rec, committed = pending[0]
+            why = ("its wgmma-group was committed but no ws.wgmma.wait_group completed it"
+                   if committed else "it was never committed (no ws.wgmma.commit_group() "
+                   "after it) nor waited for")
+            raise SimulatorError(
+                f"the wgmma.mma_async at {where(rec.op)} (warp {windex}) was still pending when "
+                f"the CTA exited: {why}. Its accumulator registers are undefined until the group "
+                "completes, and the GPU may read its shared-memory operands after the CTA ended. "
+                "Fix: ws.wgmma.commit_group(), then acc = ws.wgmma.wait_group(0, acc) before "
+                "the accumulators are read and before the kernel ends.", where=where(rec.op))
 
 
 def _warp_state(w) -> _WarpState:
