@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
+from tma_kit import Tile32 as Tile, desc32 as desc_of, init_barrier
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 
@@ -18,15 +19,6 @@ def line_of(marker: str) -> int:
 
 
 HERE = __file__
-
-
-class Tile:
-    tile: ws.smem.Array(ws.Float32, (32, 32), swizzle=128)
-    bar: ws.smem.MbarrierArray[1]
-
-
-def desc_of(a):
-    return ws.tma.TensorDescriptor(a, (32, 32))
 
 
 # -- stores: the source stays unchanged until the wait that retires the read -----------------------
@@ -141,10 +133,7 @@ class Buf:
 def tile_by(desc, out: ws.Tensor, who: ws.Static[str]):
     s = ws.smem.allocate(Tile)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
+    init_barrier(s.bar[0], tid)
     if tid == 0:
         s.bar[0].arrive_expect_tx(desc.smem_bytes)
     if ws.static(who == "all"):
@@ -195,10 +184,7 @@ def test_one_load_per_warp_is_reported_at_exit_or_as_a_race():
 def bulk(x: ws.Tensor, out: ws.Tensor, nbytes: ws.Int32, expect: ws.Int32):
     s = ws.smem.allocate(Buf)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
+    init_barrier(s.bar[0], tid)
     if tid == 0:
         s.bar[0].arrive_expect_tx(expect)
         ws.tma.bulk_copy(s.buf, x.ptr, nbytes, s.bar[0])      # THE-BULK
@@ -229,10 +215,7 @@ def test_a_bulk_copy_of_the_announced_bytes_lands():
 def inval_after_unordered_arrive(flag: ws.Tensor):
     s = ws.smem.allocate(Tile)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
+    init_barrier(s.bar[0], tid)
     if tid == 32:
         s.bar[0].arrive()                                   # THE-ARRIVE
         ws.atomic_add(flag.ptr, 1)

@@ -36,15 +36,24 @@ def store(out, acc):
         out[r, c] = acc[i]
 
 
+def descs(st):
+    """The K-major, 32-byte-swizzled descriptors of ``Tiles``' A and B (called while tracing)."""
+    return ws.wgmma.tile_descriptor(st.a, "K", 32), ws.wgmma.tile_descriptor(st.b, "K", 32)
+
+
+def commit_wait_store(out, acc):
+    """Commit the wgmma group, wait for it and store the (64, 8) accumulator to ``out``."""
+    ws.wgmma.commit_group()
+    store(out, ws.wgmma.wait_group(0, acc))
+
+
 @ws.kernel
 def correct(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc)
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 def test_the_reference_kernel_runs():
@@ -54,25 +63,21 @@ def test_the_reference_kernel_runs():
 @ws.kernel
 def no_fence(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     acc = ws.wgmma.mma(a, b, ws.wgmma.zeros(8))            # NO-FENCE
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 @ws.kernel
 def no_fence_after_wait(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc)
     ws.wgmma.commit_group()
     acc = ws.wgmma.wait_group(0, acc)                      # THE-WAIT
     acc = ws.wgmma.mma(a, b, acc * 2.0)                    # SECOND
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 def test_mma_without_fence():
@@ -91,8 +96,7 @@ def test_mma_without_fence():
 @ws.kernel
 def some_warps(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     if warp < 2:
@@ -105,28 +109,24 @@ def some_warps(out: ws.Tensor):
 @ws.kernel
 def different_ops(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     if warp < 2:
         acc = ws.wgmma.mma(a, b, acc)                      # FIRST-SITE
     else:
         acc = ws.wgmma.mma(a, b, acc, scale_d=False)       # OTHER-SITE
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 @ws.kernel
 def divergent(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     if ws.arch.lane_idx() < 16:
         acc = ws.wgmma.mma(a, b, acc)                      # DIVERGENT
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 def test_warpgroup_collective_errors():
@@ -157,8 +157,7 @@ def misaligned(out: ws.Tensor):
     b = ws.wgmma.tile_descriptor(st.b, "K", 128)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc, dtype=ws.BFloat16)       # MISALIGNED
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 @ws.kernel
@@ -168,27 +167,23 @@ def outside(out: ws.Tensor):
     b = ws.wgmma.tile_descriptor(st.b, "K", 32)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc, dtype=ws.BFloat16)       # OUTSIDE
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 @ws.kernel
 def not_uniform(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     shift = ws.Uint64(ws.arch.warp_idx() // 2)             # warps 2, 3 point 16 bytes further
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a.desc + shift, b, acc, dtype=ws.BFloat16)
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 @ws.kernel
 def overwritten(out: ws.Tensor):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc)                          # READER
     ws.wgmma.commit_group()
@@ -312,8 +307,7 @@ def test_swizzled_tile_alignment_is_checked_while_compiling(tmp_path):
 @ws.kernel
 def store_then_mma(out: ws.Tensor, barrier: ws.Static[bool]):
     st = ws.smem.allocate(Tiles)
-    a = ws.wgmma.tile_descriptor(st.a, "K", 32)
-    b = ws.wgmma.tile_descriptor(st.b, "K", 32)
+    a, b = descs(st)
     if ws.arch.thread_idx()[0] == 0:
         st.b[1, 2] = ws.BFloat16(2.0)                      # STORE
     ws.arch.fence_proxy_async()
@@ -321,8 +315,7 @@ def store_then_mma(out: ws.Tensor, barrier: ws.Static[bool]):
         ws.arch.sync_threads()
     acc = ws.wgmma.fence(ws.wgmma.zeros(8))
     acc = ws.wgmma.mma(a, b, acc)                          # READ
-    ws.wgmma.commit_group()
-    store(out, ws.wgmma.wait_group(0, acc))
+    commit_wait_store(out, acc)
 
 
 def test_race_detector_sees_the_wgmma_operand_reads():

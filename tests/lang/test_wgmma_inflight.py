@@ -35,7 +35,11 @@ def fill(st, tid):
     ws.arch.sync_threads()
 
 
-def descs(st):
+def operands():
+    """Called while tracing a kernel: allocates the shared tiles, fills them (see ``fill``) and
+    returns their K-major descriptors (a, b)."""
+    st = ws.smem.allocate(Tiles)
+    fill(st, ws.arch.thread_idx()[0])
     return W.tile_descriptor(st.a, "K"), W.tile_descriptor(st.b, "K")
 
 
@@ -56,9 +60,7 @@ def run(kernel):
 
 @ws.kernel
 def read_before_wait(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     W.commit_group()
     store(out, acc)                             # never waited
@@ -66,9 +68,7 @@ def read_before_wait(out: ws.Tensor):
 
 @ws.kernel
 def arithmetic_before_wait(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     acc = acc * 2.0                             # THE-READ
     W.commit_group()
@@ -77,9 +77,7 @@ def arithmetic_before_wait(out: ws.Tensor):
 
 @ws.kernel
 def converted_before_wait(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     s = W.mma(a, b, None, n=8, scale_d=False)   # THE-MMA
     acc = W.fence(s.to(ws.Float16))             # THE-READ
     W.commit_group()
@@ -103,9 +101,7 @@ def test_reading_an_in_flight_fragment_is_a_trace_error(kernel, how):
 @ws.kernel
 def chained(out: ws.Tensor):
     """In flight: chained into another mma, fenced, waited; then read (D = 2 A B)."""
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))
     acc = W.fence(acc)
     acc = W.mma(a, b, acc)
@@ -117,9 +113,7 @@ def chained(out: ws.Tensor):
 def pipelined(out: ws.Tensor, steps: ws.Int32):
     """An accumulator carried in flight across a dynamic loop: issue, wait_group(1) for the
     previous group only (no fragments handed back), chain the in-flight acc into the next."""
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.fence(W.zeros(8))
     for _ in range(steps):
         acc = W.mma(a, b, W.fence(acc))
@@ -137,9 +131,7 @@ def test_correct_uses_of_in_flight_fragments_trace_and_run():
 
 @ws.kernel
 def wait_leaves_it_pending(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc1, acc2 = W.fence(W.zeros(8), W.zeros(8))
     acc1 = W.mma(a, b, acc1)
     W.commit_group()
@@ -151,9 +143,7 @@ def wait_leaves_it_pending(out: ws.Tensor):
 
 @ws.kernel
 def never_committed(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     store(out, W.wait_group(0, acc))            # THE-WAIT
 
@@ -162,9 +152,7 @@ def never_committed(out: ws.Tensor):
 def pending_after_loop(out: ws.Tensor, steps: ws.Int32):
     """Passing the in-flight fragment to wait_group traces; the simulator sees that the newest
     group stays pending."""
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.fence(W.zeros(8))
     for _ in range(steps):
         acc = W.mma(a, b, W.fence(acc))         # THE-MMA
@@ -205,9 +193,7 @@ def wait_in_helper(out, acc):
 
 @ws.kernel
 def read_in_helper(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     W.commit_group()
     store_in_helper(out, acc)
@@ -215,9 +201,7 @@ def read_in_helper(out: ws.Tensor):
 
 @ws.kernel
 def read_after_loop(out: ws.Tensor, steps: ws.Int32):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.fence(W.zeros(8))
     for _ in range(steps):
         acc = W.mma(a, b, W.fence(acc))         # THE-MMA
@@ -227,9 +211,7 @@ def read_after_loop(out: ws.Tensor, steps: ws.Int32):
 
 @ws.kernel
 def read_after_if(out: ws.Tensor, steps: ws.Int32):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.fence(W.zeros(8))
     if steps > 0:
         acc = W.mma(a, b, acc)                  # THE-MMA
@@ -241,9 +223,7 @@ def read_after_if(out: ws.Tensor, steps: ws.Int32):
 def loop_waits_but_may_not_run(out: ws.Tensor, steps: ws.Int32):
     """In flight before the loop, waited inside it: a loop that runs zero times leaves it in
     flight, so the read after it is an error."""
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     W.commit_group()
     for _ in range(steps):
@@ -269,9 +249,7 @@ def test_the_in_flight_mark_survives_helpers_loops_and_ifs(kernel):
 
 @ws.kernel
 def waited_in_helper(out: ws.Tensor):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))
     W.commit_group()
     wait_in_helper(out, acc)                    # the helper waits, then reads
@@ -279,9 +257,7 @@ def waited_in_helper(out: ws.Tensor):
 
 @ws.kernel
 def waited_on_both_paths(out: ws.Tensor, steps: ws.Int32):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.fence(W.zeros(8))
     if steps > 0:
         acc = W.mma(a, b, acc)
@@ -301,9 +277,7 @@ def test_waited_fragments_through_helpers_and_ifs_still_trace_and_run():
 # -- the CTA exits with a wgmma pending ---------------------------------------------------------
 @ws.kernel
 def exits_pending(out: ws.Tensor, commit: ws.Static[bool]):
-    st = ws.smem.allocate(Tiles)
-    fill(st, ws.arch.thread_idx()[0])
-    a, b = descs(st)
+    a, b = operands()
     acc = W.mma(a, b, W.fence(W.zeros(8)))      # THE-MMA
     if ws.static(commit):
         W.commit_group()

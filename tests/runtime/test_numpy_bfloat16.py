@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
+from tma_kit import init_barrier, load_box
 from warpstage.errors import ArgumentError
 from warpstage.ir import types as T
 from warpstage.runtime.tensors import as_tensor_arg
@@ -122,13 +123,8 @@ def tma_scale(desc, out: ws.Tensor):
     s = ws.smem.allocate(Tile)
     tid = ws.arch.thread_idx()[0]
     row0 = ws.arch.block_idx()[0] * 64
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
-    if tid == 0:
-        s.bar[0].arrive_expect_tx(desc.smem_bytes)
-        ws.tma.load(desc, s.tile, (row0, 0), s.bar[0])
+    init_barrier(s.bar[0], tid)
+    load_box(desc, s.tile, (row0, 0), s.bar[0], tid)
     s.bar[0].wait(0)
     for k in range(tid, 64 * 64, ws.arch.block_dim()[0]):
         out[row0 + k // 64, k % 64] = s.tile[k // 64, k % 64] * 2.0

@@ -8,24 +8,15 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-
-
-class Tile:
-    tile: ws.smem.Array(ws.Float32, (32, 32), swizzle=128)
-    bar: ws.smem.MbarrierArray[1]
+from tma_kit import Tile32, init_barrier, load_box
 
 
 @ws.kernel
 def copy_tile(desc, out: ws.Tensor):
-    s = ws.smem.allocate(Tile)
+    s = ws.smem.allocate(Tile32)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
-    if tid == 0:
-        s.bar[0].arrive_expect_tx(desc.smem_bytes)
-        ws.tma.load(desc, s.tile, (0, 0), s.bar[0])
+    init_barrier(s.bar[0], tid)
+    load_box(desc, s.tile, (0, 0), s.bar[0], tid)
     s.bar[0].wait(0)
     for k in range(tid, 32 * 32, 128):
         out[k // 32, k % 32] = s.tile[k // 32, k % 32]

@@ -8,6 +8,7 @@ import pytest
 
 import warpstage as ws
 from warpstage.lang.wgmma import TileLayout
+from tma_kit import Tile32 as S, init_barrier, load_box
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 
@@ -24,11 +25,6 @@ def races():
     ws.set_target("sim", races=True)
     yield
     ws.set_target("sim", races=None)
-
-
-class S:
-    tile: ws.smem.Array(ws.Float32, (32, 32), swizzle=128)
-    bar: ws.smem.MbarrierArray[1]
 
 
 @ws.kernel
@@ -73,13 +69,9 @@ def load_then_store(src, dst):
     """TMA load -> TMA store of the same tile: both in the async proxy, no fence needed."""
     s = ws.smem.allocate(S)
     tid = ws.arch.thread_idx()[0]
+    init_barrier(s.bar[0], tid)
+    load_box(src, s.tile, (0, 0), s.bar[0], tid)
     if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
-    if tid == 0:
-        s.bar[0].arrive_expect_tx(src.smem_bytes)
-        ws.tma.load(src, s.tile, (0, 0), s.bar[0])
         s.bar[0].wait(0)
         ws.tma.store(dst, s.tile, (0, 0))
         ws.tma.commit_group()

@@ -12,6 +12,7 @@ from warpstage.ir import f32, i32, u8, u64
 from warpstage.ir.types import tensormap
 
 from simkit import KernelBuilder, gptr
+from tma_kit import init_barrier
 
 BOX = (8, 32)
 BYTES = 8 * 32 * 4
@@ -145,10 +146,7 @@ def exit_with_copy(desc, x: ws.Tensor, out: ws.Tensor, bulk: ws.Static[bool],
     for it and copies element 0 to ``out``, else the CTA exits with the copy in flight."""
     s = ws.smem.allocate(ExitStorage)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
+    init_barrier(s.bar[0], tid)
     if tid == 0:
         if ws.static(bulk):
             s.bar[0].arrive_expect_tx(256)
