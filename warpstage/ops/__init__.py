@@ -1,8 +1,10 @@
 """Ready-made operators built on warpstage kernels (``ws.ops``).
 
-- ``flash_attention(q, k, v, causal=False, scale=None)``: scaled dot-product attention on
-  (B, H, S, D) fp16/bf16 tensors with the warp-specialized FlashAttention kernel
-  (``attention_kernel.py``); like ``torch.nn.functional.scaled_dot_product_attention``.
+- ``flash_attention(q, k, v, causal=False, scale=None, *, tile_n=None, num_stages=None,
+  mma='auto')``: scaled dot-product attention on (B, H, S, D) fp16/bf16 tensors with one of the
+  two warp-specialized FlashAttention kernels (``attention_kernel.py``, mma.sync; or
+  ``attention_wgmma.py``, picked by ``mma``); like
+  ``torch.nn.functional.scaled_dot_product_attention``.
 - ``FlashAttention``: the kernel's static policy (configuration + per-role device code), and
   ``flash_attention_kernel``, the kernel itself, for direct launches.
 - ``FlashAttentionWgmma`` / ``flash_attention_wgmma_kernel``: the wgmma + TMA kernel
