@@ -1,8 +1,7 @@
 """What users see of an error raised while compiling or launching a kernel: its traceback without
-warpstage's own frames (``_user_error``), the ``warnings.warn`` stacklevel of the user's line
-(``_user_stacklevel``), and a TMA descriptor attribute read from a plain tensor reworded as the
-mix-up it is (``_descriptor_attribute_error``). Frames count as warpstage's when their file is
-under this package's folder.
+warpstage's own frames (``_user_error``) and the ``warnings.warn`` stacklevel of the user's line
+(``_user_stacklevel``). Frames count as warpstage's when their file is under this package's
+folder.
 """
 from __future__ import annotations
 
@@ -40,37 +39,4 @@ def _user_error(e: Exception) -> Exception:
     for t in reversed(frames):
         t.tb_next = head
         head = t
-    e = _descriptor_attribute_error(e, frames[-1] if frames else None)
     return e.with_traceback(head)
-
-
-_DESCRIPTOR_ATTRS = frozenset(("smem_bytes", "smem_shape", "box", "element_strides", "oob_fill",
-                               "l2_promotion", "map"))
-
-
-def _descriptor_attribute_error(e: Exception, tb) -> Exception:
-    """An AttributeError for a TMA descriptor's attribute (``desc.smem_bytes``) read from a
-    tensor, pointer or scalar (a plain array passed where the kernel expects a
-    ``ws.tma.TensorDescriptor``) as an OperandError naming the mix-up; other errors unchanged."""
-    attr = getattr(e, "name", None) if isinstance(e, AttributeError) else None
-    if attr not in _DESCRIPTOR_ATTRS or tb is None:
-        return e
-    from .errors import OperandError
-    from .frontend.source import format_location
-    from .ir.core import Location
-    from .lang.pointer import Pointer
-    from .lang.scalars import Scalar
-    from .lang.tensor import Tensor
-    from .lang.tma import describe_operand
-    obj = getattr(e, "obj", None)
-    if not isinstance(obj, (Tensor, Pointer, Scalar)):
-        return e
-    frame = tb.tb_frame
-    names = [n for n, v in frame.f_locals.items() if v is obj and not n.startswith("__ws_")]
-    loc = Location(frame.f_code.co_filename, tb.tb_lineno, 0)
-    return OperandError(
-        f"{names[0] + '.' if names else ''}{attr}: expected a ws.tma.TensorDescriptor (passed as "
-        f"a kernel argument), got {describe_operand(obj)}, which has no '{attr}'.\n"
-        f"{format_location(loc)}\nFix: build the descriptor on the host, "
-        "ws.tma.TensorDescriptor(x, box=(rows, cols)), and pass it instead of the tensor; "
-        "ws.tma.load/store copy box-shaped tiles of x through it.", where=str(loc))

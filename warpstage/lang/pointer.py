@@ -43,6 +43,10 @@ class Pointer(metaclass=_PointerMeta):
 
     __slots__ = ("value", "origin")
 
+    def __getattr__(self, name):          # only for attributes it does not have (error path)
+        from .tma import missing_attribute
+        raise missing_attribute(self, name)
+
     @classmethod
     def _wrap(cls, value: ir.Value, origin=None) -> "Pointer":
         obj = object.__new__(cls)

@@ -50,6 +50,12 @@ class Scalar:
     ir_type: ir.ScalarType = None
     __slots__ = ("value", "origin")
 
+    def __getattr__(self, name):          # only for attributes it does not have (error path)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from .tma import missing_attribute
+        raise missing_attribute(self, name)
+
     def __new__(cls, x=None):
         if cls.ir_type is None:
             raise TypeError(f"{cls.__name__} is abstract; use a concrete type such as ws.Int32")

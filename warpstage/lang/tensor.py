@@ -62,6 +62,10 @@ class Tensor(metaclass=_TensorMeta):
 
     __slots__ = ("ptr", "shape", "strides")
 
+    def __getattr__(self, name):          # only for attributes it does not have (error path)
+        from .tma import missing_attribute
+        raise missing_attribute(self, name)
+
     def __init__(self, ptr: Pointer, shape: tuple, strides: tuple):
         self.ptr = ptr
         self.shape = tuple(shape)

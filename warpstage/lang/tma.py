@@ -155,6 +155,32 @@ def describe_operand(value) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
+DESCRIPTOR_ATTRS = frozenset(("smem_bytes", "smem_shape", "box", "element_strides", "oob_fill",
+                              "l2_promotion", "map"))
+
+
+def missing_attribute(obj, name: str, depth: int = 2) -> Exception:
+    """The error for reading attribute ``name``, which ``obj`` (a tensor, pointer or scalar inside
+    a kernel) does not have: for a TMA descriptor's attribute (``desc.smem_bytes``) an
+    OperandError naming the mix-up (a plain array passed where the kernel expects a
+    ``ws.tma.TensorDescriptor``) at the user's line, ``depth`` frames up; else AttributeError."""
+    if name not in DESCRIPTOR_ATTRS:
+        return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
+    import sys
+    from ..errors import OperandError
+    from ..frontend.source import format_location, user_location
+    frame = sys._getframe(depth)
+    names = [n for n, v in frame.f_locals.items() if v is obj and not n.startswith("__ws_")]
+    loc = user_location()
+    where = format_location(loc)
+    return OperandError(
+        f"{names[0] + '.' if names else ''}{name}: expected a ws.tma.TensorDescriptor (passed as "
+        f"a kernel argument), got {describe_operand(obj)}, which has no '{name}'.\n"
+        + (where + "\n" if where else "") + "Fix: build the descriptor on the host, "
+        "ws.tma.TensorDescriptor(x, box=(rows, cols)), and pass it instead of the tensor; "
+        "ws.tma.load/store copy box-shaped tiles of x through it.", where=str(loc) if loc else None)
+
+
 def _tile(desc: TmaDescriptor, arr, what: str) -> SmemArray:
     """``arr`` checked to hold exactly one box of ``desc`` in its layout."""
     if not isinstance(arr, SmemArray):
