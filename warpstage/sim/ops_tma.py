@@ -216,6 +216,18 @@ def _complete(op, w, tab, bar, nbytes: int, issued: dict, lanes: list, bar_slot,
 
 
 # -- loads --------------------------------------------------------------------------------------
+def _issue(op, w, s, tab, st, bar, dst, data, lane, tx) -> None:
+    """One lane's copy issued: its shared bytes ``dst`` count as written by the issuing warp
+    (race detector), its bytes complete on ``bar`` (``tx``: _complete's byte count and per-op
+    bookkeeping), and ``data`` waits in ``st.loads`` for a wait that observes the phase."""
+    races.note_write(w.cta, dst, 1, w, op, np.full(dst.size, lane),
+                     async_proxy=True)              # the issuer, then the release
+    phase = bar.phase
+    nbytes, issued, lanes, bar_slot = tx
+    _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s)
+    st.loads.setdefault(bar.address, []).append((phase, dst, data, op, w, lane))
+
+
 @handler("tma.load")
 def _load(op: Operation, cx):
     desc_slot, dst_slot, bar_slot, *coord_slots = cx.slots(op.operands)
@@ -240,12 +252,8 @@ def _load(op: Operation, cx):
             align = max(SMEM_ALIGN, swizzle_align(m.swizzle))
             dst = _smem_bytes(op, w, lane, int(s[dst_slot][lane]), addrs.size, size, m.swizzle,
                               align)
-            races.note_write(w.cta, dst.ravel(), 1, w, op, np.full(dst.size, lane),
-                             async_proxy=True)      # the issuer, then the release
-            phase = bar.phase
-            _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s)
-            st.loads.setdefault(bar.address, []).append((phase, dst.ravel(),
-                                                         vals.view(np.uint8), op, w, lane))
+            _issue(op, w, s, tab, st, bar, dst.ravel(), vals.view(np.uint8), lane,
+                   (nbytes, issued, lanes, bar_slot))
     return tma_load
 
 
@@ -269,12 +277,8 @@ def _bulk_copy(op: Operation, cx):
             chunks = src + 8 * np.arange(n // 8, dtype=np.int64)
             data = _global_load(op, w, lane, chunks, np.dtype(np.uint64), "bulk copy source read")
             dst_bytes = _smem_bytes(op, w, lane, dst, n, 1, 0, 16)
-            races.note_write(w.cta, dst_bytes.ravel(), 1, w, op, np.full(dst_bytes.size, lane),
-                             async_proxy=True)
-            phase = bar.phase
-            _complete(op, w, tab, bar, n, issued, lanes, bar_slot, s)
-            st.loads.setdefault(bar.address, []).append((phase, dst_bytes.ravel(),
-                                                         data.view(np.uint8), op, w, lane))
+            _issue(op, w, s, tab, st, bar, dst_bytes.ravel(), data.view(np.uint8), lane,
+                   (n, issued, lanes, bar_slot))
     return bulk_copy
 
 
