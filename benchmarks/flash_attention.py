@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import warnings
+
+from gpu_timing import seconds_per_call   # benchmarks/ is on sys.path when run as a script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FULL = [(2, 16, 1024), (4, 16, 2048), (2, 16, 4096), (2, 8, 8192)]     # (B, H, S)
@@ -39,24 +40,6 @@ def parse_policy(text: str) -> dict:
         key, value = item.split("=")
         fields[key.strip()] = int(value)
     return fields
-
-
-def timed(fn, iters: int, repeats: int) -> float:
-    """Median seconds per call of ``fn`` over ``repeats`` runs of ``iters`` calls."""
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / iters)
-    return statistics.median(times)
 
 
 def inputs(batch, heads, seq, head_dim):
@@ -94,12 +77,12 @@ def measure(kernel, q, k, v, causal, policy, iters, repeats):
     ours()
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     err = (o.float() - ref).abs().max().item()
-    return err, timed(ours, iters, repeats)
+    return err, seconds_per_call(ours, iters, repeats)
 
 
 def measure_sdpa(q, k, v, causal, iters, repeats):
     import torch.nn.functional as F
-    return timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), iters,
+    return seconds_per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), iters,
                  repeats)
 
 
@@ -119,7 +102,13 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     sys.path.insert(0, ROOT)
-    import torch
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("flash_attention benchmark: no usable CUDA GPU (and torch); nothing measured")
+        return 0
     import warpstage as ws
     ws.set_target("cuda")
     warnings.simplefilter("ignore", ws.RecompileWarning)     # one kernel per policy, by design

@@ -16,6 +16,8 @@ import importlib.util
 import os
 import sys
 
+from gpu_timing import seconds_per_call   # benchmarks/ is on sys.path when run as a script
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 try:
     import warpstage as ws
@@ -32,20 +34,6 @@ def load_example():
     return mod
 
 
-def timed(fn, iters: int) -> float:
-    """Seconds per call of ``fn`` on the GPU (CUDA events around ``iters`` calls)."""
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / iters
-
-
 def bench(size: int, iters: int, example) -> dict:
     import torch
     g = torch.Generator(device="cuda").manual_seed(size)
@@ -58,8 +46,8 @@ def bench(size: int, iters: int, example) -> dict:
     for name, cfg in (("default", example.DEFAULT), ("large", example.LARGE)):
         example.launch(a, b, c, cfg)
         row[name + "_err"] = ((c - ref).abs().max() / ref.abs().max()).item()
-        row[name + "_s"] = timed(lambda: example.launch(a, b, c, cfg), iters)
-    row["torch_s"] = timed(lambda: torch.matmul(a, b), iters)
+        row[name + "_s"] = seconds_per_call(lambda: example.launch(a, b, c, cfg), iters)
+    row["torch_s"] = seconds_per_call(lambda: torch.matmul(a, b), iters)
     for key in ("default", "large", "torch"):
         row[key + "_tflops"] = flops / row[key + "_s"] / 1e12
     return row
