@@ -7,6 +7,7 @@ with the race detector, the dispatch rule and the policy's errors; plus the PTX/
 asks for torch CUDA tensors); here the inputs are numpy arrays (bf16: ml_dtypes,
 tests/dtypes_helper.py), so this runs without torch, except the one torch-interop test."""
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -35,6 +36,11 @@ CASES = [
     (1, 1, 170, 170, 128, False, "bfloat16", None, dict(overlap=False, num_stages=1)),
     (1, 1, 200, 200, 64, True, "bfloat16", None, dict(tile_n=64, num_stages=3)),
     (1, 1, 1, 1, 64, True, "float16", None, {}),              # a single query and key
+    (1, 1, 300, 300, 64, True, "bfloat16", None, dict(consumer_wgs=3, num_stages=3)),
+    (1, 1, 200, 260, 64, False, "float16", None, dict(consumer_wgs=3, tile_n=64)),
+    (1, 1, 200, 200, 128, True, "bfloat16", None, dict(split_kv=False, pingpong=False)),
+    (1, 1, 150, 150, 64, False, "bfloat16", None, dict(pingpong=False, fast_exp2=False)),
+    (1, 1, 130, 190, 64, True, "float16", None, dict(overlap=False, consumer_wgs=3)),
 ]
 
 
@@ -177,10 +183,14 @@ def test_ptx_and_ptxas(head_dim, causal, overlap):
     for shape, count in want.items():
         assert ptx.count(shape) == count, shape
     assert ptx.count("wgmma.mma_async") == sum(want.values())
+    # TMA load sites: Q, then K_0, K_j, V_{j-1}, V_last (split K/V rings), each per 64-column box
     assert ptx.count("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier") == \
-        3 * head_dim // 64
+        5 * head_dim // 64
     assert "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t240;" in ptx
+    # ping-pong: the consumer warpgroups' turns are named barriers with a register id
+    assert re.search(r"bar.sync \t%r\d+, 256;", ptx) and re.search(r"bar.arrive \t%r\d+, 256;", ptx)
+    assert "ex2.approx.ftz.f32" in ptx and "ex2.approx.f32" not in ptx      # fast_exp2
     assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == overlap
     log = ck.ptxas_log
     for warning in ("C7517", "C7519", "C7508", "C7504"):     # injected waits / ignored setmaxnreg
@@ -208,3 +218,17 @@ def test_descriptor_and_output_checks():
         with pytest.raises(ws.OperandError, match=want):
             ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
                        TD(x, kv_box), O, ws.Int32, block=block)
+
+
+@pytest.mark.parametrize("mma", ["wgmma", "mma.sync"])
+def test_large_magnitude_scores_give_no_nan(sim_target, mma):
+    """|q . k| ~ 1e11: p = 2^((s - m) c) keeps the row max's term at exactly 1 (the FMA form
+    2^(s c - round(m c)) overflowed to inf and gave inf / inf = NaN here)."""
+    q, k, v = (randn((1, 1, 70, 64), "bfloat16", seed=50 + i) for i in range(3))
+    q, k = ((x.astype(np.float32) * np.float32(4e4)).astype(numpy_dtype("bfloat16"))
+            for x in (q, k))
+    out = flash_attention(q, k, v, causal=True, mma=mma)
+    got = to_float64(out)
+    assert np.isfinite(got).all()
+    want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
+    assert np.abs(got - want).max() < 0.05

@@ -191,8 +191,8 @@ def test_barrier_arrive_and_sync_between_producer_and_consumer_warps():
 @pytest.mark.parametrize("call, message", [
     ("ws.arch.barrier_arrive(1, 48)", "ws.arch.barrier_arrive()'s thread count: expected a static "
                                       "positive multiple of 32, at most 1024, got 48"),
-    ("ws.arch.barrier_arrive(16, 64)", "ws.arch.barrier_arrive()'s barrier id: expected a static "
-                                       "int in [0, 16), got 16"),
+    ("ws.arch.barrier_arrive(16, 64)", "ws.arch.barrier_arrive()'s barrier id: expected an int "
+                                       "in [0, 16) or a warp-uniform dynamic integer, got 16"),
     ("ws.arch.barrier_sync(0, 100)", "ws.arch.barrier_sync()'s thread count"),
     ("ws.arch.fence_acq_rel('block')", "ws.arch.fence_acq_rel()'s scope: expected one of 'cta', "
                                        "'cluster', 'gpu', 'sys', got 'block'"),

@@ -3,7 +3,8 @@ trap, pointer arithmetic, loads and stores.
 
 - nvvm.sreg {reg}: ``llvm.nvvm.read.ptx.sreg.<reg>`` (PTX ISA "Special Registers"), e.g.
   ``mov.u32 %r, %tid.x``. clock/clock64/globaltimer intrinsics are not CSE'd or hoisted by LLVM.
-- nvvm.barrier {id, count?}: ``bar.sync id`` / ``bar.sync id, count`` through
+- nvvm.barrier {id?, count?} (id?): ``bar.sync id`` / ``bar.sync id, count`` (id an immediate, or a
+  register when it is the op's dynamic operand) through
   ``llvm.nvvm.barrier.cta.sync.aligned.all`` / ``.count`` (PTX ISA "Parallel Synchronization
   and Communication Instructions": ``bar``). The aligned form: all threads of a warp must
   reach the same barrier instruction.
@@ -39,7 +40,7 @@ def _sreg(ctx: LoweringContext, op: Operation) -> list:
 
 
 def _barrier(ctx: LoweringContext, op: Operation) -> list:
-    bar_id = ir.Constant(I32, op.attrs.get("id", 0))
+    bar_id = ctx.operands(op)[0] if op.operands else ir.Constant(I32, op.attrs.get("id", 0))
     count = op.attrs.get("count")
     if count is None:
         ctx.call_intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [bar_id])

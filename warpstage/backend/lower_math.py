@@ -9,6 +9,8 @@ Precise semantics for f32 (PTX ISA "Floating Point Instructions"; the named
 instruction's page gives its error bound; "ulp" is of the f32 result):
 
 - exp2(x): ``ex2.approx.f32`` (not .ftz: subnormal results kept); a couple of ulp.
+  ``approx=True``: ``ex2.approx.ftz.f32`` (subnormal inputs and results flushed to zero; no
+  range fix-up around MUFU.EX2 in SASS).
 - exp(x): ``r = ex2(y)`` with ``y = x * log2(e)``, corrected by the residual of that product:
   ``r * (1 + ln2 * (fma(x, log2e, -y) + x * log2e_lo))``. 1.0 ulp max in a model with an exact
   ex2 (plain ``ex2(x * log2e)`` reaches 64 ulp near |x| = 88), plus ex2's own error. inf, 0
@@ -59,6 +61,8 @@ def _f(v: float) -> ir.Constant:
 
 
 def _exp2_f32(ctx, x, approx):
+    if approx:
+        return ctx.call_intrinsic("llvm.nvvm.ex2.approx.ftz.f", F32, [x])
     return ctx.call_intrinsic("llvm.exp2.f32", F32, [x])
 
 

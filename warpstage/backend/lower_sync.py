@@ -19,7 +19,7 @@ fences and mbarriers:
   C7508 and ignores it.
 - nvvm.fence {kind}: ``fence.<kind>;`` (``fence.proxy.async.shared::cta``,
   ``fence.acq_rel.gpu``, ``fence.mbarrier_init.release.cluster``, ...).
-- nvvm.barrier_arrive {id, count}: ``llvm.nvvm.barrier.cta.arrive.aligned.count`` ->
+- nvvm.barrier_arrive {id?, count} (id?): ``llvm.nvvm.barrier.cta.arrive.aligned.count`` ->
   ``bar.arrive id, count``.
 - mbarrier.*: ``mbarrier.init|arrive|arrive.expect_tx|expect_tx|try_wait.parity|inval`` on
   ``.shared::cta.b64`` objects, the address a 64-bit shared-window register. ``wait_parity``
@@ -101,8 +101,9 @@ def _fence(ctx: LoweringContext, op: Operation) -> list:
 
 
 def _barrier_arrive(ctx: LoweringContext, op: Operation) -> list:
+    bar_id = ctx.operands(op)[0] if op.operands else ir.Constant(I32, op.attrs["id"])
     ctx.call_intrinsic("llvm.nvvm.barrier.cta.arrive.aligned.count", _VOID,
-                       [ir.Constant(I32, op.attrs["id"]), ir.Constant(I32, op.attrs["count"])])
+                       [bar_id, ir.Constant(I32, op.attrs["count"])])
     return []
 
 

@@ -56,9 +56,10 @@ class Builder:
         """result = a <kind> b (``kind`` in ir.ops.BINARY), operands of one type."""
         return self.op(f"arith.{kind}", (a, b), (a.type,)).result
 
-    def unary(self, name: str, a: Value) -> Value:
-        """result = name(a) for arith.neg / arith.not / math.* unary ops."""
-        return self.op(name, (a,), (a.type,)).result
+    def unary(self, name: str, a: Value, attrs: Optional[dict] = None) -> Value:
+        """result = name(a) for arith.neg / arith.not / math.* unary ops (``attrs``: e.g.
+        ``{"approx": True}`` for the fast forms of math.exp2 / exp / tanh)."""
+        return self.op(name, (a,), (a.type,), attrs or {}).result
 
     def fma(self, a: Value, b: Value, c: Value) -> Value:
         """result = a * b + c with one rounding."""
@@ -87,12 +88,12 @@ class Builder:
         """result = PTX special register ``%reg`` (e.g. tid.x)."""
         return self.op("nvvm.sreg", (), (type,), {"reg": reg}).result
 
-    def barrier(self, id: int = 0, count: Optional[int] = None) -> None:
-        """bar.sync id[, count]."""
-        attrs = {"id": id}
+    def barrier(self, id=0, count: Optional[int] = None) -> None:
+        """bar.sync id[, count]; ``id`` a static int or a dynamic i32 Value."""
+        attrs = {"id": id} if isinstance(id, int) else {}
         if count is not None:
             attrs["count"] = count
-        self.op("nvvm.barrier", (), (), attrs)
+        self.op("nvvm.barrier", () if isinstance(id, int) else (id,), (), attrs)
 
     def ptr_offset(self, p: Value, i: Value) -> Value:
         """result = p + i elements."""

@@ -26,8 +26,9 @@ math (floats)
   math.fma (a, b, c)                      -> T        a*b+c, one rounding
 nvvm
   nvvm.sreg {reg}                         -> i32|i64  PTX special register (tid.x, ctaid.y, laneid, clock64, ...)
-  nvvm.barrier {id, count?}               ->          bar.sync id[, count] (count: threads, multiple of 32)
-  nvvm.barrier_arrive {id, count}         ->          bar.arrive id, count: arrive without waiting
+  nvvm.barrier {id?, count?} (id?)        ->          bar.sync id[, count] (count: threads, multiple of 32;
+                                                      id: static attr or a warp-uniform i32 operand)
+  nvvm.barrier_arrive {id?, count} (id?)  ->          bar.arrive id, count: arrive without waiting
   nvvm.shfl {mode, width?, mask?} (x: T, b: i32) -> T shfl.sync.<mode>.b32; T is i32|u32|f32; mode
                                                       idx|up|down|bfly; b: source lane or delta
   nvvm.vote {mode, mask?} (p: i1)         -> i1|u32   vote.sync.all|any|uni (i1), .ballot (u32)
@@ -85,7 +86,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .core import Operation
-from .types import PointerType, ScalarType, i1
+from .types import PointerType, ScalarType, i1, i32
 
 __all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS", "TERMINATORS"]
 
@@ -218,9 +219,14 @@ def _sreg(op):
 
 
 def _barrier(op):
-    if op.operands or op.results:
-        return "nvvm.barrier takes no operands and gives no results"
-    if not isinstance(op.attrs.get("id", 0), int) or not 0 <= op.attrs.get("id", 0) < 16:
+    if op.results or len(op.operands) > 1:
+        return "nvvm.barrier takes at most one operand (a dynamic i32 id) and gives no results"
+    if op.operands:
+        if "id" in op.attrs:
+            return "nvvm.barrier has both a static id attribute and a dynamic id operand"
+        if op.operands[0].type != i32:
+            return f"nvvm.barrier's dynamic id must be i32, got {op.operands[0].type}"
+    elif not isinstance(op.attrs.get("id", 0), int) or not 0 <= op.attrs.get("id", 0) < 16:
         return f"barrier id must be an int in [0, 16), got {op.attrs.get('id')!r}"
     count = op.attrs.get("count")
     if count is not None and (count <= 0 or count % 32):

@@ -103,11 +103,17 @@ def _fence(op):
 
 
 def _barrier_arrive(op):
-    err = _arity(op, 0, 0)
+    dynamic = len(op.operands) == 1
+    err = _arity(op, 1 if dynamic else 0, 0)
     if err:
         return err
     bar_id, count = op.attrs.get("id"), op.attrs.get("count")
-    if isinstance(bar_id, bool) or not isinstance(bar_id, int) or not 0 <= bar_id < 16:
+    if dynamic:
+        if bar_id is not None:
+            return "bar.arrive has both a static id attribute and a dynamic id operand"
+        if op.operands[0].type != i32:
+            return f"bar.arrive's dynamic id must be i32, got {op.operands[0].type}"
+    elif isinstance(bar_id, bool) or not isinstance(bar_id, int) or not 0 <= bar_id < 16:
         return f"barrier id must be an int in [0, 16), got {bar_id!r}"
     if isinstance(count, bool) or not isinstance(count, int) or count <= 0 or count % 32:
         return f"bar.arrive needs a thread count, a positive multiple of 32; got {count!r}"

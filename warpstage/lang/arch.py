@@ -82,10 +82,10 @@ def sync_threads() -> None:
     builder("ws.arch.sync_threads()").barrier(0)
 
 
-def barrier_sync(barrier_id: int, num_threads: Optional[int] = None) -> None:
+def barrier_sync(barrier_id, num_threads: Optional[int] = None) -> None:
     """Named barrier ``bar.sync id, count``: waits for ``num_threads`` threads (a multiple of 32;
-    all threads of the CTA if None) to arrive at barrier ``barrier_id`` (static, 0..15), counting
-    threads that arrived with ``barrier_arrive``. Raises BindingTimeError for a dynamic operand,
+    all threads of the CTA if None) to arrive at barrier ``barrier_id`` (0..15: a static int, or
+    a dynamic warp-uniform integer), counting threads that arrived with ``barrier_arrive``. Raises BindingTimeError for a dynamic operand,
     OperandError (a ValueError) for a bad one."""
     what = "ws.arch.barrier_sync()"
     bar_id = _barrier_id(barrier_id, what)

@@ -11,8 +11,8 @@ import math as _pymath
 from ..frontend.trace import builder
 from .scalars import Float32, Scalar, as_dynamic, promote_types, DTYPES
 
-__all__ = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "min", "max", "floor",
-           "ceil", "sin", "cos", "tanh"]
+__all__ = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "min", "max", "select",
+           "floor", "ceil", "sin", "cos", "tanh"]
 
 _builtin_abs, _builtin_min, _builtin_max = abs, min, max
 
@@ -34,7 +34,27 @@ def _unary(name, pyfn):
 
 
 exp = _unary("exp", _pymath.exp)
-exp2 = _unary("exp2", lambda x: 2.0 ** x)
+_exp2_precise = _unary("exp2", lambda x: 2.0 ** x)
+
+
+def exp2(x, approx: bool = False):
+    """Elementwise 2**x of a float (ints convert to Float32). ``approx`` (static): the fast form,
+    PTX ``ex2.approx.ftz.f32`` alone: subnormal inputs and results flush to (sign-preserving)
+    zero, so results below 2**-126 are 0, and ptxas needs no range fix-up around the MUFU.EX2
+    (the default ``ex2.approx.f32`` keeps subnormal results at the cost of about three extra
+    instructions per call). Error: 2 ulp or less, like the default form, for results of
+    2**-126 and above (PTX ISA 9.7.3.22, ex2). Softmax-style code whose results are summed
+    (attention) loses nothing visible; code that needs subnormal powers of two keeps the
+    default. Static arguments compute in Python."""
+    if not isinstance(approx, bool):
+        from .operands import operand_error
+        raise operand_error("ws.math.exp2(approx=...)", approx, "a static bool",
+                            "approx=True for ex2.approx.ftz, False (default) otherwise")
+    if not approx or not isinstance(x, Scalar):
+        return _exp2_precise(x)
+    x = _float(x)
+    return type(x)._wrap(builder("ws.math.exp2").unary("math.exp2", x.value, {"approx": True}),
+                         x.origin)
 log = _unary("log", _pymath.log)
 log2 = _unary("log2", _pymath.log2)
 sqrt = _unary("sqrt", _pymath.sqrt)
@@ -84,3 +104,25 @@ def _minmax(kind, pyfn):
 
 min = _minmax("min", _builtin_min)
 max = _minmax("max", _builtin_max)
+
+
+def select(cond, a, b):
+    """``a`` where ``cond`` else ``b``, elementwise, with both operands evaluated (PTX ``selp``;
+    no branch, unlike a Python ``a if cond else b`` with a dynamic condition, which becomes a
+    region that evaluates only the taken side). ``cond``: a Boolean (or a static bool, which
+    picks in Python); ``a``, ``b``: numbers of one promoted type (static ones become constants
+    of the other's type). OperandError for a non-boolean dynamic condition."""
+    from .scalars import Boolean, _coerce
+    if not isinstance(cond, Scalar):
+        return a if cond else b
+    if not cond.ir_type.is_bool:
+        from .operands import operand_error
+        raise operand_error("ws.math.select()'s condition", f"a dynamic {type(cond).__name__}",
+                            "a Boolean", "compare first, e.g. ws.math.select(x > 0, x, 0.0)")
+    if not isinstance(a, Scalar) and not isinstance(b, Scalar):
+        a = as_dynamic(a)
+    x = a if isinstance(a, Scalar) else b
+    va, vb, t = _coerce(x, b if x is a else a, "ws.math.select()")
+    if x is not a:
+        va, vb = vb, va
+    return DTYPES[t]._wrap(builder("ws.math.select").select(cond.value, va, vb), x.origin)

@@ -52,7 +52,8 @@ from .sync import fence_mbarrier_init
 from .warp import elect_one, make_warp_uniform
 
 __all__ = ["PipelineState", "PipelineAsync", "PipelineTmaAsync", "BarrierStorage",
-           "barrier_storage", "make_producer_start_state", "make_consumer_start_state"]
+           "barrier_storage", "make_producer_start_state", "make_consumer_start_state",
+           "OrderedBarrier"]
 
 
 @struct
@@ -413,3 +414,6 @@ class PipelineTmaAsync(_Pipeline):
         ``producer_commit`` is a no-op outside its unit tests). Kept so producer code reads the
         same for both pipelines."""
         self._check_state(state, "producer_commit")
+
+
+from .ordered import OrderedBarrier  # noqa: E402  (ordered.py builds on _if_then above)

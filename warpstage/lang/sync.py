@@ -7,7 +7,8 @@ membar/fence), "Miscellaneous Instructions" (setmaxnreg, sm_90a).
 from __future__ import annotations
 
 from ..frontend.trace import builder, current
-from .operands import operand_error, static_int
+from .operands import dynamic_i32, operand_error, static_int
+from .scalars import Scalar
 
 __all__ = ["barrier_arrive", "setmaxnreg_increase", "setmaxnreg_decrease",
            "setmaxregister_increase", "setmaxregister_decrease", "fence_proxy_async",
@@ -16,10 +17,15 @@ __all__ = ["barrier_arrive", "setmaxnreg_increase", "setmaxnreg_decrease",
 _SCOPES = ("cta", "cluster", "gpu", "sys")
 
 
-def _barrier_id(barrier_id, what: str) -> int:
-    return static_int(barrier_id, f"{what}'s barrier id", range(16), "a static int in [0, 16)",
-                      "named barriers are numbered 0..15; 0 is the one ws.arch.sync_threads() "
-                      "uses")
+def _barrier_id(barrier_id, what: str):
+    """A static id (an int in [0, 16)), or the ir.Value of a dynamic integer id. A dynamic id
+    must be warp-uniform on the GPU (PTX: the operand is a register holding the same value in
+    every thread of the warp); the simulator checks it."""
+    if isinstance(barrier_id, Scalar):
+        return dynamic_i32(barrier_id, f"{what}'s barrier id")
+    return static_int(barrier_id, f"{what}'s barrier id", range(16), "an int in [0, 16) or a "
+                      "warp-uniform dynamic integer", "named barriers are numbered 0..15; 0 is "
+                      "the one ws.arch.sync_threads() uses")
 
 
 def _thread_count(n, what: str) -> int:
@@ -32,8 +38,9 @@ def _thread_count(n, what: str) -> int:
     return n
 
 
-def barrier_arrive(barrier_id: int, num_threads: int) -> None:
-    """Arrive at named barrier ``barrier_id`` (static, 0..15) without waiting: PTX
+def barrier_arrive(barrier_id, num_threads: int) -> None:
+    """Arrive at named barrier ``barrier_id`` (0..15: a static int, or a dynamic warp-uniform
+    integer such as one computed from the warpgroup index) without waiting: PTX
     ``bar.arrive id, count``. The barrier's phase completes when ``num_threads`` threads (static,
     a multiple of 32; required) have arrived with ``barrier_arrive`` or ``barrier_sync``; threads
     in ``barrier_sync`` wait for that, arriving ones do not. The producer side of a
@@ -42,7 +49,10 @@ def barrier_arrive(barrier_id: int, num_threads: int) -> None:
     what = "ws.arch.barrier_arrive()"
     bar_id = _barrier_id(barrier_id, what)
     count = _thread_count(num_threads, what)
-    builder(what).op("nvvm.barrier_arrive", (), (), {"id": bar_id, "count": count})
+    if isinstance(bar_id, int):
+        builder(what).op("nvvm.barrier_arrive", (), (), {"id": bar_id, "count": count})
+    else:
+        builder(what).op("nvvm.barrier_arrive", (bar_id,), (), {"count": count})
 
 
 def _regs(n, what: str) -> int:

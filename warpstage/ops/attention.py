@@ -99,13 +99,32 @@ def descriptor(x, ta, box, swizzle: int = 128):
     return d
 
 
+WGMMA_DEFAULTS = {
+    (128, False): dict(tile_n=176, num_stages=2),
+    (128, True): dict(tile_n=128, num_stages=2),
+    (64, False): dict(tile_n=128, num_stages=3, consumer_wgs=3),
+    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3),
+}
+"""The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
+(benchmarks/attention.py --sweep, 2026-12-01 19:51 UTC, B=4 H=16 S=4096 bf16; RESULTS.md):
+D=128 non-causal 589 TFLOP/s with 176-key tiles (128: 573), causal 504 with 128; D=64 456 and
+362 with 3 consumer warpgroups (192-row tiles) and 3 stages (2 warpgroups: 386 and 332). Every
+variant keeps the split K/V rings, ping-pong turns and ftz exp2 (the policy's defaults)."""
+
+
 @functools.lru_cache(maxsize=64)
 def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
-                     tile_n: int = 128, num_stages: int = 2) -> FlashAttentionWgmma:
-    """The wgmma + TMA policy for a configuration (cached like ``policy_for``)."""
+                     tile_n=None, num_stages=None) -> FlashAttentionWgmma:
+    """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
+    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``tile_n`` / ``num_stages`` overriding."""
     import warpstage as ws
+    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)])
+    if tile_n is not None:
+        fields["tile_n"] = tile_n
+    if num_stages is not None:
+        fields["num_stages"] = num_stages
     return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
-                               softmax_scale=scale, tile_n=tile_n, num_stages=num_stages)
+                               softmax_scale=scale, **fields)
 
 
 @functools.lru_cache(maxsize=64)
@@ -169,7 +188,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     wgmma) with fp32 accumulation; the softmax probabilities are rounded to q's dtype for
     P @ V, as in FlashAttention-2 and -3. ``tile_n``, ``num_stages``: the policy's keys per
     shared-memory stage (a multiple of 16 in [16, 256]) and ring depth ([1, 8]); None picks the
-    defaults, 128 and 2 for wgmma, 128 and 3 for mma.sync.
+    defaults, the measured ``WGMMA_DEFAULTS`` for wgmma, 128 and 3 for mma.sync.
 
     The scale is compiled into the kernel (a constant of the policy, folded into the softmax's
     FMA): each distinct ``scale`` value compiles the kernel once (a trace, 0.3-0.4 s measured
@@ -236,9 +255,8 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     work = batch * heads * seq_q * tk.shape[2] * head_dim
     if mma == "wgmma" or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
                           and _wgmma_device(tq)):
-        fa = wgmma_policy_for(head_dim, dtype, causal, scale,
-                              tile_n=128 if tile_n is None else tile_n,
-                              num_stages=2 if num_stages is None else num_stages)
+        fa = wgmma_policy_for(head_dim, dtype, causal, scale, tile_n=tile_n,
+                              num_stages=num_stages)
         launch_wgmma(fa, q, k, v, o, (tq, tk, tv))
         return o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"

@@ -48,6 +48,10 @@ class AttentionPolicy:
     key_fields: tuple = ()
     repr_fields: tuple = ()
     consumer_rows = 16
+    fast_exp2 = True
+    """Softmax exponentials as ``ex2.approx.ftz.f32`` (``ws.math.exp2(approx=True)``): results
+    below 2^-126 flush to 0, which a softmax sum cannot see (they are < 2^-126 of the row's
+    largest term, 1), and ptxas drops the ~3 range fix-up instructions around each MUFU.EX2."""
 
     # -- configuration (host side) -------------------------------------------------------------
     def check_operands(self, head_dim, dtype) -> None:
@@ -122,7 +126,7 @@ class AttentionPolicy:
         (docs/binding-time.md, "Static keys")."""
         return ((("policy", self.policy_name), ("head_dim", self.head_dim),
                  ("dtype", self.dtype.__name__), ("causal", self.causal),
-                 ("softmax_scale", self.softmax_scale))
+                 ("softmax_scale", self.softmax_scale), ("fast_exp2", self.fast_exp2))
                 + tuple((f, getattr(self, f)) for f in self.key_fields))
 
     def __repr__(self) -> str:
@@ -205,31 +209,43 @@ class AttentionPolicy:
             last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
         x = self.elements(s)
         return self.fragments([
-            x[i] if (i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1] else Float32(_NEG_INF)
+            ws.math.select((i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1], x[i], _NEG_INF)
             for i in ws.static_range(len(x))])
 
     def softmax_update(self, s, m_i, l_i):
         """One online-softmax step in base 2 on the scores ``s`` (row half r: the elements i
         with (i / 2) % 2 == r): each row's max over its quad of 4 lanes (``shfl.sync.bfly`` 1
-        and 2), ``m' = max(m, rowmax)``, ``alpha = 2^((m - m') c)``, ``p = 2^(s c - m' c)``
-        (one FMA and one ``ex2``), ``l = l alpha + rowsum(p)`` (per lane; the quad's partial
-        sums are added by ``row_inverse``). Returns (P as f32 fragments, m', l, alpha)."""
+        and 2), ``m' = max(m, rowmax)``, ``alpha = 2^((m - m') c)``, ``p = 2^((s - m') c)``
+        (a subtraction, a multiply and an ``ex2``; ``ex2.approx.ftz`` with ``fast_exp2``),
+        ``l = l alpha + rowsum(p)`` (per lane; the quad's partial sums are added by
+        ``row_inverse``). Returns (P as f32 fragments, m', l, alpha).
+
+        Why ``(s - m') c`` and not one FMA ``s c - m' c``: the FMA subtracts the rounded
+        product m' c, whose rounding error (up to half an ulp of m' c: 512 at |m' c| ~ 1e10)
+        lands in the exponent, so for large scores every p overflows to inf (or underflows to
+        0) and O = inf / inf = NaN. ``s - m'`` is exact near the max (Sterbenz) and <= 0, so
+        p <= 1 and the row's max term is exactly 1 for any finite scores."""
         c = self.exp2_scale
+        approx = self.fast_exp2
         x = self.elements(s)
         half = [[i for i in range(len(x)) if (i >> 1) & 1 == r] for r in range(2)]
-        m_new, alpha, neg_mc = [], [], []
+        m_new, alpha = [], []
         for r in ws.static_range(2):
             mx = tree(ws.math.max, [x[i] for i in half[r]])
             mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
             mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
             m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first live stage
             m_new.append(m)
-            alpha.append(ws.math.exp2((m_i[r] - m) * c))
-            neg_mc.append(m * -c)
-        p = [ws.math.exp2(ws.math.fma(x[i], c, neg_mc[(i >> 1) & 1])) for i in range(len(x))]
+            alpha.append(ws.math.exp2(self.scaled(m_i[r] - m), approx=approx))
+        p = [ws.math.exp2(self.scaled(x[i] - m_new[(i >> 1) & 1]), approx=approx)
+             for i in range(len(x))]
         l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
                  for r in ws.static_range(2)]
         return self.fragments(p), m_new, l_new, alpha
+
+    def scaled(self, d):
+        """``d * exp2_scale`` (no multiply when the scale is 1: the scores were scaled first)."""
+        return d if ws.static(self.exp2_scale == 1.0) else d * self.exp2_scale
 
     def rescale(self, acc, alpha):
         """O with row half r (elements i with (i / 2) % 2 == r) times alpha[r]."""

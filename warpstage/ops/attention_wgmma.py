@@ -32,56 +32,79 @@ class FlashAttentionWgmma(AttentionPolicy):
 
     ``head_dim``: D, 64 or 128. ``dtype``: ``ws.Float16`` or ``ws.BFloat16``. ``causal``: mask
     key j > query i (top-left aligned). ``softmax_scale``: default 1/sqrt(D). ``tile_n``: keys
-    per stage, a multiple of 16 in [16, 256] (the N of the S = Q K^T wgmma). ``num_stages``: K/V
-    ring depth (at least 2 with ``overlap``). ``overlap``: FlashAttention-3's intra-warpgroup
-    overlap of the softmax with P V (default), else each GEMM is waited for in turn.
-    ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of
-    the two consumer warpgroups (multiples of 8 in [24, 256], 128 x producer + 256 x mma at most
-    65536). 128 query rows per CTA (two consumer warpgroups of 64 rows: wgmma's M).
+    per stage, a multiple of 16 in [16, 256] (the N of the S = Q K^T wgmma). ``num_stages``:
+    depth of the K ring and of the V ring (``split_kv``) or of the joint K/V ring (at least 2
+    with ``overlap``). ``consumer_wgs``: consumer warpgroups, 2 or 3, of 64 query rows each
+    (``tile_m = 64 consumer_wgs`` rows per CTA, ``128 (1 + consumer_wgs)`` threads).
+    ``overlap``: FlashAttention-3's intra-warpgroup overlap of the softmax with P V (default),
+    else each GEMM is waited for in turn. ``pingpong``: the consumer warpgroups take turns
+    issuing their GEMMs (``ws.pipeline.OrderedBarrier``, named barriers 1..consumer_wgs), so one
+    warpgroup's softmax runs under another's wgmmas. ``split_kv``: separate K and V rings, so
+    S = Q K^T starts as soon as K lands and K is released as soon as S completes (FlashAttention-
+    3's ``pipeline_k`` / ``pipeline_v``); else one ring holds K and V of a tile together.
+    ``fast_exp2``: softmax exponentials as ``ex2.approx.ftz.f32`` (``AttentionPolicy.fast_exp2``).
+    ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of each
+    consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
+    most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
     The host side (``warpstage.ops.attention``) builds one ``ws.tma.TensorDescriptor`` per input
-    with ``box=(1, 1, rows, 64)`` and ``swizzle=128`` (``descriptor_boxes``). Raises ValueError
-    for a configuration the kernel cannot run (the message names the field)."""
+    with the boxes of ``descriptor_boxes`` and ``swizzle=128``. Raises ValueError for a
+    configuration the kernel cannot run (the message names the field)."""
 
-    tile_m = 128
-    threads = 384
     producer_threads = 128
-    consumer_threads = 256
     policy_name = "FlashAttentionWgmma"
-    key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap")
-    repr_fields = ("tile_n", "num_stages", "overlap")
+    key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
+                  "pingpong", "split_kv")
+    repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
+    DEFAULT_REGS = {2: (24, 240), 3: (32, 160)}
 
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
-                 tile_n=128, num_stages=2, producer_regs=24, mma_regs=240, overlap=True):
+                 tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
+                 consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
+        if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
+            raise ValueError(f"FlashAttentionWgmma: consumer_wgs must be 2 or 3 (consumer "
+                             f"warpgroups of 64 query rows), got {consumer_wgs!r}")
         if overlap and num_stages < 2:
             raise ValueError("FlashAttentionWgmma: overlap=True needs num_stages >= 2 (a "
                              "consumer waits for stage j before it releases stage j - 1). Fix: "
                              "num_stages=2, or overlap=False")
+        regs = self.DEFAULT_REGS[consumer_wgs]
+        producer_regs = regs[0] if producer_regs is None else producer_regs
+        mma_regs = regs[1] if mma_regs is None else mma_regs
         for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
             if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
                 raise ValueError(f"FlashAttentionWgmma: {name} must be a multiple of 8 in "
                                  f"[24, 256], got {r!r}")
+        self.consumer_wgs = consumer_wgs
+        self.tile_m = 64 * consumer_wgs
+        self.consumer_threads = 128 * consumer_wgs
+        self.threads = self.producer_threads + self.consumer_threads
         self.check_register_split(producer_regs, mma_regs, self.consumer_threads)
         self.set_fields(head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
                         producer_regs, mma_regs)
         self.overlap = bool(overlap)
+        self.pingpong = bool(pingpong)
+        self.split_kv = bool(split_kv)
+        self.fast_exp2 = bool(fast_exp2)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
         self.kv_bytes = self.kv_layout.nbytes
         stage = (num_stages,) + self.kv_layout.shape
+        rings = (dict(k_barriers=ws.pipeline.BarrierStorage[num_stages],
+                      v_barriers=ws.pipeline.BarrierStorage[num_stages]) if self.split_kv
+                 else dict(barriers=ws.pipeline.BarrierStorage[num_stages]))
         self.SharedStorage = ws.smem.make_storage(
             "FlashAttentionWgmmaStorage",
             q=ws.smem.Array(dtype, self.q_layout.shape, swizzle=128),
             k=ws.smem.Array(dtype, stage, swizzle=128),
             v=ws.smem.Array(dtype, stage, swizzle=128),
-            q_bar=ws.smem.MbarrierArray[1],
-            barriers=ws.pipeline.BarrierStorage[num_stages])
-        self.check_smem(f"a 128 x {head_dim} Q tile and {num_stages} stages of K and V "
-                        f"({tile_n} x {head_dim})")
+            q_bar=ws.smem.MbarrierArray[1], **rings)
+        self.check_smem(f"a {self.tile_m} x {head_dim} Q tile and {num_stages} stages of K and "
+                        f"V ({tile_n} x {head_dim})")
 
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
@@ -115,10 +138,44 @@ class FlashAttentionWgmma(AttentionPolicy):
                                 f"a 4-d (B, H, S_q, D) {self.dtype.__name__} tensor",
                                 "pass the output like q")
 
+    # -- pipelines -----------------------------------------------------------------------------
+    def make_pipelines(self, storage) -> tuple:
+        """(K ring, V ring): two ``PipelineTmaAsync`` with ``split_kv``, else one joint ring
+        (K and V of a tile in one stage) returned twice. Initializes their mbarriers."""
+        create = ws.pipeline.PipelineTmaAsync.create
+        if ws.static(self.split_kv):
+            return (create(storage.k_barriers, num_stages=self.num_stages,
+                           consumer_count=self.consumer_threads, transaction_bytes=self.kv_bytes),
+                    create(storage.v_barriers, num_stages=self.num_stages,
+                           consumer_count=self.consumer_threads, transaction_bytes=self.kv_bytes))
+        kv = create(storage.barriers, num_stages=self.num_stages,
+                    consumer_count=self.consumer_threads, transaction_bytes=2 * self.kv_bytes)
+        return kv, kv
+
+    def wait_k(self, k_pipe, state) -> None:
+        """Wait until K of ``state``'s tile has landed (with the joint ring: K and V)."""
+        k_pipe.consumer_wait(state)
+
+    def release_k(self, k_pipe, state) -> None:
+        """Release K's stage once S = Q K^T has completed (joint ring: kept until V is done)."""
+        if ws.static(self.split_kv):
+            k_pipe.consumer_release(state)
+
+    def wait_v(self, v_pipe, state) -> None:
+        """Wait until V of ``state``'s tile has landed (joint ring: ``wait_k`` did)."""
+        if ws.static(self.split_kv):
+            v_pipe.consumer_wait(state)
+
+    def release_v(self, v_pipe, state) -> None:
+        """Release V's stage (joint ring: the tile's stage) once O += P V has completed."""
+        v_pipe.consumer_release(state)
+
     # -- producer role -------------------------------------------------------------------------
     @ws.jit
-    def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, pipeline, storage):
-        """Producer warp 0 (one elected thread issues): Q once, then K and V per stage."""
+    def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, storage):
+        """Producer warp 0 (one elected thread issues): Q once, then per tile K and V in the
+        order the consumers use them: K_0, then K_j before V_{j-1}, then the last V (with the
+        joint ring: K_j and V_j into one stage)."""
         warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
         if warp == 0:
             if ws.arch.elect_one():
@@ -127,20 +184,42 @@ class FlashAttentionWgmma(AttentionPolicy):
                 for blk in ws.static_range(self.blocks):
                     ws.tma.load(q_desc, self.block(storage.q, blk),
                                 (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
-            state = pipeline.producer_start_state()
-            for tile in range(n_tiles):
-                pipeline.producer_acquire(state)
-                if ws.arch.elect_one():
-                    bar = pipeline.producer_get_barrier(state)
-                    k_stage = storage.k[state.index]
-                    v_stage = storage.v[state.index]
-                    for blk in ws.static_range(self.blocks):
-                        coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
-                        ws.tma.load(k_desc, self.block(k_stage, blk), coords, bar)
-                        ws.tma.load(v_desc, self.block(v_stage, blk), coords, bar)
-                pipeline.producer_commit(state)
-                state = state.advance()
-            pipeline.producer_tail(state)
+            kst = k_pipe.producer_start_state()
+            if ws.static(self.split_kv):
+                vst = v_pipe.producer_start_state()
+                kst = self.load_tile(k_desc, storage.k, b, h, 0, k_pipe, kst)
+                for tile in range(1, n_tiles):
+                    kst = self.load_tile(k_desc, storage.k, b, h, tile, k_pipe, kst)
+                    vst = self.load_tile(v_desc, storage.v, b, h, tile - 1, v_pipe, vst)
+                vst = self.load_tile(v_desc, storage.v, b, h, n_tiles - 1, v_pipe, vst)
+                v_pipe.producer_tail(vst)
+            else:
+                for tile in range(n_tiles):
+                    k_pipe.producer_acquire(kst)
+                    if ws.arch.elect_one():
+                        bar = k_pipe.producer_get_barrier(kst)
+                        for blk in ws.static_range(self.blocks):
+                            coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
+                            ws.tma.load(k_desc, self.block(storage.k[kst.index], blk), coords,
+                                        bar)
+                            ws.tma.load(v_desc, self.block(storage.v[kst.index], blk), coords,
+                                        bar)
+                    k_pipe.producer_commit(kst)
+                    kst = kst.advance()
+            k_pipe.producer_tail(kst)
+
+    @ws.jit
+    def load_tile(self, desc, ring, b, h, tile, pipe, state):
+        """One K or V tile (rows tile * tile_n ..) into the ring stage of ``state``; returns the
+        advanced state."""
+        pipe.producer_acquire(state)
+        if ws.arch.elect_one():
+            bar = pipe.producer_get_barrier(state)
+            for blk in ws.static_range(self.blocks):
+                ws.tma.load(desc, self.block(ring[state.index], blk),
+                            (b, h, tile * self.tile_n, blk * BOX_COLS), bar)
+        pipe.producer_commit(state)
+        return state.advance()
 
     def block(self, tile, blk):
         """Column block ``blk`` (64 columns, one TMA box) of a Q/K/V tile array."""
@@ -148,86 +227,122 @@ class FlashAttentionWgmma(AttentionPolicy):
 
     # -- consumer role -------------------------------------------------------------------------
     @ws.jit
-    def consume(self, o, seq_k, b, h, m_block, n_tiles, pipeline, storage):
-        """Consumer warpgroups 1 and 2: 64 query rows each; S = Q K^T and O += P V on wgmma with
-        the online softmax in between, over the K/V ring; then O / l to ``o``."""
+    def consume(self, o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, storage):
+        """Consumer warpgroups: 64 query rows each; S = Q K^T and O += P V on wgmma with the
+        online softmax in between, over the K/V rings; then O / l to ``o``."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads
-        wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 or 1
+        wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 .. consumer_wgs - 1
         warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
         lane = ws.arch.lane_idx()
         row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
         r0 = row_wg + warp * 16 + (lane >> 2)
         rows = [r0, r0 + 8]                                        # this thread's two rows
         dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
+        turn = self.make_turns(wg)
         storage.q_bar[0].wait(0)
         if ws.static(self.overlap):
-            acc, l_i = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles, pipeline,
-                                            storage)
+            acc, l_i = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe,
+                                            v_pipe, turn, storage)
         else:
-            acc, l_i = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles, pipeline,
-                                        storage)
+            acc, l_i = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe,
+                                        turn, storage)
         self.epilogue(o, b, h, rows, lane, acc, l_i, o.shape[2])
 
+    def make_turns(self, wg):
+        """The consumer warpgroups' ``OrderedBarrier`` (named barriers 1..consumer_wgs) with
+        ``pingpong``, else None."""
+        if ws.static(self.pingpong):
+            return ws.pipeline.OrderedBarrier.create(wg, self.consumer_wgs, 128, base_id=1)
+        return None
+
+    def begin_turn(self, turn) -> None:
+        if ws.static(self.pingpong):
+            turn.wait()
+
+    def end_turn(self, turn) -> None:
+        if ws.static(self.pingpong):
+            turn.arrive()
+
     @ws.jit
-    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, pipeline, storage):
-        """Per stage: S = Q K^T (waited), softmax, O += P V (waited), release. Returns (O, l)."""
+    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, turn,
+                    storage):
+        """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l)."""
         acc = ws.wgmma.zeros(self.head_dim)
         m_i, l_i = self.softmax_start()
-        state = pipeline.consumer_start_state()
+        kst = k_pipe.consumer_start_state()
+        vst = v_pipe.consumer_start_state()
         for tile in range(n_tiles):
-            pipeline.consumer_wait(state)
-            n0 = tile * self.tile_n
-            if self.stage_is_live(n0, row_wg):
-                s = ws.wgmma.wait_group(0, self.issue_scores(dq, storage.k[state.index], False))
-                s = self.finish_scores(s, n0, rows, lane, row_wg, seq_k)
-                p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-                a = self.fence_all(self.rescale(acc, alpha), self.to_a(p))
-                acc = self.issue_pv(a[1:], storage.v[state.index], a[0])
-                acc = ws.wgmma.wait_group(0, acc)
-            pipeline.consumer_release(state)
-            state = state.advance()
+            self.wait_k(k_pipe, kst)
+            self.begin_turn(turn)
+            s = self.issue_scores(dq, storage.k[kst.index], False)
+            self.end_turn(turn)
+            s = ws.wgmma.wait_group(0, s)
+            self.release_k(k_pipe, kst)
+            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, seq_k)
+            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+            acc = self.rescale(acc, alpha)
+            self.wait_v(v_pipe, vst)
+            a = self.fence_all(acc, self.to_a(p))
+            acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
+            self.release_v(v_pipe, vst)
+            kst = kst.advance()
+            vst = vst.advance()
+        self.finish_turns(turn)
         return acc, l_i
 
     @ws.jit
-    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, pipeline, storage):
-        """FlashAttention-3's intra-warpgroup overlap: the softmax of stage j runs while the
-        tensor cores do P_{j-1} V_{j-1}. Stage j-1 is released once that wgmma completes.
-        With ``causal`` the stages past the warpgroup's rows are waited for and released only.
+    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, turn,
+                        storage):
+        """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
+        tensor cores do P_{j-1} V_{j-1}. Per tile j >= 1: (turn) issue S_j, rescale O by the
+        previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release K_j, softmax;
+        wait for P V, release V_{j-1}; only then convert P_j to the A fragments (the registers
+        of P_{j-1} are read by the wgmma in flight until it completes, so converting earlier
+        needs 32 more registers, and ptxas then hoists the wait above the softmax).
         Returns (O, l)."""
-        n_live = n_tiles
-        if ws.static(self.causal):
-            n_live = ws.math.min(n_tiles, (row_wg + (64 + self.tile_n - 1)) // self.tile_n)
         m_i, l_i = self.softmax_start()
-        prev = pipeline.consumer_start_state()
-        pipeline.consumer_wait(prev)
-        s = ws.wgmma.wait_group(0, self.issue_scores(dq, storage.k[prev.index], False))
+        kst = k_pipe.consumer_start_state()
+        vst = v_pipe.consumer_start_state()
+        self.wait_k(k_pipe, kst)
+        self.begin_turn(turn)
+        s = self.issue_scores(dq, storage.k[kst.index], False)
+        self.end_turn(turn)
+        s = ws.wgmma.wait_group(0, s)
+        self.release_k(k_pipe, kst)
         s = self.finish_scores(s, 0, rows, lane, row_wg, seq_k)
         p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
         acc = ws.wgmma.zeros(self.head_dim)
         p = self.to_a(p)
-        state = prev.advance()
-        for tile in range(1, n_live):
-            pipeline.consumer_wait(state)
-            n0 = tile * self.tile_n
-            a = self.fence_all(acc, p)                    # here: no branch before the mmas
-            s = self.issue_scores(dq, storage.k[state.index], True)   # S_j: one group
-            acc = self.issue_pv(a[1:], storage.v[prev.index], a[0])   # P_{j-1} V_{j-1}: another
-            s = self.finish_scores(ws.wgmma.wait_group(1, s), n0, rows, lane, row_wg, seq_k)
-            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-            p = self.to_a(p)
-            acc = ws.wgmma.wait_group(0, acc)
-            pipeline.consumer_release(prev)
+        kst = kst.advance()
+        for tile in range(1, n_tiles):
+            self.wait_k(k_pipe, kst)
+            self.begin_turn(turn)
+            s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
             acc = self.rescale(acc, alpha)
-            prev = state
-            state = state.advance()
+            self.wait_v(v_pipe, vst)
+            a = self.fence_all(acc, p)                    # here: no branch before the mmas
+            acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
+            self.end_turn(turn)
+            s = ws.wgmma.wait_group(1, s)
+            self.release_k(k_pipe, kst)
+            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, seq_k)
+            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+            acc = ws.wgmma.wait_group(0, acc)
+            self.release_v(v_pipe, vst)
+            p = self.to_a(p)
+            kst = kst.advance()
+            vst = vst.advance()
+        acc = self.rescale(acc, alpha)
+        self.wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
-        acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[prev.index], a[0]))
-        pipeline.consumer_release(prev)
-        for tile in range(n_live, n_tiles):                        # causal: masked stages
-            pipeline.consumer_wait(state)
-            pipeline.consumer_release(state)
-            state = state.advance()
+        acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
+        self.release_v(v_pipe, vst)
+        self.finish_turns(turn)
         return acc, l_i
+
+    def finish_turns(self, turn) -> None:
+        if ws.static(self.pingpong):
+            turn.finish()
 
     @ws.jit
     def epilogue(self, o, b, h, rows, lane, acc, l_i, seq_q):
@@ -282,22 +397,20 @@ class FlashAttentionWgmma(AttentionPolicy):
 
 @ws.jit
 def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage):
-    """Barriers (Q's and the ring's), then the role by warpgroup."""
+    """Barriers (Q's and the rings'), then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     if warp == 0:
         if ws.arch.elect_one():
             storage.q_bar[0].init(1)                # fenced and synced by the pipeline's init
-    pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=fa.num_stages,
-                                                   consumer_count=fa.consumer_threads,
-                                                   transaction_bytes=2 * fa.kv_bytes)
+    k_pipe, v_pipe = fa.make_pipelines(storage)
     b, h, m_block = fa.coordinates(o.shape[1])
     n_tiles = fa.kv_tiles(o.shape[2], seq_k, m_block)
     if warp < 4:
         ws.arch.setmaxnreg_decrease(fa.producer_regs)
-        fa.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, pipeline, storage)
+        fa.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, storage)
     else:
         ws.arch.setmaxnreg_increase(fa.mma_regs)
-        fa.consume(o, seq_k, b, h, m_block, n_tiles, pipeline, storage)
+        fa.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, storage)
 
 
 @ws.kernel

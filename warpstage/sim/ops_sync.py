@@ -16,7 +16,8 @@ from .scheduler import BarrierWait
 
 @handler("nvvm.barrier", blocking=True)
 def _barrier(op: Operation, cx):
-    bar_id = op.attrs.get("id", 0)
+    static_id = op.attrs.get("id", 0)
+    id_slot = cx.slot(op.operands[0]) if op.operands else None
     threads = op.attrs.get("count")
 
     def barrier(s, w):
@@ -25,5 +26,24 @@ def _barrier(op: Operation, cx):
                 f"bar.sync in divergent code at {where(op)}: {w.nactive} of {w.nlanes} lanes "
                 f"active (warp {w.index} of block {w.cta.ctaid}); bar.sync needs the whole warp. "
                 "Move the barrier out of the thread-dependent branch or loop.", where=where(op))
+        bar_id = static_id if id_slot is None else dynamic_barrier_id(op, s[id_slot], w)
         yield BarrierWait(op, bar_id, threads)
     return barrier
+
+
+def dynamic_barrier_id(op: Operation, ids, w) -> int:
+    """The barrier id of a bar.sync / bar.arrive whose id is a register: the same value in every
+    lane of the warp (PTX: the operand must be warp-uniform) and in [0, 16)."""
+    ids = ids[:w.nlanes]
+    bar_id = int(ids[0])
+    if (ids != bar_id).any():
+        raise BarrierError(
+            f"{op.name} at {where(op)}: the barrier id differs between the lanes of warp "
+            f"{w.index} ({sorted(set(int(i) for i in ids))}); it must be warp-uniform. Fix: "
+            "compute it from ws.arch.make_warp_uniform(...) (the warp or warpgroup index)",
+            where=where(op))
+    if not 0 <= bar_id < 16:
+        raise BarrierError(
+            f"{op.name} at {where(op)}: barrier id {bar_id} in warp {w.index}; named barriers "
+            "are numbered 0..15", where=where(op))
+    return bar_id

@@ -37,6 +37,7 @@ from ..ir.ops_sync import FULL_MASK
 from .compiler import where
 from .dtypes import LANES, register_dtype
 from .registry import handler
+from .ops_sync import dynamic_barrier_id
 from .scheduler import barrier_arrive
 from .warp import LANE_IDS
 
@@ -162,10 +163,12 @@ def _warp_sync(op: Operation, cx):
 
 @handler("nvvm.barrier_arrive")
 def _barrier_arrive(op: Operation, cx):
-    bar_id, threads = op.attrs["id"], op.attrs["count"]
+    static_id, threads = op.attrs.get("id"), op.attrs["count"]
+    id_slot = cx.slot(op.operands[0]) if op.operands else None
 
     def arrive(s, w):
         _require_full_warp(op, w, "bar.arrive")
+        bar_id = static_id if id_slot is None else dynamic_barrier_id(op, s[id_slot], w)
         barrier_arrive(w, op, bar_id, threads)
     return arrive
 

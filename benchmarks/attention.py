@@ -1,0 +1,378 @@
+"""FlashAttention forward on the H200, side by side in one process: warpstage through the public
+``ws.ops.flash_attention``, torch SDPA with the cuDNN backend, torch SDPA with its flash backend,
+FlashAttention-4's CuTe kernel where ``flash_attn.cute`` imports, and the floor (the FLOPs over
+the tensor-core rate measured here with a large bf16 ``torch.matmul``).
+
+    PYTHONPATH=. python benchmarks/attention.py                  # the table of issue 12
+    PYTHONPATH=. python benchmarks/attention.py --sweep          # policy variants (direct launch)
+    PYTHONPATH=. python benchmarks/attention.py --quick
+
+TFLOP/s = 4 B H S_q S_k D / t, halved with ``causal``. Each row: the median of ``--repeats``
+CUDA-event timings of ``--iters`` back-to-back calls after a warm-up, and the max |error|
+against SDPA in float32 (NaN counts as a failure). ``--sweep`` compiles every policy variant in
+a process pool first (each worker launches it once on small tensors, filling the disk cache),
+then times them one after another in this process. Writes ``attention.json`` (every figure),
+``attention.png`` (TFLOP/s against S per (D, causal), when matplotlib imports) and a markdown
+block for ``benchmarks/RESULTS.md`` into ``$OUT`` (or ``--out``). A benchmark, not a test:
+nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+# (B, H, S, D, causal): the configurations of issue 12's table, then the S sweep for the chart
+TABLE = [(8, 16, 1024, 128, False), (8, 16, 1024, 128, True), (4, 16, 4096, 128, False),
+         (4, 16, 4096, 128, True), (4, 16, 4096, 64, False), (4, 16, 4096, 64, True),
+         (2, 16, 8192, 128, False)]
+CHART = [(16, 16, 1024), (8, 16, 2048), (4, 16, 4096), (2, 16, 8192), (1, 16, 16384)]
+QUICK = [(4, 16, 4096, 128, False), (4, 16, 4096, 64, False)]
+
+# policy variants for --sweep: (D, causal) -> list of FlashAttentionWgmma field overrides
+SWEEP = {
+    (128, False): [
+        dict(split_kv=False, pingpong=False, num_stages=2),
+        dict(split_kv=False, pingpong=False, num_stages=3),
+        dict(split_kv=True, pingpong=False, num_stages=2),
+        dict(split_kv=True, pingpong=True, num_stages=2),
+        dict(split_kv=True, pingpong=True, num_stages=3),
+        dict(split_kv=False, pingpong=True, num_stages=3),
+        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=176),
+        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=192),
+        dict(split_kv=True, pingpong=True, num_stages=3, fast_exp2=False),
+        dict(split_kv=True, pingpong=True, num_stages=3, overlap=False),
+    ],
+    (64, False): [
+        dict(split_kv=False, pingpong=False, num_stages=2),
+        dict(split_kv=True, pingpong=True, num_stages=2),
+        dict(split_kv=True, pingpong=True, num_stages=3),
+        dict(split_kv=True, pingpong=True, num_stages=4),
+        dict(split_kv=True, pingpong=True, num_stages=2, consumer_wgs=3),
+        dict(split_kv=True, pingpong=True, num_stages=3, consumer_wgs=3),
+        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=192),
+        dict(split_kv=True, pingpong=True, num_stages=3, tile_n=176),
+    ],
+    (128, True): [
+        dict(split_kv=False, pingpong=False, num_stages=3),
+        dict(split_kv=True, pingpong=True, num_stages=2),
+        dict(split_kv=True, pingpong=True, num_stages=3),
+    ],
+    (64, True): [
+        dict(split_kv=True, pingpong=True, num_stages=3),
+        dict(split_kv=True, pingpong=True, num_stages=3, consumer_wgs=3),
+    ],
+}
+SWEEP_SHAPE = {128: (4, 16, 4096), 64: (4, 16, 4096)}
+
+
+def flops(b, h, sq, sk, d, causal) -> float:
+    f = 4.0 * b * h * sq * sk * d
+    return f / 2 if causal else f
+
+
+def inputs(b, h, s, d, seed=0):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.randn(b, h, s, d, device="cuda", generator=g).to(torch.bfloat16)
+            for _ in range(3)]
+
+
+def timed(fn, iters, repeats) -> float:
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / iters)
+    return statistics.median(times)
+
+
+def tensor_core_rate() -> float:
+    """Measured dense bf16 rate (FLOP/s): torch.matmul at 8192^3 on random data."""
+    import torch
+    a, b = (torch.randn(8192, 8192, device="cuda").to(torch.bfloat16) for _ in range(2))
+    t = timed(lambda: torch.matmul(a, b), 10, 5)
+    return 2 * 8192 ** 3 / t
+
+
+def sdpa(backend):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    kind = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend]
+
+    def run(q, k, v, causal):
+        with sdpa_kernel(kind):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run
+
+
+def fa4():
+    try:
+        from flash_attn.cute import flash_attn_func      # FlashAttention-4 (CuTe DSL)
+    except Exception as e:                               # noqa: BLE001 - report, not fail
+        return None, f"{type(e).__name__}: {e}"[:120]
+
+    def run(q, k, v, causal):
+        out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                              causal=causal)
+        out = out[0] if isinstance(out, tuple) else out
+        return out.transpose(1, 2)
+    return run, None
+
+
+def warpstage_op(q, k, v, causal):
+    import warpstage as ws
+    return ws.ops.flash_attention(q, k, v, causal=causal, mma="wgmma")
+
+
+def error(out, ref) -> float:
+    import torch
+    d = (out.float() - ref).abs().max().item()
+    return float("nan") if not torch.isfinite(out.float()).all() else d
+
+
+def run_table(shapes, iters, repeats, rate, log) -> list:
+    import torch
+    rows = []
+    impls = [("warpstage", warpstage_op), ("sdpa-cudnn", sdpa("cudnn")),
+             ("sdpa-flash", sdpa("flash"))]
+    fa4_run, why = fa4()
+    if fa4_run is not None:
+        impls.append(("fa4-cute", fa4_run))
+    else:
+        log(f"FlashAttention-4 not importable here ({why})")
+    for (b, h, s, d, causal) in shapes:
+        q, k, v = inputs(b, h, s, d)
+        import torch.nn.functional as F
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        f = flops(b, h, s, s, d, causal)
+        row = dict(shape=[b, h, s, d], causal=causal, floor_tflops=rate / 1e12)
+        for name, fn in impls:
+            try:
+                out = fn(q, k, v, causal)
+                t = timed(lambda: fn(q, k, v, causal), iters, repeats)
+                row[name] = dict(tflops=f / t / 1e12, ms=t * 1e3, err=error(out, ref))
+            except Exception as e:                       # noqa: BLE001 - a row, not a crash
+                row[name] = dict(error=f"{type(e).__name__}: {e}"[:200])
+        rows.append(row)
+        log(format_row(row))
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def format_row(row) -> str:
+    b, h, s, d = row["shape"]
+    parts = [f"B={b:2d} H={h} S={s:5d} D={d:3d} {'causal' if row['causal'] else 'full  '}"]
+    for name in ("warpstage", "sdpa-cudnn", "sdpa-flash", "fa4-cute"):
+        r = row.get(name)
+        if r is None:
+            continue
+        parts.append(f"{name} " + (f"{r['tflops']:6.1f} (err {r['err']:.1e})" if "tflops" in r
+                                   else r["error"][:40]))
+    if "warpstage" in row and "sdpa-cudnn" in row and "tflops" in row["warpstage"] \
+            and "tflops" in row["sdpa-cudnn"]:
+        parts.append(f"x cuDNN {row['warpstage']['tflops'] / row['sdpa-cudnn']['tflops']:.2f}")
+    return " | ".join(parts)
+
+
+# -- sweep ----------------------------------------------------------------------------------------
+def _policy(d, causal, fields):
+    import warpstage as ws
+    from warpstage.ops.attention_wgmma import FlashAttentionWgmma
+    return FlashAttentionWgmma(head_dim=d, dtype=ws.BFloat16, causal=causal, **fields)
+
+
+def _launcher(fa, q, k, v, o):
+    import warpstage as ws
+    from warpstage.ops.attention_wgmma import flash_attention_wgmma_kernel
+    b, h, s, _ = q.shape
+    q_box, kv_box = fa.descriptor_boxes()
+    descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
+             for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
+    launch = flash_attention_wgmma_kernel[fa.grid(b, h, s), fa.threads]
+    return lambda: launch(fa, *descs, o, k.shape[2])
+
+
+def _compile_one(job):
+    """Pool worker: compile (and launch once on small tensors) one variant; returns
+    (job, seconds, registers/ptxas summary or error)."""
+    warnings.simplefilter("ignore")
+    d, causal, fields = job
+    t0 = time.perf_counter()
+    try:
+        import torch
+        fa = _policy(d, causal, fields)
+        q, k, v = inputs(1, 1, 512, d)
+        o = torch.empty_like(q)
+        _launcher(fa, q, k, v, o)()
+        torch.cuda.synchronize()
+        return job, time.perf_counter() - t0, "ok"
+    except Exception as e:                               # noqa: BLE001
+        return job, time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:300]
+
+
+def run_sweep(iters, repeats, rate, log, workers) -> list:
+    import multiprocessing as mp
+    import torch
+    import torch.nn.functional as F
+    jobs = [(d, causal, f) for (d, causal), fs in SWEEP.items() for f in fs]
+    t0 = time.perf_counter()
+    with mp.get_context("spawn").Pool(workers) as pool:
+        done = pool.map(_compile_one, jobs)
+    log(f"compiled {len(jobs)} variants in {time.perf_counter() - t0:.1f} s "
+        f"({workers} processes)")
+    status = {json.dumps(j, sort_keys=True): r for j, _, r in done}
+    rows = []
+    for (d, causal), variants in SWEEP.items():
+        b, h, s = SWEEP_SHAPE[d]
+        q, k, v = inputs(b, h, s, d)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        f = flops(b, h, s, s, d, causal)
+        cudnn = sdpa("cudnn")
+        t_cudnn = timed(lambda: cudnn(q, k, v, causal), iters, repeats)
+        log(f"D={d} causal={causal} B={b} H={h} S={s}: cuDNN {f / t_cudnn / 1e12:.1f} TFLOP/s")
+        for fields in variants:
+            job = (d, causal, fields)
+            row = dict(shape=[b, h, s, d], causal=causal, fields=fields,
+                       cudnn_tflops=f / t_cudnn / 1e12)
+            st = status.get(json.dumps(job, sort_keys=True))
+            if st != "ok":
+                row["error"] = st
+                log(f"   {fields}: FAILED {st}")
+                rows.append(row)
+                continue
+            try:
+                fa = _policy(d, causal, fields)
+                o = torch.full_like(q, float("nan"))
+                run = _launcher(fa, q, k, v, o)
+                run()
+                torch.cuda.synchronize()
+                err = error(o, ref)
+                t = timed(run, iters, repeats)
+                row.update(tflops=f / t / 1e12, err=err)
+                log(f"   {fields}: {row['tflops']:6.1f} TFLOP/s  err {err:.1e}  "
+                    f"x cuDNN {row['tflops'] / row['cudnn_tflops']:.2f}")
+            except Exception as e:                       # noqa: BLE001
+                row["error"] = f"{type(e).__name__}: {e}"[:300]
+                log(f"   {fields}: FAILED {row['error']}")
+            rows.append(row)
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def chart(rows, path) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception:                                    # noqa: BLE001 - optional
+        return False
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["shape"][3], r["causal"]), []).append(r)
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
+    for ax, ((d, causal), rs) in zip(axes[0], sorted(groups.items())):
+        rs.sort(key=lambda r: r["shape"][2])
+        for name in ("warpstage", "sdpa-cudnn", "sdpa-flash", "fa4-cute"):
+            pts = [(r["shape"][2], r[name]["tflops"]) for r in rs
+                   if name in r and "tflops" in r[name]]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"D={d} {'causal' if causal else 'non-causal'} (bf16)")
+        ax.set_xlabel("S")
+        ax.set_ylabel("TFLOP/s")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
+def versions() -> dict:
+    import torch
+    out = dict(torch=torch.__version__, cuda=torch.version.cuda,
+               gpu=torch.cuda.get_device_name(0))
+    try:
+        out["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                       capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,power.draw",
+                            "--format=csv,noheader"], capture_output=True, text=True)
+        out["clocks"] = q.stdout.strip()
+    except OSError:
+        pass
+    for mod in ("triton", "llvmlite"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:                                # noqa: BLE001
+            pass
+    return out
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--chart", action="store_true", help="also the S sweep for the chart")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--workers", type=int, default=12)
+    p.add_argument("--out", default=os.environ.get("OUT") or "/tmp")
+    args = p.parse_args(argv)
+    warnings.simplefilter("ignore")
+    lines = []
+
+    def log(s):
+        print(s, flush=True)
+        lines.append(s)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("benchmarks/attention.py needs a CUDA GPU (none found); nothing measured")
+        return
+    info = versions()
+    log(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} {info}")
+    rate = tensor_core_rate()
+    log(f"bf16 torch.matmul 8192^3: {rate / 1e12:.0f} TFLOP/s (the floor's rate)")
+    result = dict(info=info, rate_tflops=rate / 1e12)
+    if args.sweep:
+        result["sweep"] = run_sweep(args.iters, args.repeats, rate, log, args.workers)
+    else:
+        shapes = QUICK if args.quick else list(TABLE)
+        if args.chart:
+            shapes += [(b, h, s, d, c) for d in (64, 128) for c in (False, True)
+                       for (b, h, s) in CHART if (b, h, s, d, c) not in shapes]
+        result["table"] = run_table(shapes, args.iters, args.repeats, rate, log)
+        if chart(result["table"], os.path.join(args.out, "attention.png")):
+            log(f"chart: {os.path.join(args.out, 'attention.png')}")
+    stem = "attention_sweep" if args.sweep else "attention"
+    with open(os.path.join(args.out, stem + ".json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(args.out, stem + ".md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Read a kernel's ptxas report and SASS on the CPU (no GPU): registers, spills, stack, shared
+memory, and where the instructions that shape a warp-specialized schedule sit.
+
+    PYTHONPATH=. python scripts/sass_report.py attention --head-dim 128 [--causal] \
+        [--policy num_stages=3,tile_n=128] [--dump out.sass] [--timeline]
+
+For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class
+(HGMMA, WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS
+(mbarrier), UTMALDG / UTMASTG, USETMAXREG, LDL / STL (local memory), F2FP (paired conversions),
+STG) its count and the SASS line numbers of its first and last occurrences; ``--timeline``
+prints the consumer loop's instruction classes in order, one letter each, to see where waits
+sit between the GEMMs and the softmax. Needs ptxas and nvdisasm (or cuobjdump): the
+``nvidia-cuda-nvdisasm`` wheel or a CUDA toolkit on PATH.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+CLASSES = [  # (name, regex on the SASS opcode, timeline letter)
+    ("HGMMA", r"\bHGMMA\b", "G"),
+    ("WARPGROUP.ARRIVE", r"WARPGROUP\.ARRIVE", "a"),
+    ("WARPGROUP.DEPBAR", r"WARPGROUP\.DEPBAR", "W"),
+    ("MUFU.EX2", r"MUFU\.EX2", "e"),
+    ("BAR.SYNC", r"\bBAR\.SYNC", "B"),
+    ("BAR.ARV", r"\bBAR\.ARV", "b"),
+    ("SYNCS (mbarrier)", r"\bSYNCS\.", "M"),
+    ("UTMALDG", r"UTMALDG", "L"),
+    ("UTMASTG", r"UTMASTG", "S"),
+    ("USETMAXREG", r"USETMAXREG", "R"),
+    ("LDL/STL", r"\b(LDL|STL)\b", "!"),
+    ("F2FP", r"\bF2FP", "c"),
+    ("STG", r"\bSTG\b", "g"),
+    ("STS/STSM", r"\b(STS|STSM)\b", "s"),
+    ("SHFL", r"\bSHFL", "x"),
+    ("FMNMX", r"\bFMNMX", "m"),
+]
+
+
+def find_tool() -> str:
+    tool = shutil.which("nvdisasm") or shutil.which("cuobjdump")
+    if tool is None:
+        try:
+            import nvidia
+            for base in nvidia.__path__:
+                for name in ("nvdisasm", "cuobjdump"):
+                    p = os.path.join(base, "cu13", "bin", name)
+                    if os.path.exists(p):
+                        return p
+        except ImportError:
+            pass
+    return tool
+
+
+def sass_lines(ck) -> list:
+    tool = find_tool()
+    if tool is None:
+        raise SystemExit("no nvdisasm or cuobjdump: pip install nvidia-cuda-nvdisasm")
+    os.environ["PATH"] = os.path.dirname(tool) + os.pathsep + os.environ.get("PATH", "")
+    sass = ck.sass
+    return [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+
+
+def report(ck, timeline: bool = False, dump: str = None) -> None:
+    res = ck.resources
+    print(f"ptxas: {res.registers} registers at entry, spills {res.spill_stores} st / "
+          f"{res.spill_loads} ld, stack {res.stack_frame} B, dynamic smem {ck.dynamic_smem} B")
+    log = ck.ptxas_log.strip()
+    if log:
+        print("ptxas log:", log.replace("\n", " | ")[:400])
+    lines = sass_lines(ck)
+    if dump:
+        with open(dump, "w") as f:
+            f.write("\n".join(lines))
+    print(f"SASS: {len(lines)} instructions")
+    for name, pat, _ in CLASSES:
+        idx = [i for i, ln in enumerate(lines) if re.search(pat, ln)]
+        if idx:
+            print(f"  {name:18s} {len(idx):5d}   first {idx[0]:5d}  last {idx[-1]:5d}")
+    for m in sorted(set(re.findall(r"USETMAXREG\.[A-Z.]+\s+\w+,\s*(0x[0-9a-f]+|\d+)",
+                                   "\n".join(lines)))):
+        print("  setmaxnreg count:", int(m, 0))
+    if timeline:
+        out = []
+        for ln in lines:
+            for _, pat, letter in CLASSES:
+                if re.search(pat, ln):
+                    out.append(letter)
+                    break
+            else:
+                out.append(".")
+        s = "".join(out)
+        print("timeline (one char per instruction; legend:",
+              " ".join(f"{c}={n}" for n, _, c in CLASSES), ")")
+        for i in range(0, len(s), 100):
+            print(f"{i:5d} {s[i:i + 100]}")
+
+
+def compile_attention(args):
+    import numpy as np
+    import warpstage as ws
+    from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+    import ml_dtypes
+    fields = {}
+    for item in filter(None, (args.policy or "").split(",")):
+        k, v = item.split("=")
+        fields[k.strip()] = int(v)
+    fa = FlashAttentionWgmma(head_dim=args.head_dim, causal=args.causal, **fields)
+    x = np.zeros((1, 1, 256, args.head_dim), ml_dtypes.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    print(repr(fa))
+    return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
+                      TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32,
+                      block=(fa.threads, 1, 1))
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("kernel", choices=["attention"])
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--policy", default="")
+    p.add_argument("--timeline", action="store_true")
+    p.add_argument("--dump")
+    args = p.parse_args(argv)
+    import warnings
+    warnings.simplefilter("ignore")
+    ck = compile_attention(args)
+    report(ck, args.timeline, args.dump)
+
+
+if __name__ == "__main__":
+    main()
