@@ -9,7 +9,7 @@ the tensor-core rate measured here with a large bf16 ``torch.matmul``).
 
 TFLOP/s = 4 B H S_q S_k D / t, halved with ``causal``. Each row: the median of ``--repeats``
 CUDA-event timings of ``--iters`` back-to-back calls after a warm-up, and the max |error|
-against SDPA in float32 (NaN counts as a failure). ``--sweep`` compiles every policy variant in
+against SDPA in float32 (NaN counts as a failure). ``--sweep [NAME]`` compiles every policy variant of the set NAME (``SWEEPS``) in
 a process pool first (each worker launches it once on small tensors, filling the disk cache),
 then times them one after another in this process. Writes ``attention.json`` (every figure),
 ``attention.png`` (TFLOP/s against S per (D, causal), when matplotlib imports) and a markdown
@@ -37,41 +37,51 @@ TABLE = [(8, 16, 1024, 128, False), (8, 16, 1024, 128, True), (4, 16, 4096, 128,
 CHART = [(16, 16, 1024), (8, 16, 2048), (4, 16, 4096), (2, 16, 8192), (1, 16, 16384)]
 QUICK = [(4, 16, 4096, 128, False), (4, 16, 4096, 64, False)]
 
-# policy variants for --sweep: (D, causal) -> list of FlashAttentionWgmma field overrides
-SWEEP = {
-    (128, False): [
-        dict(split_kv=False, pingpong=False, num_stages=2),
-        dict(split_kv=False, pingpong=False, num_stages=3),
-        dict(split_kv=True, pingpong=False, num_stages=2),
-        dict(split_kv=True, pingpong=True, num_stages=2),
-        dict(split_kv=True, pingpong=True, num_stages=3),
-        dict(split_kv=False, pingpong=True, num_stages=3),
-        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=176),
-        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=192),
-        dict(split_kv=True, pingpong=True, num_stages=3, fast_exp2=False),
-        dict(split_kv=True, pingpong=True, num_stages=3, overlap=False),
-    ],
-    (64, False): [
-        dict(split_kv=False, pingpong=False, num_stages=2),
-        dict(split_kv=True, pingpong=True, num_stages=2),
-        dict(split_kv=True, pingpong=True, num_stages=3),
-        dict(split_kv=True, pingpong=True, num_stages=4),
-        dict(split_kv=True, pingpong=True, num_stages=2, consumer_wgs=3),
-        dict(split_kv=True, pingpong=True, num_stages=3, consumer_wgs=3),
-        dict(split_kv=True, pingpong=True, num_stages=2, tile_n=192),
-        dict(split_kv=True, pingpong=True, num_stages=3, tile_n=176),
-    ],
-    (128, True): [
-        dict(split_kv=False, pingpong=False, num_stages=3),
-        dict(split_kv=True, pingpong=True, num_stages=2),
-        dict(split_kv=True, pingpong=True, num_stages=3),
-    ],
-    (64, True): [
-        dict(split_kv=True, pingpong=True, num_stages=3),
-        dict(split_kv=True, pingpong=True, num_stages=3, consumer_wgs=3),
-    ],
+# policy variants for --sweep NAME: (D, causal) -> list of FlashAttentionWgmma field overrides
+SWEEPS = {
+    # session 3, first run: the schedule pieces one by one (RESULTS.md)
+    "pieces": {
+        (128, False): [
+            dict(split_kv=False, pingpong=False, num_stages=2, persistent=False),
+            dict(split_kv=False, pingpong=False, num_stages=3, persistent=False),
+            dict(split_kv=True, pingpong=False, num_stages=2, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=2, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=3, persistent=False),
+            dict(split_kv=False, pingpong=True, num_stages=3, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=2, tile_n=176, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=2, tile_n=192, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=3, fast_exp2=False, persistent=False),
+            dict(split_kv=True, pingpong=True, num_stages=3, overlap=False, persistent=False),
+        ],
+        (64, False): [
+            dict(split_kv=False, pingpong=False, num_stages=2, persistent=False),
+            dict(num_stages=2, persistent=False), dict(num_stages=3, persistent=False),
+            dict(num_stages=4, persistent=False),
+            dict(num_stages=2, consumer_wgs=3, persistent=False),
+            dict(num_stages=3, consumer_wgs=3, persistent=False),
+            dict(num_stages=2, tile_n=192, persistent=False),
+            dict(num_stages=3, tile_n=176, persistent=False),
+        ],
+        (128, True): [dict(split_kv=False, pingpong=False, num_stages=3, persistent=False),
+                      dict(num_stages=2, persistent=False), dict(num_stages=3, persistent=False)],
+        (64, True): [dict(num_stages=3, persistent=False),
+                     dict(num_stages=3, consumer_wgs=3, persistent=False)],
+    },
+    # session 3, second run: the persistent schedule against the best non-persistent tilings
+    "persistent": {
+        (128, False): [dict(tile_n=176, num_stages=2, persistent=False),
+                       dict(tile_n=176, num_stages=2), dict(tile_n=128, num_stages=2),
+                       dict(tile_n=128, num_stages=3), dict(tile_n=176, num_stages=2,
+                                                            pingpong=False)],
+        (64, False): [dict(consumer_wgs=3, num_stages=3, persistent=False),
+                      dict(consumer_wgs=3, num_stages=3), dict(consumer_wgs=3, num_stages=4),
+                      dict(consumer_wgs=3, num_stages=2)],
+        (128, True): [dict(tile_n=128, num_stages=2, persistent=False),
+                      dict(tile_n=128, num_stages=2), dict(tile_n=128, num_stages=3)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, persistent=False),
+                     dict(consumer_wgs=3, num_stages=3)],
+    },
 }
-SWEEP_SHAPE = {128: (4, 16, 4096), 64: (4, 16, 4096)}
 
 
 def flops(b, h, sq, sk, d, causal) -> float:
@@ -206,7 +216,9 @@ def _launcher(fa, q, k, v, o):
     q_box, kv_box = fa.descriptor_boxes()
     descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
              for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
-    launch = flash_attention_wgmma_kernel[fa.grid(b, h, s), fa.threads]
+    import torch
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    launch = flash_attention_wgmma_kernel[fa.grid(b, h, s, sms=sms), fa.threads]
     return lambda: launch(fa, *descs, o, k.shape[2])
 
 
@@ -228,11 +240,12 @@ def _compile_one(job):
         return job, time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:300]
 
 
-def run_sweep(iters, repeats, rate, log, workers) -> list:
+def run_sweep(name, shapes, iters, repeats, rate, log, workers) -> list:
     import multiprocessing as mp
     import torch
     import torch.nn.functional as F
-    jobs = [(d, causal, f) for (d, causal), fs in SWEEP.items() for f in fs]
+    sweep = SWEEPS[name]
+    jobs = [(d, causal, f) for (d, causal), fs in sweep.items() for f in fs]
     t0 = time.perf_counter()
     with mp.get_context("spawn").Pool(workers) as pool:
         done = pool.map(_compile_one, jobs)
@@ -240,41 +253,41 @@ def run_sweep(iters, repeats, rate, log, workers) -> list:
         f"({workers} processes)")
     status = {json.dumps(j, sort_keys=True): r for j, _, r in done}
     rows = []
-    for (d, causal), variants in SWEEP.items():
-        b, h, s = SWEEP_SHAPE[d]
-        q, k, v = inputs(b, h, s, d)
-        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-        f = flops(b, h, s, s, d, causal)
-        cudnn = sdpa("cudnn")
-        t_cudnn = timed(lambda: cudnn(q, k, v, causal), iters, repeats)
-        log(f"D={d} causal={causal} B={b} H={h} S={s}: cuDNN {f / t_cudnn / 1e12:.1f} TFLOP/s")
-        for fields in variants:
-            job = (d, causal, fields)
-            row = dict(shape=[b, h, s, d], causal=causal, fields=fields,
-                       cudnn_tflops=f / t_cudnn / 1e12)
-            st = status.get(json.dumps(job, sort_keys=True))
-            if st != "ok":
-                row["error"] = st
-                log(f"   {fields}: FAILED {st}")
+    for (d, causal), variants in sweep.items():
+        for (b, h, s) in shapes:
+            q, k, v = inputs(b, h, s, d)
+            ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+            f = flops(b, h, s, s, d, causal)
+            cudnn = sdpa("cudnn")
+            t_cudnn = timed(lambda: cudnn(q, k, v, causal), iters, repeats)
+            log(f"D={d} causal={causal} B={b} H={h} S={s}: cuDNN {f / t_cudnn / 1e12:.1f} TFLOP/s")
+            for fields in variants:
+                job = (d, causal, fields)
+                row = dict(shape=[b, h, s, d], causal=causal, fields=fields,
+                           cudnn_tflops=f / t_cudnn / 1e12)
+                st = status.get(json.dumps(job, sort_keys=True))
+                if st != "ok":
+                    row["error"] = st
+                    log(f"   {fields}: FAILED {st}")
+                    rows.append(row)
+                    continue
+                try:
+                    fa = _policy(d, causal, fields)
+                    o = torch.full_like(q, float("nan"))
+                    run = _launcher(fa, q, k, v, o)
+                    run()
+                    torch.cuda.synchronize()
+                    err = error(o, ref)
+                    t = timed(run, iters, repeats)
+                    row.update(tflops=f / t / 1e12, err=err)
+                    log(f"   {fields}: {row['tflops']:6.1f} TFLOP/s  err {err:.1e}  "
+                        f"x cuDNN {row['tflops'] / row['cudnn_tflops']:.2f}")
+                except Exception as e:                       # noqa: BLE001
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
+                    log(f"   {fields}: FAILED {row['error']}")
                 rows.append(row)
-                continue
-            try:
-                fa = _policy(d, causal, fields)
-                o = torch.full_like(q, float("nan"))
-                run = _launcher(fa, q, k, v, o)
-                run()
-                torch.cuda.synchronize()
-                err = error(o, ref)
-                t = timed(run, iters, repeats)
-                row.update(tflops=f / t / 1e12, err=err)
-                log(f"   {fields}: {row['tflops']:6.1f} TFLOP/s  err {err:.1e}  "
-                    f"x cuDNN {row['tflops'] / row['cudnn_tflops']:.2f}")
-            except Exception as e:                       # noqa: BLE001
-                row["error"] = f"{type(e).__name__}: {e}"[:300]
-                log(f"   {fields}: FAILED {row['error']}")
-            rows.append(row)
-        del q, k, v, ref
-        torch.cuda.empty_cache()
+            del q, k, v, ref
+            torch.cuda.empty_cache()
     return rows
 
 
@@ -331,7 +344,10 @@ def versions() -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--sweep", nargs="?", const="persistent", choices=sorted(SWEEPS),
+                   help="time the policy variants of this set (default: persistent)")
+    p.add_argument("--sweep-shapes", default="4,16,4096",
+                   help="(B, H, S) triples for --sweep, e.g. 4,16,4096;8,16,1024")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--chart", action="store_true", help="also the S sweep for the chart")
     p.add_argument("--iters", type=int, default=10)
@@ -358,7 +374,9 @@ def main(argv=None) -> None:
     log(f"bf16 torch.matmul 8192^3: {rate / 1e12:.0f} TFLOP/s (the floor's rate)")
     result = dict(info=info, rate_tflops=rate / 1e12)
     if args.sweep:
-        result["sweep"] = run_sweep(args.iters, args.repeats, rate, log, args.workers)
+        shapes = [tuple(int(x) for x in t.split(",")) for t in args.sweep_shapes.split(";")]
+        result["sweep"] = run_sweep(args.sweep, shapes, args.iters, args.repeats, rate, log,
+                                    args.workers)
     else:
         shapes = QUICK if args.quick else list(TABLE)
         if args.chart:

@@ -41,6 +41,8 @@ CASES = [
     (1, 1, 200, 200, 128, True, "bfloat16", None, dict(split_kv=False, pingpong=False)),
     (1, 1, 150, 150, 64, False, "bfloat16", None, dict(pingpong=False, fast_exp2=False)),
     (1, 1, 130, 190, 64, True, "float16", None, dict(overlap=False, consumer_wgs=3)),
+    (2, 1, 300, 200, 64, True, "bfloat16", None, dict(persistent=False)),
+    (1, 2, 140, 140, 128, False, "float16", None, dict(persistent=False, pingpong=False)),
 ]
 
 

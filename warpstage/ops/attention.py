@@ -50,18 +50,31 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
 def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None) -> None:
     """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
     the three TMA descriptors (4-D, 128-byte swizzle; ``tma_compatible`` must hold for q, k, v)
-    from ``descriptor`` and launches ``fa.grid(B, H, S_q)`` x 384 threads. ``tensor_args``: q's,
+    from ``descriptor`` and launches ``fa.grid(B, H, S_q, sms)`` x ``fa.threads`` threads
+    (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
     k's and v's TensorArgs when the caller has them."""
     batch, heads, seq_q, _ = q.shape
-    grid = fa.grid(batch, heads, seq_q)
+    tq, tk, tv = tensor_args or (_describe("q", q), _describe("k", k), _describe("v", v))
+    grid = fa.grid(batch, heads, seq_q, sms=_sm_count(tq))
     if grid[1] > 65535:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
-    tq, tk, tv = tensor_args or (_describe("q", q), _describe("k", k), _describe("v", v))
     q_box, kv_box = fa.descriptor_boxes()
     flash_attention_wgmma_kernel[grid, fa.threads](
         fa, descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box), o,
         k.shape[2])
+
+
+SIM_CTAS = 3
+"""CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
+
+
+def _sm_count(ta) -> int:
+    """Multiprocessors of the GPU that runs a launch on ``ta`` (``SIM_CTAS`` elsewhere)."""
+    if ta.device != "cuda" or default_target() != "cuda":
+        return SIM_CTAS
+    from ..runtime.target import device_properties
+    return device_properties(ta.device_index or 0).sm_count
 
 
 _DESCRIPTORS: dict = {}
@@ -101,15 +114,16 @@ def descriptor(x, ta, box, swizzle: int = 128):
 
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=176, num_stages=2),
-    (128, True): dict(tile_n=128, num_stages=2),
-    (64, False): dict(tile_n=128, num_stages=3, consumer_wgs=3),
+    (128, True): dict(tile_n=128, num_stages=2, persistent=False),
+    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
-(benchmarks/attention.py --sweep, 2026-12-01 19:51 UTC, B=4 H=16 S=4096 bf16; RESULTS.md):
-D=128 non-causal 589 TFLOP/s with 176-key tiles (128: 573), causal 504 with 128; D=64 456 and
-362 with 3 consumer warpgroups (192-row tiles) and 3 stages (2 warpgroups: 386 and 332). Every
-variant keeps the split K/V rings, ping-pong turns and ftz exp2 (the policy's defaults)."""
+(benchmarks/attention.py --sweep, 2026-12-01 19:51 and 20:08 UTC, bf16; RESULTS.md), every
+variant with split K/V rings, ping-pong turns and ftz exp2 (the policy's defaults). D=128
+non-causal: 176-key tiles, persistent (611 TFLOP/s at S=4096, 422 at S=1024; 128-key tiles 592);
+causal: 128-key tiles, one CTA per tile (500; persistent 482). D=64: 3 consumer warpgroups
+(192-row tiles), persistent (460 non-causal with 2 stages, 382 causal with 3)."""
 
 
 @functools.lru_cache(maxsize=64)

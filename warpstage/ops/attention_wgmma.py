@@ -43,7 +43,11 @@ class FlashAttentionWgmma(AttentionPolicy):
     S = Q K^T starts as soon as K lands and K is released as soon as S completes (FlashAttention-
     3's ``pipeline_k`` / ``pipeline_v``); else one ring holds K and V of a tile together.
     ``fast_exp2``: softmax exponentials as ``ex2.approx.ftz.f32`` (``AttentionPolicy.fast_exp2``).
-    ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of each
+    ``persistent``: a grid of at most one CTA per SM (``grid(..., sms=...)``) in which each CTA
+    walks output tiles (static round-robin; with ``causal`` the longest first), so the barrier
+    set-up is paid once and the producer loads the next tile's Q (once the consumers' last S of
+    the tile has completed: the ``q_empty`` mbarrier) and K/V while the consumers finish the
+    previous one. ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of each
     consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
@@ -54,14 +58,16 @@ class FlashAttentionWgmma(AttentionPolicy):
     producer_threads = 128
     policy_name = "FlashAttentionWgmma"
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
-                  "pingpong", "split_kv")
-    repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv")
+                  "pingpong", "split_kv", "persistent")
+    repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
+                   "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
     DEFAULT_REGS = {2: (24, 240), 3: (32, 160)}
 
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
-                 consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True):
+                 consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
+                 persistent=True):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -89,6 +95,7 @@ class FlashAttentionWgmma(AttentionPolicy):
         self.pingpong = bool(pingpong)
         self.split_kv = bool(split_kv)
         self.fast_exp2 = bool(fast_exp2)
+        self.persistent = bool(persistent)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
@@ -102,9 +109,35 @@ class FlashAttentionWgmma(AttentionPolicy):
             q=ws.smem.Array(dtype, self.q_layout.shape, swizzle=128),
             k=ws.smem.Array(dtype, stage, swizzle=128),
             v=ws.smem.Array(dtype, stage, swizzle=128),
-            q_bar=ws.smem.MbarrierArray[1], **rings)
+            q_bar=ws.smem.MbarrierArray[1], q_empty=ws.smem.MbarrierArray[1], **rings)
         self.check_smem(f"a {self.tile_m} x {head_dim} Q tile and {num_stages} stages of K and "
                         f"V ({tile_n} x {head_dim})")
+
+    def grid(self, batch: int, heads: int, seq_q: int, sms: int = 132) -> tuple:
+        """The launch grid: ``(ceil(S_q / tile_m), B * H)``, or with ``persistent`` ``(min(tiles,
+        sms), 1)`` for ``sms`` multiprocessors (the device's count; 132 on the H200)."""
+        if not self.persistent:
+            return super().grid(batch, heads, seq_q)
+        tiles = batch * heads * -(-seq_q // self.tile_m)
+        return (max(1, min(tiles, sms)), 1)
+
+    def tile_coordinates(self, t, o):
+        """(b, h, m_block) of output tile ``t`` (dynamic) of the persistent schedule: row blocks
+        of one batch-head together (they share K/V in L2); with ``causal`` the row blocks from
+        the last (the most keys) down, each over all batch-heads, so long tiles start first."""
+        bh_count = o.shape[0] * o.shape[1]
+        n_m = (o.shape[2] + (self.tile_m - 1)) // self.tile_m
+        if ws.static(self.causal):
+            m_block = n_m - 1 - t // bh_count
+            bh = t % bh_count
+        else:
+            bh = t // n_m
+            m_block = t % n_m
+        return bh // o.shape[1], bh % o.shape[1], m_block
+
+    def tile_count(self, o):
+        """Output tiles of the launch (dynamic): B * H * ceil(S_q / tile_m)."""
+        return o.shape[0] * o.shape[1] * ((o.shape[2] + (self.tile_m - 1)) // self.tile_m)
 
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
@@ -172,41 +205,60 @@ class FlashAttentionWgmma(AttentionPolicy):
 
     # -- producer role -------------------------------------------------------------------------
     @ws.jit
-    def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, storage):
-        """Producer warp 0 (one elected thread issues): Q once, then per tile K and V in the
-        order the consumers use them: K_0, then K_j before V_{j-1}, then the last V (with the
-        joint ring: K_j and V_j into one stage)."""
+    def produce(self, q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage):
+        """Producer warp 0: per output tile of this CTA, ``load``; then the rings' tails."""
         warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
         if warp == 0:
-            if ws.arch.elect_one():
-                bar = storage.q_bar[0]
-                bar.arrive_expect_tx(self.q_layout.nbytes)
-                for blk in ws.static_range(self.blocks):
-                    ws.tma.load(q_desc, self.block(storage.q, blk),
-                                (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
             kst = k_pipe.producer_start_state()
-            if ws.static(self.split_kv):
-                vst = v_pipe.producer_start_state()
-                kst = self.load_tile(k_desc, storage.k, b, h, 0, k_pipe, kst)
-                for tile in range(1, n_tiles):
-                    kst = self.load_tile(k_desc, storage.k, b, h, tile, k_pipe, kst)
-                    vst = self.load_tile(v_desc, storage.v, b, h, tile - 1, v_pipe, vst)
-                vst = self.load_tile(v_desc, storage.v, b, h, n_tiles - 1, v_pipe, vst)
-                v_pipe.producer_tail(vst)
+            vst = v_pipe.producer_start_state()
+            if ws.static(self.persistent):
+                local = ws.Int32(0)
+                for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
+                    b, h, m_block = self.tile_coordinates(t, o)
+                    n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+                    storage.q_empty[0].wait((local & 1) ^ 1)     # the last tile's S are done
+                    kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
+                                         v_pipe, kst, vst, storage)
+                    local = local + 1
             else:
-                for tile in range(n_tiles):
-                    k_pipe.producer_acquire(kst)
-                    if ws.arch.elect_one():
-                        bar = k_pipe.producer_get_barrier(kst)
-                        for blk in ws.static_range(self.blocks):
-                            coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
-                            ws.tma.load(k_desc, self.block(storage.k[kst.index], blk), coords,
-                                        bar)
-                            ws.tma.load(v_desc, self.block(storage.v[kst.index], blk), coords,
-                                        bar)
-                    k_pipe.producer_commit(kst)
-                    kst = kst.advance()
+                b, h, m_block = self.coordinates(o.shape[1])
+                n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+                kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
+                                     v_pipe, kst, vst, storage)
             k_pipe.producer_tail(kst)
+            if ws.static(self.split_kv):
+                v_pipe.producer_tail(vst)
+
+    @ws.jit
+    def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
+             storage):
+        """One output tile's loads (one elected thread issues): Q, then K and V in the order
+        the consumers use them: K_0, then K_j before V_{j-1}, then the last V (with the joint
+        ring: K_j and V_j into one stage). Returns the advanced ring states."""
+        if ws.arch.elect_one():
+            bar = storage.q_bar[0]
+            bar.arrive_expect_tx(self.q_layout.nbytes)
+            for blk in ws.static_range(self.blocks):
+                ws.tma.load(q_desc, self.block(storage.q, blk),
+                            (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
+        if ws.static(self.split_kv):
+            kst = self.load_tile(k_desc, storage.k, b, h, 0, k_pipe, kst)
+            for tile in range(1, n_tiles):
+                kst = self.load_tile(k_desc, storage.k, b, h, tile, k_pipe, kst)
+                vst = self.load_tile(v_desc, storage.v, b, h, tile - 1, v_pipe, vst)
+            vst = self.load_tile(v_desc, storage.v, b, h, n_tiles - 1, v_pipe, vst)
+        else:
+            for tile in range(n_tiles):
+                k_pipe.producer_acquire(kst)
+                if ws.arch.elect_one():
+                    bar = k_pipe.producer_get_barrier(kst)
+                    for blk in ws.static_range(self.blocks):
+                        coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
+                        ws.tma.load(k_desc, self.block(storage.k[kst.index], blk), coords, bar)
+                        ws.tma.load(v_desc, self.block(storage.v[kst.index], blk), coords, bar)
+                k_pipe.producer_commit(kst)
+                kst = kst.advance()
+        return kst, vst
 
     @ws.jit
     def load_tile(self, desc, ring, b, h, tile, pipe, state):
@@ -227,26 +279,58 @@ class FlashAttentionWgmma(AttentionPolicy):
 
     # -- consumer role -------------------------------------------------------------------------
     @ws.jit
-    def consume(self, o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, storage):
-        """Consumer warpgroups: 64 query rows each; S = Q K^T and O += P V on wgmma with the
-        online softmax in between, over the K/V rings; then O / l to ``o``."""
+    def consume_all(self, o, seq_k, k_pipe, v_pipe, storage):
+        """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
+        ``persistent``, else the CTA's one), the ring states and the turns carried across."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads
         wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 .. consumer_wgs - 1
+        turn = self.make_turns(wg)
+        kst = k_pipe.consumer_start_state()
+        vst = v_pipe.consumer_start_state()
+        if ws.static(self.persistent):
+            local = ws.Int32(0)
+            for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
+                b, h, m_block = self.tile_coordinates(t, o)
+                n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+                kst, vst = self.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
+                                        vst, turn, local & 1, storage)
+                local = local + 1
+        else:
+            b, h, m_block = self.coordinates(o.shape[1])
+            n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+            kst, vst = self.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
+                                    turn, 0, storage)
+        self.finish_turns(turn)
+
+    @ws.jit
+    def consume(self, o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst, turn,
+                q_phase, storage):
+        """One output tile: 64 query rows per consumer warpgroup; S = Q K^T and O += P V on
+        wgmma with the online softmax in between, over the K/V rings; then O / l to ``o``.
+        Returns the advanced ring states."""
+        tid = ws.arch.thread_idx()[0] - self.producer_threads
+        wg = ws.arch.make_warp_uniform(tid // 128)
         warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
         lane = ws.arch.lane_idx()
         row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
         r0 = row_wg + warp * 16 + (lane >> 2)
         rows = [r0, r0 + 8]                                        # this thread's two rows
         dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
-        turn = self.make_turns(wg)
-        storage.q_bar[0].wait(0)
+        storage.q_bar[0].wait(q_phase)
         if ws.static(self.overlap):
-            acc, l_i = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe,
-                                            v_pipe, turn, storage)
+            acc, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles,
+                                                      k_pipe, v_pipe, kst, vst, turn, storage)
         else:
-            acc, l_i = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe,
-                                        turn, storage)
+            acc, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles,
+                                                  k_pipe, v_pipe, kst, vst, turn, storage)
         self.epilogue(o, b, h, rows, lane, acc, l_i, o.shape[2])
+        return kst, vst
+
+    def release_q(self, storage) -> None:
+        """With ``persistent``: every consumer thread arrives on ``q_empty`` once its last
+        S = Q K^T of the tile has completed, so the producer may load the next tile's Q."""
+        if ws.static(self.persistent):
+            storage.q_empty[0].arrive()
 
     def make_turns(self, wg):
         """The consumer warpgroups' ``OrderedBarrier`` (named barriers 1..consumer_wgs) with
@@ -264,13 +348,12 @@ class FlashAttentionWgmma(AttentionPolicy):
             turn.arrive()
 
     @ws.jit
-    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, turn,
-                    storage):
-        """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l)."""
+    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, kst, vst,
+                    turn, storage):
+        """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l, K state,
+        V state)."""
         acc = ws.wgmma.zeros(self.head_dim)
         m_i, l_i = self.softmax_start()
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
         for tile in range(n_tiles):
             self.wait_k(k_pipe, kst)
             self.begin_turn(turn)
@@ -287,22 +370,20 @@ class FlashAttentionWgmma(AttentionPolicy):
             self.release_v(v_pipe, vst)
             kst = kst.advance()
             vst = vst.advance()
-        self.finish_turns(turn)
-        return acc, l_i
+        self.release_q(storage)
+        return acc, l_i, kst, vst
 
     @ws.jit
-    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, turn,
-                        storage):
+    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, kst, vst,
+                        turn, storage):
         """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
         tensor cores do P_{j-1} V_{j-1}. Per tile j >= 1: (turn) issue S_j, rescale O by the
         previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release K_j, softmax;
         wait for P V, release V_{j-1}; only then convert P_j to the A fragments (the registers
         of P_{j-1} are read by the wgmma in flight until it completes, so converting earlier
         needs 32 more registers, and ptxas then hoists the wait above the softmax).
-        Returns (O, l)."""
+        Returns (O, l, K state, V state)."""
         m_i, l_i = self.softmax_start()
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
         self.wait_k(k_pipe, kst)
         self.begin_turn(turn)
         s = self.issue_scores(dq, storage.k[kst.index], False)
@@ -332,13 +413,13 @@ class FlashAttentionWgmma(AttentionPolicy):
             p = self.to_a(p)
             kst = kst.advance()
             vst = vst.advance()
+        self.release_q(storage)
         acc = self.rescale(acc, alpha)
         self.wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
-        self.finish_turns(turn)
-        return acc, l_i
+        return acc, l_i, kst, vst.advance()
 
     def finish_turns(self, turn) -> None:
         if ws.static(self.pingpong):
@@ -402,15 +483,14 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage):
     if warp == 0:
         if ws.arch.elect_one():
             storage.q_bar[0].init(1)                # fenced and synced by the pipeline's init
+            storage.q_empty[0].init(fa.consumer_threads)
     k_pipe, v_pipe = fa.make_pipelines(storage)
-    b, h, m_block = fa.coordinates(o.shape[1])
-    n_tiles = fa.kv_tiles(o.shape[2], seq_k, m_block)
     if warp < 4:
         ws.arch.setmaxnreg_decrease(fa.producer_regs)
-        fa.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, storage)
+        fa.produce(q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage)
     else:
         ws.arch.setmaxnreg_increase(fa.mma_regs)
-        fa.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, storage)
+        fa.consume_all(o, seq_k, k_pipe, v_pipe, storage)
 
 
 @ws.kernel
