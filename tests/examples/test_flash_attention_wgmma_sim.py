@@ -234,3 +234,39 @@ def test_large_magnitude_scores_give_no_nan(sim_target, mma):
     assert np.isfinite(got).all()
     want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
     assert np.abs(got - want).max() < 0.05
+
+
+@pytest.mark.parametrize("hq, hkv, sq, sk, d, causal, align", [
+    (4, 1, 100, 100, 64, True, "top_left"),          # MQA
+    (4, 2, 70, 150, 128, False, "top_left"),         # GQA 2:1, S_q < S_k
+    (2, 1, 90, 200, 64, True, "bottom_right"),       # decoding-style: the last query sees all
+    (1, 1, 200, 90, 64, True, "bottom_right"),       # S_q > S_k: the first rows see no key
+])
+def test_gqa_alignment_and_lse(sim_target, hq, hkv, sq, sk, d, causal, align):
+    q = randn((1, hq, sq, d), "bfloat16", seed=60)
+    k, v = (randn((1, hkv, sk, d), "bfloat16", seed=61 + i) for i in range(2))
+    out, lse = flash_attention(q, k, v, causal=causal, causal_align=align, return_lse=True)
+    want, want_lse = reference(*(to_float64(x) for x in (q, k, v)), causal=causal,
+                               causal_align=align, return_lse=True)
+    got = to_float64(out)
+    assert out.shape == q.shape and lse.shape == (1, hq, sq) and lse.dtype == np.float32
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() < 2e-2
+    finite = np.isfinite(want_lse)
+    assert (np.isneginf(lse) == ~finite).all()
+    assert np.abs(lse[finite] - want_lse[finite]).max() < 1e-3
+    if align == "bottom_right" and sq > sk:
+        assert (got[:, :, : sq - sk] == 0).all()          # rows with no key give 0
+
+
+def test_feature_errors():
+    q = randn((1, 4, 64, 64), "bfloat16", seed=70)
+    k = randn((1, 3, 64, 64), "bfloat16", seed=71)
+    with pytest.raises(ws.ArgumentError, match="H_kv dividing H_q"):
+        flash_attention(q, k, k)
+    with pytest.raises(ws.ArgumentError, match="causal_align"):
+        flash_attention(q, q, q, causal=True, causal_align="middle")
+    with pytest.raises(ws.ArgumentError, match="mma.sync kernel has no"):
+        flash_attention(q, q, q, return_lse=True, mma="mma.sync")
+    with pytest.raises(ws.ArgumentError, match="return_lse"):
+        flash_attention(q, q, q, return_lse="yes")

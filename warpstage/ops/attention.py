@@ -47,12 +47,13 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
     flash_attention_kernel[grid, fa.threads](fa, q, k, v, o)
 
 
-def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None) -> None:
+def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None) -> None:
     """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
     the three TMA descriptors (4-D, 128-byte swizzle; ``tma_compatible`` must hold for q, k, v)
     from ``descriptor`` and launches ``fa.grid(B, H, S_q, sms)`` x ``fa.threads`` threads
     (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
-    k's and v's TensorArgs when the caller has them."""
+    k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
+    tensor for the rows' log-sum-exp."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (_describe("q", q), _describe("k", k), _describe("v", v))
     grid = fa.grid(batch, heads, seq_q, sms=_sm_count(tq))
@@ -62,7 +63,7 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None) -> None:
     q_box, kv_box = fa.descriptor_boxes()
     flash_attention_wgmma_kernel[grid, fa.threads](
         fa, descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box), o,
-        k.shape[2])
+        k.shape[2], lse)
 
 
 SIM_CTAS = 3
@@ -128,11 +129,13 @@ causal: 128-key tiles, one CTA per tile (500; persistent 482). D=64: 3 consumer 
 
 @functools.lru_cache(maxsize=64)
 def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
-                     tile_n=None, num_stages=None) -> FlashAttentionWgmma:
+                     tile_n=None, num_stages=None, causal_align: str = "top_left",
+                     kv_group: int = 1) -> FlashAttentionWgmma:
     """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
     ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``tile_n`` / ``num_stages`` overriding."""
     import warpstage as ws
-    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)])
+    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)], causal_align=causal_align,
+                  kv_group=kv_group)
     if tile_n is not None:
         fields["tile_n"] = tile_n
     if num_stages is not None:
@@ -189,8 +192,8 @@ def _wgmma_device(ta) -> bool:
     return default_target() == "cuda" and device_properties(ta.device_index or 0).cc_major == 9
 
 
-def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
-                    num_stages=None, mma: str = "auto"):
+def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
+                    return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto"):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -240,19 +243,28 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
     if head_dim not in (64, 128):
         raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; this kernel takes "
                             "64 or 128. Fix: pad D to 64/128 with zeros (and keep the scale)")
-    if tk.shape != tv.shape or tk.shape[:2] != (batch, heads) or tk.shape[3] != head_dim:
+    if (tk.shape != tv.shape or tk.shape[0] != batch or tk.shape[3] != head_dim
+            or tk.shape[1] == 0 or heads % tk.shape[1]):
         raise ArgumentError(f"flash_attention: shapes q {tuple(tq.shape)}, k {tuple(tk.shape)}, "
-                            f"v {tuple(tv.shape)}; expected q (B, H, S_q, D) and k, v (B, H, "
-                            "S_k, D) with the same B, H and D (no broadcasting, no grouped "
-                            "heads). Fix: expand or repeat k and v to H heads")
+                            f"v {tuple(tv.shape)}; expected q (B, H_q, S_q, D) and k, v (B, H_kv, "
+                            "S_k, D) with the same B and D and H_kv dividing H_q (grouped-query "
+                            "attention: query head h reads K/V head h // (H_q / H_kv)). Fix: "
+                            "reshape, or repeat k and v to a divisor of H_q heads")
+    if causal_align not in ("top_left", "bottom_right"):
+        raise ArgumentError(f"flash_attention: causal_align={causal_align!r}; expected "
+                            "'top_left' (SDPA's is_causal) or 'bottom_right' (FlashAttention's, "
+                            "for decoding). Fix: causal_align='top_left'")
+    return_lse = _flag("return_lse", return_lse)
+    kv_group = heads // tk.shape[1]
     devices = [(t.device, t.device_index) for t in (tq, tk, tv)]
     if len(set(devices)) != 1:
         raise ArgumentError(f"flash_attention: q, k, v are on devices {devices}; expected one "
                             "device. Fix: move them to the same device")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else _scale(scale)
     o = _empty_like(q, (batch, heads, seq_q, head_dim))
+    lse = _empty_like(q, (batch, heads, seq_q), float32=True) if return_lse else None
     if batch * heads * seq_q == 0:
-        return o
+        return (o, lse) if return_lse else o
     if tk.shape[2] == 0:
         raise ArgumentError("flash_attention: k and v have no keys (S_k = 0); the softmax of "
                             "an empty row is undefined. Fix: pass at least one key")
@@ -260,6 +272,22 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
         raise ArgumentError(f"flash_attention: mma={mma!r}; expected one of {MMA_CHOICES}. "
                             "Fix: mma='auto'")
     tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
+    align = causal_align if causal and tk.shape[2] != seq_q else "top_left"
+    needs_wgmma = return_lse or kv_group > 1 or align != "top_left"
+    if needs_wgmma and mma == "mma.sync":
+        raise ArgumentError("flash_attention(mma='mma.sync'): the mma.sync kernel has no "
+                            "return_lse, grouped K/V heads or bottom-right causal alignment. "
+                            "Fix: mma='auto'")
+    if needs_wgmma and mma == "auto" and not tma_ok and (_wgmma_device(tq) or tq.device != "cuda"):
+        # only the wgmma kernel has these features: give it TMA-readable copies
+        q, k, v = (_contiguous(x) for x in (q, k, v))
+        tq, tk, tv = _describe("q", q), _describe("k", k), _describe("v", v)
+        tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
+    if needs_wgmma and not (tma_ok and (_wgmma_device(tq) or tq.device != "cuda")):
+        raise ArgumentError("flash_attention: return_lse, grouped K/V heads and bottom-right "
+                            "causal alignment need the wgmma kernel (an sm_90 GPU, or the "
+                            "simulator) and TMA-compatible tensors. Fix: run on an H100/H200, "
+                            "or repeat k and v to H_q heads and leave the other options out")
     if mma == "wgmma" and not tma_ok:
         raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors (it "
                             "needs a 16-byte aligned base, D contiguous and the other strides "
@@ -267,12 +295,12 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, tile_n=None,
                             f"v {tv.strides}). Fix: mma='auto' (falls back to mma.sync) or "
                             ".contiguous() the inputs")
     work = batch * heads * seq_q * tk.shape[2] * head_dim
-    if mma == "wgmma" or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
-                          and _wgmma_device(tq)):
+    if mma == "wgmma" or needs_wgmma or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
+                                         and _wgmma_device(tq)):
         fa = wgmma_policy_for(head_dim, dtype, causal, scale, tile_n=tile_n,
-                              num_stages=num_stages)
-        launch_wgmma(fa, q, k, v, o, (tq, tk, tv))
-        return o
+                              num_stages=num_stages, causal_align=align, kv_group=kv_group)
+        launch_wgmma(fa, q, k, v, o, (tq, tk, tv), lse)
+        return (o, lse) if return_lse else o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"
     fa = policy_for(head_dim, dtype, causal, scale, copy,
                     tile_n=128 if tile_n is None else tile_n,
@@ -320,28 +348,49 @@ def _scale(x) -> float:
                         "leave it out")
 
 
-def _empty_like(x, shape):
-    """A new contiguous tensor of ``shape`` with x's dtype and device (torch) or a numpy array."""
+def _empty_like(x, shape, float32: bool = False):
+    """A new contiguous tensor of ``shape`` with x's dtype (or float32) and device (torch), or a
+    numpy array."""
     if type(x).__module__.startswith("torch"):
         import torch
-        return torch.empty(shape, dtype=x.dtype, device=x.device)
+        return torch.empty(shape, dtype=torch.float32 if float32 else x.dtype, device=x.device)
     import numpy as np
-    return np.empty(shape, dtype=x.dtype)
+    return np.empty(shape, dtype=np.float32 if float32 else x.dtype)
 
 
-def reference(q, k, v, causal: bool = False, scale=None):
-    """Attention in float64 numpy (for tests and the demo): q (B, H, S_q, D), k and v
-    (B, H, S_k, D) as numpy arrays (any float dtype, ``ml_dtypes.bfloat16`` included); returns
-    (B, H, S_q, D) float64."""
+def _contiguous(x):
+    """A contiguous copy of ``x`` (torch or numpy), or ``x`` itself when it is contiguous."""
+    if type(x).__module__.startswith("torch"):
+        return x.contiguous()
+    import numpy as np
+    return np.ascontiguousarray(x)
+
+
+def reference(q, k, v, causal: bool = False, scale=None, causal_align: str = "top_left",
+              return_lse: bool = False):
+    """Attention in float64 numpy (for tests and the demo): q (B, H_q, S_q, D), k and v
+    (B, H_kv, S_k, D), H_kv dividing H_q, as numpy arrays (any float dtype,
+    ``ml_dtypes.bfloat16`` included); returns (B, H_q, S_q, D) float64, and with
+    ``return_lse`` also the (B, H_q, S_q) log-sum-exp of the scaled scores. A row with no key
+    (bottom-right causal, S_q > S_k) gives 0 and an LSE of -inf."""
     import numpy as np
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = (np.repeat(x, group, axis=1) for x in (k, v))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = np.einsum("bhid,bhjd->bhij", q, k) * scale
     if causal:
+        offset = k.shape[2] - q.shape[2] if causal_align == "bottom_right" else 0
         i = np.arange(q.shape[2])[:, None]
         j = np.arange(k.shape[2])[None, :]
-        s = np.where(j > i, -np.inf, s)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("bhij,bhjd->bhid", p, v)
+        s = np.where(j > i + offset, -np.inf, s)
+    m = s.max(axis=-1, keepdims=True)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m_safe)
+    total = p.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhij,bhjd->bhid", p / np.where(total > 0, total, 1.0), v)
+    if not return_lse:
+        return out
+    with np.errstate(divide="ignore"):
+        lse = (m_safe + np.log(total))[..., 0]
+    return out, lse

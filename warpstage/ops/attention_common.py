@@ -48,6 +48,10 @@ class AttentionPolicy:
     key_fields: tuple = ()
     repr_fields: tuple = ()
     consumer_rows = 16
+    causal_align = "top_left"
+    """Where the causal diagonal sits when S_q != S_k: "top_left" (key j is masked for query i
+    when j > i: torch SDPA's ``is_causal``) or "bottom_right" (j > i + S_k - S_q:
+    FlashAttention's, where the last query sees every key, as in decoding)."""
     fast_exp2 = True
     """Softmax exponentials as ``ex2.approx.ftz.f32`` (``ws.math.exp2(approx=True)``): results
     below 2^-126 flush to 0, which a softmax sum cannot see (they are < 2^-126 of the row's
@@ -170,11 +174,19 @@ class AttentionPolicy:
             m_block = ws.arch.grid_dim()[0] - 1 - m_block
         return bh // heads, bh % heads, m_block
 
+    def causal_offset(self, seq_q, seq_k):
+        """The diagonal's shift: query i sees keys j <= i + offset (0 top-left; S_k - S_q
+        bottom-right, dynamic)."""
+        return seq_k - seq_q if ws.static(self.causal_align == "bottom_right") else 0
+
     def kv_tiles(self, seq_q, seq_k, m_block):
         """How many K/V tiles this CTA visits (dynamic, the same in every thread): all of S_k,
-        or with ``causal`` the keys up to its last valid query row."""
+        or with ``causal`` the keys up to its last valid query row (at least one tile, so a
+        CTA whose rows see no key at all still writes them)."""
         if ws.static(self.causal):
-            seq_k = ws.math.min(seq_k, ws.math.min((m_block + 1) * self.tile_m, seq_q))
+            last_row = ws.math.min((m_block + 1) * self.tile_m, seq_q)
+            seq_k = ws.math.min(seq_k, last_row + self.causal_offset(seq_q, seq_k))
+            seq_k = ws.math.max(seq_k, 1)
         return (seq_k + (self.tile_n - 1)) // self.tile_n
 
     # -- consumer arithmetic on the accumulator elements ---------------------------------------
@@ -186,12 +198,13 @@ class AttentionPolicy:
             return n0 <= row0 + (self.consumer_rows - 1)
         return True
 
-    def needs_mask(self, n0, row0, seq_k):
+    def needs_mask(self, n0, row0, seq_k, offset=0):
         """Whether some key of the stage is masked for some row of the unit (unit-uniform): the
-        stage runs past S_k, or (causal) its last key is past the unit's first row."""
+        stage runs past S_k, or (causal) its last key is past the unit's first row (shifted by
+        the diagonal's ``offset``)."""
         past_end = n0 + self.tile_n > seq_k
         if ws.static(self.causal):
-            return past_end | (n0 + (self.tile_n - 1) > row0)
+            return past_end | (n0 + (self.tile_n - 1) > row0 + offset)
         return past_end
 
     @staticmethod
@@ -200,13 +213,14 @@ class AttentionPolicy:
         return [Float32(_NEG_INF), Float32(_NEG_INF)], [Float32(0.0), Float32(0.0)]
 
     @ws.jit
-    def mask(self, s, n0, rows, lane, seq_k):
-        """S with ``-inf`` where the key is past S_k or (causal) past the row: element i is key
-        ``n0 + 8 (i / 4) + 2 (lane % 4) + i % 2`` of row ``rows[(i / 2) % 2]``."""
+    def mask(self, s, n0, rows, lane, seq_k, offset=0):
+        """S with ``-inf`` where the key is past S_k or (causal) past the row's diagonal (key
+        > row + ``offset``): element i is key ``n0 + 8 (i / 4) + 2 (lane % 4) + i % 2`` of row
+        ``rows[(i / 2) % 2]``."""
         base = n0 + (lane & 3) * 2
         last = [seq_k - 1 - base, seq_k - 1 - base]          # last valid key - base, per row
         if ws.static(self.causal):
-            last = [ws.math.min(last[r], rows[r] - base) for r in ws.static_range(2)]
+            last = [ws.math.min(last[r], rows[r] + offset - base) for r in ws.static_range(2)]
         x = self.elements(s)
         return self.fragments([
             ws.math.select((i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1], x[i], _NEG_INF)
@@ -234,7 +248,11 @@ class AttentionPolicy:
             mx = tree(ws.math.max, [x[i] for i in half[r]])
             mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
             mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
-            m = ws.math.max(m_i[r], mx)          # finite: key 0 is in the first live stage
+            m = ws.math.max(m_i[r], mx)
+            if ws.static(self.rows_may_be_empty()):
+                # a row that has seen no key yet has m = -inf: subtract 0 instead (p = 0,
+                # alpha = 0) so that -inf - -inf does not make NaN
+                m = ws.math.select(m == _NEG_INF, 0.0, m)
             m_new.append(m)
             alpha.append(ws.math.exp2(self.scaled(m_i[r] - m), approx=approx))
         p = [ws.math.exp2(self.scaled(x[i] - m_new[(i >> 1) & 1]), approx=approx)
@@ -252,11 +270,22 @@ class AttentionPolicy:
         return self.fragments([a * alpha[(i >> 1) & 1]
                                for i, a in enumerate(self.elements(acc))])
 
-    def row_inverse(self, l):
-        """1 / l of one row, the quad's 4 per-lane partial sums of l added first
-        (``shfl.sync.bfly`` 1 and 2)."""
+    def rows_may_be_empty(self) -> bool:
+        """Whether a query row can see no key in a visited tile, or none at all (causal,
+        bottom-right alignment with S_q > S_k): top-left causal rows always see key 0 first."""
+        return self.causal and self.causal_align == "bottom_right"
+
+    def row_sum(self, l):
+        """The row sum of l: the quad's 4 per-lane partial sums added (``shfl.sync.bfly`` 1, 2)."""
         total = l + ws.arch.shfl_xor_sync(l, 1)
-        total = total + ws.arch.shfl_xor_sync(total, 2)
+        return total + ws.arch.shfl_xor_sync(total, 2)
+
+    def row_inverse(self, l):
+        """1 / l of one row (``row_sum`` first); 0 for a row that saw no key (l = 0), whose
+        output is then 0, as FlashAttention's."""
+        total = self.row_sum(l)
+        if ws.static(self.rows_may_be_empty()):
+            return ws.math.select(total == 0.0, 0.0, 1.0 / total)
         return 1.0 / total
 
     def store_row(self, o, b, h, row, r, lane, acc, inv):

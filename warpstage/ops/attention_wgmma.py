@@ -15,6 +15,8 @@ while P_{j-1} V_{j-1} is on the tensor cores. fp32 accumulation; P rounded to th
 """
 from __future__ import annotations
 
+import math
+
 import warpstage as ws
 
 from ..lang.operands import operand_error
@@ -58,7 +60,7 @@ class FlashAttentionWgmma(AttentionPolicy):
     producer_threads = 128
     policy_name = "FlashAttentionWgmma"
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
-                  "pingpong", "split_kv", "persistent")
+                  "pingpong", "split_kv", "persistent", "causal_align", "kv_group")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -67,7 +69,7 @@ class FlashAttentionWgmma(AttentionPolicy):
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
-                 persistent=True):
+                 persistent=True, causal_align="top_left", kv_group=1):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -96,6 +98,14 @@ class FlashAttentionWgmma(AttentionPolicy):
         self.split_kv = bool(split_kv)
         self.fast_exp2 = bool(fast_exp2)
         self.persistent = bool(persistent)
+        if causal_align not in ("top_left", "bottom_right"):
+            raise ValueError(f"FlashAttentionWgmma: causal_align must be 'top_left' or "
+                             f"'bottom_right', got {causal_align!r}")
+        self.causal_align = causal_align
+        if isinstance(kv_group, bool) or not isinstance(kv_group, int) or kv_group < 1:
+            raise ValueError(f"FlashAttentionWgmma: kv_group (query heads per K/V head) must be "
+                             f"an int >= 1, got {kv_group!r}")
+        self.kv_group = kv_group
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
@@ -171,6 +181,15 @@ class FlashAttentionWgmma(AttentionPolicy):
                                 f"a 4-d (B, H, S_q, D) {self.dtype.__name__} tensor",
                                 "pass the output like q")
 
+    def check_lse(self, lse, o) -> None:
+        """Trace-time check of the log-sum-exp output: a (B, H, S_q) float32 tensor."""
+        if not isinstance(lse, ws.Tensor) or lse.ndim != 3 or lse.dtype is not Float32:
+            got = (f"{lse.ndim}-d {lse.dtype.__name__} tensor" if isinstance(lse, ws.Tensor)
+                   else type(lse).__name__)
+            raise operand_error("FlashAttentionWgmma: lse", got, "None or a (B, H, S_q) "
+                                "float32 tensor", "pass torch.empty(B, H, S_q, dtype=float32) "
+                                "or call warpstage.ops.flash_attention(..., return_lse=True)")
+
     # -- pipelines -----------------------------------------------------------------------------
     def make_pipelines(self, storage) -> tuple:
         """(K ring, V ring): two ``PipelineTmaAsync`` with ``split_kv``, else one joint ring
@@ -242,18 +261,19 @@ class FlashAttentionWgmma(AttentionPolicy):
                 ws.tma.load(q_desc, self.block(storage.q, blk),
                             (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
         if ws.static(self.split_kv):
-            kst = self.load_tile(k_desc, storage.k, b, h, 0, k_pipe, kst)
+            hk = h // self.kv_group                         # the query head's K/V head (GQA)
+            kst = self.load_tile(k_desc, storage.k, b, hk, 0, k_pipe, kst)
             for tile in range(1, n_tiles):
-                kst = self.load_tile(k_desc, storage.k, b, h, tile, k_pipe, kst)
-                vst = self.load_tile(v_desc, storage.v, b, h, tile - 1, v_pipe, vst)
-            vst = self.load_tile(v_desc, storage.v, b, h, n_tiles - 1, v_pipe, vst)
+                kst = self.load_tile(k_desc, storage.k, b, hk, tile, k_pipe, kst)
+                vst = self.load_tile(v_desc, storage.v, b, hk, tile - 1, v_pipe, vst)
+            vst = self.load_tile(v_desc, storage.v, b, hk, n_tiles - 1, v_pipe, vst)
         else:
             for tile in range(n_tiles):
                 k_pipe.producer_acquire(kst)
                 if ws.arch.elect_one():
                     bar = k_pipe.producer_get_barrier(kst)
                     for blk in ws.static_range(self.blocks):
-                        coords = (b, h, tile * self.tile_n, blk * BOX_COLS)
+                        coords = (b, h // self.kv_group, tile * self.tile_n, blk * BOX_COLS)
                         ws.tma.load(k_desc, self.block(storage.k[kst.index], blk), coords, bar)
                         ws.tma.load(v_desc, self.block(storage.v[kst.index], blk), coords, bar)
                 k_pipe.producer_commit(kst)
@@ -279,7 +299,7 @@ class FlashAttentionWgmma(AttentionPolicy):
 
     # -- consumer role -------------------------------------------------------------------------
     @ws.jit
-    def consume_all(self, o, seq_k, k_pipe, v_pipe, storage):
+    def consume_all(self, o, lse, seq_k, k_pipe, v_pipe, storage):
         """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
         ``persistent``, else the CTA's one), the ring states and the turns carried across."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads
@@ -292,18 +312,18 @@ class FlashAttentionWgmma(AttentionPolicy):
             for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
                 b, h, m_block = self.tile_coordinates(t, o)
                 n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-                kst, vst = self.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
+                kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
                                         vst, turn, local & 1, storage)
                 local = local + 1
         else:
             b, h, m_block = self.coordinates(o.shape[1])
             n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-            kst, vst = self.consume(o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
+            kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
                                     turn, 0, storage)
         self.finish_turns(turn)
 
     @ws.jit
-    def consume(self, o, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst, turn,
+    def consume(self, o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst, turn,
                 q_phase, storage):
         """One output tile: 64 query rows per consumer warpgroup; S = Q K^T and O += P V on
         wgmma with the online softmax in between, over the K/V rings; then O / l to ``o``.
@@ -316,14 +336,15 @@ class FlashAttentionWgmma(AttentionPolicy):
         r0 = row_wg + warp * 16 + (lane >> 2)
         rows = [r0, r0 + 8]                                        # this thread's two rows
         dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
+        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
         storage.q_bar[0].wait(q_phase)
         if ws.static(self.overlap):
-            acc, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, seq_k, n_tiles,
+            acc, m_i, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                       k_pipe, v_pipe, kst, vst, turn, storage)
         else:
-            acc, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, seq_k, n_tiles,
+            acc, m_i, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                   k_pipe, v_pipe, kst, vst, turn, storage)
-        self.epilogue(o, b, h, rows, lane, acc, l_i, o.shape[2])
+        self.epilogue(o, lse, b, h, rows, lane, acc, m_i, l_i, o.shape[2])
         return kst, vst
 
     def release_q(self, storage) -> None:
@@ -348,7 +369,7 @@ class FlashAttentionWgmma(AttentionPolicy):
             turn.arrive()
 
     @ws.jit
-    def serial_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, kst, vst,
+    def serial_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
                     turn, storage):
         """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l, K state,
         V state)."""
@@ -361,7 +382,7 @@ class FlashAttentionWgmma(AttentionPolicy):
             self.end_turn(turn)
             s = ws.wgmma.wait_group(0, s)
             self.release_k(k_pipe, kst)
-            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, seq_k)
+            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
             p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
             acc = self.rescale(acc, alpha)
             self.wait_v(v_pipe, vst)
@@ -371,10 +392,10 @@ class FlashAttentionWgmma(AttentionPolicy):
             kst = kst.advance()
             vst = vst.advance()
         self.release_q(storage)
-        return acc, l_i, kst, vst
+        return acc, m_i, l_i, kst, vst
 
     @ws.jit
-    def overlapped_loop(self, dq, rows, lane, row_wg, seq_k, n_tiles, k_pipe, v_pipe, kst, vst,
+    def overlapped_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
                         turn, storage):
         """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
         tensor cores do P_{j-1} V_{j-1}. Per tile j >= 1: (turn) issue S_j, rescale O by the
@@ -390,7 +411,7 @@ class FlashAttentionWgmma(AttentionPolicy):
         self.end_turn(turn)
         s = ws.wgmma.wait_group(0, s)
         self.release_k(k_pipe, kst)
-        s = self.finish_scores(s, 0, rows, lane, row_wg, seq_k)
+        s = self.finish_scores(s, 0, rows, lane, row_wg, keys)
         p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
         acc = ws.wgmma.zeros(self.head_dim)
         p = self.to_a(p)
@@ -406,7 +427,7 @@ class FlashAttentionWgmma(AttentionPolicy):
             self.end_turn(turn)
             s = ws.wgmma.wait_group(1, s)
             self.release_k(k_pipe, kst)
-            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, seq_k)
+            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
             p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
             acc = ws.wgmma.wait_group(0, acc)
             self.release_v(v_pipe, vst)
@@ -419,19 +440,33 @@ class FlashAttentionWgmma(AttentionPolicy):
         a = self.fence_all(acc, p)
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
-        return acc, l_i, kst, vst.advance()
+        return acc, m_i, l_i, kst, vst.advance()
 
     def finish_turns(self, turn) -> None:
         if ws.static(self.pingpong):
             turn.finish()
 
     @ws.jit
-    def epilogue(self, o, b, h, rows, lane, acc, l_i, seq_q):
-        """O / l, stored for rows < S_q."""
+    def epilogue(self, o, lse, b, h, rows, lane, acc, m_i, l_i, seq_q):
+        """O / l, stored for rows < S_q; with an ``lse`` tensor (static: not None) also the
+        row's log-sum-exp of the scaled scores, ``scale m + ln l`` (float32; -inf for a row
+        that saw no key)."""
         for r in ws.static_range(2):
-            inv = self.row_inverse(l_i[r])
+            inv = self.row_inverse(l_i[r])               # quad shuffles: the whole warp
+            if ws.static(lse is not None):
+                row_lse = self.log_sum_exp(m_i[r], l_i[r])
             if rows[r] < seq_q:
                 self.store_row(o, b, h, rows[r], r, lane, acc, inv)
+                if ws.static(lse is not None):
+                    if lane & 3 == 0:
+                        lse[b, h, rows[r]] = row_lse
+
+    def log_sum_exp(self, m, l):
+        """ln(sum_j exp(scale s_j)) of a row from its running max m and its sum
+        l = sum_j 2^((s_j - m) c): ``scale m + ln l``, or ``ln(2) m + ln l`` when the scores
+        were scaled by scale * log2(e) first (a scale <= 0, ``AttentionPolicy.set_fields``)."""
+        factor = self.softmax_scale if self.scale_log2 > 0 else math.log(2.0)
+        return m * factor + ws.math.log(self.row_sum(l))
 
     def issue_scores(self, dq, k_stage, fenced: bool):
         """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
@@ -446,13 +481,14 @@ class FlashAttentionWgmma(AttentionPolicy):
         return s
 
     @ws.jit
-    def finish_scores(self, s, n0, rows, lane, row_wg, seq_k):
+    def finish_scores(self, s, n0, rows, lane, row_wg, keys):
         """The completed (waited for) S of keys n0.., scaled by ``scale_log2`` when that is
         <= 0, masked where the stage needs it."""
         if ws.static(self.exp2_scale != self.scale_log2):
             s = s * self.scale_log2
-        if self.needs_mask(n0, row_wg, seq_k):
-            s = self.mask(s, n0, rows, lane, seq_k)
+        seq_k, offset = keys
+        if self.needs_mask(n0, row_wg, seq_k, offset):
+            s = self.mask(s, n0, rows, lane, seq_k, offset)
         return s
 
     def to_a(self, p) -> list:
@@ -477,7 +513,7 @@ class FlashAttentionWgmma(AttentionPolicy):
 
 
 @ws.jit
-def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage):
+def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, seq_k, storage):
     """Barriers (Q's and the rings'), then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     if warp == 0:
@@ -490,12 +526,12 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage):
         fa.produce(q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage)
     else:
         ws.arch.setmaxnreg_increase(fa.mma_regs)
-        fa.consume_all(o, seq_k, k_pipe, v_pipe, storage)
+        fa.consume_all(o, lse, seq_k, k_pipe, v_pipe, storage)
 
 
 @ws.kernel
 def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
-                                 o: ws.Tensor, seq_k: ws.Int32):
+                                 o: ws.Tensor, seq_k: ws.Int32, lse=None):
     """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
     TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle 128,
     the (B, H, S_q, D) output o and S_k (see the module docstring; ``warpstage.ops.
@@ -509,4 +545,6 @@ def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_d
     fa.check_block("flash_attention_wgmma_kernel")
     fa.check(q_desc, k_desc, v_desc, o)
     storage = ws.smem.allocate(fa.SharedStorage)
-    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, seq_k, storage)
+    if lse is not None:
+        fa.check_lse(lse, o)
+    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, seq_k, storage)
