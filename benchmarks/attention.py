@@ -81,6 +81,18 @@ SWEEPS = {
         (64, True): [dict(consumer_wgs=3, num_stages=3, persistent=False),
                      dict(consumer_wgs=3, num_stages=3)],
     },
+    # session 3, third run: tile widths around the defaults
+    "tiles": {
+        (128, False): [dict(tile_n=176), dict(tile_n=144), dict(tile_n=160), dict(tile_n=192),
+                       dict(tile_n=176, pingpong=False)],
+        (128, True): [dict(tile_n=128, persistent=False), dict(tile_n=176, persistent=False),
+                      dict(tile_n=144, persistent=False), dict(tile_n=176)],
+        (64, False): [dict(consumer_wgs=3, num_stages=2),
+                      dict(consumer_wgs=3, tile_n=96, num_stages=3),
+                      dict(consumer_wgs=3, tile_n=112, num_stages=3)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3),
+                     dict(consumer_wgs=3, tile_n=96, num_stages=3)],
+    },
 }
 
 

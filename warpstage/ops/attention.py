@@ -280,7 +280,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
                             "Fix: mma='auto'")
     if needs_wgmma and mma == "auto" and not tma_ok and (_wgmma_device(tq) or tq.device != "cuda"):
         # only the wgmma kernel has these features: give it TMA-readable copies
-        q, k, v = (_contiguous(x) for x in (q, k, v))
+        q, k, v = (_copy(x) for x in (q, k, v))
         tq, tk, tv = _describe("q", q), _describe("k", k), _describe("v", v)
         tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
     if needs_wgmma and not (tma_ok and (_wgmma_device(tq) or tq.device != "cuda")):
@@ -358,12 +358,14 @@ def _empty_like(x, shape, float32: bool = False):
     return np.empty(shape, dtype=np.float32 if float32 else x.dtype)
 
 
-def _contiguous(x):
-    """A contiguous copy of ``x`` (torch or numpy), or ``x`` itself when it is contiguous."""
+def _copy(x):
+    """A new contiguous copy of ``x`` (torch or numpy) in a fresh allocation (16-byte aligned,
+    which a contiguous view of misaligned memory is not)."""
     if type(x).__module__.startswith("torch"):
-        return x.contiguous()
+        import torch
+        return x.clone(memory_format=torch.contiguous_format)
     import numpy as np
-    return np.ascontiguousarray(x)
+    return np.array(x, order="C", copy=True)
 
 
 def reference(q, k, v, causal: bool = False, scale=None, causal_align: str = "top_left",
