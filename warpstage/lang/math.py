@@ -112,7 +112,7 @@ def select(cond, a, b):
     region that evaluates only the taken side). ``cond``: a Boolean (or a static bool, which
     picks in Python); ``a``, ``b``: numbers of one promoted type (static ones become constants
     of the other's type). OperandError for a non-boolean dynamic condition."""
-    from .scalars import Boolean, _coerce
+    from .scalars import _coerce
     if not isinstance(cond, Scalar):
         return a if cond else b
     if not cond.ir_type.is_bool:

@@ -239,7 +239,6 @@ class AttentionPolicy:
         lands in the exponent, so for large scores every p overflows to inf (or underflows to
         0) and O = inf / inf = NaN. ``s - m'`` is exact near the max (Sterbenz) and <= 0, so
         p <= 1 and the row's max term is exactly 1 for any finite scores."""
-        c = self.exp2_scale
         approx = self.fast_exp2
         x = self.elements(s)
         half = [[i for i in range(len(x)) if (i >> 1) & 1 == r] for r in range(2)]

@@ -15,21 +15,20 @@ while P_{j-1} V_{j-1} is on the tensor cores. fp32 accumulation; P rounded to th
 """
 from __future__ import annotations
 
-import math
-
 import warpstage as ws
 
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float32
 from ..lang.wgmma import TileLayout
 from .attention_common import AttentionPolicy
+from .attention_wgmma_consumer import WgmmaConsumer
 
 __all__ = ["FlashAttentionWgmma", "flash_attention_wgmma_kernel", "BOX_COLS"]
 
 BOX_COLS = 64                  # columns per TMA box: 128 bytes of a 16-bit dtype = the swizzle span
 
 
-class FlashAttentionWgmma(AttentionPolicy):
+class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
     ``head_dim``: D, 64 or 128. ``dtype``: ``ws.Float16`` or ``ws.BFloat16``. ``causal``: mask
@@ -296,220 +295,6 @@ class FlashAttentionWgmma(AttentionPolicy):
     def block(self, tile, blk):
         """Column block ``blk`` (64 columns, one TMA box) of a Q/K/V tile array."""
         return tile if ws.static(self.blocks == 1) else tile[blk]
-
-    # -- consumer role -------------------------------------------------------------------------
-    @ws.jit
-    def consume_all(self, o, lse, seq_k, k_pipe, v_pipe, storage):
-        """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
-        ``persistent``, else the CTA's one), the ring states and the turns carried across."""
-        tid = ws.arch.thread_idx()[0] - self.producer_threads
-        wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 .. consumer_wgs - 1
-        turn = self.make_turns(wg)
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
-        if ws.static(self.persistent):
-            local = ws.Int32(0)
-            for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
-                b, h, m_block = self.tile_coordinates(t, o)
-                n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-                kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
-                                        vst, turn, local & 1, storage)
-                local = local + 1
-        else:
-            b, h, m_block = self.coordinates(o.shape[1])
-            n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-            kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
-                                    turn, 0, storage)
-        self.finish_turns(turn)
-
-    @ws.jit
-    def consume(self, o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst, turn,
-                q_phase, storage):
-        """One output tile: 64 query rows per consumer warpgroup; S = Q K^T and O += P V on
-        wgmma with the online softmax in between, over the K/V rings; then O / l to ``o``.
-        Returns the advanced ring states."""
-        tid = ws.arch.thread_idx()[0] - self.producer_threads
-        wg = ws.arch.make_warp_uniform(tid // 128)
-        warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
-        lane = ws.arch.lane_idx()
-        row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
-        r0 = row_wg + warp * 16 + (lane >> 2)
-        rows = [r0, r0 + 8]                                        # this thread's two rows
-        dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
-        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        storage.q_bar[0].wait(q_phase)
-        if ws.static(self.overlap):
-            acc, m_i, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, keys, n_tiles,
-                                                      k_pipe, v_pipe, kst, vst, turn, storage)
-        else:
-            acc, m_i, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, keys, n_tiles,
-                                                  k_pipe, v_pipe, kst, vst, turn, storage)
-        self.epilogue(o, lse, b, h, rows, lane, acc, m_i, l_i, o.shape[2])
-        return kst, vst
-
-    def release_q(self, storage) -> None:
-        """With ``persistent``: every consumer thread arrives on ``q_empty`` once its last
-        S = Q K^T of the tile has completed, so the producer may load the next tile's Q."""
-        if ws.static(self.persistent):
-            storage.q_empty[0].arrive()
-
-    def make_turns(self, wg):
-        """The consumer warpgroups' ``OrderedBarrier`` (named barriers 1..consumer_wgs) with
-        ``pingpong``, else None."""
-        if ws.static(self.pingpong):
-            return ws.pipeline.OrderedBarrier.create(wg, self.consumer_wgs, 128, base_id=1)
-        return None
-
-    def begin_turn(self, turn) -> None:
-        if ws.static(self.pingpong):
-            turn.wait()
-
-    def end_turn(self, turn) -> None:
-        if ws.static(self.pingpong):
-            turn.arrive()
-
-    @ws.jit
-    def serial_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
-                    turn, storage):
-        """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l, K state,
-        V state)."""
-        acc = ws.wgmma.zeros(self.head_dim)
-        m_i, l_i = self.softmax_start()
-        for tile in range(n_tiles):
-            self.wait_k(k_pipe, kst)
-            self.begin_turn(turn)
-            s = self.issue_scores(dq, storage.k[kst.index], False)
-            self.end_turn(turn)
-            s = ws.wgmma.wait_group(0, s)
-            self.release_k(k_pipe, kst)
-            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
-            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-            acc = self.rescale(acc, alpha)
-            self.wait_v(v_pipe, vst)
-            a = self.fence_all(acc, self.to_a(p))
-            acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
-            self.release_v(v_pipe, vst)
-            kst = kst.advance()
-            vst = vst.advance()
-        self.release_q(storage)
-        return acc, m_i, l_i, kst, vst
-
-    @ws.jit
-    def overlapped_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
-                        turn, storage):
-        """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
-        tensor cores do P_{j-1} V_{j-1}. Per tile j >= 1: (turn) issue S_j, rescale O by the
-        previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release K_j, softmax;
-        wait for P V, release V_{j-1}; only then convert P_j to the A fragments (the registers
-        of P_{j-1} are read by the wgmma in flight until it completes, so converting earlier
-        needs 32 more registers, and ptxas then hoists the wait above the softmax).
-        Returns (O, l, K state, V state)."""
-        m_i, l_i = self.softmax_start()
-        self.wait_k(k_pipe, kst)
-        self.begin_turn(turn)
-        s = self.issue_scores(dq, storage.k[kst.index], False)
-        self.end_turn(turn)
-        s = ws.wgmma.wait_group(0, s)
-        self.release_k(k_pipe, kst)
-        s = self.finish_scores(s, 0, rows, lane, row_wg, keys)
-        p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-        acc = ws.wgmma.zeros(self.head_dim)
-        p = self.to_a(p)
-        kst = kst.advance()
-        for tile in range(1, n_tiles):
-            self.wait_k(k_pipe, kst)
-            self.begin_turn(turn)
-            s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
-            acc = self.rescale(acc, alpha)
-            self.wait_v(v_pipe, vst)
-            a = self.fence_all(acc, p)                    # here: no branch before the mmas
-            acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
-            self.end_turn(turn)
-            s = ws.wgmma.wait_group(1, s)
-            self.release_k(k_pipe, kst)
-            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
-            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-            acc = ws.wgmma.wait_group(0, acc)
-            self.release_v(v_pipe, vst)
-            p = self.to_a(p)
-            kst = kst.advance()
-            vst = vst.advance()
-        self.release_q(storage)
-        acc = self.rescale(acc, alpha)
-        self.wait_v(v_pipe, vst)
-        a = self.fence_all(acc, p)
-        acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
-        self.release_v(v_pipe, vst)
-        return acc, m_i, l_i, kst, vst.advance()
-
-    def finish_turns(self, turn) -> None:
-        if ws.static(self.pingpong):
-            turn.finish()
-
-    @ws.jit
-    def epilogue(self, o, lse, b, h, rows, lane, acc, m_i, l_i, seq_q):
-        """O / l, stored for rows < S_q; with an ``lse`` tensor (static: not None) also the
-        row's log-sum-exp of the scaled scores, ``scale m + ln l`` (float32; -inf for a row
-        that saw no key)."""
-        for r in ws.static_range(2):
-            inv = self.row_inverse(l_i[r])               # quad shuffles: the whole warp
-            if ws.static(lse is not None):
-                row_lse = self.log_sum_exp(m_i[r], l_i[r])
-            if rows[r] < seq_q:
-                self.store_row(o, b, h, rows[r], r, lane, acc, inv)
-                if ws.static(lse is not None):
-                    if lane & 3 == 0:
-                        lse[b, h, rows[r]] = row_lse
-
-    def log_sum_exp(self, m, l):
-        """ln(sum_j exp(scale s_j)) of a row from its running max m and its sum
-        l = sum_j 2^((s_j - m) c): ``scale m + ln l``, or ``ln(2) m + ln l`` when the scores
-        were scaled by scale * log2(e) first (a scale <= 0, ``AttentionPolicy.set_fields``)."""
-        factor = self.softmax_scale if self.scale_log2 > 0 else math.log(2.0)
-        return m * factor + ws.math.log(self.row_sum(l))
-
-    def issue_scores(self, dq, k_stage, fenced: bool):
-        """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
-        committed group (after a ``wgmma.fence`` unless ``fenced``); not waited for."""
-        dk = ws.wgmma.tile_descriptor(k_stage, major="K")
-        if ws.static(not fenced):
-            ws.wgmma.fence()
-        s = ws.wgmma.mma(dq.k_step(0), dk.k_step(0), None, n=self.tile_n, scale_d=False)
-        for kk in ws.static_range(1, self.head_dim // 16):
-            s = ws.wgmma.mma(dq.k_step(kk), dk.k_step(kk), s)
-        ws.wgmma.commit_group()
-        return s
-
-    @ws.jit
-    def finish_scores(self, s, n0, rows, lane, row_wg, keys):
-        """The completed (waited for) S of keys n0.., scaled by ``scale_log2`` when that is
-        <= 0, masked where the stage needs it."""
-        if ws.static(self.exp2_scale != self.scale_log2):
-            s = s * self.scale_log2
-        seq_k, offset = keys
-        if self.needs_mask(n0, row_wg, seq_k, offset):
-            s = self.mask(s, n0, rows, lane, seq_k, offset)
-        return s
-
-    def to_a(self, p) -> list:
-        """P's columns [16 kk, 16 kk + 16) in the input dtype: the A fragments of P V."""
-        return [ws.wgmma.accumulator_to_a(p, kk, self.dtype)
-                for kk in ws.static_range(self.tile_n // 16)]
-
-    def fence_all(self, acc, a) -> list:
-        """``wgmma.fence`` over O and the A fragments ``a``; returns [O, A_0, A_1, ...] as the
-        fence hands them back. Placed right before the mmas (ptxas injects a
-        ``warpgroup.arrive`` (C7519) when a branch or a repacking sits in between)."""
-        return list(ws.wgmma.fence(acc, *a))
-
-    def issue_pv(self, a, v_stage, acc):
-        """Issue O += P V (one committed group, not waited for): A = P from registers, B = V
-        (keys x D, D contiguous: MN-major)."""
-        dv = ws.wgmma.tile_descriptor(v_stage, major="MN")
-        for kk in ws.static_range(self.tile_n // 16):
-            acc = ws.wgmma.mma(a[kk], dv.k_step(kk), acc)
-        ws.wgmma.commit_group()
-        return acc
 
 
 @ws.jit
