@@ -11,7 +11,6 @@ A CompiledKernel from the disk cache or ``ws.load`` has no IR module (``.module`
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 import time
@@ -128,11 +127,13 @@ class CompiledKernel:
 
     @property
     def sass(self) -> Optional[str]:
-        """SASS from nvdisasm (or cuobjdump), None when neither is installed."""
+        """SASS from nvdisasm (or cuobjdump), None when neither is installed (the
+        ``nvidia-cuda-nvdisasm`` wheel of the ``test`` extra, a CUDA toolkit, or PATH)."""
         cubin = self.cubin
         if cubin is None:
             return None
-        tool = shutil.which("nvdisasm") or shutil.which("cuobjdump")
+        from .backend.ptxas import find_cuda_tool
+        tool = find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")
         if tool is None:
             return None
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:

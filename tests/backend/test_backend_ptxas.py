@@ -110,8 +110,8 @@ def test_cuda_home_is_searched(tmp_path, monkeypatch):
     os.chmod(fake, 0o755)
     monkeypatch.setattr(mod.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
-    mod._search_ptxas.cache_clear()
+    mod.find_cuda_tool.cache_clear()
     try:
         assert find_ptxas(OPTIONS) == str(fake)
     finally:
-        mod._search_ptxas.cache_clear()
+        mod.find_cuda_tool.cache_clear()

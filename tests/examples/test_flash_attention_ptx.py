@@ -2,11 +2,11 @@
 runs on the tensor cores (mma.sync, ldmatrix) and the register split reaches the SASS. ptxas honours ``setmaxnreg`` (SASS ``USETMAXREG``) only when the entry
 has ``.maxntid`` and ``.minnctapersm 1`` and the roles sit in one if/else of the entry; otherwise
 it warns C7508 (or C7504 when compiled as a relocatable unit) and ignores it."""
-import shutil
 
 import pytest
 
 import warpstage as ws
+from warpstage.backend.ptxas import find_cuda_tool
 from warpstage.backend import find_ptxas
 from warpstage.ops import FlashAttention, flash_attention_kernel
 from warpstage.options import CompileOptions
@@ -49,6 +49,6 @@ def test_register_split_survives_to_sass(head_dim, tile_m, threads, entry_regs, 
     assert res.registers == entry_regs          # ptxas's budget at entry for this block size
     assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
     assert ck.dynamic_smem == fa.smem_bytes
-    if shutil.which("nvdisasm") or shutil.which("cuobjdump"):
+    if find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump"):
         sass = ck.sass
         assert sass.count("USETMAXREG") == 2 and "USETMAXREG.DEALLOC" in sass

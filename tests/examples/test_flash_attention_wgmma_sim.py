@@ -200,6 +200,16 @@ def test_ptx_and_ptxas(head_dim, causal, overlap):
     res = ck.resources
     assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
     assert ck.dynamic_smem == fa.smem_bytes
+    sass = ck.sass
+    if sass is None:
+        pytest.skip("SASS checks need nvdisasm or cuobjdump (the nvidia-cuda-nvdisasm wheel)")
+    # the register split, no local memory, the ping-pong turns, the tensor cores and the TMA
+    assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in sass and "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass
+    assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xf0", sass)
+    assert not re.search(r"\b(LDL|STL)\b", sass)
+    assert re.search(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", sass)       # wait for my turn
+    assert re.search(r"BAR\.ARV R\d+, 0x100", sass)                         # pass the turn
+    assert sass.count("HGMMA.64x") == ptx.count("wgmma.mma_async") and "UTMALDG" in sass
 
 
 def test_descriptor_and_output_checks():

@@ -1,6 +1,5 @@
 """ws.arch warp collectives, named-barrier arrival, setmaxnreg and fences from kernel code: results
 in the simulator, the PTX they become, and the error messages for bad operands."""
-import shutil
 import tempfile
 import traceback
 
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
+from warpstage.backend.ptxas import find_cuda_tool
 
 LOG2E = 1.4426950408889634
 
@@ -248,7 +248,7 @@ def test_setmaxnreg_sets_minnctapersm_and_ptxas_honours_it(ptxas_path):
     assert ck.cubin is not None
     assert "C7508" not in ck.ptxas_log and "ignored" not in ck.ptxas_log
     assert ck.registers == 168          # 65536 / 384 threads, rounded down to a multiple of 8
-    sass = ck.sass if (shutil.which("nvdisasm") or shutil.which("cuobjdump")) else None
+    sass = ck.sass if (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")) else None
     if sass is None:
         pytest.skip("SASS check needs nvdisasm or cuobjdump on PATH")
     assert sass.count("USETMAXREG") == 2 and "USETMAXREG.DEALLOC" in sass   # .TRY_ALLOC: the inc

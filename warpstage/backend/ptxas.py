@@ -63,26 +63,32 @@ def _executable(path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _search_ptxas() -> Optional[str]:
-    """The first ptxas in the wheel, CUDA_HOME, CUDA_PATH, PATH order (cached per process)."""
+def find_cuda_tool(name: str) -> Optional[str]:
+    """The first executable ``name`` (ptxas, nvdisasm, cuobjdump) in the NVIDIA wheels
+    (``nvidia/cu13/bin``, ``nvidia/cuda_nvcc/bin``), CUDA_HOME, CUDA_PATH, PATH order (cached per
+    process), or None."""
     candidates = []
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):          # a broken or shadowing 'nvidia' module
         spec = None
     for root in (spec.submodule_search_locations or []) if spec else []:
-        candidates += [os.path.join(root, "cu13", "bin", "ptxas"),
-                       os.path.join(root, "cuda_nvcc", "bin", "ptxas")]
+        candidates += [os.path.join(root, "cu13", "bin", name),
+                       os.path.join(root, "cuda_nvcc", "bin", name)]
     # The toolkit's own variables; reading them here (not in options.py) keeps the search in one
     # place, and they name an installation rather than configure warpstage.
     for var in ("CUDA_HOME", "CUDA_PATH"):
         home = os.environ.get(var)
         if home:
-            candidates.append(os.path.join(home, "bin", "ptxas"))
+            candidates.append(os.path.join(home, "bin", name))
     for c in candidates:
         if _executable(c):
             return c
-    return shutil.which("ptxas")
+    return shutil.which(name)
+
+
+def _search_ptxas() -> Optional[str]:
+    return find_cuda_tool("ptxas")
 
 
 def find_ptxas(options: CompileOptions) -> Optional[str]:
