@@ -93,6 +93,20 @@ SWEEPS = {
         (64, True): [dict(consumer_wgs=3, num_stages=3),
                      dict(consumer_wgs=3, tile_n=96, num_stages=3)],
     },
+    # session 3, fourth run: the P V wait kept below the softmax (late_wait)
+    "late": {
+        (128, False): [dict(tile_n=176, late_wait=False), dict(tile_n=176),
+                       dict(tile_n=128), dict(tile_n=128, keep_p_live=True),
+                       dict(tile_n=176, pingpong=False)],
+        (128, True): [dict(tile_n=128, persistent=False, late_wait=False),
+                      dict(tile_n=128, persistent=False), dict(tile_n=128),
+                      dict(tile_n=176, persistent=False)],
+        (64, False): [dict(consumer_wgs=3, num_stages=2, late_wait=False),
+                      dict(consumer_wgs=3, num_stages=2), dict(num_stages=2),
+                      dict(num_stages=3, tile_n=176)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
+                     dict(consumer_wgs=3, num_stages=3)],
+    },
 }
 
 

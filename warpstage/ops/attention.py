@@ -114,17 +114,18 @@ def descriptor(x, ta, box, swizzle: int = 128):
 
 
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=176, num_stages=2),
+    (128, False): dict(tile_n=128, num_stages=2),
     (128, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
-    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3),
+    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
-(benchmarks/attention.py --sweep, 2026-12-01 19:51 and 20:08 UTC, bf16; RESULTS.md), every
-variant with split K/V rings, ping-pong turns and ftz exp2 (the policy's defaults). D=128
-non-causal: 176-key tiles, persistent (611 TFLOP/s at S=4096, 422 at S=1024; 128-key tiles 592);
-causal: 128-key tiles, one CTA per tile (500; persistent 482). D=64: 3 consumer warpgroups
-(192-row tiles), persistent (460 non-causal with 2 stages, 382 causal with 3)."""
+(benchmarks/attention.py --sweep, 2026-12-01 19:51-20:40 UTC, bf16; RESULTS.md), every variant
+with split K/V rings, ping-pong turns and ftz exp2. D=128 non-causal: 128-key tiles with the P V
+wait kept below the softmax (``late_wait``), persistent: 605 TFLOP/s at S=4096 (176-key tiles
+without it: 596, with it: 573); causal: one CTA per tile, 513 (0.93x cuDNN). D=64: 3 consumer
+warpgroups (192-row tiles), persistent: 455 non-causal, 382 causal (without ``late_wait``: 374
+with it, within noise)."""
 
 
 @functools.lru_cache(maxsize=64)
