@@ -96,7 +96,7 @@ SWEEPS = {
     # session 3, fourth run: the P V wait kept below the softmax (late_wait)
     "late": {
         (128, False): [dict(tile_n=176, late_wait=False), dict(tile_n=176),
-                       dict(tile_n=128), dict(tile_n=128, keep_p_live=True),
+                       dict(tile_n=128),
                        dict(tile_n=176, pingpong=False)],
         (128, True): [dict(tile_n=128, persistent=False, late_wait=False),
                       dict(tile_n=128, persistent=False), dict(tile_n=128),

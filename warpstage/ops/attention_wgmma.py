@@ -60,7 +60,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     policy_name = "FlashAttentionWgmma"
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "keep_p_live", "late_wait")
+                  "late_wait")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -69,8 +69,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
-                 persistent=True, causal_align="top_left", kv_group=1, keep_p_live=False,
-                 late_wait=True):
+                 persistent=True, causal_align="top_left", kv_group=1, late_wait=True):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -107,7 +106,6 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
             raise ValueError(f"FlashAttentionWgmma: kv_group (query heads per K/V head) must be "
                              f"an int >= 1, got {kv_group!r}")
         self.kv_group = kv_group
-        self.keep_p_live = bool(keep_p_live)
         self.late_wait = bool(late_wait)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)

@@ -150,8 +150,8 @@ class WgmmaConsumer:
             p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
             self.fence_block(l_i)
             acc = ws.wgmma.wait_group(0, acc)
-            p = self.keep_live(a[1:], self.to_a(p), keys[0])
-            self.release_v(v_pipe, self.after(vst, l_i))
+            self.release_v(v_pipe, vst)
+            p = self.to_a(p)
             kst = kst.advance()
             vst = vst.advance()
         self.release_q(storage)
@@ -161,29 +161,6 @@ class WgmmaConsumer:
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
         return acc, m_i, l_i, kst, vst.advance()
-
-    def keep_live(self, used, new, seq_k):
-        """With ``keep_p_live``: the new A fragments, each register selected against the one
-        the P V GEMM just read under a condition that is false at run time but unknown to ptxas
-        (S_k < 0). The old registers then stay live until after the P V wait, so ptxas cannot
-        hand them to softmax temporaries, which made it hoist the wait above the softmax
-        (docs/performance.md, point 1). Without it: ``new``."""
-        if ws.static(not self.keep_p_live):
-            return new
-        never = seq_k < 0
-        return [ws.wgmma.Fragment(f.dtype, [ws.math.select(never, u, x) for u, x in zip(g, f)])
-                for g, f in zip(used, new)]
-
-    def after(self, state, values):
-        """With ``keep_p_live``: ``state`` with an index that depends on ``values`` (the row sums,
-        the softmax's last results) through a condition false at run time (a NaN sum), so
-        ptxas cannot move the V stage's release, and the P V wait it needs, above the softmax.
-        Without it: ``state``."""
-        if ws.static(not self.keep_p_live):
-            return state
-        late = ws.Int32(values[0] != values[0])
-        return ws.pipeline.PipelineState(state.num_stages, state.index + late, state.phase,
-                                         state.count)
 
     @ws.jit
     def fence_block(self, values):
