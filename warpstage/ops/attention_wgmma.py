@@ -48,8 +48,13 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     walks output tiles (static round-robin; with ``causal`` the longest first), so the barrier
     set-up is paid once and the producer loads the next tile's Q (once the consumers' last S of
     the tile has completed: the ``q_empty`` mbarrier) and K/V while the consumers finish the
-    previous one. ``producer_regs`` / ``mma_regs``: ``setmaxnreg`` counts of the producer and of each
-    consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
+    previous one. ``causal_align``: "top_left" (SDPA's ``is_causal``) or "bottom_right"
+    (FlashAttention's: key j is masked for query i when j > i + S_k - S_q; rows that see no key
+    give 0). ``kv_group``: query heads per K/V head (grouped-query attention: query head h reads
+    K/V head h // kv_group, no copies). ``late_wait``: end the basic block after the softmax
+    with a never-taken branch so that ptxas keeps the P V wait below the softmax (it hoists it
+    above otherwise; docs/performance.md). ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
+    counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
     The host side (``warpstage.ops.attention``) builds one ``ws.tma.TensorDescriptor`` per input
