@@ -280,3 +280,11 @@ def test_feature_errors():
         flash_attention(q, q, q, return_lse=True, mma="mma.sync")
     with pytest.raises(ws.ArgumentError, match="return_lse"):
         flash_attention(q, q, q, return_lse="yes")
+
+
+@pytest.mark.parametrize("head_dim, mma", [(32, "auto"), (96, "wgmma"), (80, "auto")])
+def test_other_head_dims_are_padded(sim_target, head_dim, mma):
+    q, k, v = (randn((1, 2, 70, head_dim), "float16", seed=80 + i) for i in range(3))
+    out = flash_attention(q, k, v, causal=True, mma=mma)
+    assert out.shape == q.shape
+    assert relative_error(out, q, k, v, True) < TOL["float16"]

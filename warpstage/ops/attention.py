@@ -199,7 +199,8 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
     ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H, S_k, D); fp16 or bf16, all one dtype and device;
-    D 64 or 128; any strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``
+    D up to 128 (64 and 128 natively; other sizes zero-padded to the next one, a copy); any
+    strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``
     (a bool): key j is masked for query i when j > i (top-left aligned). ``scale``: None
     (1/sqrt(D)) or a finite real number. Returns a new contiguous (B, H, S_q, D) tensor of q's
     dtype, on q's device (torch in, torch out; numpy in, numpy out). Tensor cores (mma.sync or
@@ -241,9 +242,21 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
                             "x.to(torch.bfloat16) / x.astype(ml_dtypes.bfloat16) (or float16) "
                             "each of them")
     batch, heads, seq_q, head_dim = tq.shape
+    if not 0 < head_dim <= 128 or tq.shape[3] != head_dim:
+        raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; the kernels take D "
+                            "up to 128 (64 and 128 natively, smaller ones padded). Fix: split "
+                            "the heads' D into parts of at most 128, or use SDPA for D > 128")
     if head_dim not in (64, 128):
-        raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; this kernel takes "
-                            "64 or 128. Fix: pad D to 64/128 with zeros (and keep the scale)")
+        # zero columns change neither q.k nor the real columns of P V: pad D to the next
+        # kernel size, keep the scale of the real D, and cut the output back
+        padded = 64 if head_dim < 64 else 128
+        scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+        out = flash_attention(*(_pad_last(x, padded) for x in (q, k, v)), causal=causal,
+                              scale=scale, causal_align=causal_align, return_lse=return_lse,
+                              tile_n=tile_n, num_stages=num_stages, mma=mma)
+        if return_lse:
+            return out[0][..., :head_dim], out[1]
+        return out[..., :head_dim]
     if (tk.shape != tv.shape or tk.shape[0] != batch or tk.shape[3] != head_dim
             or tk.shape[1] == 0 or heads % tk.shape[1]):
         raise ArgumentError(f"flash_attention: shapes q {tuple(tq.shape)}, k {tuple(tk.shape)}, "
@@ -357,6 +370,15 @@ def _empty_like(x, shape, float32: bool = False):
         return torch.empty(shape, dtype=torch.float32 if float32 else x.dtype, device=x.device)
     import numpy as np
     return np.empty(shape, dtype=np.float32 if float32 else x.dtype)
+
+
+def _pad_last(x, n: int):
+    """``x`` with its last dimension zero-padded to ``n`` (a new contiguous tensor)."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+        return torch.nn.functional.pad(x, (0, n - x.shape[-1]))
+    import numpy as np
+    return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
 
 
 def _copy(x):
