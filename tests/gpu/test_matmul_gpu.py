@@ -78,14 +78,17 @@ def test_dtypes(dtype, out_dtype):
 def test_batched(ta, tb):
     check(*operands(300, 520, 136, ta=ta, tb=tb, batch=5))
     a, _ = operands(300, 520, 136, batch=3)
-    w, _ = operands(136, 520, 8)                   # a 2-D (K, N) operand, broadcast
+    _, w = operands(1, 520, 136)                   # a 2-D (K, N) operand: folded into M
     check(a, w)
+    a2 = operands(200, 8, 136)[0]                  # a 2-D (M, K) operand: broadcast (a copy)
+    with pytest.warns(ws.ops.MatmulCopyWarning):
+        check(a2, operands(1, 520, 136, batch=3)[1])
 
 
 @pytest.mark.parametrize("tile_n, raster, group", [(64, "M", 1), (128, "N", 4), (192, "M", 8),
                                                    (256, "N", 16)])
 def test_policies(tile_n, raster, group):
-    check(*operands(2000, 3000, 700), tile_n=tile_n, raster=raster, group=group)
+    check(*operands(2000, 3000, 704), tile_n=tile_n, raster=raster, group=group)
 
 
 def test_epilogues():
