@@ -6,6 +6,7 @@ bf16 out, in one process on the GPU.
     PYTHONPATH=. python benchmarks/gemm.py                # squares 4096^3, 8192^3 + LLM shapes
     PYTHONPATH=. python benchmarks/gemm.py --quick        # 4096^3 and 8192^3 only
     PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
+    PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
 
 Shapes: M x N x K. The squares use row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
 {1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008),
@@ -16,7 +17,8 @@ copies so L2 does not keep them between calls. Columns: ``ws.ops`` (the public c
 included), ``ws kernel`` (the kernel launched with descriptors built once: the GPU time when the
 host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
-the record (warpstage has no FP8 GEMM yet). Prints a table, writes ``$OUT/gemm.png`` when
+the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
+``SWEEP`` policies (tile width, stages, raster, swizzle group) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
 matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
 benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
 of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
@@ -92,19 +94,23 @@ def triton_runner(a, b, c, b_kmajor, sms):
     return run
 
 
-def kernel_runner(a, b, c):
-    """A zero-argument launch of warpstage's kernel with the descriptors built once."""
+def kernel_runner(a, b, c, fields=None):
+    """A zero-argument launch of warpstage's kernel with the descriptors built once, and its
+    policy (the one ``ws.ops.matmul`` picks, or ``Matmul(**fields)`` on the operands' layout)."""
     import warpstage as ws
     from warpstage.ops import matmul_host
     from warpstage.runtime.tensors import as_tensor_arg
     m, k = a.shape
     n = b.shape[1]
     ta, tb = as_tensor_arg(a), as_tensor_arg(b)
-    xa, a_major = matmul_host._operand("a", a, ta, ws.BFloat16, True)
-    xb, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
+    xa, _, a_major = matmul_host._operand("a", a, ta, ws.BFloat16, True)
+    xb, _, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
     sms = matmul_host._sms(ta)
-    p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, a_major, b_major, False,
-                               matmul_host.choose_tile_n(m, n, 1, sms))
+    if fields is None:
+        p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, a_major, b_major, False,
+                                   matmul_host.choose_tile_n(m, n, 1, sms))
+    else:
+        p = ws.ops.Matmul(a_major=a_major, b_major=b_major, **fields)
     TD = ws.tma.TensorDescriptor
     descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, c), p.descriptor_boxes())]
     ctas = ws.sched.grid_size(p.tiles(m, n), sms)
@@ -181,6 +187,27 @@ def measure_fp8(s, iters, repeats):
     return 2 * s ** 3 / t / 1e12
 
 
+SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
+         dict(tile_n=256, num_stages=4, raster="N"), dict(tile_n=256, num_stages=4, group=16),
+         dict(tile_n=256, num_stages=4, group=4), dict(tile_n=192, num_stages=5),
+         dict(tile_n=128, num_stages=6), dict(tile_n=128, num_stages=4)]
+"""Kernel policies timed at the squares (``--sweep``), to pick the per-shape defaults from."""
+
+
+def sweep(m, n, k, iters, repeats):
+    """[(policy fields, TFLOP/s)] of the kernel launched directly, one row per SWEEP entry."""
+    sets = input_sets(m, n, k, False)
+    out = []
+    for fields in SWEEP:
+        try:
+            t = seconds_per_call(rotating(lambda a, b, c: kernel_runner(a, b, c, fields)[0],
+                                          sets), iters, repeats)
+            out.append((fields, 2 * m * n * k / t / 1e12))
+        except Exception as e:
+            print(f"  sweep {fields}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+    return out
+
+
 COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "Triton", "floor")
 
 
@@ -253,6 +280,7 @@ def main(argv=None):
     ap.add_argument("--shape", action="append", default=[], help="M,N,K (repeatable)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-sweep", action="store_true", help="skip the policy sweep")
     args = ap.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
@@ -267,12 +295,17 @@ def main(argv=None):
         rows.append(measure_shape(*shape, kmajor, args.iters, args.repeats, sms))
         print(table(rows[-1:]).splitlines()[-1], f"  [{rows[-1]['policy']}]", flush=True)
     fp8 = {s: measure_fp8(s, args.iters, args.repeats) for s in (4096, 8192)}
+    sweeps = [] if args.no_sweep else [(s, sweep(*s, args.iters, args.repeats))
+                                       for s in SQUARES]
     out = os.environ.get("OUT") or "/tmp"
     block = (f"## GEMM, bf16 in / f32 accumulation / bf16 out (`benchmarks/gemm.py`)\n\n"
              f"{environment()}. TFLOP/s, medians of {args.repeats} runs of back-to-back calls, "
              "inputs rotated.\n\n" + table(rows) + "\n\nFP8 e4m3 (cuBLAS `torch._scaled_mm`, "
              "warpstage: none yet): " + ", ".join(f"{s}^3 {v:.0f}" for s, v in fp8.items())
-             + " TFLOP/s\n")
+             + " TFLOP/s\n" + "".join(
+                 f"\nPolicies at {'x'.join(map(str, s))} (kernel launched directly): "
+                 + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: {t:.0f}"
+                             for f, t in rows_) + "\n" for s, rows_ in sweeps))
     print("\n" + block)
     with open(os.path.join(out, "gemm_results.md"), "w") as f:
         f.write(block)

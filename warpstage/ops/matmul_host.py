@@ -124,19 +124,20 @@ def _padded_copy(name: str, x, ta, dtype):
 
 
 def _operand(name: str, x, ta, dtype, k_inner: bool):
-    """(tensor TMA reads, its major) for A (``k_inner``: K is A's last dimension) or B (K is
+    """(tensor TMA reads, its TensorArg, its major) for A (``k_inner``: K is A's last dimension) or B (K is
     its second-to-last): the tensor itself when its last dimension is contiguous, its transposed
     view when the other one is, else a padded copy."""
     if tma_compatible(ta):
-        return x, ("K" if k_inner else "MN")
-    if ta.ndim >= 2:
-        view = _swap(x)
-        tv = as_tensor_arg(view, name)
-        if tma_compatible(tv):
-            return view, ("MN" if k_inner else "K")
-    return _padded_copy(name, x, ta, dtype), ("K" if k_inner else "MN")
+        return x, ta, ("K" if k_inner else "MN")
+    view = _swap(x)
+    tv = as_tensor_arg(view, name)
+    if tma_compatible(tv):
+        return view, tv, ("MN" if k_inner else "K")
+    copy = _padded_copy(name, x, ta, dtype)
+    return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
 
 
+@functools.lru_cache(maxsize=256)
 def choose_tile_n(m: int, n: int, batches: int, sms: int) -> int:
     """The tile width whose estimated time (waves of CTAs x tile work / tile efficiency) is
     least; ties go to the wider tile."""
@@ -246,12 +247,13 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
         b = b.expand(batches, k, n) if _framework(b) == "torch" else \
             np.broadcast_to(b, (batches, k, n))
         tb = as_tensor_arg(b, "b")
-    xa, a_major = _operand("a", a, ta, dtype, k_inner=True)
-    xb, b_major = _operand("b", b, tb, dtype, k_inner=False)
-    c = out
-    if c is None or not tma_compatible(as_tensor_arg(c, "out")):
+    xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
+    xb, b_arg, b_major = _operand("b", b, tb, dtype, k_inner=False)
+    c, c_arg = out, (to if out is not None else None)
+    if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
         c = _new(a, shape[:-1] + (-(-n // per) * per,), odt)
+        c_arg = None
     sms = _sms(ta)
     tn = choose_tile_n(m, n, batches, sms) if tile_n is None else tile_n
     if epilogue is None:
@@ -261,7 +263,7 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
         p = Matmul(dtype=dtype, out_dtype=odt, a_major=a_major, b_major=b_major,
                    batched=batched, tile_n=tn, num_stages=stages, raster=raster, group=group,
                    epilogue=epilogue)
-    launch(p, xa, xb, c, m, n, k, batches, epilogue, sms)
+    launch(p, (xa, xb, c), m, n, k, batches, epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         return out
     if out is not None:
@@ -273,16 +275,19 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     return c
 
 
-def launch(p: Matmul, a, b, c, m: int, n: int, k: int, batches: int, epilogue=None,
-           sms: int = SIM_CTAS) -> None:
-    """Run ``matmul_kernel`` with policy ``p`` on the TMA-readable tensors a (M x K as (M, K)
-    when ``p.a_major == 'K'``, else as its (K, M) transpose), b ((K, N) when MN-major, else
-    (N, K)) and c ((M, N), rows padded to 16 bytes allowed: the store clips at N); batched:
-    a leading batch dimension on all three. ``sms``: the persistent CTAs' upper bound."""
+def launch(p: Matmul, tensors, m: int, n: int, k: int, batches: int, epilogue=None,
+           sms: int = SIM_CTAS, tensor_args=(None, None, None)) -> None:
+    """Run ``matmul_kernel`` with policy ``p`` on ``tensors`` = (a, b, c), TMA-readable: a
+    (M x K as (M, K) when ``p.a_major == 'K'``, else as its (K, M) transpose), b ((K, N) when
+    MN-major, else (N, K)) and c ((M, N), rows padded to 16 bytes allowed: the store clips at
+    N); batched: a leading batch dimension on all three. ``sms``: the persistent CTAs' upper
+    bound. ``tensor_args``: their TensorArgs where the caller has them."""
+    a, b, c = tensors
+    args = list(tensor_args)
     if c.shape[-1] != n:                       # describe the padded rows as N wide
-        c = c[..., :n]
-    descs = [descriptor(x, as_tensor_arg(x), box)
-             for x, box in zip((a, b, c), p.descriptor_boxes())]
+        c, args[2] = c[..., :n], None
+    descs = [descriptor(x, ta or as_tensor_arg(x), box)
+             for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
     ctas = grid_size(p.tiles(m, n, batches), sms)
     matmul_kernel[(ctas, 1, 1), p.threads](p, *descs, m, n, k, batches, operands)

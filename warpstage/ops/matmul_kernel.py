@@ -204,6 +204,8 @@ class Matmul:
         TMA-store epilogue of the 128 x tile_n tile."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads        # 0..255
         wg = ws.arch.make_warp_uniform(tid // 128)
+        if tid == 0:
+            ws.tma.prefetch_descriptor(c_desc)
         state = pipeline.consumer_start_state()
         for t in range(sched.first(), sched.num_tiles(), sched.stride()):
             m_blk, n_blk, batch = sched.tile(t)
