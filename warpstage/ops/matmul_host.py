@@ -13,11 +13,12 @@ import warnings
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, WarpstageError
 from ..lang.scalars import BFloat16, Float16, Float32
 from ..lang.sched import grid_size
 from ..runtime.target import default_target
 from ..runtime.tensors import as_tensor_arg
+from ..tracebacks import _user_error, _user_stacklevel
 from .attention import descriptor
 from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
 
@@ -115,7 +116,7 @@ def _padded_copy(name: str, x, ta, dtype):
                   f"{tuple(ta.strides)}, address {ta.data_ptr:#x}): it needs a 16-byte aligned "
                   "base, one unit stride and the other strides multiples of 16 bytes, so it is "
                   "copied. Fix: pass contiguous tensors whose rows are multiples of 16 bytes",
-                  MatmulCopyWarning, stacklevel=4)
+                  MatmulCopyWarning, stacklevel=_user_stacklevel())
     per = 16 // dtype.ir_type.nbytes
     inner = -(-ta.shape[-1] // per) * per
     buf = _new(x, tuple(ta.shape[:-1]) + (inner,), dtype, zeros=True)
@@ -201,6 +202,13 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
     mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range."""
+    try:
+        return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group)
+    except (WarpstageError, ValueError) as e:
+        raise _user_error(e) from None
+
+
+def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group):
     ta, tb = _arg("a", a), _arg("b", b)
     dtype = _IN.get(str(ta.dtype))
     if dtype is None or tb.dtype != ta.dtype:
@@ -224,8 +232,8 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     if a3 and not b3 and _foldable(ta):         # (B, M, K) @ (K, N) is (B * M, K) @ (K, N)
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
-        c = matmul(a.reshape(batches * m, k), b, out=out2, out_dtype=odt, epilogue=epilogue,
-                   tile_n=tile_n, num_stages=num_stages, raster=raster, group=group)
+        c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
+                    raster, group)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
