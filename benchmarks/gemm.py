@@ -18,7 +18,8 @@ included), ``ws kernel`` (the kernel launched with descriptors built once: the G
 host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
 the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
-``SWEEP`` policies (tile width, stages, raster, swizzle group) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
+``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
+consumers) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
 matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
 benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
 of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
@@ -190,7 +191,10 @@ def measure_fp8(s, iters, repeats):
 SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
          dict(tile_n=256, num_stages=4, raster="N"), dict(tile_n=256, num_stages=4, group=16),
          dict(tile_n=256, num_stages=4, group=4), dict(tile_n=192, num_stages=5),
-         dict(tile_n=128, num_stages=6), dict(tile_n=128, num_stages=4)]
+         dict(tile_n=128, num_stages=6), dict(tile_n=128, num_stages=5, schedule="pingpong"),
+         dict(tile_n=128, num_stages=4, schedule="pingpong"),
+         dict(tile_n=128, num_stages=5, schedule="pingpong", raster="N"),
+         dict(tile_n=64, num_stages=6, schedule="pingpong")]
 """Kernel policies timed at the squares (``--sweep``), to pick the per-shape defaults from."""
 
 

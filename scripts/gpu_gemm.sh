@@ -14,4 +14,4 @@ timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider --durations=10 tests
   | tee "$OUT/pytest_matmul_gpu.txt" | tail -25
 timeout 25 python3 -m pytest -q -p no:cacheprovider -rs tests/ops/test_matmul_ptx.py 2>&1 \
   | tee "$OUT/pytest_matmul_sass.txt" | tail -4
-timeout 110 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm_bench.txt" | tail -40
+timeout 115 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm_bench.txt" | tail -40

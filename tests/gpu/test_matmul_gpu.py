@@ -2,7 +2,7 @@
 8192, odd tails (M = 1, 17, 1000; K = 8, 24), the LLM shapes (M tokens in {1, 16, 128, 4096,
 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096)}), all four
 transposes, batched and broadcast operands, fp16 and the output dtypes, the epilogues, the
-persistent tile orders. The output is poisoned with NaN first, so unwritten elements fail."""
+persistent tile orders, the ping-pong schedule. The output is poisoned with NaN first, so unwritten elements fail."""
 import pytest
 
 import warpstage as ws
@@ -89,6 +89,14 @@ def test_batched(ta, tb):
                                                    (256, "N", 16)])
 def test_policies(tile_n, raster, group):
     check(*operands(2000, 3000, 704), tile_n=tile_n, raster=raster, group=group)
+
+
+@pytest.mark.parametrize("tile_n", [64, 128])
+@pytest.mark.parametrize("m, n, k, tb", [(4096, 4096, 4096, False), (1000, 1000, 24, True),
+                                         (129, 520, 136, False), (4096, 11008, 4096, True)])
+def test_pingpong(m, n, k, tb, tile_n):
+    check(*operands(m, n, k, tb=tb), tile_n=tile_n, schedule="pingpong")
+    check(*operands(300, 264, 136, batch=3), tile_n=tile_n, schedule="pingpong")
 
 
 def test_epilogues():

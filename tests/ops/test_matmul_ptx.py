@@ -1,6 +1,6 @@
 """The GEMM kernel (warpstage/ops/matmul_kernel.py) compiled for sm_90a on the CPU: the PTX has
 the warp-specialized schedule (wgmma m64n{tile_n}k16 from smem descriptors, TMA loads and
-stores, setmaxnreg, ONE wgmma-group kept in flight), ptxas reports no spills, and, where nvdisasm
+stores, setmaxnreg, ONE wgmma-group kept in flight; both schedules), ptxas reports no spills, and, where nvdisasm
 or cuobjdump is installed, the SASS shows HGMMA, UTMALDG, UTMASTG, USETMAXREG and a
 ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` in the K loop (not a full drain after every K step)."""
 import re
@@ -31,15 +31,17 @@ def compile_policy(p: Matmul):
 
 
 @pytest.mark.parametrize("fields", [
-    dict(), dict(a_major="MN", b_major="K", out_dtype=ws.Float32),
-    dict(tile_n=128, num_stages=6, batched=True, dtype=ws.Float16)],
-    ids=["default", "At-Bt-f32", "n128-batched-f16"])
+    dict(),
+    dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
+         out_dtype=ws.Float32, batched=True, dtype=ws.Float16)],
+    ids=["default", "pingpong-At-Bt-f32-batched-f16"])
 def test_ptx_ptxas_and_sass(fields):
     p = Matmul(**fields)
     ck = compile_policy(p)
     ptx = ck.ptx
     mma = f"wgmma.mma_async.sync.aligned.m64n{p.tile_n}k16.f32"
-    assert ptx.count(mma) == 8                        # the first K step and the K loop: 4 each
+    accs = 2 if p.schedule == "pingpong" else 1       # m64 accumulators per warpgroup
+    assert ptx.count(mma) == 8 * accs                 # the first K step and the K loop: 4 each
     assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
     assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
     rank = 3 if p.batched else 2
@@ -54,10 +56,12 @@ def test_ptx_ptxas_and_sass(fields):
     res = ck.resources
     assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
     assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
+    # ping-pong: the consumers' turns are named-barrier arrivals (OrderedBarrier)
+    assert ("barrier.cta.arrive" in ptx or "bar.arrive" in ptx) == (p.schedule == "pingpong")
     if not (shutil.which("nvdisasm") or shutil.which("cuobjdump")):
         pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
     sass = ck.sass
-    assert sass.count("HGMMA.64x") == 8
+    assert sass.count("HGMMA.64x") == 8 * accs
     assert "UTMALDG" in sass and "UTMASTG" in sass
     assert sass.count("USETMAXREG") == 2
     # one drain per tile (before the epilogue), one wait-for-all-but-one per K step

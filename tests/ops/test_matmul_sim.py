@@ -46,6 +46,10 @@ CASES = [
     (40, 128, 72, "bfloat16", False, False, 3, None, {}),              # batched
     (56, 300, 40, "float16", True, True, None, "bfloat16", dict(tile_n=128)),
     (64, 256, 64, "bfloat16", False, False, None, None, dict(tile_n=256, raster="N")),
+    # ping-pong: 8 tiles on 2 CTAs (2 per warpgroup); 5 tiles (an idle turn); both transposed
+    (130, 200, 136, "bfloat16", False, False, None, None, dict(schedule="pingpong")),
+    (520, 64, 64, "float16", False, True, None, "float32", dict(schedule="pingpong")),
+    (256, 128, 200, "bfloat16", True, True, 2, None, dict(schedule="pingpong", tile_n=128)),
 ]
 
 
@@ -133,9 +137,11 @@ def test_nan_filled_shared_memory_and_races(monkeypatch):
     try:
         a, b = make_operands(90, 136, 104, "bfloat16", seed=8)
         c = ws.ops.matmul(a, b, tile_n=64, num_stages=2)
+        c2 = ws.ops.matmul(a, b, tile_n=64, num_stages=3, schedule="pingpong")
     finally:
         ws.set_target("sim")
     assert relative_error(c, reference(a, b)) < TOL["bfloat16"]
+    assert relative_error(c2, reference(a, b)) < TOL["bfloat16"]
 
 
 @pytest.mark.parametrize("args, kwargs, match", [
@@ -166,7 +172,8 @@ def test_dtype_errors():
     (dict(tile_n=96), "tile_n"), (dict(num_stages=1), "num_stages"),
     (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
     (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
-    (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster")])
+    (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
+    (dict(schedule="pingpong"), "tile_n must be 64 or 128"), (dict(schedule="ws"), "schedule")])
 def test_policy_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         ws.ops.Matmul(**fields)

@@ -43,14 +43,16 @@ BUFFERS = 2
 
 class TmaStoreEpilogue:
     """Static description of a TMA-store epilogue: output ``dtype`` (ws.Float16, ws.BFloat16 or
-    ws.Float32), the CTA tile ``tile_m x tile_n`` (tile_m a multiple of 64: one m64 accumulator
-    per consumer warpgroup; tile_n a multiple of ``sub_cols``), ``threads`` (the consumer
-    threads, ``2 * tile_m``), and ``barrier_id`` (a named barrier no other code of the kernel
-    uses with another thread count; 1..15). Raises ValueError for a configuration it cannot
-    store. ``buffer_spec`` is the smem field to allocate, ``box`` the TMA box of the output's
-    descriptor (outermost first, elements)."""
+    ws.Float32), the tile ``tile_m x tile_n`` (tile_m a multiple of 64; tile_n a multiple of
+    ``sub_cols``) held by ``warpgroups`` consumer warpgroups (default ``tile_m / 64``: one m64
+    accumulator each; fewer, and each holds ``tile_m / 64 / warpgroups`` accumulators of
+    consecutive 64-row blocks), and ``barrier_id`` (a named barrier no other code of the
+    kernel uses with another thread count; 1..15; ``store`` may override it with a dynamic id).
+    ``threads`` = 128 x warpgroups. Raises ValueError for a configuration it cannot store.
+    ``buffer_spec`` is the smem field to allocate (``buffer_shape`` its shape, to stack copies
+    of), ``box`` the TMA box of the output's descriptor (outermost first, elements)."""
 
-    def __init__(self, dtype, tile_m: int, tile_n: int, barrier_id: int = 1):
+    def __init__(self, dtype, tile_m: int, tile_n: int, barrier_id: int = 1, warpgroups=None):
         if dtype not in _OUT_DTYPES:
             raise ValueError(f"TmaStoreEpilogue: dtype must be ws.Float16, ws.BFloat16 or "
                              f"ws.Float32, got {dtype!r}")
@@ -65,40 +67,53 @@ class TmaStoreEpilogue:
         if not 1 <= barrier_id < 16:
             raise ValueError(f"TmaStoreEpilogue: barrier_id must be in [1, 16) (0 is "
                              f"sync_threads'), got {barrier_id!r}")
+        warpgroups = tile_m // 64 if warpgroups is None else warpgroups
+        if warpgroups not in range(1, tile_m // 64 + 1) or (tile_m // 64) % warpgroups:
+            raise ValueError(f"TmaStoreEpilogue: warpgroups must divide tile_m / 64 = "
+                             f"{tile_m // 64}, got {warpgroups!r}")
         self.tile_m, self.tile_n, self.barrier_id = tile_m, tile_n, barrier_id
-        self.threads = 2 * tile_m
+        self.warpgroups = warpgroups
+        self.per_warpgroup = tile_m // 64 // warpgroups       # accumulators per warpgroup
+        self.threads = 128 * warpgroups
         self.layout = TileLayout(tile_m, self.sub_cols, dtype, swizzle=128)
         self.box = (tile_m, self.sub_cols)
-        self.buffer_spec = Array(dtype, (BUFFERS, tile_m, self.sub_cols), swizzle=128)
+        self.buffer_shape = (BUFFERS, tile_m, self.sub_cols)
+        self.buffer_spec = Array(dtype, self.buffer_shape, swizzle=128)
         self.smem_bytes = BUFFERS * self.layout.nbytes
 
     def __static_key__(self):
         return ("TmaStoreEpilogue", self.dtype.__name__, self.tile_m, self.tile_n,
-                self.barrier_id)
+                self.barrier_id, self.warpgroups)
 
     def __repr__(self) -> str:
-        return (f"<TmaStoreEpilogue {self.dtype.__name__} {self.tile_m}x{self.tile_n} in "
-                f"{self.tile_m}x{self.sub_cols} sub-tiles, barrier {self.barrier_id}>")
+        return (f"<TmaStoreEpilogue {self.dtype.__name__} {self.tile_m}x{self.tile_n} by "
+                f"{self.warpgroups} warpgroup(s) in {self.tile_m}x{self.sub_cols} sub-tiles, "
+                f"barrier {self.barrier_id}>")
 
-    def store(self, acc, tid, desc, buffers, coords, transform=None) -> None:
-        """Store the CTA tile whose first element is at ``coords`` (the output descriptor's
+    def store(self, accs, tid, desc, buffers, coords, transform=None, barrier_id=None) -> None:
+        """Store the tile whose first element is at ``coords`` (the output descriptor's
         coordinates, outermost first: ``(row0, col0)`` or ``(batch, row0, col0)``).
 
-        ``acc``: this thread's waited-for m64n``tile_n`` f32 accumulator (``wait_group``'s
-        result); ``tid``: the thread's index among the ``threads`` consumer threads (dynamic;
-        warpgroup ``tid // 128`` holds rows ``64 (tid // 128)`` ..); ``desc``: the output's TMA
-        descriptor (box ``box``, swizzle 128); ``buffers``: the allocated ``buffer_spec``
-        array. ``transform(x, row, col)``: applied to each f32 element with its row and column
-        in the CTA tile (dynamic Int32) before the conversion, or None. Called by all
-        ``threads`` threads (it contains ``bar.sync barrier_id, threads``). Raises OperandError
-        for a fragment of another width."""
-        if not isinstance(acc, Fragment) or len(acc) * 2 != self.tile_n:
-            raise operand_error("TmaStoreEpilogue.store()'s accumulator", acc,
-                                f"an m64n{self.tile_n} f32 Fragment ({self.tile_n // 2} "
-                                "registers), waited for", "pass ws.wgmma.wait_group(0, acc)")
+        ``accs``: this thread's waited-for m64n``tile_n`` f32 accumulator (``wait_group``'s
+        result), or a list of ``per_warpgroup`` of them (64-row blocks in order); ``tid``: the
+        thread's index among the ``threads`` threads (dynamic; warpgroup ``w = tid // 128``
+        holds rows from ``64 per_warpgroup w``); ``desc``: the output's TMA descriptor (box
+        ``box``, swizzle 128); ``buffers``: an allocated ``buffer_spec`` array.
+        ``transform(x, row, col)``: applied to each f32 element with its row and column in the
+        tile (dynamic Int32) before the conversion, or None. ``barrier_id``: None (the
+        configured one) or a dynamic warp-uniform id. Called by all ``threads`` threads (it
+        contains ``bar.sync barrier_id, threads``). Raises OperandError for accumulators of
+        another shape."""
+        accs = list(accs) if isinstance(accs, (list, tuple)) else [accs]
+        if len(accs) != self.per_warpgroup or any(
+                not isinstance(a, Fragment) or len(a) * 2 != self.tile_n for a in accs):
+            raise operand_error("TmaStoreEpilogue.store()'s accumulators", accs,
+                                f"{self.per_warpgroup} m64n{self.tile_n} f32 Fragment(s) "
+                                f"({self.tile_n // 2} registers each), waited for",
+                                "pass ws.wgmma.wait_group(0, acc)")
+        bar = self.barrier_id if barrier_id is None else barrier_id
         wg, warp, lane = tid // 128, (tid // 32) % 4, tid % 32
-        row = wg * 64 + 16 * warp + lane // 4            # element i: row + 8 ((i // 2) % 2)
-        col = 2 * (lane % 4)                              # ... col + 8 (i // 4) + i % 2
+        col = 2 * (lane % 4)                              # element i: col + 8 (i // 4) + i % 2
         per_sub = self.sub_cols // 2                      # accumulator registers per sub-tile
         count = self.tile_n // self.sub_cols
         leader = tid == 0
@@ -106,24 +121,15 @@ class TmaStoreEpilogue:
             # an odd count: the previous tile's last store read buffer 0, which sub-tile 0
             # rewrites; wait for that read (one barrier per tile, not per sub-tile)
             _if_then(leader, lambda: _tma.wait_group(0, read=True))
-            barrier_sync(self.barrier_id, self.threads)
+            barrier_sync(bar, self.threads)
         for j in range(count):
             buf = buffers[j % BUFFERS]
-            vals = []
-            for i in range(j * per_sub, (j + 1) * per_sub):
-                x = acc[i]
-                if transform is not None:
-                    x = transform(x, row + 8 * ((i // 2) % 2), col + 8 * (i // 4) + i % 2)
-                vals.append(x)
-            if self.dtype is Float32:
-                for t, x in enumerate(vals):
-                    i = j * per_sub + t
-                    buf[row + 8 * ((i // 2) % 2), col + 8 * (i // 4) - j * self.sub_cols + i % 2] = x
-            else:
-                self._stmatrix(buf, Fragment(Float32, vals).to(self.dtype), wg, warp, lane)
+            for blk, acc in enumerate(accs):
+                block0 = (wg * self.per_warpgroup + blk) * 64
+                self._write(buf, acc, j, block0, warp, lane, col, per_sub, transform)
             fence_proxy_async()
             _if_then(leader, lambda: _tma.wait_group(0, read=True))
-            barrier_sync(self.barrier_id, self.threads)
+            barrier_sync(bar, self.threads)
             offset = list(coords)
             offset[-1] = offset[-1] + j * self.sub_cols
 
@@ -132,12 +138,29 @@ class TmaStoreEpilogue:
                 _tma.commit_group()
             _if_then(leader, issue)
 
-    def _stmatrix(self, buf, frag, wg, warp, lane) -> None:
+    def _write(self, buf, acc, j, block0, warp, lane, col, per_sub, transform) -> None:
+        """Sub-tile ``j`` of one accumulator (rows ``block0`` ..) into ``buf``: the transform,
+        then stmatrix (16-bit outputs) or st.shared (f32)."""
+        row = block0 + 16 * warp + lane // 4               # element i: row + 8 ((i // 2) % 2)
+        vals = []
+        for i in range(j * per_sub, (j + 1) * per_sub):
+            x = acc[i]
+            if transform is not None:
+                x = transform(x, row + 8 * ((i // 2) % 2), col + 8 * (i // 4) + i % 2)
+            vals.append(x)
+        if self.dtype is Float32:
+            for t, x in enumerate(vals):
+                i = j * per_sub + t
+                buf[row + 8 * ((i // 2) % 2), col + 8 * (i // 4) - j * self.sub_cols + i % 2] = x
+        else:
+            self._stmatrix(buf, Fragment(Float32, vals).to(self.dtype), block0, warp, lane)
+
+    def _stmatrix(self, buf, frag, block0, warp, lane) -> None:
         """One ``stmatrix.x4`` per 16 columns: 8 converted registers (two n8 blocks) of a warp
         are four 8x8 matrices, matrix m = rows 8 (m % 2) .. of block m // 2; lane l gives the
         address of row l % 8 of matrix l // 8."""
         m = lane // 8
-        row = wg * 64 + 16 * warp + (m % 2) * 8 + lane % 8
+        row = block0 + 16 * warp + (m % 2) * 8 + lane % 8
         for pair in range(self.sub_cols // 16):
             part = frag[8 * pair:8 * pair + 8]
             stmatrix(buf.ptr + self.layout.offset(row, 16 * pair + (m // 2) * 8), part)

@@ -30,10 +30,11 @@ from ..frontend.binding_time import Static
 from .arch import block_idx, grid_dim
 from .math import min as _min
 from .operands import operand_error
+from .pipeline import PipelineState
 from .scalars import Int32
 from .struct import struct
 
-__all__ = ["PersistentTileScheduler", "tile_coords", "grid_size", "RASTERS"]
+__all__ = ["PersistentTileScheduler", "tile_coords", "grid_size", "skip_stages", "RASTERS"]
 
 RASTERS = ("M", "N")
 
@@ -61,6 +62,17 @@ def grid_size(num_tiles: int, num_sms: int) -> int:
     """CTAs to launch for a persistent kernel: one per SM, but no more than there are tiles
     (at least 1). Host-side, Python ints."""
     return max(1, min(int(num_tiles), int(num_sms)))
+
+
+def skip_stages(state: PipelineState, n) -> PipelineState:
+    """``state`` advanced by ``n`` stages (a dynamic or static count >= 0) in one step: index
+    ``(index + n) mod num_stages``, the phase flipped once per wrap, ``count + n``. How a
+    ping-pong consumer passes over the stages of the tiles the other consumer takes (every
+    consumer walks the whole ring in order, but waits only on its own tiles' stages)."""
+    total = state.index + n
+    wraps = total // state.num_stages
+    return PipelineState(state.num_stages, total - wraps * state.num_stages,
+                         state.phase ^ (wraps & 1), state.count + n)
 
 
 def _check(raster, group, what: str):

@@ -151,12 +151,22 @@ def choose_tile_n(m: int, n: int, batches: int, sms: int) -> int:
 
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
-               num_stages=None, raster: str = "M", group: int = 8) -> Matmul:
+               num_stages=None, raster: str = "M", group: int = 8,
+               schedule: str = "cooperative") -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
-    stages = min(8, max_stages(tile_n, out_dtype, dtype)) if num_stages is None else num_stages
+    return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                       group, schedule, None)
+
+
+def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
+                schedule, epilogue) -> Matmul:
+    """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8)."""
+    stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
+              else num_stages)
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
-                  batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group)
+                  batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
+                  schedule=schedule, epilogue=epilogue)
 
 
 def _sms(ta) -> int:
@@ -186,7 +196,7 @@ def _shapes(ta, tb):
 
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-           raster="M", group=8):
+           raster="M", group=8, schedule="cooperative"):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -197,18 +207,20 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     (M, N) / (B, M, N) tensor of that dtype to write (else a new contiguous one is returned).
     ``epilogue``: None or a ``ws.ops.Epilogue`` (``BiasGelu(bias)``, ``BiasSilu(bias)``, ...)
     applied per f32 element before the rounding. ``tile_n`` (64/128/192/256), ``num_stages``,
-    ``raster`` ('M'/'N') and ``group``: the kernel's policy (None: chosen per shape).
+    ``raster`` ('M'/'N'), ``group`` and ``schedule`` ('cooperative'/'pingpong'): the kernel's
+    policy (``ws.ops.Matmul``; None: chosen per shape).
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
     mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range."""
     try:
-        return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group)
+        return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
+                       schedule)
     except (WarpstageError, ValueError) as e:
         raise _user_error(e) from None
 
 
-def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group):
+def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule):
     ta, tb = _arg("a", a), _arg("b", b)
     dtype = _IN.get(str(ta.dtype))
     if dtype is None or tb.dtype != ta.dtype:
@@ -233,7 +245,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group):
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group)
+                    raster, group, schedule)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
@@ -263,14 +275,17 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group):
         c = _new(a, shape[:-1] + (-(-n // per) * per,), odt)
         c_arg = None
     sms = _sms(ta)
-    tn = choose_tile_n(m, n, batches, sms) if tile_n is None else tile_n
-    if epilogue is None:
-        p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group)
+    if tile_n is not None:
+        tn = tile_n
     else:
-        stages = min(8, max_stages(tn, odt, dtype)) if num_stages is None else num_stages
-        p = Matmul(dtype=dtype, out_dtype=odt, a_major=a_major, b_major=b_major,
-                   batched=batched, tile_n=tn, num_stages=stages, raster=raster, group=group,
-                   epilogue=epilogue)
+        tn = choose_tile_n(m, n, batches, sms)
+        tn = min(tn, 128) if schedule == "pingpong" else tn
+    if epilogue is None:
+        p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
+                       schedule)
+    else:
+        p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
+                        schedule, epilogue)
     launch(p, (xa, xb, c), m, n, k, batches, epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         return out

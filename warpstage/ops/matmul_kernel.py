@@ -35,6 +35,7 @@ from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float16, Float32
 from ..lang.sched import RASTERS, PersistentTileScheduler
 from ..lang.wgmma import TileLayout
+from .matmul_consumer import MatmulConsumer
 
 __all__ = ["Matmul", "matmul_kernel", "TILE_M", "TILE_K"]
 
@@ -43,9 +44,10 @@ TILE_K = 64                    # 128 bytes of a 16-bit dtype: one swizzle span, 
 _IN_DTYPES = (Float16, BFloat16)
 _OUT_DTYPES = (Float16, BFloat16, Float32)
 _MAJORS = ("K", "MN")
+SCHEDULES = ("cooperative", "pingpong")
 
 
-class Matmul:
+class Matmul(MatmulConsumer):
     """Static policy of the GEMM kernel (configuration + per-role device code).
 
     ``dtype``: A's and B's ws.Float16 / ws.BFloat16. ``out_dtype``: C's ws.Float16,
@@ -57,7 +59,9 @@ class Matmul:
     ``cluster``: (1, 1) only (TMA multicast across a cluster is not built). ``epilogue``: None
     or a static object with a ``@ws.jit`` ``apply(x, row, col, operands)`` method
     (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
-    ``setmaxnreg`` counts of the producer and the two consumer warpgroups.
+    ``setmaxnreg`` counts of the producer and the two consumer warpgroups. ``schedule``:
+    "cooperative" (both consumer warpgroups on one tile) or "pingpong" (alternate tiles, turns
+    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``.
 
     Raises ValueError naming the field for a configuration the kernel cannot run (shared
     memory included)."""
@@ -70,7 +74,7 @@ class Matmul:
 
     def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
                  batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
-                 epilogue=None, producer_regs=40, mma_regs=232):
+                 epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative"):
         out_dtype = dtype if out_dtype is None else out_dtype
         if dtype not in _IN_DTYPES:
             raise ValueError(f"Matmul: dtype must be ws.Float16 or ws.BFloat16, got {dtype!r}")
@@ -82,6 +86,13 @@ class Matmul:
                 raise ValueError(f"Matmul: {name} must be 'K' or 'MN', got {v!r}")
         if tile_n not in (64, 128, 192, 256):
             raise ValueError(f"Matmul: tile_n must be 64, 128, 192 or 256, got {tile_n!r}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"Matmul: schedule must be 'cooperative' or 'pingpong', got "
+                             f"{schedule!r}")
+        if schedule == "pingpong" and tile_n > 128:
+            raise ValueError(f"Matmul: schedule='pingpong' holds a whole 128 x tile_n tile per "
+                             f"warpgroup (tile_n f32 registers per thread): tile_n must be 64 or "
+                             f"128, got {tile_n}. Fix: tile_n=128, or schedule='cooperative'")
         if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 2:
             raise ValueError(f"Matmul: num_stages must be an int >= 2, got {num_stages!r}")
         if raster not in RASTERS or isinstance(group, bool) or not isinstance(group, int) \
@@ -102,6 +113,8 @@ class Matmul:
         self.a_major, self.b_major, self.batched = a_major, b_major, bool(batched)
         self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
         self.cluster = (1, 1)
+        self.schedule = schedule
+        self.consumer_arrivals = 128 if schedule == "pingpong" else 256    # per stage
         self.epilogue = epilogue
         self.producer_regs, self.mma_regs = producer_regs, mma_regs
         # smem tiles: rows x cols with cols contiguous (TileLayout); K-major A is M x K, MN-major
@@ -111,31 +124,34 @@ class Matmul:
         self.b_layout = (TileLayout(tile_n, TILE_K, dtype, 128) if b_major == "K"
                          else TileLayout(TILE_K, tile_n, dtype, 128))
         self.stage_bytes = self.a_layout.nbytes + self.b_layout.nbytes
-        self.out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=1)
+        self.out, c_spec = epilogue_buffers(out_dtype, tile_n, schedule)
         self.SharedStorage = ws.smem.make_storage(
             "MatmulStorage",
             a=ws.smem.Array(dtype, (num_stages,) + self.a_layout.shape, swizzle=128),
             b=ws.smem.Array(dtype, (num_stages,) + self.b_layout.shape, swizzle=128),
-            c=self.out.buffer_spec,
+            c=c_spec,
             barriers=ws.pipeline.BarrierStorage[num_stages])
         self.smem_bytes = ws.smem.size_of(self.SharedStorage)
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
             raise ValueError(f"Matmul: {num_stages} stages of {self.stage_bytes} bytes and the "
-                             f"{self.out.smem_bytes}-byte epilogue buffers need "
+                             f"{c_spec.nbytes}-byte epilogue buffers need "
                              f"{self.smem_bytes} bytes of shared memory, more than the "
                              f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use. Fix: num_stages="
-                             f"{max_stages(tile_n, out_dtype, dtype)} or less, or a smaller "
+                             f"{max_stages(tile_n, out_dtype, dtype, schedule)} or less, or a "
+                             "smaller "
                              "tile_n")
 
     def __static_key__(self):
         return ("Matmul", self.dtype.__name__, self.out_dtype.__name__, self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
-                self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue))
+                self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
+                self.schedule)
 
     def __repr__(self) -> str:
         return (f"Matmul({self.dtype.__name__} -> {self.out_dtype.__name__}, A {self.a_major}-"
                 f"major, B {self.b_major}-major{', batched' if self.batched else ''}, 128 x "
-                f"{self.tile_n} tiles, {self.num_stages} stages, raster {self.raster}/"
+                f"{self.tile_n} tiles, {self.schedule}, {self.num_stages} stages, raster "
+                f"{self.raster}/"
                 f"{self.group}, epilogue {type(self.epilogue).__name__})")
 
     # -- host-side facts -----------------------------------------------------------------------
@@ -197,84 +213,27 @@ class Matmul:
     def coords(self, batch, row, col) -> tuple:
         return (batch, row, col) if self.batched else (row, col)
 
-    # -- consumer role -------------------------------------------------------------------------
-    @ws.jit
-    def consume(self, c_desc, sched, k_tiles, m, n, operands, pipeline, storage):
-        """Consumer warpgroups 1 and 2: per tile, the mainloop (64 rows each), then the
-        TMA-store epilogue of the 128 x tile_n tile."""
-        tid = ws.arch.thread_idx()[0] - self.producer_threads        # 0..255
-        wg = ws.arch.make_warp_uniform(tid // 128)
-        if tid == 0:
-            ws.tma.prefetch_descriptor(c_desc)
-        state = pipeline.consumer_start_state()
-        for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-            m_blk, n_blk, batch = sched.tile(t)
-            acc, state = self.mainloop(wg, k_tiles, pipeline, storage, state)
-            self.store_tile(acc, tid, c_desc, storage, m_blk * TILE_M, n_blk * self.tile_n,
-                            batch, m, n, operands)
-        self.out.tail(tid)
-
-    @ws.jit
-    def mainloop(self, wg, k_tiles, pipeline, storage, state):
-        """acc = A_tile @ B_tile over the K steps, one wgmma-group in flight: stage s - 1 is
-        released as soon as ``wait_group(1)`` after issuing stage s says its group is done.
-        Returns (the waited-for accumulator, the pipeline state after the last stage)."""
-        pipeline.consumer_wait(state)
-        ws.wgmma.fence()
-        acc = self.issue(wg, storage, state, None)
-        prev = state
-        state = state.advance()
-        for kt in range(1, k_tiles):
-            pipeline.consumer_wait(state)
-            acc = ws.wgmma.fence(acc)
-            acc = self.issue(wg, storage, state, acc)
-            ws.wgmma.wait_group(1)                 # the previous stage's group is done
-            pipeline.consumer_release(prev)
-            prev = state
-            state = state.advance()
-        acc = ws.wgmma.wait_group(0, acc)
-        pipeline.consumer_release(prev)
-        return acc, state
-
-    def issue(self, wg, storage, state, acc):
-        """Issue this warpgroup's 64 x tile_n x 64 of stage ``state`` (four k16 wgmmas, the
-        first overwriting when ``acc`` is None) and commit them as one group."""
-        da = ws.wgmma.tile_descriptor(storage.a[state.index], major=self.a_major).at(row=wg * 64)
-        db = ws.wgmma.tile_descriptor(storage.b[state.index], major=self.b_major)
-        for kk in range(TILE_K // 16):
-            if acc is None:
-                acc = ws.wgmma.mma(da.k_step(kk), db.k_step(kk), None, n=self.tile_n,
-                                   scale_d=False)
-            else:
-                acc = ws.wgmma.mma(da.k_step(kk), db.k_step(kk), acc)
-        ws.wgmma.commit_group()
-        return acc
-
-    def store_tile(self, acc, tid, c_desc, storage, row0, col0, batch, m, n, operands) -> None:
-        """The epilogue of the tile at (row0, col0): ``epilogue.apply`` per element (with its
-        row and column clamped into the output, so operand loads stay in bounds; the clipped
-        elements are not stored), then the TMA-store epilogue."""
-        transform = None
-        if self.epilogue is not None:
-            epi, last_row, last_col = self.epilogue, m - 1, n - 1
-            base = batch * m + row0 if self.batched else row0
-
-            def transform(x, r, c):
-                return epi.apply(x, ws.math.min(base + r, batch * m + last_row if self.batched
-                                                else last_row),
-                                 ws.math.min(col0 + c, last_col), operands)
-        self.out.store(acc, tid, c_desc, storage.c, self.coords(batch, row0, col0), transform)
-
 
 def block(layout: TileLayout, tile, blk: int):
     """Column block ``blk`` (64 columns: one TMA box) of a stage's tile."""
     return tile if layout.blocks == 1 else tile[blk]
 
 
-def max_stages(tile_n: int, out_dtype, dtype=BFloat16) -> int:
+def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:
+    """(the TmaStoreEpilogue, the smem field of its buffers) of a schedule: cooperative, one
+    epilogue of both warpgroups (named barrier 1); ping-pong, one per warpgroup (two copies of
+    the buffers; named barrier 3 + warpgroup, passed at the store)."""
+    if schedule == "pingpong":
+        out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=3, warpgroups=1)
+        return out, ws.smem.Array(out_dtype, (2,) + out.buffer_shape, swizzle=128)
+    out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=1)
+    return out, out.buffer_spec
+
+
+def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative") -> int:
     """The deepest TMA ring that fits in shared memory with the epilogue buffers."""
     stage = (TILE_M + tile_n) * TILE_K * dtype.ir_type.nbytes
-    free = ws.smem.MAX_DYNAMIC_SMEM - TmaStoreEpilogue(out_dtype, TILE_M, tile_n).smem_bytes
+    free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule)[1].nbytes
     return (free - 1024) // stage
 
 
@@ -283,7 +242,7 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, operands, storage):
     """Pipeline and scheduler set-up, then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=p.num_stages,
-                                                   consumer_count=p.consumer_threads,
+                                                   consumer_count=p.consumer_arrivals,
                                                    transaction_bytes=p.stage_bytes)
     sched = PersistentTileScheduler.create((m + (TILE_M - 1)) // TILE_M,
                                            (n + (p.tile_n - 1)) // p.tile_n, batches,
