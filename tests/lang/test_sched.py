@@ -66,3 +66,16 @@ def test_kernel_walk_matches_host_order(sim_target):
     walk[ctas, 32](out, tm, tn, nb)
     want = [tile_coords(t, tm, tn, "N", 2) + (t % ctas,) for t in range(tm * tn * nb)]
     assert [tuple(r) for r in out.tolist()] == want
+
+
+@pytest.mark.parametrize("stages", [1, 3, 4])
+@pytest.mark.parametrize("start, n", [(0, 0), (0, 5), (2, 7), (5, 12)])
+def test_skip_stages_is_n_advances(stages, start, n):
+    state = ws.pipeline.make_consumer_start_state(stages)
+    for _ in range(start):
+        state = state.advance()
+    want = state
+    for _ in range(n):
+        want = want.advance()
+    got = ws.sched.skip_stages(state, n)
+    assert (got.index, got.phase, got.count) == (want.index, want.phase, want.count)
