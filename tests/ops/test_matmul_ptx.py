@@ -4,7 +4,6 @@ stores, setmaxnreg, ONE wgmma-group kept in flight; both schedules), ptxas repor
 or cuobjdump is installed, the SASS shows HGMMA, UTMALDG, UTMASTG, USETMAXREG and a
 ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` in the K loop (not a full drain after every K step)."""
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import pytest
 import warpstage as ws
 from dtypes_helper import numpy_dtype
 from warpstage.backend import find_ptxas
+from warpstage.backend.ptxas import find_cuda_tool
 from warpstage.ops.matmul_kernel import Matmul, matmul_kernel
 from warpstage.options import CompileOptions
 
@@ -58,7 +58,7 @@ def test_ptx_ptxas_and_sass(fields):
     assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
     # ping-pong: the consumers' turns are named-barrier arrivals (OrderedBarrier)
     assert ("barrier.cta.arrive" in ptx or "bar.arrive" in ptx) == (p.schedule == "pingpong")
-    if not (shutil.which("nvdisasm") or shutil.which("cuobjdump")):
+    if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):
         pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
     sass = ck.sass
     assert sass.count("HGMMA.64x") == 8 * accs
