@@ -105,10 +105,11 @@ def test_epilogues():
     a, b = operands(1000, 4096, 1024, tb=True)
     bias = torch.randn(4096, device="cuda")
     ref = reference(a, b) + bias
-    for epi, want in ((ws.ops.BiasGelu(bias), F.gelu(ref, approximate="tanh")),
-                      (ws.ops.BiasSilu(bias), F.silu(ref))):
+    # GELU's tanh is PTX tanh.approx.f32 for |x| >= 0.55 (relative error about 2^-11)
+    for epi, want, tol in ((ws.ops.BiasGelu(bias), F.gelu(ref, approximate="tanh"), 1e-3),
+                           (ws.ops.BiasSilu(bias), F.silu(ref), 1e-4)):
         out = ws.ops.matmul(a, b, out_dtype=torch.float32, epilogue=epi)
-        assert relative_error(out, want) < 1e-4
+        assert relative_error(out, want) < tol
 
 
 def test_copied_layouts():
