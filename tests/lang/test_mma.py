@@ -213,6 +213,33 @@ def test_ldmatrix_feeding_mma_sync_gemm_tile(a_km, b_nk):
     np.testing.assert_array_equal(d.astype(np.float64), an @ bn)
 
 
+@ws.kernel
+def stmatrix_x4(out: ws.Tensor):
+    """Four 8x8 matrices (a 16 x 16 tile) by one stmatrix .x4: lane l holds elements
+    (l // 4, 2 (l % 4) + j) of each matrix m, with the value 64 m + 8 (l // 4) + 2 (l % 4) + j
+    (exact in bf16);
+    lanes 8m..8m+7 give matrix m's row addresses (matrix m at rows 8 (m % 2), columns
+    8 (m // 2)). 64 row halves of 8 bytes: more addresses than a warp has lanes."""
+    lane = ws.arch.lane_idx()
+    s = ws.smem.allocate(ws.smem.Array[ws.BFloat16, (16, 16)])
+    vals = [ws.Float32(64 * m + 8 * (lane // 4) + 2 * (lane % 4) + j)
+            for m in range(4) for j in range(2)]
+    mat = lane // 8
+    ws.mma.stmatrix(s[8 * (mat % 2) + lane % 8].ptr + 8 * (mat // 2),
+                    ws.mma.Fragment(ws.Float32, vals).to(ws.BFloat16))
+    ws.arch.sync_warp()
+    for i in range(lane, 256, 32):
+        out[i // 16, i % 16] = s[i // 16, i % 16]
+
+
+def test_stmatrix_x4_writes_four_matrices():
+    out = np.zeros((16, 16), numpy_dtype("bf16"))
+    stmatrix_x4[1, 32](out)
+    r, c = np.meshgrid(np.arange(16), np.arange(16), indexing="ij")
+    m = (r // 8) + 2 * (c // 8)
+    np.testing.assert_array_equal(to_float64(out), 64 * m + 8 * (r % 8) + c % 8)
+
+
 @pytest.mark.parametrize("trans", [False, True])
 def test_stmatrix_writes_the_accumulator_tile(trans):
     (a, b, _), (an, bn, _) = operands("m16n8k16", "bf16", "f32", seed=4)

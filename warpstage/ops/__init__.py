@@ -9,10 +9,21 @@
   ``flash_attention_kernel``, the kernel itself, for direct launches.
 - ``FlashAttentionWgmma`` / ``flash_attention_wgmma_kernel``: the wgmma + TMA kernel
   (FlashAttention-3 style, ``attention_wgmma.py``), ``flash_attention(..., mma='wgmma')``.
+- ``matmul(a, b, *, out=None, out_dtype=None, epilogue=None)``: C = epilogue(A @ B) for 2-D /
+  3-D fp16/bf16 tensors with the warp-specialized persistent TMA + wgmma GEMM
+  (``matmul_host.py``; the kernel ``matmul_kernel`` and its policy ``Matmul`` in
+  ``matmul_kernel.py``); like ``torch.matmul``.
+- ``Epilogue`` and the shipped ``Bias``, ``BiasGelu``, ``BiasSilu``, ``Residual``
+  (``matmul_epilogues.py``): static per-element epilogues compiled into the GEMM.
 """
 from .attention import flash_attention, reference
 from .attention_kernel import FlashAttention, flash_attention_kernel
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+from .matmul_host import MatmulCopyWarning, matmul
+from .matmul_epilogues import Bias, BiasGelu, BiasSilu, Epilogue, Residual
+from .matmul_kernel import Matmul, matmul_kernel
 
 __all__ = ["flash_attention", "reference", "FlashAttention", "flash_attention_kernel",
-           "FlashAttentionWgmma", "flash_attention_wgmma_kernel"]
+           "FlashAttentionWgmma", "flash_attention_wgmma_kernel", "matmul", "Matmul",
+           "matmul_kernel", "MatmulCopyWarning", "Epilogue", "Bias", "BiasGelu", "BiasSilu",
+           "Residual"]

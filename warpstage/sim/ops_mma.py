@@ -36,7 +36,6 @@ __all__ = ["require_converged_warp"]
 
 _LANES64 = LANE_IDS.astype(np.int64)
 _TF32_MASK = np.uint32(0xFFFFE000)
-_HALVES = np.array([0, 8], np.int64)
 
 
 def require_converged_warp(op: Operation, w, what: str) -> None:
@@ -166,7 +165,9 @@ def _stmatrix(op: Operation, cx):
         for m in range(num):
             for j in range(2):
                 tiles[m][rows[j], cols[j]] = to_memory(t, s[v_s[2 * m + j]]).view(np.uint16)
-        words = tiles.reshape(8 * num, 2, 4).view(np.uint64).reshape(8 * num * 2)
-        # one store in lane order: where rows overlap, the higher lane's row wins
-        w.cta.smem.store((addrs[:, None] + _HALVES).ravel(), words, hint)
+        words = tiles.reshape(8 * num, 2, 4).view(np.uint64).reshape(8 * num, 2)
+        # per 8-byte half, one store in lane order (at most 32 addresses, as the memory's fast
+        # path takes): where rows overlap, the higher lane's row wins
+        for h in (0, 1):
+            w.cta.smem.store(addrs + 8 * h, words[:, h], hint)
     return stmatrix

@@ -1,0 +1,321 @@
+"""GEMM: ``ws.ops.matmul`` (the warp-specialized persistent TMA + wgmma kernel,
+warpstage/ops/matmul_kernel.py) against cuBLAS (``torch.matmul``) and a persistent TMA matmul
+written in Triton (``triton_matmul`` below: what a Triton user gets), bf16 in, f32 accumulation,
+bf16 out, in one process on the GPU.
+
+    PYTHONPATH=. python benchmarks/gemm.py                # squares 4096^3, 8192^3 + LLM shapes
+    PYTHONPATH=. python benchmarks/gemm.py --quick        # 4096^3 and 8192^3 only
+    PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
+    PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
+
+Shapes: M x N x K. The squares use row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
+{1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008),
+(128256, 4096)}) multiply by an nn.Linear weight W (N, K), i.e. B = W.T (K-major), in all three
+implementations. Per implementation: the median over ``--repeats`` runs of ``--iters``
+back-to-back calls (CUDA events, benchmarks/gpu_timing.py), the inputs rotated over several
+copies so L2 does not keep them between calls. Columns: ``ws.ops`` (the public call, host code
+included), ``ws kernel`` (the kernel launched with descriptors built once: the GPU time when the
+host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
+the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
+the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
+``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
+consumers) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
+matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
+benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
+of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import os
+import subprocess
+import sys
+
+from gpu_timing import seconds_per_call   # benchmarks/ is on sys.path when run as a script
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+LLM = [(m, n, k) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096))
+       for m in (1, 16, 128, 4096, 16384)]
+PEAK, HBM = 989.4e12, 4.8e12                 # H200 SXM: dense bf16 FLOP/s, HBM bytes/s
+
+
+def triton_kernel():
+    """A persistent TMA matmul in Triton 3.6 (host TensorDescriptors, grouped tile order)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def matmul_persistent(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                          B_KMAJOR: tl.constexpr):
+        pid = tl.program_id(0)
+        tiles_m = tl.cdiv(M, BM)
+        tiles_n = tl.cdiv(N, BN)
+        k_tiles = tl.cdiv(K, BK)
+        for tile in tl.range(pid, tiles_m * tiles_n, NUM_SMS):
+            band = tile // (GROUP_M * tiles_n)
+            first = band * GROUP_M
+            width = min(tiles_m - first, GROUP_M)
+            within = tile % (GROUP_M * tiles_n)
+            off_m = (first + within % width) * BM
+            off_n = (within // width) * BN
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for kt in range(k_tiles):
+                a = a_desc.load([off_m, kt * BK])
+                if B_KMAJOR:
+                    b = b_desc.load([off_n, kt * BK]).T
+                else:
+                    b = b_desc.load([kt * BK, off_n])
+                acc = tl.dot(a, b, acc)
+            c_desc.store([off_m, off_n], acc.to(tl.bfloat16))
+    return matmul_persistent
+
+
+def triton_runner(a, b, c, b_kmajor, sms):
+    """A zero-argument call of the Triton kernel on a, b (K, N) (a transposed view of (N, K)
+    when ``b_kmajor``), c."""
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    kernel = triton_kernel()
+    bm, bn, bk = 128, 256, 64
+    m, k = a.shape
+    n = b.shape[1]
+    da = TensorDescriptor.from_tensor(a, [bm, bk])
+    db = (TensorDescriptor.from_tensor(b.T, [bn, bk]) if b_kmajor
+          else TensorDescriptor.from_tensor(b, [bk, bn]))
+    dc = TensorDescriptor.from_tensor(c, [bm, bn])
+    grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
+
+    def run():
+        kernel[grid](da, db, dc, m, n, k, BM=bm, BN=bn, BK=bk, GROUP_M=8, NUM_SMS=sms,
+                     B_KMAJOR=b_kmajor, num_stages=3, num_warps=8)
+    return run
+
+
+def kernel_runner(a, b, c, fields=None):
+    """A zero-argument launch of warpstage's kernel with the descriptors built once, and its
+    policy (the one ``ws.ops.matmul`` picks, or ``Matmul(**fields)`` on the operands' layout)."""
+    import warpstage as ws
+    from warpstage.ops import matmul_host
+    from warpstage.runtime.tensors import as_tensor_arg
+    m, k = a.shape
+    n = b.shape[1]
+    ta, tb = as_tensor_arg(a), as_tensor_arg(b)
+    xa, _, a_major = matmul_host._operand("a", a, ta, ws.BFloat16, True)
+    xb, _, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
+    sms = matmul_host._sms(ta)
+    if fields is None:
+        p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, a_major, b_major, False,
+                                   matmul_host.choose_tile_n(m, n, 1, sms))
+    else:
+        p = ws.ops.Matmul(a_major=a_major, b_major=b_major, **fields)
+    TD = ws.tma.TensorDescriptor
+    descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, c), p.descriptor_boxes())]
+    ctas = ws.sched.grid_size(p.tiles(m, n), sms)
+    launch = ws.ops.matmul_kernel[(ctas, 1, 1), p.threads]
+
+    def run():
+        launch(p, *descs, m, n, k, 1, ())
+    return run, p
+
+
+def input_sets(m, n, k, b_kmajor, budget=8 << 30):
+    """Copies of (a, b, c) to rotate over: enough to exceed the 50 MB L2 twice, at most 4, within
+    ``budget`` bytes."""
+    import torch
+    per = 2 * (m * k + k * n + m * n)
+    count = max(1, min(4, -(-(100 << 20) // per), budget // per))
+    g = torch.Generator(device="cuda").manual_seed(0)
+    sets = []
+    for _ in range(count):
+        a = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+        b = (torch.randn(n, k, device="cuda", generator=g).bfloat16().T if b_kmajor
+             else torch.randn(k, n, device="cuda", generator=g).bfloat16())
+        sets.append((a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16)))
+    return sets
+
+
+def rotating(make, sets):
+    """One zero-argument function cycling over ``make(a, b, c)`` for each input set."""
+    runs = itertools.cycle([make(*s) for s in sets])
+    return lambda: next(runs)()
+
+
+def measure_shape(m, n, k, b_kmajor, iters, repeats, sms):
+    import torch
+    import warpstage as ws
+    sets = input_sets(m, n, k, b_kmajor)
+    a, b, c = sets[0]
+    ref = torch.matmul(a.float(), b.float())
+    scale = float(ref.abs().max()) or 1.0
+    flops = 2 * m * n * k
+    row = {"shape": (m, n, k), "B": "K-major" if b_kmajor else "N-major", "errors": {}}
+    calls = {
+        "ws.ops": lambda a, b, c: (lambda: ws.ops.matmul(a, b, out=c)),
+        "ws kernel": lambda a, b, c: kernel_runner(a, b, c)[0],
+        "cuBLAS": lambda a, b, c: (lambda: torch.matmul(a, b, out=c)),
+        "Triton": lambda a, b, c: triton_runner(a, b, c, b_kmajor, sms),
+    }
+    row["policy"] = repr(kernel_runner(a, b, c)[1])
+    it = max(3, min(iters, int(2e13 // flops) or 3))
+    for name, make in calls.items():
+        try:
+            c.fill_(float("nan"))
+            make(a, b, c)()
+            row["errors"][name] = float((c.float() - ref).abs().max()) / scale
+            t = seconds_per_call(rotating(make, sets), it, repeats)
+            row[name] = flops / t / 1e12
+        except Exception as e:                # a benchmark reports, it does not stop
+            print(f"  {name} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            row[name] = None
+    nbytes = 2 * (m * k + k * n + m * n)
+    row["floor"] = flops / max(flops / PEAK, nbytes / HBM) / 1e12
+    del sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def measure_fp8(s, iters, repeats):
+    import torch
+    a = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn).T
+    one = torch.ones((), device="cuda")
+    t = seconds_per_call(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16),
+                         iters, repeats)
+    return 2 * s ** 3 / t / 1e12
+
+
+SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
+         dict(tile_n=256, num_stages=4, raster="N"), dict(tile_n=256, num_stages=4, group=16),
+         dict(tile_n=256, num_stages=4, group=4), dict(tile_n=192, num_stages=5),
+         dict(tile_n=128, num_stages=6), dict(tile_n=128, num_stages=5, schedule="pingpong"),
+         dict(tile_n=128, num_stages=4, schedule="pingpong"),
+         dict(tile_n=128, num_stages=5, schedule="pingpong", raster="N"),
+         dict(tile_n=64, num_stages=6, schedule="pingpong")]
+"""Kernel policies timed at the squares (``--sweep``), to pick the per-shape defaults from."""
+
+
+def sweep(m, n, k, iters, repeats):
+    """[(policy fields, TFLOP/s)] of the kernel launched directly, one row per SWEEP entry."""
+    sets = input_sets(m, n, k, False)
+    out = []
+    for fields in SWEEP:
+        try:
+            t = seconds_per_call(rotating(lambda a, b, c: kernel_runner(a, b, c, fields)[0],
+                                          sets), iters, repeats)
+            out.append((fields, 2 * m * n * k / t / 1e12))
+        except Exception as e:
+            print(f"  sweep {fields}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+    return out
+
+
+COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "Triton", "floor")
+
+
+def fmt(v):
+    return "-" if v is None else f"{v:.0f}"
+
+
+def errors(row) -> str:
+    """Max |C - A @ B (f32)| / max |A @ B| of ws.ops, cuBLAS and Triton (a NaN: unwritten)."""
+    e = row["errors"]
+    return ", ".join(f"{e[k]:.1g}" if k in e else "-" for k in ("ws.ops", "cuBLAS", "Triton"))
+
+
+def table(rows) -> str:
+    head = ("| M x N x K | B | " + " | ".join(COLUMNS) + " | ws kernel / cuBLAS | max err "
+            "(ws, cuBLAS, Triton) |\n"
+            "|---|---|" + "---|" * (len(COLUMNS) + 2) + "\n")
+    lines = []
+    for r in rows:
+        ratio = (f"{r['ws kernel'] / r['cuBLAS']:.2f}" if r.get("ws kernel") and r.get("cuBLAS")
+                 else "-")
+        lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['B']} | "
+                     + " | ".join(fmt(r.get(c)) for c in COLUMNS)
+                     + f" | {ratio} | {errors(r)} |")
+    return head + "\n".join(lines)
+
+
+def chart(rows, path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no chart)")
+        return
+    labels = ["x".join(map(str, r["shape"])) for r in rows]
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.7), 4.5))
+    width = 0.8 / len(COLUMNS)
+    for i, col in enumerate(COLUMNS):
+        ax.bar([x + i * width for x in range(len(rows))], [r.get(col) or 0 for r in rows],
+               width, label=col)
+    ax.set_xticks([x + 0.4 for x in range(len(rows))], labels, rotation=60, ha="right",
+                  fontsize=7)
+    ax.set_ylabel("TFLOP/s (bf16)")
+    ax.set_title("GEMM on the H200: warpstage vs cuBLAS vs Triton")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"chart: {path}")
+
+
+def environment() -> str:
+    import torch
+    import triton
+    commit = os.environ.get("WARPSTAGE_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip() or "unknown"
+        except OSError:
+            commit = "unknown"
+    return (f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, commit {commit}, "
+            f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton "
+            f"{triton.__version__}, CUDA {torch.version.cuda}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--shape", action="append", default=[], help="M,N,K (repeatable)")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-sweep", action="store_true", help="skip the policy sweep")
+    args = ap.parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("benchmarks/gemm.py needs a CUDA GPU (torch.cuda.is_available() is False)")
+        return 0
+    sys.path.insert(0, ROOT)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = ([(tuple(int(x) for x in s.split(",")), False) for s in args.shape] or
+              [(s, False) for s in SQUARES] + ([] if args.quick else [(s, True) for s in LLM]))
+    rows = []
+    for shape, kmajor in shapes:
+        rows.append(measure_shape(*shape, kmajor, args.iters, args.repeats, sms))
+        print(table(rows[-1:]).splitlines()[-1], f"  [{rows[-1]['policy']}]", flush=True)
+    fp8 = {s: measure_fp8(s, args.iters, args.repeats) for s in (4096, 8192)}
+    sweeps = [] if args.no_sweep else [(s, sweep(*s, args.iters, args.repeats))
+                                       for s in SQUARES]
+    out = os.environ.get("OUT") or "/tmp"
+    block = (f"## GEMM, bf16 in / f32 accumulation / bf16 out (`benchmarks/gemm.py`)\n\n"
+             f"{environment()}. TFLOP/s, medians of {args.repeats} runs of back-to-back calls, "
+             "inputs rotated.\n\n" + table(rows) + "\n\nFP8 e4m3 (cuBLAS `torch._scaled_mm`, "
+             "warpstage: none yet): " + ", ".join(f"{s}^3 {v:.0f}" for s, v in fp8.items())
+             + " TFLOP/s\n" + "".join(
+                 f"\nPolicies at {'x'.join(map(str, s))} (kernel launched directly): "
+                 + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: {t:.0f}"
+                             for f, t in rows_) + "\n" for s, rows_ in sweeps))
+    print("\n" + block)
+    with open(os.path.join(out, "gemm_results.md"), "w") as f:
+        f.write(block)
+    chart(rows, os.path.join(out, "gemm.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""ws.ops.matmul on the H200 against torch.matmul in float32 (TF32 off): square sizes 64 to
+8192, odd tails (M = 1, 17, 1000; K = 8, 24), the LLM shapes (M tokens in {1, 16, 128, 4096,
+16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096)}), all four
+transposes, batched and broadcast operands, fp16 and the output dtypes, the epilogues, the
+persistent tile orders, the ping-pong schedule. The output is poisoned with NaN first, so unwritten elements fail."""
+import pytest
+
+import warpstage as ws
+
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-4}     # ||C - ref|| / ||ref||
+
+LLM = [(m, n, k) for m in (1, 16, 128, 4096, 16384)
+       for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096))]
+SQUARE = [(s, s, s) for s in (64, 128, 256, 512, 1000, 1024, 2048, 4096, 8192)]
+TAILS = [(1, 4096, 8), (17, 4096, 24), (1000, 1000, 24), (17, 17 * 8, 8), (1000, 56, 1000),
+         (1, 8, 8), (129, 264, 65)]
+
+
+def operands(m, n, k, dtype="bfloat16", ta=False, tb=False, batch=None, seed=0):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dt = getattr(torch, dtype)
+    pre = () if batch is None else (batch,)
+    a = torch.randn(pre + ((k, m) if ta else (m, k)), device="cuda", generator=g).to(dt)
+    b = torch.randn(pre + ((n, k) if tb else (k, n)), device="cuda", generator=g).to(dt)
+    return (a.transpose(-1, -2) if ta else a), (b.transpose(-1, -2) if tb else b)
+
+
+def relative_error(c, ref) -> float:
+    return float((c.float() - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def reference(a, b):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch.matmul(a.float(), b.float())
+
+
+def check(a, b, out_dtype=None, tol=None, **kwargs):
+    import torch
+    odt = out_dtype or a.dtype
+    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    out = torch.full(shape, float("nan"), dtype=odt, device="cuda")
+    got = ws.ops.matmul(a, b, out=out, out_dtype=odt, **kwargs)
+    assert got is out
+    ref = reference(a, b)
+    assert not torch.isnan(out).any(), "unwritten (NaN) elements"
+    err = relative_error(out, ref)
+    assert err < (tol or TOL[str(odt).replace("torch.", "")]), err
+    return out
+
+
+@pytest.mark.parametrize("m, n, k", SQUARE + TAILS, ids=lambda v: str(v))
+def test_square_and_tails(m, n, k):
+    check(*operands(m, n, k))
+
+
+@pytest.mark.parametrize("m, n, k", LLM, ids=lambda v: str(v))
+def test_llm_shapes(m, n, k):
+    check(*operands(m, n, k, tb=True))             # B = an nn.Linear weight (N, K), K-major
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m, n, k", [(1000, 1000, 1000), (4096, 4096, 4096), (200, 72, 8)])
+def test_transposes(m, n, k, ta, tb):
+    check(*operands(m, n, k, ta=ta, tb=tb))
+
+
+@pytest.mark.parametrize("dtype, out_dtype", [("float16", "float16"), ("float16", "float32"),
+                                              ("bfloat16", "float32"), ("bfloat16", "float16")])
+def test_dtypes(dtype, out_dtype):
+    import torch
+    check(*operands(1000, 2000, 520, dtype=dtype), out_dtype=getattr(torch, out_dtype))
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
+def test_batched(ta, tb):
+    check(*operands(300, 520, 136, ta=ta, tb=tb, batch=5))
+    a, _ = operands(300, 520, 136, batch=3)
+    _, w = operands(1, 520, 136)                   # a 2-D (K, N) operand: folded into M
+    check(a, w)
+    a2 = operands(200, 8, 136)[0]                  # a 2-D (M, K) operand: broadcast (a copy)
+    with pytest.warns(ws.ops.MatmulCopyWarning):
+        check(a2, operands(1, 520, 136, batch=3)[1])
+
+
+@pytest.mark.parametrize("tile_n, raster, group", [(64, "M", 1), (128, "N", 4), (192, "M", 8),
+                                                   (256, "N", 16)])
+def test_policies(tile_n, raster, group):
+    check(*operands(2000, 3000, 704), tile_n=tile_n, raster=raster, group=group)
+
+
+@pytest.mark.parametrize("tile_n", [64, 128])
+@pytest.mark.parametrize("m, n, k, tb", [(4096, 4096, 4096, False), (1000, 1000, 24, True),
+                                         (129, 520, 136, False), (4096, 11008, 4096, True)])
+def test_pingpong(m, n, k, tb, tile_n):
+    check(*operands(m, n, k, tb=tb), tile_n=tile_n, schedule="pingpong")
+    check(*operands(300, 264, 136, batch=3), tile_n=tile_n, schedule="pingpong")
+
+
+def test_epilogues():
+    import torch
+    import torch.nn.functional as F
+    a, b = operands(1000, 4096, 1024, tb=True)
+    bias = torch.randn(4096, device="cuda")
+    ref = reference(a, b) + bias
+    # GELU's tanh is PTX tanh.approx.f32 for |x| >= 0.55 (relative error about 2^-11)
+    for epi, want, tol in ((ws.ops.BiasGelu(bias), F.gelu(ref, approximate="tanh"), 1e-3),
+                           (ws.ops.BiasSilu(bias), F.silu(ref), 1e-4)):
+        out = ws.ops.matmul(a, b, out_dtype=torch.float32, epilogue=epi)
+        assert relative_error(out, want) < tol
+
+
+def test_copied_layouts():
+    a, b = operands(100, 72, 30)                   # rows of 60 bytes: copied, with a warning
+    with pytest.warns(ws.ops.MatmulCopyWarning):
+        check(a, b[:, 1:])                         # N = 71 (an unaligned view too)

@@ -1,0 +1,41 @@
+"""ws.epilogue.TmaStoreEpilogue: its layout facts and configuration errors. Its stores run in
+the GEMM's simulator tests (tests/ops/test_matmul_sim.py: 16-bit outputs by stmatrix, f32 by
+st.shared, one and two accumulators per warpgroup, odd sub-tile counts, the race detector) and
+on the GPU (tests/gpu/test_matmul_gpu.py)."""
+import pytest
+
+import warpstage as ws
+
+
+@pytest.mark.parametrize("dtype, sub_cols", [(ws.BFloat16, 64), (ws.Float16, 64),
+                                             (ws.Float32, 32)])
+def test_sub_tiles_are_one_swizzle_span(dtype, sub_cols):
+    e = ws.epilogue.TmaStoreEpilogue(dtype, 128, 256)
+    assert e.sub_cols == sub_cols and e.box == (128, sub_cols)
+    assert e.buffer_shape == (2, 128, sub_cols) and e.smem_bytes == 2 * 128 * 128
+    assert e.threads == 256 and e.per_warpgroup == 1
+    one = ws.epilogue.TmaStoreEpilogue(dtype, 128, 128, warpgroups=1)
+    assert one.threads == 128 and one.per_warpgroup == 2
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((ws.Int32, 128, 256), {}, "dtype"), ((ws.BFloat16, 96, 256), {}, "tile_m"),
+    ((ws.BFloat16, 128, 96), {}, "multiple of 64"), ((ws.Float32, 128, 48), {}, "of 32"),
+    ((ws.BFloat16, 128, 256), dict(barrier_id=0), "barrier_id"),
+    ((ws.BFloat16, 192, 256), dict(warpgroups=2), "warpgroups must divide")])
+def test_configuration_errors(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ws.epilogue.TmaStoreEpilogue(*args, **kwargs)
+
+
+EPI = ws.epilogue.TmaStoreEpilogue(ws.BFloat16, 128, 256)
+
+
+@ws.kernel
+def store_a_narrow_accumulator(out: ws.Tensor):
+    EPI.store(ws.wgmma.zeros(64), ws.arch.thread_idx()[0], None, None, (0, 0))
+
+
+def test_accumulator_shape_error_names_what_it_needs():
+    with pytest.raises(ws.OperandError, match=r"1 m64n256 f32 Fragment\(s\) \(128 registers"):
+        ws.compile(store_a_narrow_accumulator, ws.Tensor[ws.BFloat16, 2], block=(256, 1, 1))

@@ -1,0 +1,69 @@
+"""The GEMM kernel (warpstage/ops/matmul_kernel.py) compiled for sm_90a on the CPU: the PTX has
+the warp-specialized schedule (wgmma m64n{tile_n}k16 from smem descriptors, TMA loads and
+stores, setmaxnreg, ONE wgmma-group kept in flight; both schedules), ptxas reports no spills, and, where nvdisasm
+or cuobjdump is installed, the SASS shows HGMMA, UTMALDG, UTMASTG, USETMAXREG and a
+``WARPGROUP.DEPBAR.LE gsb0, 0x1`` in the K loop (not a full drain after every K step)."""
+import re
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+from dtypes_helper import numpy_dtype
+from warpstage.backend import find_ptxas
+from warpstage.backend.ptxas import find_cuda_tool
+from warpstage.ops.matmul_kernel import Matmul, matmul_kernel
+from warpstage.options import CompileOptions
+
+
+def compile_policy(p: Matmul):
+    if find_ptxas(CompileOptions()) is None:
+        pytest.skip("no ptxas")
+    TD = ws.tma.TensorDescriptor
+    pre = (2,) if p.batched else ()
+    x = np.zeros(pre + (256, 256), numpy_dtype("bfloat16" if p.dtype is ws.BFloat16
+                                               else "float16"))
+    c = np.zeros(pre + (256, 256), numpy_dtype({ws.BFloat16: "bfloat16", ws.Float16: "float16",
+                                                ws.Float32: "float32"}[p.out_dtype]))
+    ba, bb, bc = p.descriptor_boxes()
+    return ws.compile(matmul_kernel, p, TD(x, ba), TD(x, bb), TD(c, bc), ws.Int32, ws.Int32,
+                      ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
+
+
+@pytest.mark.parametrize("fields", [
+    dict(),
+    dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
+         out_dtype=ws.Float32, batched=True, dtype=ws.Float16)],
+    ids=["default", "pingpong-At-Bt-f32-batched-f16"])
+def test_ptx_ptxas_and_sass(fields):
+    p = Matmul(**fields)
+    ck = compile_policy(p)
+    ptx = ck.ptx
+    mma = f"wgmma.mma_async.sync.aligned.m64n{p.tile_n}k16.f32"
+    accs = 2 if p.schedule == "pingpong" else 1       # m64 accumulators per warpgroup
+    assert ptx.count(mma) == 8 * accs                 # the first K step and the K loop: 4 each
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
+    rank = 3 if p.batched else 2
+    assert f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier" in ptx
+    assert f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
+    assert ("stmatrix" in ptx) == (p.out_dtype is not ws.Float32)
+    log = ck.ptxas_log
+    for warning in ("C7517", "C7519", "C7508", "C7504", "C7510"):
+        assert warning not in log, log
+    res = ck.resources
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
+    # ping-pong: the consumers' turns are named-barrier arrivals (OrderedBarrier)
+    assert ("barrier.cta.arrive" in ptx or "bar.arrive" in ptx) == (p.schedule == "pingpong")
+    if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):
+        pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
+    sass = ck.sass
+    assert sass.count("HGMMA.64x") == 8 * accs
+    assert "UTMALDG" in sass and "UTMASTG" in sass
+    assert sass.count("USETMAXREG") == 2
+    # one drain per tile (before the epilogue), one wait-for-all-but-one per K step
+    depbars = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
+    assert sorted(depbars) == ["0x0", "0x1"], depbars

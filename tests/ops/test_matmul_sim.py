@@ -1,0 +1,184 @@
+"""ws.ops.matmul in the CPU simulator against float64 numpy: odd M, N, K (tails in every
+dimension, K < 64, several K steps and several tiles per persistent CTA), all four transposes
+through strides, batched and broadcast operands, the output dtypes, ``out=``, the epilogues,
+copies of layouts TMA cannot read, and the argument errors. ``CASES`` and ``make_inputs`` are
+shared with tests/gpu/test_matmul_gpu.py. Small tiles (tile_n=64) keep the simulator quick."""
+import warnings
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+from dtypes_helper import numpy_dtype, randn, to_float64
+from warpstage.ops import matmul_host
+
+pytestmark = [pytest.mark.usefixtures("sim_target"),
+              pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-3}   # ||C - ref|| / ||ref||
+
+
+def make_operands(m, n, k, dtype, ta=False, tb=False, batch=None, seed=0):
+    """A (M, K) and B (K, N) numpy arrays (``ta`` / ``tb``: stored transposed, i.e. M- / K-
+    contiguous views); batched with a leading ``batch``."""
+    pre = () if batch is None else (batch,)
+    a = randn(pre + ((k, m) if ta else (m, k)), dtype, seed)
+    b = randn(pre + ((n, k) if tb else (k, n)), dtype, seed + 1)
+    return (np.swapaxes(a, -1, -2) if ta else a), (np.swapaxes(b, -1, -2) if tb else b)
+
+
+def relative_error(c, ref) -> float:
+    c = to_float64(c)
+    return float(np.linalg.norm(c - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def reference(a, b):
+    return to_float64(a) @ to_float64(b)
+
+
+# (M, N, K, dtype, A transposed, B transposed, batch, out dtype, policy overrides)
+CASES = [
+    (1, 64, 8, "bfloat16", False, False, None, None, {}),              # M = 1, K = 8
+    (17, 72, 24, "float16", False, False, None, "float32", {}),        # N tail, K = 24
+    (130, 200, 136, "bfloat16", False, False, None, None, {}),         # 2 x 4 tiles, 3 K steps
+    (104, 96, 80, "bfloat16", True, False, None, None, {}),            # A M-major
+    (70, 136, 72, "float16", False, True, None, None, {}),             # B K-major (a weight)
+    (152, 64, 64, "bfloat16", True, True, None, "float32", {}),        # both transposed
+    (40, 128, 72, "bfloat16", False, False, 3, None, {}),              # batched
+    (56, 300, 40, "float16", True, True, None, "bfloat16", dict(tile_n=128)),
+    (64, 256, 64, "bfloat16", False, False, None, None, dict(tile_n=256, raster="N")),
+    # ping-pong: 8 tiles on 2 CTAs (2 per warpgroup); 5 tiles (an idle turn); both transposed
+    (130, 200, 136, "bfloat16", False, False, None, None, dict(schedule="pingpong")),
+    (520, 64, 64, "float16", False, True, None, "float32", dict(schedule="pingpong")),
+    (256, 128, 200, "bfloat16", True, True, 2, None, dict(schedule="pingpong", tile_n=128)),
+]
+
+
+def ids(case):
+    m, n, k, dt, ta, tb, batch, odt, pol = case
+    extra = ",".join(f"{k}={v}" for k, v in pol.items())
+    return (f"{m}x{n}x{k}-{dt}{'-At' if ta else ''}{'-Bt' if tb else ''}"
+            f"{f'-b{batch}' if batch else ''}{f'-to-{odt}' if odt else ''}"
+            + (f"-{extra}" if extra else ""))
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_matches_numpy(case):
+    m, n, k, dtype, ta, tb, batch, odt, pol = case
+    a, b = make_operands(m, n, k, dtype, ta, tb, batch)
+    pol = {"tile_n": 64, **pol}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ws.ops.MatmulCopyWarning)      # none of these copy
+        c = ws.ops.matmul(a, b, out_dtype=None if odt is None else numpy_dtype(odt), **pol)
+    want_dtype = numpy_dtype(odt or dtype)
+    assert c.dtype == want_dtype and c.shape == ((batch,) if batch else ()) + (m, n)
+    assert relative_error(c, reference(a, b)) < TOL[odt or dtype]
+
+
+def test_out_and_broadcast_batch():
+    a, b = make_operands(33, 64, 40, "bfloat16", batch=2, seed=4)
+    w = randn((40, 64), "bfloat16", 9)                                # 2-D B, broadcast
+    out = np.full((2, 33, 64), np.nan, np.float32)
+    got = ws.ops.matmul(a, w, out=out, out_dtype=ws.Float32, tile_n=64)
+    assert got is out and relative_error(out, reference(a, w)) < TOL["float32"]
+    with pytest.raises(ws.ArgumentError, match=r"out is \(2, 33, 64\) f32; expected shape"):
+        ws.ops.matmul(a, w, out=out, tile_n=64)                       # bf16 result wanted
+
+
+def test_layouts_tma_cannot_read_are_copied():
+    a = randn((50, 30), "float16", 1)              # rows of 60 bytes: not a multiple of 16
+    b = randn((30, 17), "float16", 2)[:, ::1]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        c = ws.ops.matmul(a, b, tile_n=64)
+    said = [str(w.message) for w in seen if w.category is ws.ops.MatmulCopyWarning]
+    assert len(said) == 2 and "TMA cannot read a (shape (50, 30)" in said[0]
+    assert "TMA cannot read b (shape (30, 17)" in said[1]
+    assert c.shape == (50, 17) and c.flags.c_contiguous
+    assert relative_error(c, reference(a, b)) < TOL["float16"]
+
+
+def test_epilogues():
+    a, b = make_operands(70, 64, 48, "bfloat16", seed=5)
+    bias = randn((64,), "float32", 6)
+    y = reference(a, b) + to_float64(bias)
+    gelu = 0.5 * y * (1 + np.tanh(np.sqrt(2 / np.pi) * (y + 0.044715 * y ** 3)))
+    got = ws.ops.matmul(a, b, epilogue=ws.ops.BiasGelu(bias), out_dtype=np.float32, tile_n=64)
+    assert relative_error(got, gelu) < 1e-5
+    got = ws.ops.matmul(a, b, epilogue=ws.ops.BiasSilu(bias), out_dtype=np.float32, tile_n=64)
+    assert relative_error(got, y / (1 + np.exp(-y))) < 1e-5
+    res = randn((70, 64), "float32", 7)
+    got = ws.ops.matmul(a, b, epilogue=ws.ops.Residual(res, 0.5), out_dtype=np.float32,
+                        tile_n=64)
+    assert relative_error(got, 0.5 * reference(a, b) + res) < 1e-5
+
+    class Scale(ws.ops.Epilogue):                   # the docs' five-line user epilogue
+        def __init__(self, s):
+            self.s = s
+
+        @ws.jit
+        def apply(self, x, row, col, operands):
+            return x * self.s
+    got = ws.ops.matmul(a, b, epilogue=Scale(-2.0), out_dtype=np.float32, tile_n=64)
+    assert relative_error(got, -2.0 * reference(a, b)) < 1e-6
+
+
+def test_empty_and_k_zero():
+    a, b = make_operands(5, 64, 16, "bfloat16")
+    assert ws.ops.matmul(a[:0], b).shape == (0, 64)
+    c = ws.ops.matmul(a[:, :0], b[:0], out_dtype=np.float32, tile_n=64)
+    assert c.shape == (5, 64) and not c.any()
+
+
+def test_nan_filled_shared_memory_and_races(monkeypatch):
+    import importlib
+    monkeypatch.setitem(importlib.import_module("warpstage.sim.run").run.__kwdefaults__,
+                        "smem_fill", 0xFF)
+    ws.set_target("sim", races=True)
+    try:
+        a, b = make_operands(90, 136, 104, "bfloat16", seed=8)
+        c = ws.ops.matmul(a, b, tile_n=64, num_stages=2)
+        c2 = ws.ops.matmul(a, b, tile_n=64, num_stages=3, schedule="pingpong")
+    finally:
+        ws.set_target("sim")
+    assert relative_error(c, reference(a, b)) < TOL["bfloat16"]
+    assert relative_error(c2, reference(a, b)) < TOL["bfloat16"]
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (((4, 8), (9, 8)), {}, "do not chain"),
+    (((4, 8, 2), (8, 4)), {}, "do not chain"),
+    (((2, 4, 8), (3, 8, 4)), {}, "do not chain"),
+    (((8,), (8, 4)), {}, "expected 2 dimensions"),
+    (((4, 8), (8, 4)), dict(out_dtype="int8"), "out_dtype='int8'"),
+])
+def test_argument_errors(args, kwargs, match):
+    a, b = (randn(s, "bfloat16", 1) for s in args)
+    with pytest.raises(ws.ArgumentError, match=match):
+        ws.ops.matmul(a, b, **kwargs)
+
+
+def test_dtype_errors():
+    a = randn((4, 8), "float32", 1)
+    with pytest.raises(ws.ArgumentError, match="expected both float16 or both bfloat16"):
+        ws.ops.matmul(a, a.T)
+    with pytest.raises(ws.ArgumentError, match="is a list"):
+        ws.ops.matmul([[1.0]], randn((1, 8), "bfloat16", 1))
+    with pytest.raises(ws.ArgumentError, match="bias is shape"):
+        ws.ops.matmul(randn((4, 8), "bfloat16", 1), randn((8, 64), "bfloat16", 2),
+                      epilogue=ws.ops.BiasGelu(randn((63,), "float32", 3)))
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(tile_n=96), "tile_n"), (dict(num_stages=1), "num_stages"),
+    (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
+    (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
+    (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
+    (dict(schedule="pingpong"), "tile_n must be 64 or 128"), (dict(schedule="ws"), "schedule")])
+def test_policy_errors(fields, match):
+    with pytest.raises(ValueError, match=match):
+        ws.ops.Matmul(**fields)
+
+
+def test_tile_choice_prefers_full_waves():
+    assert matmul_host.choose_tile_n(4096, 4096, 1, 132) == 256
+    assert matmul_host.choose_tile_n(128, 4096, 1, 132) == 64       # 16 CTAs at 256 wide

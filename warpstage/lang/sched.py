@@ -1,0 +1,124 @@
+"""Tile schedulers for persistent kernels (``ws.sched``).
+
+A persistent kernel launches about one CTA per SM and lets each CTA walk many output tiles,
+instead of one CTA per tile: the prologue (barrier init, descriptor prefetch) runs once per SM,
+and a CTA's epilogue (its TMA stores) overlaps its next tile's mainloop. The scheduler says which
+tiles a CTA takes and in what order; every role of a warp-specialized kernel (producer and
+consumers) walks the same static sequence on its own, so no role waits on another to learn the
+next tile::
+
+    sched = ws.sched.PersistentTileScheduler.create(tiles_m, tiles_n, batches, raster="M", group=8)
+    for t in range(sched.first(), sched.num_tiles(), sched.stride()):   # dynamic loop
+        m_blk, n_blk, batch = sched.tile(t)
+
+Tile ``t`` (CTA ``blockIdx.x`` takes ``blockIdx.x``, ``+ gridDim.x``, ...) maps to (m, n, batch)
+through a *rasterization with a group swizzle* for L2 reuse (CUTLASS's
+``PersistentTileSchedulerSm90`` raster order and swizzle; Triton's "grouped ordering"):
+within one batch, the tiles are cut into bands of ``group`` tiles along the raster dimension
+(M for ``raster="M"``); a band is walked raster dimension fastest, so the CTAs running at one
+time share a few A row-panels and B column-panels in L2 instead of streaming all of B. The last
+band may be narrower. So ``group >= tiles_m`` with ``raster="M"`` walks the tiles column-major
+(m fastest) and ``group=1`` row-major (n fastest), as Triton's ``GROUP_M`` does.
+
+The mapping is arithmetic on dynamic ``Int32`` (a few integer divisions per tile), the same code
+on Python ints (``tile_coords``) for host-side checks. Source of truth: CUTLASS
+``include/cutlass/gemm/kernel/sm90_tile_scheduler.hpp`` (static persistent scheduler).
+"""
+from __future__ import annotations
+
+from ..frontend.binding_time import Static
+from .arch import block_idx, grid_dim
+from .math import min as _min
+from .operands import operand_error
+from .pipeline import PipelineState
+from .scalars import Int32
+from .struct import struct
+
+__all__ = ["PersistentTileScheduler", "tile_coords", "grid_size", "skip_stages", "RASTERS"]
+
+RASTERS = ("M", "N")
+
+
+def tile_coords(t, tiles_m, tiles_n, raster: str = "M", group: int = 8):
+    """(m, n, batch) tile coordinates of linear tile index ``t`` (``0 <= t < tiles_m * tiles_n
+    * batches``) in the raster order with group swizzle described in the module docstring.
+    Works on Python ints and dynamic ``Int32`` alike (non-negative values)."""
+    per_batch = tiles_m * tiles_n
+    batch = t // per_batch
+    local = t - batch * per_batch
+    major, minor = (tiles_m, tiles_n) if raster == "M" else (tiles_n, tiles_m)
+    band_size = group * minor                 # tiles in one full band
+    band = local // band_size
+    first = band * group
+    width = _min(group, major - first)        # the last band may be narrower
+    within = local - band * band_size
+    i_major = first + within % width
+    i_minor = within // width
+    m, n = (i_major, i_minor) if raster == "M" else (i_minor, i_major)
+    return m, n, batch
+
+
+def grid_size(num_tiles: int, num_sms: int) -> int:
+    """CTAs to launch for a persistent kernel: one per SM, but no more than there are tiles
+    (at least 1). Host-side, Python ints."""
+    return max(1, min(int(num_tiles), int(num_sms)))
+
+
+def skip_stages(state: PipelineState, n) -> PipelineState:
+    """``state`` advanced by ``n`` stages (a dynamic or static count >= 0) in one step: index
+    ``(index + n) mod num_stages``, the phase flipped once per wrap, ``count + n``. How a
+    ping-pong consumer passes over the stages of the tiles the other consumer takes (every
+    consumer walks the whole ring in order, but waits only on its own tiles' stages)."""
+    total = state.index + n
+    wraps = total // state.num_stages
+    return PipelineState(state.num_stages, total - wraps * state.num_stages,
+                         state.phase ^ (wraps & 1), state.count + n)
+
+
+def _check(raster, group, what: str):
+    if raster not in RASTERS:
+        raise operand_error(f"{what}'s raster", raster, "'M' or 'N' (the dimension walked "
+                            "fastest)", "pass raster='M' (tall problems) or raster='N'")
+    if isinstance(group, bool) or not isinstance(group, int) or not 1 <= group <= 1 << 16:
+        raise operand_error(f"{what}'s group", group, "a static int in [1, 65536] (tiles per "
+                            "swizzle band)", "pass group=8 (1 turns the swizzle off)")
+
+
+@struct
+class PersistentTileScheduler:
+    """A static persistent tile scheduler: ``raster`` ('M' or 'N') and ``group`` (tiles per
+    swizzle band) are static, the tile counts ``tiles_m``, ``tiles_n``, ``batches`` dynamic
+    ``Int32``. A value (``@ws.struct``): pass it to ``@ws.jit`` functions and through loops.
+    Make one with ``create`` inside a kernel; launch the kernel with a 1-D grid of
+    ``grid_size(num_tiles, SMs)`` CTAs."""
+
+    raster: Static[str]
+    group: Static[int]
+    tiles_m: Int32
+    tiles_n: Int32
+    batches: Int32
+
+    @classmethod
+    def create(cls, tiles_m, tiles_n, batches=1, raster: str = "M",
+               group: int = 8) -> "PersistentTileScheduler":
+        """The scheduler of a ``tiles_m x tiles_n`` tile grid per batch, ``batches`` batches
+        (ints or dynamic integers: tile counts, not elements). Raises OperandError for a
+        ``raster`` other than 'M'/'N' or a ``group`` that is not a static int in [1, 65536]."""
+        _check(raster, group, "ws.sched.PersistentTileScheduler.create()")
+        return cls(raster, group, Int32(tiles_m), Int32(tiles_n), Int32(batches))
+
+    def num_tiles(self) -> Int32:
+        """Tiles in all: ``tiles_m * tiles_n * batches`` (dynamic Int32)."""
+        return self.tiles_m * self.tiles_n * self.batches
+
+    def first(self) -> Int32:
+        """This CTA's first tile: ``blockIdx.x``."""
+        return block_idx()[0]
+
+    def stride(self) -> Int32:
+        """The step between a CTA's tiles: ``gridDim.x`` (the number of persistent CTAs)."""
+        return grid_dim()[0]
+
+    def tile(self, t) -> tuple:
+        """(m, n, batch) tile coordinates (dynamic Int32) of linear tile ``t``."""
+        return tile_coords(Int32(t), self.tiles_m, self.tiles_n, self.raster, self.group)

@@ -1,0 +1,316 @@
+"""``ws.ops.matmul``: C = A @ B with the warp-specialized persistent TMA + wgmma GEMM
+(``matmul_kernel.py``), called like ``torch.matmul`` for 2-D and 3-D operands.
+
+Host side only: argument checks, the operand views TMA reads (the transposes are strides, not
+copies), descriptor reuse, the policy choice per shape and the launch. Tensors may be torch
+tensors (CUDA tensors run on the GPU; CPU tensors, or any tensor when the target is 'sim', in the
+CPU simulator) or numpy arrays (simulator; bf16 as ``ml_dtypes.bfloat16``).
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from ..errors import ArgumentError, WarpstageError
+from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.sched import grid_size
+from ..runtime.target import default_target
+from ..runtime.tensors import as_tensor_arg
+from ..tracebacks import _user_error, _user_stacklevel
+from .attention import descriptor
+from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
+
+__all__ = ["matmul", "policy_for", "choose_tile_n", "tma_compatible", "MatmulCopyWarning",
+           "SIM_CTAS"]
+
+SIM_CTAS = 2
+"""Persistent CTAs in the simulator (several tiles per CTA, so the tile loop is exercised)."""
+_IN = {"f16": Float16, "bf16": BFloat16}
+_OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": BFloat16,
+              "bf16": BFloat16, "float32": Float32, "float": Float32, "f32": Float32}
+_TILE_EFFICIENCY = {256: 1.0, 128: 0.9, 64: 0.75}
+"""Relative throughput per tile width, a guess until measured (benchmarks/gemm.py): wider
+tiles reuse each A tile over more of N, so fewer smem bytes per FLOP."""
+
+
+class MatmulCopyWarning(UserWarning):
+    """An operand or the output had a layout TMA cannot address (a base not 16-byte aligned, no
+    unit stride, or a stride that is not a multiple of 16 bytes), so ``matmul`` copied it."""
+
+
+def tma_compatible(ta) -> bool:
+    """Whether TMA can address the tensor ``ta`` (a TensorArg) as it is (cuTensorMapEncodeTiled's
+    rules): 16-byte aligned base, innermost stride 1, every other stride of a dimension longer
+    than 1 positive, a multiple of 16 bytes and below 2^40 bytes."""
+    e = ta.dtype.nbytes
+    if ta.data_ptr % 16 or (ta.shape[-1] != 1 and ta.strides[-1] != 1):
+        return False
+    return all(n == 1 or (s > 0 and (s * e) % 16 == 0 and s * e < 1 << 40)
+               for n, s in zip(ta.shape[:-1], ta.strides[:-1]))
+
+
+def _arg(name: str, x):
+    ta = as_tensor_arg(x, name)
+    if ta is None:
+        raise ArgumentError(f"ws.ops.matmul: {name} is a {type(x).__name__}; expected a tensor "
+                            "(torch, numpy) of shape (M, K) / (K, N) or batched (B, M, K) / "
+                            "(B, K, N). Fix: pass tensors, as to torch.matmul")
+    if ta.ndim not in (2, 3):
+        raise ArgumentError(f"ws.ops.matmul: {name} has shape {tuple(ta.shape)}; expected 2 "
+                            "dimensions, or 3 (batched). Fix: reshape it (a vector: x[None, :] "
+                            "or x[:, None])")
+    return ta
+
+
+def _out_dtype(out_dtype, default):
+    """A ws dtype from None (``default``), a ws dtype class, a torch or numpy dtype, or a name."""
+    if out_dtype is None:
+        return default
+    if out_dtype in (Float16, BFloat16, Float32):
+        return out_dtype
+    name = str(out_dtype).replace("torch.", "").replace("numpy.", "")
+    try:
+        name = np.dtype(out_dtype).name if not isinstance(out_dtype, str) else name
+    except TypeError:
+        pass
+    got = _OUT_NAMES.get(name)
+    if got is None:
+        raise ArgumentError(f"ws.ops.matmul: out_dtype={out_dtype!r}; expected float16, "
+                            "bfloat16 or float32 (a torch, numpy or ws dtype). Fix: "
+                            "out_dtype=torch.bfloat16 (or leave it out: the inputs' dtype)")
+    return got
+
+
+def _framework(x):
+    return "torch" if type(x).__module__.startswith("torch") else "numpy"
+
+
+def _new(like, shape, dtype, zeros=False):
+    """A new contiguous tensor of ``shape`` and ws ``dtype`` on ``like``'s device."""
+    names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32"}
+    if _framework(like) == "torch":
+        import torch
+        make = torch.zeros if zeros else torch.empty
+        return make(shape, dtype=getattr(torch, names[dtype]), device=like.device)
+    if dtype is BFloat16:
+        import ml_dtypes
+        npd = ml_dtypes.bfloat16
+    else:
+        npd = np.dtype(names[dtype])
+    return (np.zeros if zeros else np.empty)(shape, dtype=npd)
+
+
+def _swap(x):
+    """x with its last two dimensions swapped (a view)."""
+    if _framework(x) == "torch":
+        return x.transpose(-1, -2)
+    return np.swapaxes(x, -1, -2)
+
+
+def _padded_copy(name: str, x, ta, dtype):
+    """A zero-padded contiguous copy of ``x`` whose innermost extent is a multiple of 16 bytes
+    (zeros add nothing to the products), with a MatmulCopyWarning."""
+    warnings.warn(f"ws.ops.matmul: TMA cannot read {name} (shape {tuple(ta.shape)}, strides "
+                  f"{tuple(ta.strides)}, address {ta.data_ptr:#x}): it needs a 16-byte aligned "
+                  "base, one unit stride and the other strides multiples of 16 bytes, so it is "
+                  "copied. Fix: pass contiguous tensors whose rows are multiples of 16 bytes",
+                  MatmulCopyWarning, stacklevel=_user_stacklevel())
+    per = 16 // dtype.ir_type.nbytes
+    inner = -(-ta.shape[-1] // per) * per
+    buf = _new(x, tuple(ta.shape[:-1]) + (inner,), dtype, zeros=True)
+    buf[..., :ta.shape[-1]] = x
+    return buf
+
+
+def _operand(name: str, x, ta, dtype, k_inner: bool):
+    """(tensor TMA reads, its TensorArg, its major) for A (``k_inner``: K is A's last dimension) or B (K is
+    its second-to-last): the tensor itself when its last dimension is contiguous, its transposed
+    view when the other one is, else a padded copy."""
+    if tma_compatible(ta):
+        return x, ta, ("K" if k_inner else "MN")
+    view = _swap(x)
+    tv = as_tensor_arg(view, name)
+    if tma_compatible(tv):
+        return view, tv, ("MN" if k_inner else "K")
+    copy = _padded_copy(name, x, ta, dtype)
+    return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
+
+
+@functools.lru_cache(maxsize=256)
+def choose_tile_n(m: int, n: int, batches: int, sms: int) -> int:
+    """The tile width whose estimated time (waves of CTAs x tile work / tile efficiency) is
+    least; ties go to the wider tile."""
+    def cost(tn):
+        tiles = -(-m // TILE_M) * -(-n // tn) * batches
+        waves = -(-tiles // sms)
+        return waves * tn / _TILE_EFFICIENCY[tn]
+    return min((256, 128, 64), key=lambda tn: (cost(tn), -tn))
+
+
+@functools.lru_cache(maxsize=128)
+def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
+               num_stages=None, raster: str = "M", group: int = 8,
+               schedule: str = "cooperative") -> Matmul:
+    """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
+    deepest ring that fits, at most 8."""
+    return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                       group, schedule, None)
+
+
+def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
+                schedule, epilogue) -> Matmul:
+    """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8)."""
+    stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
+              else num_stages)
+    return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
+                  batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
+                  schedule=schedule, epilogue=epilogue)
+
+
+def _sms(ta) -> int:
+    if ta.device == "cuda" and default_target() == "cuda":
+        from ..runtime.target import device_properties
+        return device_properties(ta.device_index or 0).sm_count
+    return SIM_CTAS
+
+
+def _foldable(ta) -> bool:
+    """Whether the 3-D tensor's first two dimensions merge into one (a view, no copy)."""
+    return ta.shape[0] == 1 or ta.shape[1] == 1 or ta.strides[0] == ta.shape[1] * ta.strides[1]
+
+
+def _shapes(ta, tb):
+    """(batches, M, N, K, a_batched, b_batched); ArgumentError when they do not chain."""
+    m, k = ta.shape[-2:]
+    k2, n = tb.shape[-2:]
+    ba = ta.shape[0] if ta.ndim == 3 else None
+    bb = tb.shape[0] if tb.ndim == 3 else None
+    if k != k2 or (ba is not None and bb is not None and ba != bb):
+        raise ArgumentError(f"ws.ops.matmul: shapes {tuple(ta.shape)} and {tuple(tb.shape)} do "
+                            "not chain; expected (M, K) @ (K, N), with batched operands "
+                            "(B, M, K) @ (B, K, N) (or one of them 2-D). Fix: transpose or "
+                            "reshape the operands")
+    return ba or bb or 1, m, n, k, ba is not None, bb is not None
+
+
+def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
+           raster="M", group=8, schedule="cooperative"):
+    """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
+
+    ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
+    any strides (all four transposes are read through strides; a layout TMA cannot address is
+    copied, with a MatmulCopyWarning). A 2-D operand with a 3-D one is broadcast over the batch.
+    f32 accumulation on the tensor cores; the result is rounded once to ``out_dtype`` (None: the
+    inputs' dtype; or float16 / bfloat16 / float32 as a torch, numpy or ws dtype). ``out``: an
+    (M, N) / (B, M, N) tensor of that dtype to write (else a new contiguous one is returned).
+    ``epilogue``: None or a ``ws.ops.Epilogue`` (``BiasGelu(bias)``, ``BiasSilu(bias)``, ...)
+    applied per f32 element before the rounding. ``tile_n`` (64/128/192/256), ``num_stages``,
+    ``raster`` ('M'/'N'), ``group`` and ``schedule`` ('cooperative'/'pingpong'): the kernel's
+    policy (``ws.ops.Matmul``; None: chosen per shape).
+
+    Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
+    ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
+    mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range."""
+    try:
+        return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
+                       schedule)
+    except (WarpstageError, ValueError) as e:
+        raise _user_error(e) from None
+
+
+def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule):
+    ta, tb = _arg("a", a), _arg("b", b)
+    dtype = _IN.get(str(ta.dtype))
+    if dtype is None or tb.dtype != ta.dtype:
+        raise ArgumentError(f"ws.ops.matmul: a and b have dtypes {ta.dtype} and {tb.dtype}; "
+                            "expected both float16 or both bfloat16. Fix: x.to(torch.bfloat16) "
+                            "/ x.astype(ml_dtypes.bfloat16) (FP8: not built yet)")
+    if (ta.device, ta.device_index) != (tb.device, tb.device_index):
+        raise ArgumentError(f"ws.ops.matmul: a is on {ta.device}, b on {tb.device}; expected one "
+                            "device. Fix: move them to the same device")
+    odt = _out_dtype(out_dtype, dtype)
+    batches, m, n, k, a3, b3 = _shapes(ta, tb)
+    batched = a3 or b3
+    shape = (batches, m, n) if batched else (m, n)
+    if out is not None:
+        to = as_tensor_arg(out, "out")
+        if to is None or tuple(to.shape) != shape or to.dtype != odt.ir_type:
+            got = "not a tensor" if to is None else f"{tuple(to.shape)} {to.dtype}"
+            raise ArgumentError(f"ws.ops.matmul: out is {got}; expected shape {shape} of "
+                                f"{odt.__name__}. Fix: out=torch.empty({shape}, dtype=...) or "
+                                "leave it out")
+    if a3 and not b3 and _foldable(ta):         # (B, M, K) @ (K, N) is (B * M, K) @ (K, N)
+        flat = (batches * m, n)
+        out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
+        c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
+                    raster, group, schedule)
+        if out is None:
+            return c.reshape(batches, m, n)
+        if out2 is None:
+            out[...] = c.reshape(batches, m, n)
+        return out
+    if epilogue is not None:
+        epilogue.check(m, n, batches)
+    if m * n * batches == 0:
+        return out if out is not None else _new(a, shape, odt)
+    if k == 0:                                   # an empty sum: A and B of zeros, K = 8
+        a, b = _new(a, tuple(ta.shape[:-1]) + (8,), dtype, True), \
+            _new(b, tuple(tb.shape[:-2]) + (8, n), dtype, True)
+        ta, tb, k = as_tensor_arg(a), as_tensor_arg(b), 8
+    if batched and not a3:
+        a = a.expand(batches, m, k) if _framework(a) == "torch" else \
+            np.broadcast_to(a, (batches, m, k))
+        ta = as_tensor_arg(a, "a")
+    if batched and not b3:
+        b = b.expand(batches, k, n) if _framework(b) == "torch" else \
+            np.broadcast_to(b, (batches, k, n))
+        tb = as_tensor_arg(b, "b")
+    xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
+    xb, b_arg, b_major = _operand("b", b, tb, dtype, k_inner=False)
+    c, c_arg = out, (to if out is not None else None)
+    if c is None or not tma_compatible(c_arg):
+        per = 16 // odt.ir_type.nbytes
+        c = _new(a, shape[:-1] + (-(-n // per) * per,), odt)
+        c_arg = None
+    sms = _sms(ta)
+    if tile_n is not None:
+        tn = tile_n
+    else:
+        tn = choose_tile_n(m, n, batches, sms)
+        tn = min(tn, 128) if schedule == "pingpong" else tn
+    if epilogue is None:
+        p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
+                       schedule)
+    else:
+        p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
+                        schedule, epilogue)
+    launch(p, (xa, xb, c), m, n, k, batches, epilogue, sms, (a_arg, b_arg, c_arg))
+    if c is out:
+        return out
+    if out is not None:
+        out[...] = c[..., :n]
+        return out
+    if c.shape[-1] != n:
+        c = c[..., :n]
+        c = c.contiguous() if _framework(c) == "torch" else np.ascontiguousarray(c)
+    return c
+
+
+def launch(p: Matmul, tensors, m: int, n: int, k: int, batches: int, epilogue=None,
+           sms: int = SIM_CTAS, tensor_args=(None, None, None)) -> None:
+    """Run ``matmul_kernel`` with policy ``p`` on ``tensors`` = (a, b, c), TMA-readable: a
+    (M x K as (M, K) when ``p.a_major == 'K'``, else as its (K, M) transpose), b ((K, N) when
+    MN-major, else (N, K)) and c ((M, N), rows padded to 16 bytes allowed: the store clips at
+    N); batched: a leading batch dimension on all three. ``sms``: the persistent CTAs' upper
+    bound. ``tensor_args``: their TensorArgs where the caller has them."""
+    a, b, c = tensors
+    args = list(tensor_args)
+    if c.shape[-1] != n:                       # describe the padded rows as N wide
+        c, args[2] = c[..., :n], None
+    descs = [descriptor(x, ta or as_tensor_arg(x), box)
+             for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
+    operands = tuple(epilogue.operands()) if epilogue is not None else ()
+    ctas = grid_size(p.tiles(m, n, batches), sms)
+    matmul_kernel[(ctas, 1, 1), p.threads](p, *descs, m, n, k, batches, operands)

@@ -1,0 +1,297 @@
+"""The warp-specialized persistent TMA + wgmma GEMM behind ``ws.ops.matmul`` (CUTLASS sm90
+"KernelTmaWarpSpecializedCooperative" style; docs/matmul.md walks through it).
+
+    C[b] (M x N) = epilogue(A[b] (M x K) @ B[b] (K x N)),  fp16/bf16 in, f32 accumulation
+
+384 threads per CTA, one CTA per SM, each walking output tiles of ``128 x tile_n`` with the
+static persistent tile scheduler (``ws.sched``):
+
+- warpgroup 0, the producer (``setmaxnreg.dec`` to ``producer_regs``): one elected thread of
+  warp 0 loads, per K step of 64, A's 128 x 64 and B's 64 x ``tile_n`` tiles by TMA into a
+  ``ws.pipeline.PipelineTmaAsync`` ring of ``num_stages`` stages (128-byte swizzle). The ring
+  runs on across tiles, so the next tile's loads overlap this tile's epilogue.
+- warpgroups 1 and 2, the consumers (``setmaxnreg.inc`` to ``mma_regs``), cooperate on the tile:
+  each computes its 64 rows x ``tile_n`` with ``wgmma.m64n{tile_n}k16`` (A and B from the
+  swizzled smem stage through matrix descriptors, K-major or MN-major as the operands'
+  strides say), four k16 steps per stage in one wgmma-group; ONE group stays in flight: after
+  issuing stage s they ``wait_group(1)`` (stage s - 1's group is done) and release stage s - 1.
+- then the TMA-store epilogue (``ws.epilogue.TmaStoreEpilogue``): the optional user epilogue
+  (``epilogue.apply``) per element, conversion to ``out_dtype``, stmatrix into a
+  double-buffered swizzled smem sub-tile, ``fence.proxy.async``, a named barrier among the
+  256 consumer threads, one thread's TMA store; the stores complete while the next tile's
+  mainloop runs.
+
+Rows / columns / K past the tensors: TMA loads read zeros and TMA stores clip, so any M, N, K
+(K >= 1) works without masks.
+"""
+from __future__ import annotations
+
+import warpstage as ws
+
+from ..frontend.static_key import static_key
+from ..frontend.trace import current
+from ..lang.epilogue import TmaStoreEpilogue
+from ..lang.operands import operand_error
+from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.sched import RASTERS, PersistentTileScheduler
+from ..lang.wgmma import TileLayout
+from .matmul_consumer import MatmulConsumer
+
+__all__ = ["Matmul", "matmul_kernel", "TILE_M", "TILE_K"]
+
+TILE_M = 128                   # two consumer warpgroups of 64 rows (wgmma's M)
+TILE_K = 64                    # 128 bytes of a 16-bit dtype: one swizzle span, one TMA box
+_IN_DTYPES = (Float16, BFloat16)
+_OUT_DTYPES = (Float16, BFloat16, Float32)
+_MAJORS = ("K", "MN")
+SCHEDULES = ("cooperative", "pingpong")
+
+
+class Matmul(MatmulConsumer):
+    """Static policy of the GEMM kernel (configuration + per-role device code).
+
+    ``dtype``: A's and B's ws.Float16 / ws.BFloat16. ``out_dtype``: C's ws.Float16,
+    ws.BFloat16 or ws.Float32. ``a_major`` / ``b_major``: which dimension of A (M x K) and of
+    B (K x N) is contiguous in memory: "K" (A row-major, B column-major, i.e. an (N, K)
+    row-major weight) or "MN". ``batched``: 3-D (batch, rows, cols) operands. ``tile_n``: N per
+    CTA tile, 64, 128, 192 or 256 (M per tile is 128). ``num_stages``: the TMA ring depth
+    (>= 2). ``raster`` ('M' / 'N') and ``group``: the tile scheduler's order and swizzle band.
+    ``cluster``: (1, 1) only (TMA multicast across a cluster is not built). ``epilogue``: None
+    or a static object with a ``@ws.jit`` ``apply(x, row, col, operands)`` method
+    (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
+    ``setmaxnreg`` counts of the producer and the two consumer warpgroups. ``schedule``:
+    "cooperative" (both consumer warpgroups on one tile) or "pingpong" (alternate tiles, turns
+    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``.
+
+    Raises ValueError naming the field for a configuration the kernel cannot run (shared
+    memory included)."""
+
+    threads = 384
+    producer_threads = 128
+    consumer_threads = 256
+    tile_m = TILE_M
+    tile_k = TILE_K
+
+    def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
+                 batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
+                 epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative"):
+        out_dtype = dtype if out_dtype is None else out_dtype
+        if dtype not in _IN_DTYPES:
+            raise ValueError(f"Matmul: dtype must be ws.Float16 or ws.BFloat16, got {dtype!r}")
+        if out_dtype not in _OUT_DTYPES:
+            raise ValueError(f"Matmul: out_dtype must be ws.Float16, ws.BFloat16 or ws.Float32, "
+                             f"got {out_dtype!r}")
+        for name, v in (("a_major", a_major), ("b_major", b_major)):
+            if v not in _MAJORS:
+                raise ValueError(f"Matmul: {name} must be 'K' or 'MN', got {v!r}")
+        if tile_n not in (64, 128, 192, 256):
+            raise ValueError(f"Matmul: tile_n must be 64, 128, 192 or 256, got {tile_n!r}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"Matmul: schedule must be 'cooperative' or 'pingpong', got "
+                             f"{schedule!r}")
+        if schedule == "pingpong" and tile_n > 128:
+            raise ValueError(f"Matmul: schedule='pingpong' holds a whole 128 x tile_n tile per "
+                             f"warpgroup (tile_n f32 registers per thread): tile_n must be 64 or "
+                             f"128, got {tile_n}. Fix: tile_n=128, or schedule='cooperative'")
+        if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 2:
+            raise ValueError(f"Matmul: num_stages must be an int >= 2, got {num_stages!r}")
+        if raster not in RASTERS or isinstance(group, bool) or not isinstance(group, int) \
+                or group < 1:
+            raise ValueError(f"Matmul: raster must be 'M' or 'N' and group an int >= 1, got "
+                             f"raster={raster!r}, group={group!r}")
+        if tuple(cluster) != (1, 1):
+            raise ValueError(f"Matmul: cluster={cluster!r}; only (1, 1) is built (TMA multicast "
+                             "across a cluster is not). Fix: cluster=(1, 1)")
+        for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
+            if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
+                raise ValueError(f"Matmul: {name} must be a multiple of 8 in [24, 256], got "
+                                 f"{r!r}")
+        if 128 * producer_regs + 256 * mma_regs > 65536:
+            raise ValueError(f"Matmul: 128 x {producer_regs} + 256 x {mma_regs} registers "
+                             "exceed the SM's 65536. Fix: lower mma_regs or producer_regs")
+        self.dtype, self.out_dtype = dtype, out_dtype
+        self.a_major, self.b_major, self.batched = a_major, b_major, bool(batched)
+        self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
+        self.cluster = (1, 1)
+        self.schedule = schedule
+        self.consumer_arrivals = 128 if schedule == "pingpong" else 256    # per stage
+        self.epilogue = epilogue
+        self.producer_regs, self.mma_regs = producer_regs, mma_regs
+        # smem tiles: rows x cols with cols contiguous (TileLayout); K-major A is M x K, MN-major
+        # A is K x M; K-major B is N x K, MN-major B is K x N
+        self.a_layout = (TileLayout(TILE_M, TILE_K, dtype, 128) if a_major == "K"
+                         else TileLayout(TILE_K, TILE_M, dtype, 128))
+        self.b_layout = (TileLayout(tile_n, TILE_K, dtype, 128) if b_major == "K"
+                         else TileLayout(TILE_K, tile_n, dtype, 128))
+        self.stage_bytes = self.a_layout.nbytes + self.b_layout.nbytes
+        self.out, c_spec = epilogue_buffers(out_dtype, tile_n, schedule)
+        self.SharedStorage = ws.smem.make_storage(
+            "MatmulStorage",
+            a=ws.smem.Array(dtype, (num_stages,) + self.a_layout.shape, swizzle=128),
+            b=ws.smem.Array(dtype, (num_stages,) + self.b_layout.shape, swizzle=128),
+            c=c_spec,
+            barriers=ws.pipeline.BarrierStorage[num_stages])
+        self.smem_bytes = ws.smem.size_of(self.SharedStorage)
+        if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
+            raise ValueError(f"Matmul: {num_stages} stages of {self.stage_bytes} bytes and the "
+                             f"{c_spec.nbytes}-byte epilogue buffers need "
+                             f"{self.smem_bytes} bytes of shared memory, more than the "
+                             f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use. Fix: num_stages="
+                             f"{max_stages(tile_n, out_dtype, dtype, schedule)} or less, or a "
+                             "smaller "
+                             "tile_n")
+
+    def __static_key__(self):
+        return ("Matmul", self.dtype.__name__, self.out_dtype.__name__, self.a_major,
+                self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
+                self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
+                self.schedule)
+
+    def __repr__(self) -> str:
+        return (f"Matmul({self.dtype.__name__} -> {self.out_dtype.__name__}, A {self.a_major}-"
+                f"major, B {self.b_major}-major{', batched' if self.batched else ''}, 128 x "
+                f"{self.tile_n} tiles, {self.schedule}, {self.num_stages} stages, raster "
+                f"{self.raster}/"
+                f"{self.group}, epilogue {type(self.epilogue).__name__})")
+
+    # -- host-side facts -----------------------------------------------------------------------
+    def descriptor_boxes(self) -> tuple:
+        """The TMA boxes (outermost first) of the A, B and C descriptors. A is described as the
+        (M, K) tensor when K-major, else as its (K, M) transpose; B as (K, N) when MN-major,
+        else as (N, K); C as (M, N). Batched: a leading box dimension of 1."""
+        a = (TILE_M, TILE_K) if self.a_major == "K" else (TILE_K, 64)
+        b = (self.tile_n, TILE_K) if self.b_major == "K" else (TILE_K, 64)
+        pre = (1,) if self.batched else ()
+        return pre + a, pre + b, pre + self.out.box
+
+    def tiles(self, m: int, n: int, batches: int = 1) -> int:
+        """Output tiles of an M x N (x batches) problem."""
+        return -(-m // TILE_M) * -(-n // self.tile_n) * batches
+
+    # -- producer role -------------------------------------------------------------------------
+    @ws.jit
+    def load(self, a_desc, b_desc, sched, k_tiles, pipeline, storage):
+        """Producer warp 0: per tile and K step, wait for a free stage, then one elected thread
+        loads A's and B's tiles of that step by TMA (the stage's full mbarrier counts bytes)."""
+        if ws.arch.elect_one():
+            ws.tma.prefetch_descriptor(a_desc)
+            ws.tma.prefetch_descriptor(b_desc)
+        state = pipeline.producer_start_state()
+        for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+            m_blk, n_blk, batch = sched.tile(t)
+            for kt in range(k_tiles):
+                pipeline.producer_acquire(state)
+                if ws.arch.elect_one():
+                    bar = pipeline.producer_get_barrier(state)
+                    self.load_a(a_desc, storage.a[state.index], m_blk * TILE_M, kt * TILE_K,
+                                batch, bar)
+                    self.load_b(b_desc, storage.b[state.index], n_blk * self.tile_n,
+                                kt * TILE_K, batch, bar)
+                state = state.advance()
+        pipeline.producer_tail(state)
+
+    def load_a(self, desc, tile, m0, k0, batch, bar) -> None:
+        """A's 128 x 64 tile at (m0, k0): one box (M, K) K-major; two 64 x 64 boxes of the
+        (K, M) transpose MN-major."""
+        if self.a_major == "K":
+            ws.tma.load(desc, tile, self.coords(batch, m0, k0), bar)
+        else:
+            for blk in range(TILE_M // 64):
+                ws.tma.load(desc, block(self.a_layout, tile, blk),
+                            self.coords(batch, k0, m0 + 64 * blk), bar)
+
+    def load_b(self, desc, tile, n0, k0, batch, bar) -> None:
+        """B's 64 x tile_n tile at (k0, n0): one box of the (N, K) transpose K-major; tile_n / 64
+        boxes of (K, N) MN-major."""
+        if self.b_major == "K":
+            ws.tma.load(desc, tile, self.coords(batch, n0, k0), bar)
+        else:
+            for blk in range(self.tile_n // 64):
+                ws.tma.load(desc, block(self.b_layout, tile, blk),
+                            self.coords(batch, k0, n0 + 64 * blk), bar)
+
+    def coords(self, batch, row, col) -> tuple:
+        return (batch, row, col) if self.batched else (row, col)
+
+
+def block(layout: TileLayout, tile, blk: int):
+    """Column block ``blk`` (64 columns: one TMA box) of a stage's tile."""
+    return tile if layout.blocks == 1 else tile[blk]
+
+
+def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:
+    """(the TmaStoreEpilogue, the smem field of its buffers) of a schedule: cooperative, one
+    epilogue of both warpgroups (named barrier 1); ping-pong, one per warpgroup (two copies of
+    the buffers; named barrier 3 + warpgroup, passed at the store)."""
+    if schedule == "pingpong":
+        out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=3, warpgroups=1)
+        return out, ws.smem.Array(out_dtype, (2,) + out.buffer_shape, swizzle=128)
+    out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=1)
+    return out, out.buffer_spec
+
+
+def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative") -> int:
+    """The deepest TMA ring that fits in shared memory with the epilogue buffers."""
+    stage = (TILE_M + tile_n) * TILE_K * dtype.ir_type.nbytes
+    free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule)[1].nbytes
+    return (free - 1024) // stage
+
+
+@ws.jit
+def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, operands, storage):
+    """Pipeline and scheduler set-up, then the role by warpgroup."""
+    warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
+    pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=p.num_stages,
+                                                   consumer_count=p.consumer_arrivals,
+                                                   transaction_bytes=p.stage_bytes)
+    sched = PersistentTileScheduler.create((m + (TILE_M - 1)) // TILE_M,
+                                           (n + (p.tile_n - 1)) // p.tile_n, batches,
+                                           raster=p.raster, group=p.group)
+    k_tiles = (k + (TILE_K - 1)) // TILE_K
+    if warp < 4:
+        ws.arch.setmaxnreg_decrease(p.producer_regs)
+        if warp == 0:
+            p.load(a_desc, b_desc, sched, k_tiles, pipeline, storage)
+    else:
+        ws.arch.setmaxnreg_increase(p.mma_regs)
+        p.consume(c_desc, sched, k_tiles, m, n, operands, pipeline, storage)
+
+
+@ws.kernel
+def matmul_kernel(p: ws.Static[Matmul], a_desc, b_desc, c_desc, m: ws.Int32, n: ws.Int32,
+                  k: ws.Int32, batches: ws.Int32, operands: tuple):
+    """C = epilogue(A @ B) with policy ``p``: launch ``[ctas, p.threads]`` (``ctas`` =
+    ``ws.sched.grid_size(p.tiles(M, N, batches), SMs)``) with the TMA descriptors of A, B and C
+    (boxes ``p.descriptor_boxes()``, 128-byte swizzle), the sizes M, N, K (K >= 1) and batch
+    count, and the epilogue's operand tensors (a tuple; empty without an epilogue).
+    ``warpstage.ops.matmul`` does all of it. Raises OperandError while tracing for a block
+    other than ``p.threads`` or descriptors that do not match the policy."""
+    check_launch(p, a_desc, b_desc, c_desc)
+    storage = ws.smem.allocate(p.SharedStorage)
+    matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, operands, storage)
+
+
+def check_launch(p: Matmul, a_desc, b_desc, c_desc) -> None:
+    """Trace-time checks of the block (``p.threads``: the roles go by warp index, the barrier
+    counts by thread) and of the three descriptors against the policy."""
+    block = tuple(current("matmul_kernel's block check").module.kernels[0].attrs.get("maxntid")
+                  or ())
+    if block != (p.threads, 1, 1):
+        raise operand_error(f"matmul_kernel: the launch block (threads per CTA) for {p!r}",
+                            block, f"({p.threads}, 1, 1): {p.producer_threads} producer + "
+                            f"{p.consumer_threads} consumer threads", "launch as matmul_kernel"
+                            "[ctas, p.threads](...), or call warpstage.ops.matmul")
+    boxes = p.descriptor_boxes()
+    for name, d, box, dtype in (("a_desc", a_desc, boxes[0], p.dtype),
+                                ("b_desc", b_desc, boxes[1], p.dtype),
+                                ("c_desc", c_desc, boxes[2], p.out_dtype)):
+        if not isinstance(d, ws.tma.TmaDescriptor):
+            raise operand_error(f"matmul_kernel: {name}", type(d).__name__,
+                                "a ws.tma.TensorDescriptor kernel argument",
+                                "call warpstage.ops.matmul(a, b)")
+        if d.dtype is not dtype or d.box != box or d.swizzle != 128:
+            raise operand_error(f"matmul_kernel: {name}",
+                                f"{d.dtype.__name__} box {d.box} swizzle {d.swizzle}",
+                                f"{dtype.__name__} box {box} swizzle 128",
+                                "build it as ws.tma.TensorDescriptor(x, box, swizzle=128) with "
+                                "box from policy.descriptor_boxes()")
