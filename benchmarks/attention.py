@@ -107,6 +107,17 @@ SWEEPS = {
         (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
                      dict(consumer_wgs=3, num_stages=3)],
     },
+    # session 3, fifth run: the TMA-store epilogue
+    "store": {
+        (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),
+                       dict(tile_n=176, late_wait=False)],
+        (128, True): [dict(tile_n=128, persistent=False, tma_store=False),
+                      dict(tile_n=128, persistent=False), dict(tile_n=128)],
+        (64, False): [dict(consumer_wgs=3, num_stages=2, tma_store=False),
+                      dict(consumer_wgs=3, num_stages=2)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, tma_store=False),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False)],
+    },
 }
 
 
@@ -245,7 +256,8 @@ def _launcher(fa, q, k, v, o):
     import torch
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     launch = flash_attention_wgmma_kernel[fa.grid(b, h, s, sms=sms), fa.threads]
-    return lambda: launch(fa, *descs, o, k.shape[2])
+    o_desc = ws.tma.TensorDescriptor(o, fa.o_box, swizzle=128) if fa.tma_store else None
+    return lambda: launch(fa, *descs, o, k.shape[2], None, o_desc)
 
 
 def _compile_one(job):

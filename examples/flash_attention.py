@@ -157,7 +157,8 @@ def demo() -> bool:
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     ck = ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                    TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, block=(fa.threads, 1, 1))
+                    TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, None, TD(x, fa.o_box),
+                    block=(fa.threads, 1, 1))
     print(f"{fa!r}: {fa.threads} threads (1 producer warpgroup + {fa.consumer_wgs} consumer), "
           f"{fa.smem_bytes} bytes of shared memory, "
           + (f"{ck.registers} registers at entry (setmaxnreg {fa.producer_regs}/{fa.mma_regs})"

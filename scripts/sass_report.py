@@ -116,8 +116,9 @@ def compile_attention(args):
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     print(repr(fa))
+    o_desc = TD(x, fa.o_box) if fa.tma_store else None
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                      TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32,
+                      TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
                       block=(fa.threads, 1, 1))
 
 

@@ -43,6 +43,8 @@ CASES = [
     (1, 1, 130, 190, 64, True, "float16", None, dict(overlap=False, consumer_wgs=3)),
     (2, 1, 300, 200, 64, True, "bfloat16", None, dict(persistent=False)),
     (1, 2, 140, 140, 128, False, "float16", None, dict(persistent=False, pingpong=False)),
+    (1, 1, 150, 150, 128, True, "float16", None, dict(tma_store=False)),
+    (2, 1, 70, 70, 64, False, "bfloat16", None, dict(consumer_wgs=3, tma_store=True)),
 ]
 
 
@@ -172,7 +174,8 @@ def test_ptx_and_ptxas(head_dim, causal, overlap):
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     ck = ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                    TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, block=(fa.threads, 1, 1))
+                    TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, None, TD(x, fa.o_box),
+                    block=(fa.threads, 1, 1))
     ptx = ck.ptx
     # S = Q K^T: D/16 k-steps of m64n128k16 (A, B from smem); O += P V: tile_n/16 m64n{D}k16
     # with A from registers; the overlapped loop has both twice (first stage / loop / last)
@@ -220,16 +223,20 @@ def test_descriptor_and_output_checks():
     O = ws.Tensor[ws.BFloat16, 4]
     with pytest.raises(ws.OperandError, match=r"k_desc.*box \(1, 1, 64, 64\)"):
         ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, (1, 1, 64, 64)),
-                   TD(x, kv_box), O, ws.Int32, block=(fa.threads, 1, 1))
+                   TD(x, kv_box), O, ws.Int32, None, TD(x, fa.o_box), block=(fa.threads, 1, 1))
     with pytest.raises(ws.OperandError, match="tensor o"):
         ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                   TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, block=(fa.threads, 1, 1))
+                   TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, None, TD(x, fa.o_box),
+                   block=(fa.threads, 1, 1))
+    with pytest.raises(ws.OperandError, match=r"o_desc: expected a TMA descriptor of o"):
+        ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
+                   TD(x, kv_box), O, ws.Int32, block=(fa.threads, 1, 1))
     for block in ((128, 1, 1), (512, 1, 1)):        # ws.compile's default block is 128 threads
         want = (r"(?s)launch block.*expected \(384, 1, 1\).*got \(%d, 1, 1\).*Fix: launch as "
                 r"flash_attention_wgmma_kernel\[fa.grid" % block[0])
         with pytest.raises(ws.OperandError, match=want):
             ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                       TD(x, kv_box), O, ws.Int32, block=block)
+                       TD(x, kv_box), O, ws.Int32, None, TD(x, fa.o_box), block=block)
 
 
 @pytest.mark.parametrize("mma", ["wgmma", "mma.sync"])

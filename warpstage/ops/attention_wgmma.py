@@ -20,6 +20,7 @@ import warpstage as ws
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float32
 from ..lang.wgmma import TileLayout
+from ..lang.epilogue import TmaStoreEpilogue
 from .attention_common import AttentionPolicy
 from .attention_wgmma_consumer import WgmmaConsumer
 
@@ -53,7 +54,11 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     give 0). ``kv_group``: query heads per K/V head (grouped-query attention: query head h reads
     K/V head h // kv_group, no copies). ``late_wait``: end the basic block after the softmax
     with a never-taken branch so that ptxas keeps the P V wait below the softmax (it hoists it
-    above otherwise; docs/performance.md). ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
+    above otherwise; docs/performance.md). ``tma_store``: the epilogue writes O through shared
+    memory and one TMA store per 64 x 64 block of each consumer warpgroup
+    (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
+    when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
+    descriptor (``o_box``). ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
@@ -65,7 +70,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     policy_name = "FlashAttentionWgmma"
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "late_wait")
+                  "late_wait", "tma_store")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -74,7 +79,8 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     def __init__(self, head_dim=64, dtype=BFloat16, causal=False, softmax_scale=None,
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
-                 persistent=True, causal_align="top_left", kv_group=1, late_wait=True):
+                 persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
+                 tma_store=None):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -117,6 +123,15 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
         self.kv_bytes = self.kv_layout.nbytes
         stage = (num_stages,) + self.kv_layout.shape
+        self.out = TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
+                                    warpgroups=1)
+        kv_smem = 2 * num_stages * self.kv_layout.nbytes + self.q_layout.nbytes
+        if tma_store is None:       # on when the buffers fit beside the rings
+            tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
+                         <= ws.smem.MAX_DYNAMIC_SMEM)
+        self.tma_store = bool(tma_store)
+        extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
+                                          swizzle=128)) if self.tma_store else {})
         rings = (dict(k_barriers=ws.pipeline.BarrierStorage[num_stages],
                       v_barriers=ws.pipeline.BarrierStorage[num_stages]) if self.split_kv
                  else dict(barriers=ws.pipeline.BarrierStorage[num_stages]))
@@ -125,9 +140,11 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
             q=ws.smem.Array(dtype, self.q_layout.shape, swizzle=128),
             k=ws.smem.Array(dtype, stage, swizzle=128),
             v=ws.smem.Array(dtype, stage, swizzle=128),
-            q_bar=ws.smem.MbarrierArray[1], q_empty=ws.smem.MbarrierArray[1], **rings)
-        self.check_smem(f"a {self.tile_m} x {head_dim} Q tile and {num_stages} stages of K and "
-                        f"V ({tile_n} x {head_dim})")
+            q_bar=ws.smem.MbarrierArray[1], q_empty=ws.smem.MbarrierArray[1], **rings, **extra)
+        self.check_smem(f"a {self.tile_m} x {head_dim} Q tile, {num_stages} stages of K and "
+                        f"V ({tile_n} x {head_dim})"
+                        + (f" and {consumer_wgs} x {self.out.smem_bytes} bytes of TMA-store "
+                           "buffers" if self.tma_store else ""))
 
     def grid(self, batch: int, heads: int, seq_q: int, sms: int = 132) -> tuple:
         """The launch grid: ``(ceil(S_q / tile_m), B * H)``, or with ``persistent`` ``(min(tiles,
@@ -154,6 +171,11 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     def tile_count(self, o):
         """Output tiles of the launch (dynamic): B * H * ceil(S_q / tile_m)."""
         return o.shape[0] * o.shape[1] * ((o.shape[2] + (self.tile_m - 1)) // self.tile_m)
+
+    @property
+    def o_box(self) -> tuple:
+        """The TMA box of o's descriptor (``tma_store``): one warpgroup's 64 rows x 64 columns."""
+        return (1, 1, 64, BOX_COLS)
 
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
@@ -186,6 +208,22 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
             raise operand_error("FlashAttentionWgmma: tensor o", f"{o.ndim}-d {o.dtype.__name__}",
                                 f"a 4-d (B, H, S_q, D) {self.dtype.__name__} tensor",
                                 "pass the output like q")
+
+    def check_o_desc(self, o_desc) -> None:
+        """Trace-time check of o's TMA descriptor: present exactly when ``tma_store``."""
+        if ws.static(self.tma_store) != (o_desc is not None):
+            raise operand_error("FlashAttentionWgmma: o_desc", type(o_desc).__name__,
+                                f"a TMA descriptor of o with box {self.o_box}, swizzle 128"
+                                if self.tma_store else "None (the policy's tma_store is off)",
+                                "call warpstage.ops.flash_attention, or launch_wgmma, which "
+                                "pass it")
+        if o_desc is not None and (not isinstance(o_desc, ws.tma.TmaDescriptor)
+                                   or o_desc.box != self.o_box or o_desc.swizzle != 128
+                                   or o_desc.dtype is not self.dtype):
+            raise operand_error("FlashAttentionWgmma: o_desc", repr(o_desc),
+                                f"a {self.dtype.__name__} TMA descriptor with box {self.o_box}, "
+                                "swizzle 128", "build it as ws.tma.TensorDescriptor(o, "
+                                "fa.o_box, swizzle=128)")
 
     def check_lse(self, lse, o) -> None:
         """Trace-time check of the log-sum-exp output: a (B, H, S_q) float32 tensor."""
@@ -305,7 +343,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
 
 
 @ws.jit
-def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, seq_k, storage):
+def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage):
     """Barriers (Q's and the rings'), then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     if warp == 0:
@@ -318,12 +356,12 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, seq_k, storage):
         fa.produce(q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage)
     else:
         ws.arch.setmaxnreg_increase(fa.mma_regs)
-        fa.consume_all(o, lse, seq_k, k_pipe, v_pipe, storage)
+        fa.consume_all(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
 
 
 @ws.kernel
 def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
-                                 o: ws.Tensor, seq_k: ws.Int32, lse=None):
+                                 o: ws.Tensor, seq_k: ws.Int32, lse=None, o_desc=None):
     """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
     TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle 128,
     the (B, H, S_q, D) output o and S_k (see the module docstring; ``warpstage.ops.
@@ -339,4 +377,5 @@ def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_d
     storage = ws.smem.allocate(fa.SharedStorage)
     if lse is not None:
         fa.check_lse(lse, o)
-    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, seq_k, storage)
+    fa.check_o_desc(o_desc)
+    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage)

@@ -18,7 +18,7 @@ class WgmmaConsumer:
 
     # -- consumer role -------------------------------------------------------------------------
     @ws.jit
-    def consume_all(self, o, lse, seq_k, k_pipe, v_pipe, storage):
+    def consume_all(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
         """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
         ``persistent``, else the CTA's one), the ring states and the turns carried across."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads
@@ -31,18 +31,21 @@ class WgmmaConsumer:
             for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
                 b, h, m_block = self.tile_coordinates(t, o)
                 n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-                kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
+                kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
                                         vst, turn, local & 1, storage)
                 local = local + 1
         else:
             b, h, m_block = self.coordinates(o.shape[1])
             n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-            kst, vst = self.consume(o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
+            kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
                                     turn, 0, storage)
         self.finish_turns(turn)
+        if ws.static(self.tma_store):
+            self.out.tail(tid % 128)
 
     @ws.jit
-    def consume(self, o, lse, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst, turn,
+    def consume(self, o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
+                turn,
                 q_phase, storage):
         """One output tile: 64 query rows per consumer warpgroup; S = Q K^T and O += P V on
         wgmma with the online softmax in between, over the K/V rings; then O / l to ``o``.
@@ -63,7 +66,11 @@ class WgmmaConsumer:
         else:
             acc, m_i, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                   k_pipe, v_pipe, kst, vst, turn, storage)
-        self.epilogue(o, lse, b, h, rows, lane, acc, m_i, l_i, o.shape[2])
+        if ws.static(self.tma_store):
+            self.store_tma(o_desc, lse, b, h, wg, tid % 128, row_wg, rows, lane, acc, m_i, l_i,
+                           o.shape[2], storage)
+        else:
+            self.epilogue(o, lse, b, h, rows, lane, acc, m_i, l_i, o.shape[2])
         return kst, vst
 
     def release_q(self, storage) -> None:
@@ -187,6 +194,22 @@ class WgmmaConsumer:
             if rows[r] < seq_q:
                 self.store_row(o, b, h, rows[r], r, lane, acc, inv)
                 if ws.static(lse is not None):
+                    if lane & 3 == 0:
+                        lse[b, h, rows[r]] = row_lse
+
+    @ws.jit
+    def store_tma(self, o_desc, lse, b, h, wg, wtid, row_wg, rows, lane, acc, m_i, l_i, seq_q,
+                  storage):
+        """O / l through shared memory and TMA stores of this warpgroup's 64 rows (rows past
+        S_q are clipped by TMA); the log-sum-exp as in ``epilogue``."""
+        inv = [self.row_inverse(l_i[r]) for r in ws.static_range(2)]
+        scaled = self.fragments([x * inv[(i >> 1) & 1] for i, x in enumerate(self.elements(acc))])
+        self.out.store(scaled, wtid, o_desc, storage.o_buf[wg], (b, h, row_wg, 0),
+                       barrier_id=1 + self.consumer_wgs + wg)
+        if ws.static(lse is not None):
+            for r in ws.static_range(2):
+                row_lse = self.log_sum_exp(m_i[r], l_i[r])
+                if rows[r] < seq_q:
                     if lane & 3 == 0:
                         lse[b, h, rows[r]] = row_lse
 
