@@ -121,12 +121,12 @@ WGMMA_DEFAULTS = {
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
-(benchmarks/attention.py --sweep, 2026-12-01 19:51-20:40 UTC, bf16; RESULTS.md), every variant
-with split K/V rings, ping-pong turns and ftz exp2. D=128 non-causal: 128-key tiles with the P V
-wait kept below the softmax (``late_wait``), persistent: 605 TFLOP/s at S=4096 (176-key tiles
-without it: 596, with it: 573); causal: one CTA per tile, 513 (0.93x cuDNN). D=64: 3 consumer
-warpgroups (192-row tiles), persistent: 455 non-causal, 382 causal (without ``late_wait``: 374
-with it, within noise)."""
+(benchmarks/attention.py --sweep, 2026-12-01 19:51-20:52 UTC, bf16; RESULTS.md), every variant
+with split K/V rings, ping-pong turns, ftz exp2, the P V wait below the softmax and the
+TMA-store epilogue. D=128: 128-key tiles, persistent: 658 TFLOP/s at S=4096 (1.00x cuDNN), 540
+at S=1024 (1.07x); causal one CTA per tile: 578 (1.05x), 370 (1.07x). D=64: 3 consumer
+warpgroups (192-row tiles), persistent: 481 (1.02x) and 371 (0.97x); causal 411 (1.04x) and
+246 (1.04x)."""
 
 
 @functools.lru_cache(maxsize=64)
