@@ -154,23 +154,26 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         tiles = batch * heads * -(-seq_q // self.tile_m)
         return (max(1, min(tiles, sms)), 1)
 
-    def tile_coordinates(self, t, o):
-        """(b, h, m_block) of output tile ``t`` (dynamic) of the persistent schedule: row blocks
-        of one batch-head together (they share K/V in L2); with ``causal`` the row blocks from
-        the last (the most keys) down, each over all batch-heads, so long tiles start first."""
-        bh_count = o.shape[0] * o.shape[1]
+    def scheduler(self, o):
+        """The persistent schedule of the output tiles (``ws.sched.PersistentTileScheduler``,
+        the GEMM's): row blocks of one batch-head together (they share K/V in L2), or with
+        ``causal`` the row blocks from the last (the most keys) down, each over all
+        batch-heads, so long tiles start first. Every role walks it on its own."""
+        create = ws.sched.PersistentTileScheduler.create
         n_m = (o.shape[2] + (self.tile_m - 1)) // self.tile_m
+        heads = o.shape[0] * o.shape[1]
         if ws.static(self.causal):
-            m_block = n_m - 1 - t // bh_count
-            bh = t % bh_count
-        else:
-            bh = t // n_m
-            m_block = t % n_m
-        return bh // o.shape[1], bh % o.shape[1], m_block
+            return create(heads, n_m, 1, raster="M", group=65536)
+        return create(n_m, 1, heads, raster="M", group=65536)
 
-    def tile_count(self, o):
-        """Output tiles of the launch (dynamic): B * H * ceil(S_q / tile_m)."""
-        return o.shape[0] * o.shape[1] * ((o.shape[2] + (self.tile_m - 1)) // self.tile_m)
+    def tile_coordinates(self, sched, t, o):
+        """(b, h, m_block) of output tile ``t`` (dynamic) of ``scheduler``'s order."""
+        i, j, batch = sched.tile(t)
+        if ws.static(self.causal):
+            bh, m_block = i, sched.tiles_n - 1 - j
+        else:
+            bh, m_block = batch, i
+        return bh // o.shape[1], bh % o.shape[1], m_block
 
     @property
     def o_box(self) -> tuple:
@@ -276,8 +279,9 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
             vst = v_pipe.producer_start_state()
             if ws.static(self.persistent):
                 local = ws.Int32(0)
-                for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
-                    b, h, m_block = self.tile_coordinates(t, o)
+                sched = self.scheduler(o)
+                for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+                    b, h, m_block = self.tile_coordinates(sched, t, o)
                     n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
                     storage.q_empty[0].wait((local & 1) ^ 1)     # the last tile's S are done
                     kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,

@@ -28,8 +28,9 @@ class WgmmaConsumer:
         vst = v_pipe.consumer_start_state()
         if ws.static(self.persistent):
             local = ws.Int32(0)
-            for t in range(ws.arch.block_idx()[0], self.tile_count(o), ws.arch.grid_dim()[0]):
-                b, h, m_block = self.tile_coordinates(t, o)
+            sched = self.scheduler(o)
+            for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+                b, h, m_block = self.tile_coordinates(sched, t, o)
                 n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
                 kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
                                         vst, turn, local & 1, storage)
