@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +28,8 @@ import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_timing import seconds_per_call  # noqa: E402  (benchmarks/ is not a package)
 
 # (B, H, S, D, causal): the configurations of issue 12's table, then the S sweep for the chart
 TABLE = [(8, 16, 1024, 128, False), (8, 16, 1024, 128, True), (4, 16, 4096, 128, False),
@@ -134,19 +135,8 @@ def inputs(b, h, s, d, seed=0):
 
 
 def timed(fn, iters, repeats) -> float:
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / iters)
-    return statistics.median(times)
+    """Seconds per call: ``gpu_timing.seconds_per_call`` (CUDA events, median of repeats)."""
+    return seconds_per_call(fn, iters, repeats)
 
 
 def tensor_core_rate() -> float:
