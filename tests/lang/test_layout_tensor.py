@@ -122,6 +122,17 @@ def body(ir_text: str) -> list:
     return [re.sub(r"@\w+", "@k", ln.strip()) for ln in ir_text.splitlines()]
 
 
+@pytest.mark.parametrize("kernel, args", [
+    (scale_tiles, (ws.Tensor[ws.Float32, 2], ws.Tensor[ws.Float32, 2], ws.Float32)),
+    (transpose_via_swizzled_smem, (ws.Tensor[ws.BFloat16, 2], ws.Tensor[ws.BFloat16, 2])),
+])
+def test_layout_kernels_compile_to_cubin(kernel, args):
+    ck = ws.compile(kernel, *args)
+    assert ".entry" in ck.ptx
+    if ck.cubin is not None:
+        assert ck.cubin[:4] == b"\x7fELF"
+
+
 def test_a_static_layout_at_a_static_coordinate_emits_no_ir():
     t = ws.Tensor[ws.Float32, 1]
     assert body(ws.compile(static_at_static, t).ir) == body(ws.compile(literal_index, t).ir)
@@ -170,7 +181,24 @@ def test_a_mixed_host_layout_crosses_parameters_calls_branches_and_loops():
     text = ws.explain(carried, x, out, lay, print_table=False)
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("lay"))
     assert "mixed" in row and "Layout (4,8):(?16,1)" in row and "static (4,8):(?,1)" in row
-    assert "i32" in row
+    assert "stride[0]:i32" in row
+
+
+def test_the_recompile_reason_shows_both_static_skeletons():
+    import warnings
+
+    @ws.kernel(max_specializations=1)
+    def k(out: ws.Tensor, lay):
+        out[0] = ws.Float32(lay(1, 1))
+
+    out = np.zeros(1, np.float32)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        k[1, 32](out, L.make_layout((4, 8), (ws.Int32(8), 1)))
+        k[1, 32](out, L.make_layout((4, 8), (8, 1)))
+    msgs = [str(w.message) for w in rec if issubclass(w.category, ws.RecompileWarning)]
+    assert len(msgs) == 1 and out[0] == 9.0
+    assert "lay: static (4,8):(?,1); 1 dynamic -> static (4,8):(8,1); 0 dynamic" in msgs[0]
 
 
 def test_a_different_dynamic_part_reuses_the_kernel_and_a_static_part_recompiles():

@@ -125,6 +125,13 @@ class Layout:
     def __static_key__(self):
         return ("Layout", _skeleton(self.shape), _skeleton(self.stride))
 
+    def __ws_leaf_names__(self) -> list:
+        """Names of the dynamic leaves (ABI slots in ``ws.explain``): ``shape[k]`` /
+        ``stride[k]``, k the leaf's position in the flattened shape or stride."""
+        fs, fd = flatten(self.shape), flatten(self.stride)
+        return ([f"shape[{k}]" for k, x in enumerate(fs) if not is_static(x)]
+                + [f"stride[{k}]" for k, x in enumerate(fd) if not is_static(x)])
+
     def __ws_describe__(self):
         """(type description, key description) for ``ws.explain``: ``?`` marks the dynamic
         leaves (the layout's ABI slots); the rest is static and part of the key."""

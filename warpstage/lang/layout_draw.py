@@ -17,10 +17,11 @@ __all__ = ["print_layout", "layout_table", "draw"]
 def _grid(layout):
     """(rows, cols, cell(r, c) -> index) of a static layout of rank 1 or 2."""
     layout = _layout_of(layout)
-    if layout.rank() > 2:
+    shape_of = getattr(layout, "outer", layout)       # a swizzled layout: its outer layout's
+    if shape_of.rank() > 2:
         raise operand_error("ws.layout.print_layout/draw", layout, "a layout of rank 1 or 2",
                             "group modes first (ws.layout.group) or select two")
-    if not all(is_static(x) for x in (product(layout.shape),)):
+    if not is_static(product(layout.shape)):
         raise operand_error("ws.layout.print_layout/draw", layout, "a static layout",
                             "draw a layout with static shape and stride")
     if layout.rank() == 1 and not isinstance(layout.shape, tuple):
@@ -29,7 +30,7 @@ def _grid(layout):
     if layout.rank() == 1:
         rows, cols = 1, layout.size()
         return rows, cols, lambda r, c: layout((c,))
-    rows, cols = product(get(layout, 0).shape), product(get(layout, 1).shape)
+    rows, cols = product(get(shape_of, 0).shape), product(get(shape_of, 1).shape)
     return rows, cols, lambda r, c: layout(r, c)
 
 
@@ -72,11 +73,14 @@ def _tv_cells(tv, rows, cols):
     return out, nt
 
 
-def draw(layout, path=None, tv_layout=None, title=None, cell_size=0.45):
+def draw(layout, path=None, tv_layout=None, title=None, color=None, cell_size=0.45, dpi=90):
     """Render ``layout`` (static, rank 1 or 2) to a PNG: one cell per coordinate, labelled with
     its index. With ``tv_layout`` (a thread-value layout over the same 2-D tile), cells are
-    coloured by the thread that owns them and labelled ``T<t> V<v>``. ``path``: where to write
-    the PNG (default: return the PNG bytes). Raises ImportError without matplotlib."""
+    coloured by the thread that owns them and labelled ``T<t> V<v>``. ``color``: a function of
+    the index giving a colour number (default ``index % 8``; e.g. ``lambda i: i // 4 % 8``
+    shows the 16-byte chunks of f32 data under a swizzle). ``path``: where to write the PNG
+    (default: return the PNG bytes); ``dpi``: its resolution. Raises ImportError without
+    matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -92,14 +96,14 @@ def draw(layout, path=None, tv_layout=None, title=None, cell_size=0.45):
         for c in range(cols):
             owner = owners.get((r, c))
             if owner is not None:
-                color, text = cmap(owner[0] % 20), f"T{owner[0]}\nV{owner[1]}"
+                face, text, size = cmap(owner[0] % 20), f"T{owner[0]}\nV{owner[1]}", 7
             else:
                 idx = cell(r, c)
-                color, text = cmap(idx % 8 if tv_layout is None else 19), str(idx)
-            ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, facecolor=color, edgecolor="black",
+                shade = 19 if tv_layout is not None else (color(idx) if color else idx) % 8
+                face, text, size = cmap(shade), str(idx), 8
+            ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, facecolor=face, edgecolor="black",
                                        linewidth=0.6))
-            ax.text(c + 0.5, rows - 0.5 - r, text, ha="center", va="center",
-                    fontsize=7 if owner else 8)
+            ax.text(c + 0.5, rows - 0.5 - r, text, ha="center", va="center", fontsize=size)
     ax.set_xlim(0, cols)
     ax.set_ylim(0, rows)
     ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=7)
@@ -110,11 +114,11 @@ def draw(layout, path=None, tv_layout=None, title=None, cell_size=0.45):
     ax.set_title(title if title is not None else repr(_layout_of(layout)), fontsize=9, pad=14)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=dpi)
         plt.close(fig)
         return path
     import io
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()

@@ -63,6 +63,13 @@ def require_static(x, what: str, fix: str) -> int:
 
 
 def _host(op, a, b):
+    if isinstance(a, Scalar) or isinstance(b, Scalar):
+        h = a if isinstance(a, HostScalar) else b
+        raise BindingTimeError(
+            f"the host value {h!r} (a dynamic layout leaf made on the host) reached traced code "
+            "without being passed as a parameter, e.g. inside a static object: its value is not "
+            "on the GPU.\nFix: pass the layout (or the object holding it) as a kernel argument, "
+            "or make the leaf static (a plain int).")
     av = a.value if isinstance(a, HostScalar) else a
     bv = b.value if isinstance(b, HostScalar) else b
     dtype = Int64 if any(isinstance(v, HostScalar) and v.dtype is Int64 for v in (a, b)) else Int32
@@ -206,7 +213,7 @@ def prefix_product(shape, init=1):
     """The exclusive prefix products of ``shape``, nested like it: the column-major (CuTe's
     LayoutLeft) compact stride of ``shape``. A mode of static size 1 gets stride 0, as CuTe
     gives it (its coordinate is always 0)."""
-    out, cur = [], init
+    cur = init
 
     def walk(s):
         nonlocal cur

@@ -20,7 +20,7 @@ from __future__ import annotations
 from .fragment import Fragment
 from .layout_core import Layout, as_layout, cosize, crd2idx, idx2crd, make_layout, slice_and_offset
 from .layout_int import add, is_static, is_tuple, product_each, tuple_repr
-from .layout_swizzle import ComposedLayout, make_swizzle
+from .layout_swizzle import ComposedLayout
 from .operands import operand_error
 from .pointer import Pointer
 from .scalars import Scalar, as_dynamic
@@ -227,11 +227,7 @@ def make_tensor(engine, layout=None) -> LayoutTensor:
         lay = layout if layout is not None else make_layout(engine.shape, engine.strides)
         return LayoutTensor(engine.ptr, lay)
     if isinstance(engine, SmemArray):
-        if layout is None:
-            layout = make_layout(engine.shape, engine.strides)
-            if engine.swizzle:
-                layout = ComposedLayout(make_swizzle(engine.swizzle, engine.dtype), 0, layout)
-        return LayoutTensor(engine.ptr, layout)
+        return LayoutTensor(engine.ptr, layout if layout is not None else engine.layout)
     if isinstance(engine, Fragment):
         lay = layout if layout is not None else make_layout(len(engine))
         return LayoutTensor(engine, lay)
