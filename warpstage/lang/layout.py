@@ -20,7 +20,8 @@ from .layout_algebra import (append_modes, blocked_product, coalesce, complement
                              filter_zeros, flat_divide, left_inverse, logical_divide,
                              logical_product, raked_product, right_inverse, tiled_divide,
                              zip_layouts, zipped_divide)
-from .layout_atoms import MMA_TILE, mma_accumulator_tv, wgmma_accumulator_tv, wgmma_tile
+from .layout_atoms import (MMA_TILE, coordinate_layouts, mma_accumulator_tv, thread_coords,
+                           wgmma_accumulator_tv, wgmma_tile)
 from .layout_core import (Layout, cosize, crd2idx, depth_of as depth, flatten_layout as flatten,
                           get, group, idx2crd, is_layout, make_identity_layout, make_layout,
                           make_layout_from_modes, make_ordered_layout, rank_of as rank, select,
@@ -45,6 +46,7 @@ __all__ = [
     "make_tensor", "make_fragment", "make_rmem_tensor", "make_fragment_like",
     "make_identity_tensor", "local_tile", "local_partition", "copy",
     "mma_accumulator_tv", "wgmma_accumulator_tv", "MMA_TILE", "wgmma_tile",
+    "coordinate_layouts", "thread_coords",
     "print_layout", "layout_table", "draw", "ceil_div", "product", "product_each", "shape_div",
 ]
 

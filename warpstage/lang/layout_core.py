@@ -23,7 +23,7 @@ from .operands import operand_error
 __all__ = ["Layout", "make_layout", "make_ordered_layout", "make_identity_layout", "crd2idx",
            "idx2crd", "size", "cosize", "rank_of", "depth_of", "get", "select", "flatten_layout",
            "group", "make_layout_from_modes", "slice_and_offset", "is_layout", "as_layout",
-           "check_int_tuple"]
+           "check_int_tuple", "has_none"]
 
 
 def check_int_tuple(t, what: str):
@@ -66,7 +66,7 @@ class Layout:
     # -- evaluation ---------------------------------------------------------------------------
     def __call__(self, *coord):
         c = coord[0] if len(coord) == 1 else tuple(coord)
-        if _has_none(c):
+        if has_none(c):
             return slice_and_offset(c, self)[0]
         return crd2idx(c, self.shape, self.stride)
 
@@ -160,10 +160,9 @@ def _skeleton_text(t) -> str:
     return str(t) if is_static(t) else "?"
 
 
-def _has_none(c) -> bool:
-    if c is None:
-        return True
-    return is_tuple(c) and any(_has_none(x) for x in c)
+def has_none(c) -> bool:
+    """True if the coordinate ``c`` has a ``None`` (a slice) anywhere."""
+    return c is None or (is_tuple(c) and any(has_none(x) for x in c))
 
 
 def is_layout(x) -> bool:

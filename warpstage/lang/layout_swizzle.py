@@ -14,7 +14,7 @@ is applied to the whole offset, because the hardware swizzles absolute smem addr
 """
 from __future__ import annotations
 
-from .layout_core import Layout, as_layout, slice_and_offset
+from .layout_core import Layout, as_layout, has_none, slice_and_offset
 from .layout_int import add, is_static, is_tuple, tuple_repr
 from .operands import operand_error, static_int
 
@@ -97,7 +97,7 @@ class ComposedLayout:
 
     def __call__(self, *coord):
         c = coord[0] if len(coord) == 1 else tuple(coord)
-        if _has_none(c):
+        if has_none(c):
             sub, off = slice_and_offset(c, self.outer)
             return ComposedLayout(self.inner, add(self.offset, off), sub)
         return self.inner(add(self.offset, self.outer(c)))
@@ -136,9 +136,6 @@ class ComposedLayout:
         return ("ComposedLayout", key() if key else self.inner,
                 self.offset if is_static(self.offset) else "?", self.outer.__static_key__())
 
-
-def _has_none(c) -> bool:
-    return c is None or (is_tuple(c) and any(_has_none(x) for x in c))
 
 
 def _same(a, b) -> bool:

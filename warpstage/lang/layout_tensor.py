@@ -18,7 +18,8 @@ dynamic leaves are its values; the engine kind and the layout's static part are 
 from __future__ import annotations
 
 from .fragment import Fragment
-from .layout_core import Layout, as_layout, cosize, crd2idx, idx2crd, make_layout, slice_and_offset
+from .layout_core import (Layout, as_layout, cosize, crd2idx, has_none, idx2crd, make_layout,
+                          slice_and_offset)
 from .layout_int import add, is_static, is_tuple, product_each, tuple_repr
 from .layout_swizzle import ComposedLayout
 from .operands import operand_error
@@ -85,13 +86,13 @@ class LayoutTensor:
     # -- slicing and elements -----------------------------------------------------------------
     def __getitem__(self, coord):
         c = _coord(coord)
-        if _has_none(c):
+        if has_none(c):
             return self._slice(c)
         return self._load(self._offset(c))
 
     def __setitem__(self, coord, value):
         c = _coord(coord)
-        if _has_none(c):
+        if has_none(c):
             raise operand_error("a tensor store", coord, "a full coordinate (no None)",
                                 "store single elements, t[i, j] = v, or use ws.layout.copy")
         off = self._offset(c)
@@ -209,9 +210,6 @@ def _coord(coord):
         return tuple(_coord(c) for c in coord)
     return coord
 
-
-def _has_none(c) -> bool:
-    return c is None or (is_tuple(c) and any(_has_none(x) for x in c))
 
 
 # -- construction ---------------------------------------------------------------------------
