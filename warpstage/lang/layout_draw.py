@@ -90,7 +90,9 @@ def draw(layout, path=None, tv_layout=None, title=None, color=None, cell_size=0.
                           "with `pip install warpstage[draw]` (or `pip install matplotlib`)") from e
     rows, cols, cell = _grid(layout)
     owners, nt = _tv_cells(tv_layout, rows, cols) if tv_layout is not None else ({}, 0)
-    fig, ax = plt.subplots(figsize=(max(2.0, cols * cell_size + 0.8), max(1.2, rows * cell_size + 0.8)))
+    title = title if title is not None else repr(_layout_of(layout))
+    width = max(2.0, cols * cell_size + 0.8, 0.075 * len(title))     # room for the title
+    fig, ax = plt.subplots(figsize=(width, max(1.2, rows * cell_size + 0.8)))
     cmap = plt.get_cmap("tab20")
     for r in range(rows):
         for c in range(cols):
@@ -111,7 +113,7 @@ def draw(layout, path=None, tv_layout=None, title=None, color=None, cell_size=0.
     ax.tick_params(length=0)
     ax.xaxis.tick_top()
     ax.set_aspect("equal")
-    ax.set_title(title if title is not None else repr(_layout_of(layout)), fontsize=9, pad=14)
+    ax.set_title(title, fontsize=9, pad=14)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=dpi)
