@@ -12,7 +12,7 @@ from example_loader import ROOT, load_file
 pytestmark = pytest.mark.usefixtures("sim_target")     # the target is reset after each example
 
 # (doc, index of the ```python block in it)
-EXAMPLES = [("docs/tma.md", 0)]
+EXAMPLES = [("docs/tma.md", 0), ("docs/layouts.md", 2)]
 
 
 def python_blocks(path: str) -> list:

@@ -12,7 +12,7 @@ from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationE
 from .frontend.binding_time import Constexpr, Static
 from .frontend.values import flatten, unflatten
 from . import ops
-from .lang import arch, copy, epilogue, math, mma, pipeline, sched, smem, tma, wgmma
+from .lang import arch, copy, epilogue, layout, math, mma, pipeline, sched, smem, tma, wgmma
 from .lang.atomic import (atomic_add, atomic_and, atomic_cas, atomic_exch, atomic_max, atomic_min,
                           atomic_or, atomic_xor)
 from .lang.control import const_expr, printf, range, range_constexpr, static, static_range
@@ -31,8 +31,8 @@ __version__ = "0.1.0"
 __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
     "Static", "Constexpr", "range", "static_range", "range_constexpr", "static", "const_expr",
-    "printf", "struct", "flatten", "unflatten", "arch", "math", "smem", "copy", "pipeline", "ops",
-    "mma", "tma", "wgmma", "sched", "epilogue",
+    "printf", "struct", "flatten", "unflatten", "arch", "layout", "math", "smem", "copy",
+    "pipeline", "ops", "mma", "tma", "wgmma", "sched", "epilogue",
     "Pointer", "Tensor", "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_and",
     "atomic_or", "atomic_xor", "atomic_cas",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",

@@ -122,7 +122,9 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     if has_protocol(value):
         parts = _host_parts(value, "proto", None)
         fields = getattr(type(value), "__ws_fields__", None)
-        names = list(fields[1]) if fields else [str(i) for i in range(len(parts))]
+        leaf_names = getattr(type(value), "__ws_leaf_names__", None)
+        names = (list(fields[1]) if fields else list(leaf_names(value)) if leaf_names else
+                 [str(i) for i in range(len(parts))])
         return CompositeSpec("proto", value, [classify(p, None, f"{name}[{i}]", tensor_adapter=tensor_adapter)
                                               for i, p in enumerate(parts)], names, 5)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

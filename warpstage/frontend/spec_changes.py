@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..runtime.tensormap import TensorDescriptor
 from .specs import (CompositeSpec, PointerArgSpec, ScalarSpec, StaticSpec, TensorArgSpec,
                     TensorMapSpec)
 
@@ -62,11 +63,13 @@ def _composite_change(old: CompositeSpec, new: CompositeSpec) -> str:
             f"type {t_old.__name__} -> {t_new.__name__}")
     out = []
     if old.key[1] != new.key[1]:
-        if hasattr(old.template, "__ws_describe__"):        # a TMA descriptor
+        if isinstance(old.template, TensorDescriptor):
             for f in _DESCRIPTOR_FIELDS:
                 a, b = getattr(old.template, f), getattr(new.template, f)
                 if a != b:
                     out.append(f"{f} {a!r} -> {b!r}" if f != "dtype" else f"dtype {a} -> {b}")
+        elif old.key_desc and new.key_desc:                 # it describes its key (a layout)
+            out.append(f"{old.key_desc} -> {new.key_desc}")
         elif old.kind in ("tuple", "list", "dict"):
             out.append(f"length {len(old.parts)} -> {len(new.parts)}" if old.kind != "dict"
                        else f"keys {list(old.names)} -> {list(new.names)}")

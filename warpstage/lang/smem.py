@@ -41,7 +41,8 @@ from typing import Optional
 
 from .. import ir
 from ..frontend.trace import builder, current
-from ..ir.swizzle import swizzle_align, swizzle_bits
+from ..ir.swizzle import swizzle_align
+from .layout_swizzle import make_swizzle
 from .mbarrier import MbarrierArray
 from .operands import operand_error, static_int
 from .pointer import Pointer
@@ -204,19 +205,23 @@ class SmemArray:
 
     def _element(self, offset):
         """The element offset from ``ptr`` where logical element ``offset`` is stored: itself,
-        or under a swizzle ``e ^ (((e * size) >> 7) & (2^B - 1)) * (16 / size)``, i.e. byte
-        bits [4, 4+B) XOR bits [7, 7+B) (``ir.swizzle.swizzle_offset``)."""
+        or under a swizzle the hardware's permutation on element offsets,
+        ``ws.layout.make_swizzle(span, dtype)`` (byte bits [4, 4+B) XOR bits [7, 7+B), as
+        ``ir.swizzle.swizzle_offset``; an and, a shift and a xor for a dynamic offset)."""
         if offset is None:
             return 0
         if not self.swizzle:
             return offset
-        esize = self.ptr.value.type.pointee.nbytes
-        if not isinstance(offset, Scalar):
-            from ..ir.swizzle import swizzle_offset
-            return swizzle_offset(offset * esize, self.swizzle) // esize
-        log = esize.bit_length() - 1
-        mask = (1 << swizzle_bits(self.swizzle)) - 1
-        return offset ^ (((offset >> (7 - log)) & mask) << (4 - log))
+        return make_swizzle(self.swizzle, self.dtype)(offset)
+
+    @property
+    def layout(self):
+        """The view as a ``ws.layout`` layout (elements): ``shape:strides``, composed with
+        ``make_swizzle`` when the array is swizzled."""
+        from .layout_core import Layout
+        from .layout_swizzle import ComposedLayout
+        lay = Layout(self.shape, self.strides)
+        return ComposedLayout(make_swizzle(self.swizzle, self.dtype), 0, lay) if self.swizzle else lay
 
     def __extract_values__(self):
         return [self.ptr]

@@ -27,6 +27,8 @@ from ..frontend.source import user_location
 from ..frontend.trace import builder
 from ..ir.swizzle import SWIZZLE_MODES
 from .fragment import Fragment
+from .layout_atoms import thread_coords, wgmma_accumulator_tv
+from .layout_int import floordiv, mod
 from .operands import operand_error, static_int
 from .scalars import Boolean, Float16, Float32, Scalar, Uint64
 from .wgmma_tiles import _MMA_DTYPES, TileDescriptor, TileLayout, make_descriptor, tile_descriptor
@@ -222,7 +224,9 @@ def accumulator_coords(n: int, tid=None) -> list:
     """[(row, col)] of each of the n/2 accumulator registers of thread ``tid`` (its index in
     the warpgroup, 0..127; default this thread's, dynamic) in the 64 x n tile: element i is row
     ``16*(tid//32) + (tid%32)//4 + 8*((i//2)%2)``, column ``8*(i//4) + 2*(tid%4) + i%2`` (PTX
-    ISA "Register Fragments": wgmma D, m64nNk16). Python ints for an int ``tid``."""
+    ISA "Register Fragments": wgmma D, m64nNk16), i.e. the TV layout
+    ``ws.layout.wgmma_accumulator_tv(n)``, from which this is computed. Python ints for an int
+    ``tid``."""
     n = _n(n, "ws.wgmma.accumulator_coords()")
     if tid is None:
         from .arch import lane_idx, warp_idx
@@ -231,8 +235,9 @@ def accumulator_coords(n: int, tid=None) -> list:
         tid = static_int(tid, "ws.wgmma.accumulator_coords()'s tid", range(128),
                          "a thread index in [0, 128) or None", "omit tid inside a kernel")
         warp, lane = tid // 32, tid % 32
-    row0, col0 = 16 * warp + lane // 4, 2 * (lane % 4)
-    return [(row0 + 8 * ((i // 2) % 2), col0 + (8 * (i // 4) + i % 2)) for i in range(n // 2)]
+    # the thread's coordinate (lane % 4, lane / 4, warp) in ws.layout.wgmma_accumulator_tv(n)
+    thread = (mod(lane, 4), floordiv(lane, 4), warp)
+    return thread_coords(wgmma_accumulator_tv(n), 64, thread)
 
 
 def a_fragment_coords(tid=None) -> list:
