@@ -49,12 +49,27 @@ class JitFunction:
     def __init__(self, fn, inline: bool = True):
         self.fn = fn
         self.inline = "always" if inline else "never"
-        self.signature = inspect.signature(fn)
+        self._sig, self._sig_defaults = None, None
         functools.update_wrapper(self, fn)
         self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
 
+    @property
+    def signature(self) -> inspect.Signature:
+        """The signature with the function's current defaults (they may be replaced)."""
+        fn = self.fn
+        seen = self._sig_defaults
+        if seen is None or seen[0] is not fn.__defaults__ or seen[1] is not fn.__kwdefaults__:
+            self._sig = inspect.signature(fn)
+            self._sig_defaults = (fn.__defaults__, fn.__kwdefaults__)
+        return self._sig
+
     def __ws_static_key__(self):
-        return self._key
+        # defaults are read at each call (a default changed in place recompiles)
+        fn = self.fn
+        if fn.__defaults__ is None and not fn.__kwdefaults__:
+            return self._key
+        from .frontend.static_key import static_key
+        return self._key + (static_key(fn.__defaults__), static_key(fn.__kwdefaults__))
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is None:
@@ -134,6 +149,7 @@ class Kernel:
                 raise CompilationError(f"kernel {fn.__qualname__}: *args/**kwargs parameters are "
                                        "not supported; name each parameter")
         self.param_names = [p.name for p in self.params]
+        self._kwonly = any(p.kind is p.KEYWORD_ONLY for p in self.params)
         self._options = options
         self._annotations = None
         self._binders = None
@@ -158,7 +174,7 @@ class Kernel:
 
     # -- binding ---------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> list:
-        if not kwargs and len(args) == len(self.params):
+        if not kwargs and len(args) == len(self.params) and not self._kwonly:
             return list(args)
         try:
             ba = self.signature.bind(*args, **kwargs)
@@ -191,7 +207,11 @@ class Kernel:
 
     def _make_launch_type(self) -> type:
         """The class of this kernel's launch objects (``kern[grid, block]``): _Launch, or its
-        subclass whose ``__call__`` is the generated call path (frontend/fast_call.py)."""
+        subclass whose ``__call__`` is the generated call path (frontend/fast_call.py; not for
+        keyword-only parameters, which it does not bind)."""
+        if self._kwonly:
+            self._launch_type = _Launch
+            return _Launch
         from .frontend.fast_call import FastCall
         if self._annotations is None:
             self._annotations = _annotations(self.fn)
@@ -239,15 +259,16 @@ class Kernel:
         name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
         attrs = {"maxntid": block}
         try:
-            module, abi, reached = trace_kernel(self.fn, name, specs, self.param_names,
-                                                self.options, attrs)
+            module, abi, reached, facts = trace_kernel(
+                self.fn, name, specs, self.param_names, self.options, attrs,
+                kwonly=tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY))
             from .passes.pipeline import run_passes
             run_passes(module)
+            guards = collect_guards(reached, facts)
         except Exception as e:
             if self.options.debug:          # keep warpstage's frames when debugging warpstage
                 raise
             raise _user_error(e) from None
-        guards = collect_guards(reached)
         self.trace_count += 1
         ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
                             self.options, block, {"trace": time.perf_counter() - t0}, guards)
@@ -279,7 +300,21 @@ class Kernel:
                           "static objects.", RecompileWarning, stacklevel=_user_stacklevel())
 
     # -- launch ----------------------------------------------------------------------------
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        raise CompilationError(
+            f"kernel {self.__qualname__} is defined as a method of {type(obj).__name__} and was "
+            f"looked up on an instance; a kernel is launched on its own, so `self` would not be "
+            "passed.\nFix: define the kernel at module level and pass the object as its first "
+            "argument (k[grid, block](obj, ...); it is static by rule 7), or make the method a "
+            "@ws.jit device function called from a kernel.")
+
     def __getitem__(self, config) -> "_Launch":
+        if maybe_current() is not None:
+            raise CompilationError(f"kernel {self.__qualname__} launched (kern[...]) from inside "
+                                   "traced code; kernels cannot launch kernels.\nFix: call a "
+                                   "@ws.jit device function instead.")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be kern[grid, block] or kern[grid, block, "
                               f"smem_bytes, stream], got kern[{config!r}]")

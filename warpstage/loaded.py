@@ -18,6 +18,7 @@ strides where the kernel assumed them, sizes that fit its index type.
 """
 from __future__ import annotations
 
+import enum
 from typing import Optional
 
 from .errors import ArgumentError, LaunchError
@@ -133,6 +134,9 @@ def _scalar(type_name: str, value, name: str):
     v = value.value if isinstance(value, HostScalar) else value
     if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
         v = v.item()
+    if isinstance(v, enum.Enum):                # static by rule 7, even an IntEnum member
+        raise _mismatch(name, f"a scalar of type {type_name}",
+                        f"the enum member {v!r}, which is static (rule 7)")
     ok = (isinstance(v, (bool, int)) if not t.is_float else
           isinstance(v, (int, float)) and not isinstance(v, bool))
     if not ok:

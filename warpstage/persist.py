@@ -7,9 +7,12 @@ the kernel's module, qualified name and code digest, and each parameter's Spec k
 
 An entry (``runtime/cache.py`` stores it) holds the entry name, IR / LLVM IR / PTX text, the cubin
 and ptxas' report, the ABI as [(slot, type text)], the ``explain`` rows, the host-argument
-descriptors (``loaded.describe_params``) and the guards on globals as stable data:
-['global', module name, global name, key repr] or ['cell', free-variable name of the kernel
-function, key repr]. A disk hit re-resolves every guard in this process and compares static keys;
+descriptors (``loaded.describe_params``) and the guards (frontend/guards.py) as stable data:
+['global', module name, global name, key repr] (a module attribute is a global of its module),
+['class', module name, class qualified name, attribute name, key repr] or ['cell', free-variable
+name of the kernel function, key repr]. The code of every function the trace reached is in
+these keys: a function's or ``@ws.jit`` function's static key holds its code digest and
+defaults, an object's key its class's digest (static_key.py). A disk hit re-resolves every guard in this process and compares static keys;
 any difference is a miss. A specialization whose guards cannot be stored that way (a closure cell
 of another function, a value with no stable key) is never stored.
 
@@ -28,7 +31,10 @@ import warnings
 from typing import Optional
 
 from .compiled import STAGE_COUNTS, CompiledKernel
+from .entry_check import problem
 from .errors import ArgumentError, UnsupportedError
+from .frontend.facts import class_lookup
+from .frontend.guards import CELL, CLASS, GLOBAL
 from .frontend.static_key import UnkeyableError, code_key, is_stable, static_key
 from .ir.types import parse_type
 from .options import CompileOptions
@@ -77,6 +83,11 @@ def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
              tuple(sorted(dataclasses.asdict(opts).items())), "ptx", tuple(block),
              (fn.__module__, fn.__qualname__, code_key(fn.__code__)),
              tuple(s.key for s in specs))
+    if fn.__defaults__ or fn.__kwdefaults__:
+        try:
+            parts += (static_key((fn.__defaults__, fn.__kwdefaults__)),)
+        except UnkeyableError:
+            return None
     return cache.disk_key(parts)
 
 
@@ -96,11 +107,17 @@ def stable_guards(kernel, guards) -> Optional[list]:
     fn = kernel.fn
     own_cells = {id(c): n for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     out = []
-    for container, name, value, key, is_cell in guards:
+    for container, name, value, key, kind in guards:
         krepr = _key_repr(value)
         if krepr is None or krepr != repr(key):
             return None
-        if is_cell:
+        if kind == CLASS:
+            where = (container.__module__, container.__qualname__)
+            if _class_named(*where) is not container:
+                return None         # a class made in a function: nothing names it stably
+            out.append(["class", where[0], where[1], name, krepr])
+            continue
+        if kind == CELL:
             if id(container) not in own_cells:
                 return None         # a cell of a @ws.jit function: nothing names it stably
             out.append(["cell", own_cells[id(container)], krepr])
@@ -119,6 +136,16 @@ def _globals_of(kernel, module: str):
     return getattr(m, "__dict__", None)
 
 
+def _class_named(module: str, qualname: str):
+    """The class ``module.qualname`` in this process, or None."""
+    if "<locals>" in qualname:
+        return None
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj if isinstance(obj, type) else None
+
+
 def resolve_guards(kernel, data) -> Optional[tuple]:
     """The live guards (collect_guards' form) for stored guard ``data``, or None if a guarded
     value is missing or its static key differs from the stored one."""
@@ -126,6 +153,14 @@ def resolve_guards(kernel, data) -> Optional[tuple]:
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     out = []
     for g in data:
+        if g[0] == "class":
+            _, mod, qualname, name, krepr = g
+            container = _class_named(mod, qualname)
+            value = class_lookup(container, name) if container is not None else _MISSING
+            if value is _MISSING or _key_repr(value) != krepr:
+                return None
+            out.append((container, name, value, static_key(value), CLASS))
+            continue
         if g[0] == "cell":
             _, name, krepr = g
             cell = cells.get(name)
@@ -133,15 +168,15 @@ def resolve_guards(kernel, data) -> Optional[tuple]:
                 value = cell.cell_contents if cell is not None else _MISSING
             except ValueError:
                 value = _MISSING
-            container, is_cell = cell, True
+            container, kind = cell, CELL
         else:
             _, mod, name, krepr = g
             container = _globals_of(kernel, mod)
             value = container.get(name, _MISSING) if container is not None else _MISSING
-            is_cell = False
+            kind = GLOBAL
         if value is _MISSING or _key_repr(value) != krepr:
             return None
-        out.append((container, name, value, static_key(value), is_cell))
+        out.append((container, name, value, static_key(value), kind))
     return tuple(out)
 
 
@@ -236,13 +271,18 @@ def lookup(kernel, specs: list, block: tuple, target: str) -> Optional[CompiledK
     entry = cache.get(key) if key is not None else None
     if entry is None or entry.get("format") != FORMAT:
         return None
+    bad = problem(entry)
+    if bad is not None:
+        cache.discard(key, bad)
+        return None
     try:
         guards = resolve_guards(kernel, entry["guards"])
         if guards is None:
             return None
         ck = compiled_from_entry(entry, specs, kernel.options, guards)
-    except (KeyError, TypeError, ValueError):
-        return None                 # a damaged entry that passed the checksum: rebuild it
+    except (KeyError, TypeError, ValueError) as e:
+        cache.discard(key, f"field {e}")    # damaged, though it passed the checksum: rebuild it
+        return None
     STAGE_COUNTS["disk_hit"] += 1
     return ck
 

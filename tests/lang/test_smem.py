@@ -131,7 +131,7 @@ def transpose16(x: ws.Tensor, out: ws.Tensor):
     row = s.tile[tx]                   # a 1-D view of row tx
     out[ty, tx] = row[ty]
     if tx == 0 and ty == 0:
-        out[0, 0] = s.tile[-1, 0] + s.tile.shape[1] + len(s.tile)   # static negative index
+        out[0, 0] = s.tile[len(s.tile) - 1, 0] + s.tile.shape[1] + len(s.tile)   # static index
 
 
 def test_two_dimensional_views_and_sub_views():
@@ -141,6 +141,21 @@ def test_two_dimensional_views_and_sub_views():
     want = x.T.copy()
     want[0, 0] = x[15, 0] + 17 + 16
     assert out.tolist() == want.tolist()
+
+
+def test_static_negative_index_is_an_error_as_for_tensors():
+    @ws.kernel
+    def neg(out: ws.Tensor):
+        s = ws.smem.allocate(Tile)
+        out[0] = s.tile[-1, 0]
+
+    @ws.kernel
+    def neg_tensor(out: ws.Tensor):
+        out[-1] = 1.0
+
+    for k in (neg, neg_tensor):
+        with pytest.raises(ws.OperandError, match=r"(?s)(-1.*never wrapped|never wrapped.*-1)"):
+            k[1, 32](np.zeros(4, np.float32))
 
 
 def test_static_index_out_of_range_is_reported():

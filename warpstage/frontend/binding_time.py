@@ -11,6 +11,7 @@ to dynamic annotations (range, dtype, rank).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import typing
 from typing import Any, Optional
 
@@ -90,12 +91,21 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     if isinstance(value, StaticValue):
         return StaticSpec(value.value, 1, name)
     if isinstance(annotation, _StaticAnnotation):
+        if annotation.tp is Tensor or isinstance(annotation.tp, (TensorSpec, PointerSpec)) or \
+                annotation.tp is Pointer:
+            raise ArgumentError(
+                f"parameter '{name}' is annotated ws.Static[{_ann_name(annotation.tp)}], a "
+                "contradiction: a tensor (or pointer) is dynamic by rule 4 — its data lives on "
+                "the GPU and is read at run time; only its dtype, rank and strides are part of "
+                f"the key.\nFix: annotate it {_ann_name(annotation.tp)} (or leave it bare).")
         annotation.check(value, name)
         return StaticSpec(value, 1, name)
     if annotation is not None:
         spec = _by_dynamic_annotation(value, annotation, name, tensor_adapter)
         if spec is not None:
             return spec
+    if isinstance(value, enum.Enum):           # before rule 3: an IntEnum member is an int too
+        return StaticSpec(value, 7, name)
     if isinstance(value, HostScalar):
         return ScalarSpec(value.dtype, 2)
     if _is_np_generic(value):                  # numpy scalars: rule 3 with their own dtype

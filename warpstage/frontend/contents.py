@@ -21,7 +21,7 @@ from .unbound import Unbound, _Undef
 from .static_key import static_key
 from .values import flatten, is_leaf, skeleton_key, unflatten
 
-__all__ = ["Contents", "RootRef", "with_contents", "assign_in_place"]
+__all__ = ["Contents", "RootRef", "with_contents", "assign_in_place", "StaticWatch"]
 
 _MISSING = object()
 
@@ -216,3 +216,36 @@ def _set_item(dst, key, v):
 def _nested(cur, v) -> bool:
     """Update ``cur`` in place (keeping its identity) rather than replacing it by ``v``?"""
     return type(cur) is type(v) and _is_root_kind(cur) and not is_leaf(cur)
+
+
+class StaticWatch:
+    """The static mutable containers (lists, dicts, sets with no dynamic leaves) that the user's
+    frame holds when a dynamic region starts, with their static keys. Both branches of a dynamic
+    ``if`` are traced while compiling, so a change to one of them there (``acc.append(x)``)
+    would take effect at compile time whatever the condition is at run time: ``changed()``
+    names the first one that changed, for the caller's error."""
+
+    __slots__ = ("items",)
+
+    def __init__(self):
+        self.items = []
+        frame = _user_frame()
+        if frame is None:
+            return
+        for name, v in frame.f_locals.items():
+            if type(v) in (list, dict, set) and not name.startswith("__ws_"):
+                try:
+                    if not flatten(v)[1]:
+                        self.items.append((name, v, static_key(v)))
+                except Exception:   # unkeyable contents: not watched
+                    continue
+
+    def changed(self):
+        """(name, object) of the first watched container whose key changed, else None."""
+        for name, v, key in self.items:
+            try:
+                if static_key(v) != key:
+                    return name, v
+            except Exception:
+                return name, v
+        return None

@@ -20,6 +20,8 @@ import operator
 from .. import ir
 from ..errors import CompilationError, StaticAssertionError
 from ..lang import control
+from .facts import read_attr  # noqa: F401  (called by rewritten code: __ws_cf__.read_attr)
+from .host_checks import call_print, format_value, read_item  # noqa: F401  (the same)
 from .loops import for_stmt, while_stmt
 from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
                       not_any, truth)

@@ -1,96 +1,187 @@
-"""Guards: the globals and closure variables that traced code read, checked on every cache hit.
+"""Guards: the Python facts a trace read, checked on every cache hit.
 
-Traced code reads globals live, so they are static and part of the specialization: a change to a
-module-level constant (or to a config object's attribute) must recompile, never reuse a stale
-kernel. A guard stores the value's identity and its static key; a hit compares identity first
-(cheap) and recomputes the key only for mutable objects or when the identity changed.
+Traced code reads globals, closure variables, module attributes and class attributes live, so
+they are static and part of the specialization: a change to any of them must recompile, never
+reuse a stale kernel (docs/cache.md, "What a specialization depends on"). A guard is a tuple
+``(container, name, value, key, kind)``:
+
+- ``GLOBAL``: ``container`` is a namespace dict (a module's globals; ``helpers.N`` is a global of
+  ``helpers``);
+- ``CELL``: ``container`` is a closure cell;
+- ``CLASS``: ``container`` is a class, ``name`` an attribute its MRO defines (``Config.TILE``,
+  ``cfg.load`` where ``load`` is a method).
+
+``value`` is what the trace saw, ``key`` its static key. A hit compares identity first (cheap)
+and recomputes the key only for mutable objects or when the identity changed.
+
+Where the facts come from: the global names in the bytecode of every function traced (kernel
+and ``@ws.jit`` bodies), their closure cells, the attribute reads recorded while tracing
+(facts.py), and — for plain Python functions the trace called without rewriting them (helpers
+reached through a global) — their globals and the attributes of modules and classes their
+bytecode names, found by scanning their bytecode (an over-approximation: a change to a guarded
+name that was not really read only costs a recompile).
 """
 from __future__ import annotations
 
-import builtins
 import dis
 import types
 
-from .static_key import UnkeyableError, static_key
+from ..errors import CompilationError
+from .facts import MISSING, class_lookup, user_module
+from .static_key import UnkeyableError, forget_class, static_key
 
-__all__ = ["collect_guards", "guards_hold"]
+__all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS"]
 
-_MISSING = object()
+GLOBAL, CELL, CLASS = 0, 1, 2
+_MISSING = MISSING
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, type, types.ModuleType,
               types.FunctionType, types.BuiltinFunctionType)
 _IMMUTABLE_TYPES = frozenset(_IMMUTABLE)    # exact types: one set lookup on the hot path
 
-
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
+_ATTR_OPS = {"LOAD_ATTR", "LOAD_METHOD"}
 _NAMES_CACHE: dict = {}
 
 
-def _names(code, out: set) -> None:
-    """The global names ``code`` (and the code nested in it) reads — not attribute names, which
-    share ``co_names`` with globals (guarding those would retrace whenever an unrelated global
-    of the same name changed)."""
-    names = _NAMES_CACHE.get(code)
-    if names is None:
-        names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_OPS}
-        _NAMES_CACHE[code] = names
-    out.update(names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            _names(c, out)
+def _names(code):
+    """(global names, attribute names) that ``code`` and the code nested in it read. Attribute
+    names share ``co_names`` with globals, so they are told apart by opcode."""
+    got = _NAMES_CACHE.get(code)
+    if got is None:
+        glob, attrs = set(), set()
+        for ins in dis.get_instructions(code):
+            if ins.opname in _GLOBAL_OPS:
+                glob.add(ins.argval)
+            elif ins.opname in _ATTR_OPS:
+                attrs.add(ins.argval)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                g, a = _names(c)
+                glob |= g
+                attrs |= a
+        got = _NAMES_CACHE[code] = (frozenset(glob), frozenset(attrs))
+    return got
 
 
-def collect_guards(functions) -> tuple:
-    """Guards for the globals and closure cells read by ``functions``:
-    tuple of (container, name, value, key, is_cell)."""
-    guards = []
-    seen = set()
-    for fn in functions:
-        fn = getattr(fn, "__wrapped__", fn) if not hasattr(fn, "__code__") else fn
+class _Collector:
+    def __init__(self):
+        self.guards: list = []
+        self.seen: set = set()
+        self.scanned: set = set()
+
+    def add(self, container, name, value, kind, where: str):
+        k = (id(container), name)
+        if k in self.seen:
+            return
+        self.seen.add(k)
+        self.guards.append((container, name, value, _key(value, name, where), kind))
+
+    def function(self, fn, traced: bool) -> None:
+        """Guard what ``fn`` reads; ``traced``: its attribute reads were recorded as facts."""
         code = getattr(fn, "__code__", None)
-        if code is None:
-            continue
-        names: set = set()
-        _names(code, names)
+        if code is None or id(code) in self.scanned:
+            return
+        self.scanned.add(id(code))
+        glob, attrs = _names(code)
         g = fn.__globals__
-        for n in sorted(names):
-            if (id(g), n) in seen or n.startswith("__ws"):
+        where = f"global of {g.get('__name__', '?')}"
+        for n in sorted(glob):
+            if n.startswith("__ws"):
                 continue
-            seen.add((id(g), n))
             v = g.get(n, _MISSING)
             if v is _MISSING:
-                continue            # a builtin or an attribute name
-            guards.append((g, n, v, _key(v), False))
+                continue            # a builtin
+            self.add(g, n, v, GLOBAL, where)
+            self._reads(v, attrs, traced)
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 v = cell.cell_contents
             except ValueError:
                 continue
-            guards.append((cell, name, v, _key(v), True))
-    return tuple(guards)
+            self.add(cell, name, v, CELL, f"closure variable of {fn.__qualname__}")
+            self._reads(v, attrs, traced)
+
+    def _reads(self, v, attrs, traced: bool) -> None:
+        """Follow a plain function ``v`` (it runs unrewritten, so its reads are not recorded);
+        if the reader itself was not traced, guard the module/class attributes it names."""
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        if isinstance(v, types.FunctionType):
+            if user_module(v.__module__):
+                self.function(v, traced=False)
+        elif not traced and isinstance(v, types.ModuleType) and user_module(v.__name__):
+            for a in sorted(attrs):
+                x = v.__dict__.get(a, _MISSING)
+                if x is not _MISSING:
+                    self.add(v.__dict__, a, x, GLOBAL, f"attribute of module {v.__name__}")
+                    self._reads(x, (), False)
+        elif not traced and isinstance(v, type) and user_module(v.__module__):
+            for a in sorted(attrs):
+                x = class_lookup(v, a)
+                if x is not _MISSING:
+                    self.add(v, a, x, CLASS, f"attribute of class {v.__qualname__}")
+                    self._reads(x, (), False)
 
 
-def _key(v):
+def collect_guards(functions, facts=None) -> tuple:
+    """Guards for what the traced ``functions`` read (globals, closure cells, and the plain
+    helpers they reach) plus the attribute ``facts`` recorded while tracing (facts.py)."""
+    c = _Collector()
+    for fn in functions:
+        if not hasattr(fn, "__code__"):
+            fn = getattr(fn, "__wrapped__", fn)
+        c.function(fn, traced=True)
+    for kind, holder, name, raw in (facts or {}).values():
+        if kind == "module":
+            c.add(holder.__dict__, name, raw, GLOBAL, f"attribute of module {holder.__name__}")
+        else:
+            c.add(holder, name, raw, CLASS, f"attribute of class {holder.__qualname__}")
+        c._reads(raw, (), True)
+    return tuple(c.guards)
+
+
+def _key(v, name="", where=""):
     try:
         return static_key(v)
-    except (UnkeyableError, RecursionError):
+    except (UnkeyableError, RecursionError) as e:
+        np = __import__("sys").modules.get("numpy")
+        if np is not None and isinstance(v, np.ndarray):
+            raise CompilationError(
+                f"the kernel reads the numpy array `{name}` ({where}) at compile time, but it "
+                f"cannot be part of the cache key: {e}.\nFix: pass the array to the kernel as "
+                "an argument (a tensor), or keep it smaller.") from None
         return ("unkeyable", id(v))
 
 
+def _current(container, name, kind):
+    if kind == CELL:
+        try:
+            return container.cell_contents
+        except ValueError:
+            return _MISSING
+    if kind == CLASS:
+        return class_lookup(container, name)
+    return container.get(name, _MISSING)
+
+
 def guards_hold(guards) -> bool:
-    """True if every guarded global/closure value is unchanged (by identity or static key)."""
-    for container, name, value, key, is_cell in guards:
-        if is_cell:
-            try:
-                cur = container.cell_contents
-            except ValueError:
-                return False
-        else:
+    """True if every guarded value is unchanged (by identity or static key)."""
+    for container, name, value, key, kind in guards:
+        if kind == GLOBAL:
             cur = container.get(name, _MISSING)
+        else:
+            cur = _current(container, name, kind)
         if cur is value and (type(cur) in _IMMUTABLE_TYPES or isinstance(cur, _IMMUTABLE)):
             continue
-        if cur is _MISSING or _key(cur) != key:
+        if cur is _MISSING or _safe_key(cur) != key:
+            if kind == CLASS:
+                forget_class(container)
             return False
     return True
 
 
-del builtins
+def _safe_key(v):
+    try:
+        return static_key(v)
+    except (UnkeyableError, RecursionError):
+        return ("unkeyable", id(v))

@@ -14,7 +14,7 @@ from ..lang.scalars import Boolean, Scalar
 from . import merge
 from .merge import Conflict
 from .source import format_location
-from .contents import with_contents
+from .contents import StaticWatch, with_contents
 from .trace import Origin, builder, maybe_current
 from .unbound import UNDEF, Unbound
 from .values import is_leaf
@@ -169,6 +169,7 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
     dynamic ``c``, merge the variables ``site.names`` and, with ``value_label``, the values the
     functions return (which is returned). Objects the branches change in place are merged
     too (contents.py)."""
+    watch = StaticWatch()
     site, get, set_, contents = with_contents(site, get, set_)
     names = site.names if get is not None else ()
     init = get() if get is not None else ()
@@ -182,6 +183,7 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
         with b.at(regions[k].block):
             vals.append(fn() if fn is not None else None)
         ends.append(get() if get is not None else ())
+    _no_static_effects(watch, site)
     left = [_has_left(site, names, ends[k], k) for k in range(2)]
     nodes = []
     for i, n in enumerate(names):
@@ -209,6 +211,22 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
     if get is not None:
         set_(tuple(out[:len(names)]))
     return out[-1] if value_label else None
+
+
+def _no_static_effects(watch, site: Site) -> None:
+    got = watch.changed()
+    if got is None:
+        return
+    name, obj = got
+    kind = type(obj).__name__
+    raise BindingTimeError(
+        f"the {kind} `{name}` was changed inside the dynamic {_WHAT.get(site.kind, site.kind)} "
+        f"at {site.where()}\n{format_location(site.loc)}\nBoth branches of a dynamic `if` are "
+        f"traced while compiling, so the change to `{name}` (a static Python {kind}) would "
+        "happen at compile time whatever the condition is at run time — Python would make it "
+        "only when that branch runs.\nFix: change it outside the `if`; make the condition "
+        f"static (ws.static(...)); or keep the value in a variable assigned in both branches "
+        f"(`n = n + 1` merges into a dynamic value).")
 
 
 def is_flag(name: str) -> bool:

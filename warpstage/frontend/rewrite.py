@@ -34,6 +34,7 @@ import weakref
 
 from ..errors import UnsupportedError
 from . import control_flow
+from .rewrite_reads import HostReads, check_source
 from .rewrite_regions import CF, INFO, Context, rewrite_scope
 from .source import register_user_code
 
@@ -174,8 +175,10 @@ def _build(fn):
     node.name = top_name
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     super_args = ("__class__", params[0]) if "__class__" in code.co_freevars and params else None
+    check_source(fn, node)
     ctx = Context(code.co_filename, fn.__qualname__, super_args)
     rewrite_scope(node, ctx, top=True)
+    HostReads().visit(node)
     free = list(code.co_freevars)
     factory_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in free + [CF, INFO]],
                                  vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,

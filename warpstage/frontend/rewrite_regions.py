@@ -71,7 +71,7 @@ def rewrite_scope(fn: ast.FunctionDef, ctx: Context, top: bool) -> ast.FunctionD
     """Rewrite one function scope in place (and the functions nested in it)."""
     if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in local_nodes(fn.body)):
         if top:
-            raise unsupported(fn, ctx.file, f"{fn.name} is a generator or coroutine; kernel and "
+            raise unsupported(fn, ctx.file, f"{ctx.qualname} is a generator or coroutine; kernel and "
                               "device functions must be plain functions",
                               "remove `yield` / `await` from it")
         return fn

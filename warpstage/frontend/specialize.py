@@ -13,6 +13,7 @@ from .. import ir
 from ..errors import CompilationError
 from .contents import assign_in_place
 from .static_key import UnkeyableError, static_key
+from .source import format_location
 from .trace import TraceContext, current
 from .values import flatten, skeleton_key, unflatten
 
@@ -29,9 +30,12 @@ def _symbol(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attrs: dict):
-    """Trace ``py_fn`` on traced arguments built from ``specs``; returns (module, abi) where abi is
-    the list of (slot name, ir type) of the kernel's parameters, and the Python functions traced."""
+def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attrs: dict,
+                 kwonly: tuple = ()):
+    """Trace ``py_fn`` on traced arguments built from ``specs``; returns (module, abi, reached,
+    facts): abi is the list of (slot name, ir type) of the kernel's parameters, reached the Python
+    functions traced, facts the attribute reads recorded (frontend/facts.py). ``kwonly``: the
+    names of keyword-only parameters (the last ones of ``param_names``), passed by keyword."""
     abi = []
     for spec, pname in zip(specs, param_names):
         abi.extend(spec.abi(pname))
@@ -45,13 +49,14 @@ def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attr
         ctx.builder.block = fn.body.block
         it = iter(fn.args)
         args = [spec.make(it, pname) for spec, pname in zip(specs, param_names)]
-        result = rewritten(*args)
+        n = len(param_names) - len(kwonly)
+        result = rewritten(*args[:n], **dict(zip(param_names[n:], args[n:])))
         if result is not None:
             raise CompilationError(f"kernel {name} returned {type(result).__name__}; kernels return "
                                    "nothing — write results to an output tensor")
         ctx.builder.loc = None
         ctx.builder.return_()
-    return module, abi, ctx.reached
+    return module, abi, ctx.reached, ctx.facts
 
 
 class _DeviceSpecialization:
@@ -86,6 +91,14 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         raise CompilationError(f"calling {jit_fn.__qualname__}: a static argument cannot be keyed "
                                f"({e}); give its class a __static_key__() method") from None
     spec = ctx.device_functions.get(key)
+    if spec is None and ctx.device_depth >= MAX_DEVICE_DEPTH:
+        raise CompilationError(
+            f"@ws.jit function {jit_fn.__qualname__} is nested {ctx.device_depth} calls deep "
+            f"while compiling (static arguments now {_short_args(values)})\n"
+            f"{format_location(call_loc_now())}\nEach call with new static arguments is a new "
+            "specialization, so a recursion whose static arguments never repeat must reach a "
+            "base case while compiling.\nFix: add a base case on a static value (`if n == 0: "
+            "return ...`), or write the recursion as a loop.")
     b = ctx.builder
     call_loc = b.loc
     if spec is None:
@@ -100,6 +113,7 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         ctx.device_functions[key] = spec
         saved_block = b.block
         b.block = fn.body.block
+        ctx.device_depth += 1
         try:
             new_leaves = [lf._rewrap(a) for lf, a in zip(leaves, fn.args)]
             it = iter(new_leaves)
@@ -119,6 +133,7 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
             b.loc = None
             b.return_([lf.value for lf in out_leaves])
         finally:
+            ctx.device_depth -= 1
             b.block = saved_block
             b.loc = call_loc
         spec.tracing = False
@@ -133,6 +148,18 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         assign_in_place(values[i], unflatten(skel, [t._rewrap(r) for t, r in zip(templates, part)]))
     return unflatten(spec.ret_skel, [t._rewrap(r) for t, r in
                                      zip(spec.ret_templates, results[:len(spec.ret_templates)])])
+
+
+MAX_DEVICE_DEPTH = 64     # nested @ws.jit specializations being traced at once
+
+
+def _short_args(values) -> str:
+    return ", ".join(repr(v)[:20] for v in values)[:120]
+
+
+def call_loc_now():
+    from .source import user_location
+    return user_location(3)
 
 
 def _changed(before, arg, params):

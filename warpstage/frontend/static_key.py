@@ -13,10 +13,14 @@ not stored in the disk cache). What cannot be keyed raises ``UnkeyableError``.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
+import sys
 import types
+import weakref
 
-__all__ = ["static_key", "UnkeyableError", "class_key", "code_key", "EqualityKey", "is_stable"]
+__all__ = ["static_key", "UnkeyableError", "class_key", "code_key", "EqualityKey", "is_stable",
+           "forget_class", "ARRAY_LIMIT"]
 
 
 class UnkeyableError(TypeError):
@@ -55,7 +59,14 @@ def static_key(v, _depth: int = 0):
         return v if t is not float and t is not bool else (t.__name__, v)
     sk = getattr(t, "__static_key__", None)
     if sk is not None and not isinstance(v, type):
-        return ("sk", class_key(t), v.__static_key__())
+        k = v.__static_key__()
+        try:
+            hash(k)
+        except TypeError:
+            raise UnkeyableError(f"{t.__qualname__}.__static_key__() returned a "
+                                 f"{type(k).__name__} ({str(k)[:60]}), which is not hashable; "
+                                 "return a tuple of plain values (ints, strings, tuples)") from None
+        return ("sk", class_key(t), k)
     if t is tuple or t is list:
         return (t.__name__,) + tuple(static_key(x, _depth + 1) for x in v)
     if t is dict:
@@ -66,11 +77,17 @@ def static_key(v, _depth: int = 0):
     if isinstance(v, type):
         # classes made at run time (ws.smem.make_storage) can share a name; they say what they are
         extra = getattr(v, "__ws_class_key__", None)
-        return class_key(v) + (extra(),) if extra is not None else class_key(v)
+        return class_key(v) + (extra(),) if extra is not None else _user_class_key(v)
     if isinstance(v, types.ModuleType):
         return ("module", v.__name__)
     if isinstance(v, enum.Enum):
         return ("enum", class_key(t), v.name)
+    if t is functools.partial:
+        return ("partial", static_key(v.func, _depth + 1), static_key(v.args, _depth + 1),
+                static_key(v.keywords, _depth + 1))
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(v, (np.generic, np.ndarray)):
+        return _numpy_key(v, np)
     if isinstance(v, types.FunctionType):
         return _function_key(v, _depth)
     if isinstance(v, types.MethodType):
@@ -87,7 +104,7 @@ def static_key(v, _depth: int = 0):
         if attrs is None:
             raise UnkeyableError(f"a {t.__qualname__} object has no __dict__, no __slots__ and no "
                                  "__static_key__")
-        return ("obj", class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
+        return ("obj", _user_class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
     try:
         hash(v)
     except TypeError as e:
@@ -95,7 +112,8 @@ def static_key(v, _depth: int = 0):
     attrs = _attributes(v)
     if attrs:
         try:
-            return ("obj", class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
+            return ("obj", _user_class_key(t)) + tuple((k, static_key(x, _depth + 1))
+                                                       for k, x in attrs)
         except UnkeyableError:
             pass
     return ("eq", class_key(t), EqualityKey(v))
@@ -150,6 +168,81 @@ def _attributes(v):
                                          for c in type(v).__mro__[:-1]):
         return None
     return out
+
+
+ARRAY_LIMIT = 1 << 20      # bytes of a numpy array keyed by content (read on every cache hit)
+
+
+def _numpy_key(v, np):
+    """A numpy scalar by dtype and value; an array by dtype, shape and a digest of its bytes
+    (so an array changed in place recompiles). Arrays over ARRAY_LIMIT bytes are not keyed:
+    hashing them on every launch would cost more than passing them."""
+    if isinstance(v, np.generic):
+        return ("np", v.dtype.str, v.item())
+    if v.dtype.hasobject:
+        raise UnkeyableError("a numpy array of Python objects has no content key")
+    if v.nbytes > ARRAY_LIMIT:
+        raise UnkeyableError(f"a numpy array of {v.nbytes} bytes is too large to key by content "
+                             f"(limit {ARRAY_LIMIT}); pass it to the kernel as an argument")
+    data = np.ascontiguousarray(v).tobytes()
+    return ("ndarray", v.dtype.str, v.shape, hashlib.sha1(data).hexdigest()[:16])
+
+
+_CLASS_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _user_class_key(cls) -> tuple:
+    """A class by qualified name and a digest of what its body defines (methods by code and
+    defaults, plain constants by value), so a class redefined under the same name (a module
+    reloaded after an edit) is a different key. Cached per class object; an in-place change to
+    a class attribute the trace read is caught by that attribute's guard (frontend/guards.py),
+    which drops the cached digest (``forget_class``)."""
+    try:
+        got = _CLASS_KEYS.get(cls)
+    except TypeError:
+        got = None
+    if got is not None:
+        return got
+    base = class_key(cls)
+    if cls.__module__ in ("builtins",) or cls.__module__.startswith("warpstage."):
+        return base
+    h = hashlib.sha1()
+    for c in cls.__mro__[:-1]:
+        for name, attr in list(vars(c).items()):
+            part = _body_part(attr)
+            if part is not None:
+                h.update(f"{c.__qualname__}.{name}={part!r};".encode())
+    got = base + (h.hexdigest()[:12],)
+    try:
+        _CLASS_KEYS[cls] = got
+    except TypeError:
+        pass
+    return got
+
+
+def forget_class(cls) -> None:
+    """Drop ``cls``'s cached digest (one of its attributes changed)."""
+    try:
+        _CLASS_KEYS.pop(cls, None)
+    except TypeError:
+        pass
+
+
+def _body_part(attr):
+    if isinstance(attr, (staticmethod, classmethod)):
+        attr = attr.__func__
+    if isinstance(attr, property):
+        attr = attr.fget
+    code = getattr(attr, "__code__", None)
+    if code is None:
+        inner = getattr(attr, "fn", None)          # a @ws.jit method
+        code = getattr(inner, "__code__", None)
+        attr = inner if code is not None else attr
+    if code is not None:
+        return (code_key(code), repr(getattr(attr, "__defaults__", None)))
+    if type(attr) in _PLAIN or (type(attr) is tuple and all(type(x) in _PLAIN for x in attr)):
+        return repr(attr)
+    return None
 
 
 def _function_key(f, depth):

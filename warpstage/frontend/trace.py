@@ -42,6 +42,8 @@ class TraceContext:
         self.builder = Builder()
         self.device_functions: dict = {}   # specialization key -> ir.Function
         self.reached: list = []            # Python functions traced (kernel and @ws.jit bodies)
+        self.facts: dict = {}              # attribute reads (frontend/facts.py)
+        self.device_depth = 0              # @ws.jit specializations being traced, nested
         self.ops_traced = 0
 
     def __enter__(self):

@@ -81,6 +81,14 @@ class Pointer(metaclass=_PointerMeta):
         return DTYPES[t]._wrap(b.load(p))
 
     def __setitem__(self, i, v):
+        if isinstance(v, (tuple, list)):
+            from ..errors import OperandError
+            from ..frontend.trace import emit_location
+            raise OperandError(
+                f"storing a {type(v).__name__} of {len(v)} values into one element of a "
+                f"{DTYPES[self.value.type.pointee].__name__} tensor/pointer\n{emit_location()}\n"
+                "An element holds one scalar. (ws.arch.thread_idx(), block_idx() and block_dim() "
+                "return (x, y, z) tuples.)\nFix: store one value, e.g. thread_idx()[0].")
         t = self.value.type.pointee
         val = as_dynamic(v, DTYPES[t]) if not isinstance(v, Scalar) or v.ir_type != t else v
         b = builder()

@@ -16,6 +16,7 @@ Mixing rules (documented in docs/binding-time.md):
 from __future__ import annotations
 
 import numbers
+import operator
 from typing import Optional
 
 from .. import ir
@@ -111,6 +112,22 @@ class Scalar:
 
     def __iter__(self):
         raise TypeError(f"a dynamic {type(self).__name__} is a scalar and cannot be iterated")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy meets a dynamic value: ``np.float32(2) * x`` is the Python operator on the
+        numpy scalar's value; any other numpy function is an error (it runs on the host)."""
+        op = _UFUNC_OPERATORS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if op is not None and len(inputs) == op[1] and all(
+                isinstance(v, Scalar) or _is_np_scalar(v) or isinstance(v, (int, float, bool))
+                for v in inputs):
+            return op[0](*(v.item() if _is_np_scalar(v) else v for v in inputs))
+        from ..frontend.trace import emit_location
+        name = getattr(ufunc, "__name__", "ufunc")
+        raise BindingTimeError(
+            f"numpy's np.{name} was given the dynamic {type(self).__name__} {self.origin or ''}"
+            f"\n{emit_location()}\nnumpy runs on the host while compiling; it cannot compute "
+            f"on a GPU value.\nFix: use warpstage's GPU math (ws.math.{_WS_MATH.get(name, name)}"
+            "(...), operators, ws.math.min/max), or apply numpy to static values only.")
 
     # -- arithmetic --------------------------------------------------------------------------
     def _bin(self, other, kind, reverse=False):
@@ -238,6 +255,20 @@ def _is_np_scalar(x) -> bool:
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
 
 
+_UFUNC_OPERATORS = {
+    "add": (operator.add, 2), "subtract": (operator.sub, 2), "multiply": (operator.mul, 2),
+    "true_divide": (operator.truediv, 2), "divide": (operator.truediv, 2),
+    "floor_divide": (operator.floordiv, 2), "remainder": (operator.mod, 2),
+    "power": (operator.pow, 2), "less": (operator.lt, 2), "less_equal": (operator.le, 2),
+    "greater": (operator.gt, 2), "greater_equal": (operator.ge, 2), "equal": (operator.eq, 2),
+    "not_equal": (operator.ne, 2), "bitwise_and": (operator.and_, 2),
+    "bitwise_or": (operator.or_, 2), "bitwise_xor": (operator.xor, 2),
+    "left_shift": (operator.lshift, 2), "right_shift": (operator.rshift, 2),
+    "negative": (operator.neg, 1), "positive": (operator.pos, 1), "invert": (operator.invert, 1),
+    "absolute": (abs, 1),
+}
+_WS_MATH = {"absolute": "abs", "fabs": "abs", "minimum": "min", "maximum": "max"}
+
 _INT_RANGE = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
               64: (-2**63, 2**63 - 1)}
 
@@ -257,9 +288,28 @@ def constant(cls, x, origin=None) -> Scalar:
     if _is_np_scalar(x):
         x = x.item()
     t = cls.ir_type
+    if t.is_int and isinstance(x, float):
+        x = _float_to_int(x, t, cls)
     if t.is_int and isinstance(x, int) and not fits(t, x):
         raise OverflowError(f"{x} does not fit in {cls.__name__}")
     return cls._wrap(builder().constant(t, x), origin)
+
+
+def _float_to_int(x: float, t: ir.ScalarType, cls) -> int:
+    """A static float converted to an integer type as the GPU converts a dynamic one (PTX
+    ``cvt.rzi.sat``, ``convert`` in backend/lower_arith.py): truncated toward zero, saturated
+    at the type's range. NaN and infinity are errors: there is no integer to fold them to that
+    a Python reader would expect (the GPU gives 0 for NaN)."""
+    if x != x or x in (float("inf"), float("-inf")):
+        from ..errors import OperandError
+        from ..frontend.trace import emit_location
+        raise OperandError(
+            f"converting the static float {x!r} to {cls.__name__}\n{emit_location()}\n"
+            f"{x!r} has no integer value (on the GPU, cvt.rzi.sat gives "
+            f"{'0' if x != x else 'the saturated limit'}).\nFix: check the value before "
+            "converting, or convert a dynamic value if the GPU's result is what you want.")
+    lo, hi = (_INT_RANGE[t.bits] if t.is_signed else (0, 2 ** t.bits - 1))
+    return max(lo, min(hi, int(x)))
 
 
 def promote_types(a: ir.ScalarType, b: ir.ScalarType) -> ir.ScalarType:

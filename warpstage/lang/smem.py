@@ -77,7 +77,8 @@ class SmemArray:
     """An array in shared memory: ``ptr`` (``ws.Pointer[dtype, 'shared']``), static ``shape``
     and row-major ``strides`` (elements). ``a[i, j]`` loads (``ld.shared``), ``a[i, j] = v``
     stores; fewer indices than dimensions give a sub-array view (``stage_buf = a[s]``). Static
-    indices are bounds-checked (negative ones count from the end); dynamic ones are not.
+    indices are bounds-checked (a negative one is an error, as for tensors: indices are never
+    wrapped, see ``ws.Tensor``); dynamic ones are not.
 
     ``swizzle``: 0, or the span (32/64/128 bytes) of the Hopper swizzle the data is stored with:
     element accesses then go to ``swizzle_offset`` of their logical byte offset, and sub-views
@@ -139,11 +140,15 @@ class SmemArray:
                 continue
             i = static_int(i, "shared array index", expected="an int or a dynamic integer",
                            fix="index with ints or dynamic integers (slices are not supported)")
-            if not -self.shape[k] <= i < self.shape[k]:
+            if not 0 <= i < self.shape[k]:
                 raise operand_error(f"shared array index {k}", i,
-                                    f"an index in [0, {self.shape[k]})",
-                                    f"the array has shape {self.shape}")
-            static += (i % self.shape[k]) * self.strides[k]
+                                    f"an index in [0, {self.shape[k]})" + (
+                                        " (indices are never wrapped, as for tensors)"
+                                        if i < 0 else ""),
+                                    f"the array has shape {self.shape}" + (
+                                        f"; count from the end explicitly: index "
+                                        f"{self.shape[k] + i} for {i}" if i < 0 else ""))
+            static += i * self.strides[k]
         if static:
             align = min(align, _lowbit(static * esize))
         offset = dynamic if static == 0 else (static if dynamic is None else dynamic + static)

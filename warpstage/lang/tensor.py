@@ -5,15 +5,19 @@ Strides equal to 1 on the host are static (they are part of the cache key), so a
 innermost dimension costs no multiply. Shapes and strides are Int32 when every offset of the
 tensor fits in 31 bits, else Int64 (also part of the key).
 
-``t[i, j]`` loads one element at ``sum(index_k * stride_k)``; ``t[i, j] = v`` stores one. A static
-negative index counts from the end (``t[-1]``); a dynamic index must be in range (not checked on
-the GPU; the simulator reports out-of-bounds accesses).
+``t[i, j]`` loads one element at ``sum(index_k * stride_k)``; ``t[i, j] = v`` stores one. Indices
+are never wrapped, static or dynamic: one rule for both. Python's wrap of a negative index would
+cost a compare and a select per dynamic index on the GPU, so a dynamic index must be in
+``[0, n)`` (not checked on the GPU; the simulator reports out-of-bounds accesses), and a static
+negative index (``t[-1]``) is an error that says to write ``t[t.shape[0] - 1]``.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from .. import ir
+from ..errors import OperandError
+from ..frontend.trace import emit_location
 from .pointer import Pointer
 from .scalars import DTYPES, Int32, Scalar, as_dynamic
 
@@ -119,7 +123,10 @@ class Tensor(metaclass=_TensorMeta):
                 raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__} "
                                 f"{i!r}; convert it with int(...) or ws.Int32(...)")
             elif i < 0:
-                i = self.shape[k] + i
+                raise OperandError(
+                    f"tensor index {k} is the static negative {i}\n{emit_location()}\nIndices "
+                    "are never wrapped: a dynamic one cannot be without a compare and select per "
+                    f"access, so a static one is not either (one rule for both).{NEGATIVE_INDEX}")
             i = as_dynamic(i, idx_t) if not isinstance(i, Scalar) or type(i) is not idx_t else i
             term = i if _is_one(stride) else i * stride
             offset = term if offset is None else offset + term
@@ -138,6 +145,20 @@ class Tensor(metaclass=_TensorMeta):
 
     def __bool__(self):
         raise TypeError("a dynamic tensor has no static truth value")
+
+    def __iter__(self):
+        # without this, Python iterates through __getitem__ with 0, 1, 2, ... forever (the
+        # shape is dynamic, so no index is ever out of range while tracing)
+        from ..errors import UnsupportedError
+        from ..frontend.trace import emit_location
+        raise UnsupportedError(
+            f"iterating over a tensor (`for v in x`, unpacking, list(x))\n{emit_location()}\n"
+            "A tensor's shape is dynamic, so the loop has no static length.\nFix: loop over "
+            "indices, e.g. `for i in ws.range(x.shape[0]): v = x[i]`.")
+
+
+NEGATIVE_INDEX = ("\nFix: count from the end explicitly, e.g. x[x.shape[0] - 1] for the last "
+                  "element.")
 
 
 def _is_one(s) -> bool:

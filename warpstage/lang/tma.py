@@ -170,6 +170,8 @@ def missing_attribute(obj, name: str, depth: int = 2) -> Exception:
     from ..errors import OperandError
     from ..frontend.source import format_location, user_location
     frame = sys._getframe(depth)
+    while frame.f_back is not None and str(frame.f_globals.get("__name__")).startswith("warpstage."):
+        frame = frame.f_back        # warpstage's own frames (the rewrite's attribute reads)
     names = [n for n, v in frame.f_locals.items() if v is obj and not n.startswith("__ws_")]
     loc = user_location()
     where = format_location(loc)

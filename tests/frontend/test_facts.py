@@ -1,0 +1,261 @@
+"""The facts a trace reads (frontend/facts.py, guards.py): changing any of them recompiles, with
+the new behaviour, in memory — attributes of imported modules, class attributes and methods of
+static objects, numpy arrays, @ws.jit defaults, functools.partial, enum members — and a kernel
+file edited after import is an error, not a trace of the new text under the old key."""
+import enum
+import functools
+import importlib
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import warpstage as ws
+
+pytestmark = pytest.mark.usefixtures("sim_target")
+
+HELPERS = '''
+import numpy as np
+import warpstage as ws
+N = 3
+TABLE = np.array([1.0, 2.0], np.float32)
+
+@ws.jit
+def store(o, v):
+    o[0] = v
+
+def plain(v):
+    return v * SCALE
+
+SCALE = 2
+
+class Cfg:
+    K = 2
+
+    @ws.jit
+    def val(self):
+        return ws.Float32(self.K * 10)
+'''
+
+
+@pytest.fixture
+def helpers(tmp_path, monkeypatch):
+    """A fresh module ``facts_helpers`` imported from a file (not rewritten by pytest)."""
+    (tmp_path / "facts_helpers.py").write_text(HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("facts_helpers", None)
+    mod = importlib.import_module("facts_helpers")
+    yield mod
+    sys.modules.pop("facts_helpers", None)
+
+
+def out():
+    return np.zeros(1, np.float32)
+
+
+def test_module_attribute_and_module_function_changes_recompile(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        helpers.store(o, ws.Float32(helpers.N))
+
+    o = out()
+    k[1, 32](o)
+    assert o[0] == 3
+    k[1, 32](o)
+    assert k.trace_count == 1
+    helpers.N = 7
+    k[1, 32](o)
+    assert o[0] == 7 and k.trace_count == 2
+
+    @ws.jit
+    def store_twice(o, v):
+        o[0] = v * 2.0
+    helpers.store = store_twice
+    k[1, 32](o)
+    assert o[0] == 14 and k.trace_count == 3
+
+
+def test_plain_helper_reached_through_a_module_is_guarded(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.plain(1))
+
+    o = out()
+    k[1, 32](o)
+    assert o[0] == 2
+    helpers.SCALE = 5                 # a global of the helper, not of the kernel
+    k[1, 32](o)
+    assert o[0] == 5 and k.trace_count == 2
+
+
+def test_class_attribute_and_method_of_a_static_object_recompile(helpers):
+    @ws.kernel
+    def k(cfg, o: ws.Tensor):
+        o[0] = cfg.val()
+
+    o = out()
+    c = helpers.Cfg()
+    k[1, 32](c, o)
+    assert o[0] == 20
+    helpers.Cfg.K = 5                 # a class attribute read through the instance
+    k[1, 32](c, o)
+    assert o[0] == 50 and k.trace_count == 2
+
+    @ws.jit
+    def val(self):
+        return ws.Float32(-1.0)
+    helpers.Cfg.val = val             # the method replaced at run time
+    k[1, 32](c, o)
+    assert o[0] == -1 and k.trace_count == 3
+    k[1, 32](c, o)
+    assert k.trace_count == 3
+
+
+def test_class_attribute_read_on_the_class(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.Cfg.K)
+
+    o = out()
+    k[1, 32](o)
+    helpers.Cfg.K = 9
+    k[1, 32](o)
+    assert o[0] == 9 and k.trace_count == 2
+
+
+def test_reloaded_module_with_an_edited_method_recompiles(helpers, tmp_path):
+    @ws.kernel
+    def k(cfg, o: ws.Tensor):
+        o[0] = cfg.val()
+
+    o = out()
+    k[1, 32](helpers.Cfg(), o)
+    assert o[0] == 20
+    path = tmp_path / "facts_helpers.py"
+    path.write_text(HELPERS.replace("self.K * 10", "self.K * 100"))
+    importlib.invalidate_caches()
+    sys.modules.pop("facts_helpers")
+    fresh = importlib.import_module("facts_helpers")
+    k[1, 32](fresh.Cfg(), o)          # same class name, same attributes, new method code
+    assert o[0] == 200 and k.trace_count == 2
+
+
+def test_numpy_array_changed_in_place_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.TABLE[1])
+
+    o = out()
+    k[1, 32](o)
+    assert o[0] == 2
+    helpers.TABLE[1] = 9
+    k[1, 32](o)
+    assert o[0] == 9 and k.trace_count == 2
+
+
+def test_large_numpy_global_is_an_error_naming_it(helpers, monkeypatch):
+    from warpstage.frontend import static_key
+    monkeypatch.setattr(static_key, "ARRAY_LIMIT", 4)
+
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.TABLE[0])
+
+    with pytest.raises(ws.CompilationError, match=r"(?s)numpy array `TABLE`.*pass the array"):
+        k[1, 32](out())
+
+
+def test_jit_default_changed_in_place_or_replaced_recompiles():
+    @ws.jit
+    def h(o, s=[2.0]):
+        o[0] = ws.Float32(s[0])
+
+    @ws.kernel
+    def k(o: ws.Tensor):
+        h(o)
+
+    o = out()
+    k[1, 32](o)
+    assert o[0] == 2
+    h.fn.__defaults__[0][0] = 4.0     # the default list mutated
+    k[1, 32](o)
+    assert o[0] == 4 and k.trace_count == 2
+    h.fn.__defaults__ = ([6.0],)      # the defaults replaced
+    k[1, 32](o)
+    assert o[0] == 6 and k.trace_count == 3
+
+
+def _mul(a, b):
+    return a * b
+
+
+def test_partials_with_different_arguments_are_different_keys():
+    from warpstage.frontend.static_key import static_key
+    assert static_key(functools.partial(_mul, 2.0)) != static_key(functools.partial(_mul, 3.0))
+    assert static_key(functools.partial(_mul, b=2)) != static_key(functools.partial(_mul, b=3))
+
+    @ws.kernel
+    def k(fn, o: ws.Tensor):
+        o[0] = ws.Float32(fn(1.0))
+
+    o = out()
+    k[1, 32](functools.partial(_mul, 2.0), o)
+    assert o[0] == 2
+    k[1, 32](functools.partial(_mul, 3.0), o)
+    assert o[0] == 3 and k.trace_count == 2
+
+
+class Mode(enum.IntEnum):
+    A = 1
+    B = 2
+
+
+def test_int_enum_member_is_static_by_rule_7():
+    @ws.kernel
+    def k(m, o: ws.Tensor):
+        if m is Mode.A:
+            o[0] = 1.0
+        else:
+            o[0] = 2.0
+
+    o = out()
+    k[1, 32](Mode.A, o)
+    assert o[0] == 1
+    k[1, 32](Mode.B, o)
+    assert o[0] == 2
+    k[1, 32](Mode.A, o)
+    assert k.trace_count == 2
+    assert "7" in ws.explain(k, Mode.A, o, print_table=False).split("m")[1][:40] or \
+        "static" in ws.explain(k, Mode.A, o, print_table=False)
+    from warpstage.frontend.binding_time import classify
+    assert classify(Mode.A).rule == 7 and classify(Mode.A).binding == "static"
+
+
+def test_numpy_scalars_have_stable_static_keys():
+    from warpstage.frontend.static_key import is_stable, static_key
+    for v in (np.int64(3), np.bool_(True), np.float32(0.5)):
+        key = static_key(v)
+        assert is_stable(key) and "np" in repr(key)
+    assert static_key(np.int64(3)) != static_key(np.int32(3)) != static_key(3)
+
+
+def test_kernel_file_edited_after_import_is_an_error(tmp_path, monkeypatch):
+    src = textwrap.dedent('''
+        import warpstage as ws
+
+        @ws.kernel
+        def k(o: ws.Tensor):
+            o[0] = 1.0
+        ''')
+    path = tmp_path / "edited_kernel.py"
+    path.write_text(src)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("edited_kernel", None)
+    mod = importlib.import_module("edited_kernel")
+    try:
+        path.write_text(src.replace("o[0] = 1.0", "o[0] = 2.0"))
+        with pytest.raises(ws.UnsupportedError, match=r"(?s)changed since it was imported.*reload"):
+            mod.k[1, 32](out())
+    finally:
+        sys.modules.pop("edited_kernel", None)
