@@ -47,6 +47,7 @@ from . import (lower_arith, lower_gpu, lower_math, lower_mma, lower_smem, lower_
 from .context import LoweringContext
 from .llvm_types import llvm_type
 from .ptx import TRIPLE, target_machine
+from .target_check import check_target
 
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
 
@@ -61,9 +62,11 @@ def lower(module: core.Module, options: CompileOptions) -> str:
     """LLVM IR text of ``module`` for ``options.arch``.
 
     Raises VerificationError for malformed IR, UnsupportedError for an op/type combination the
-    backend cannot lower (e.g. math.exp on f64), CompilationError for internal failures.
+    backend cannot lower (e.g. math.exp on f64) or an op ``options.arch`` lacks (target_check.py),
+    CompilationError for internal failures.
     """
     verify(module)
+    check_target(module, options.arch, options.ptx_version)     # before LLVM can abort on it
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
     llmod.data_layout = str(target_machine(options.arch, options.ptx_version,
