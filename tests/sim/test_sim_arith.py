@@ -89,7 +89,7 @@ def float_ref(kind, t, a, b):
         "add": lambda: round_to(t, a + b), "sub": lambda: round_to(t, a - b),
         "mul": lambda: round_to(t, a * b), "div": lambda: round_to(t, a / b),
         "rem": lambda: round_to(t, math.fmod(a, b)),
-        "floordiv": lambda: _floor(round_to(t, a / b)),
+        "floordiv": lambda: round_to(t, a // b),           # Python's //, consistent with %
         "mod": lambda: round_to(t, a % b), "min": lambda: min(a, b), "max": lambda: max(a, b),
     }[kind]()
     return float(r)

@@ -11,7 +11,10 @@ Precise semantics per op:
 - div: ints C division (truncate toward zero); floats IEEE ``a / b`` (``div.rn``). Integer
   division by zero and INT_MIN / -1 are undefined (also for rem/floordiv/mod), as in CUDA C.
 - rem: ints C remainder (sign of a); floats C ``fmod`` (see ``fmod``).
-- floordiv: signed ints Python ``//`` (toward -inf); unsigned as div; floats ``floor(a / b)``.
+- floordiv: signed ints Python ``//`` (toward -inf); unsigned as div; floats Python ``//``
+  (``(a - fmod(a, b)) / b`` corrected toward -inf, so ``a == (a // b) * b + a % b`` with ``%``
+  below; ``1.0 // 0.1`` is 9.0, not ``floor(1.0 / 0.1)`` = 10.0); ``b == 0`` gives
+  ``floor(a / b)`` (Python raises ZeroDivisionError).
 - mod: signed ints Python ``%`` (sign of b); unsigned as rem; floats Python ``%``: ``fmod``
   then ``+ b`` when the signs of the remainder and b differ; a zero result has the sign of b.
 - shl/shr: the amount is read as unsigned and clamped to the width, as PTX ``shl``/``shr`` do
@@ -123,6 +126,26 @@ def _python_mod_float(ctx, a, b_):
     return b.select(b.fcmp_ordered("==", r, zero), signed_zero, r)
 
 
+def _python_floordiv_float(ctx, a, b_):
+    """Python's float ``a // b`` (CPython ``float_floor_div``); see the module docstring."""
+    b = ctx.builder
+    t = a.type
+    sfx = t.intrinsic_name
+    zero, one, half = (ir.Constant(t, v) for v in (0.0, 1.0, 0.5))
+    m = fmod(ctx, a, b_)
+    div = b.fdiv(b.fsub(a, m), b_)
+    fix = b.and_(b.fcmp_ordered("!=", m, zero),
+                 b.xor(b.fcmp_ordered("<", m, zero), b.fcmp_ordered("<", b_, zero)))
+    div = b.select(fix, b.fsub(div, one), div)
+    fl = ctx.call_intrinsic(f"llvm.floor.{sfx}", t, [div])
+    fl = b.select(b.fcmp_ordered(">", b.fsub(div, fl), half), b.fadd(fl, one), fl)
+    quotient = b.fdiv(a, b_)
+    res = b.select(b.fcmp_ordered("==", div, zero),
+                   ctx.call_intrinsic(f"llvm.copysign.{sfx}", t, [zero, quotient]), fl)
+    by_zero = ctx.call_intrinsic(f"llvm.floor.{sfx}", t, [quotient])
+    return b.select(b.fcmp_ordered("==", b_, zero), by_zero, res)
+
+
 def _floor_fix(ctx, a, b_):
     """(r, fix) for signed floor division: r = a srem b; fix = r != 0 and sign(r) != sign(b)."""
     b = ctx.builder
@@ -158,7 +181,7 @@ def _binary(ctx: LoweringContext, op: Operation) -> list:
         if kind == "mod":
             return [_in_f32(ctx, _python_mod_float, t, a, c)]
         if kind == "floordiv":
-            return [ctx.call_intrinsic(f"llvm.floor.{sfx}", a.type, [b.fdiv(a, c)])]
+            return [_in_f32(ctx, _python_floordiv_float, t, a, c)]
         if kind in ("min", "max"):
             return [ctx.call_intrinsic(f"llvm.{kind}num.{sfx}", a.type, [a, c])]
         raise ctx.unsupported(f"no float lowering for arith.{kind}")

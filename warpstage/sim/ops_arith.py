@@ -48,9 +48,24 @@ _INT_BINARY = {
     "floordiv": np.floor_divide, "mod": np.remainder, "and": np.bitwise_and,
     "or": np.bitwise_or, "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum,
 }
+def _py_floordiv(a, b):
+    """Python's float ``a // b`` (backend/lower_arith.py ``_python_floordiv_float``); 16-bit
+    floats in f32, rounded back, as the backend computes them."""
+    if a.dtype.itemsize == 2:
+        return _py_floordiv(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+    m = np.fmod(a, b)
+    div = (a - m) / b
+    div = np.where((m != 0) & ((m < 0) != (b < 0)), div - 1, div)
+    fl = np.floor(div)
+    fl = np.where(div - fl > 0.5, fl + 1, fl)
+    q = a / b
+    res = np.where(div == 0, np.copysign(np.zeros_like(q), q), fl)
+    return np.where(b == 0, np.floor(q), res).astype(q.dtype, copy=False)
+
+
 _FLOAT_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "rem": np.fmod,
-    "floordiv": lambda a, b: np.floor(np.divide(a, b)), "mod": np.remainder,
+    "floordiv": _py_floordiv, "mod": np.remainder,
     "min": np.fmin, "max": np.fmax,
 }
 
