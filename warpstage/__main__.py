@@ -105,14 +105,24 @@ def info() -> int:
 
 def cache_cmd(action: str) -> int:
     from warpstage.runtime import cache
+    if cache.path() is None:
+        print("the disk cache is off (WARPSTAGE_CACHE_DIR is set but empty)")
+        return 0
     if action == "clear":
-        n = cache.clear()
+        try:
+            n = cache.clear()
+        except OSError as e:
+            print(f"warpstage cache clear: {e}.\nFix: check the folder's permissions, or remove "
+                  "the files yourself.", file=sys.stderr)
+            return 1
         print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.path()}")
         return 0
     i = cache.info()
     print(f"path: {i['path']}")
     print(f"entries: {i['entries']}")
     print(f"size: {i['bytes']} bytes ({i['bytes'] / 2**20:.1f} MiB)")
+    print(f"temporary files: {i['temp_files']} (left by writers; removed once older than "
+          f"{cache.TEMP_MAX_AGE / 3600:g} h)")
     return 0
 
 

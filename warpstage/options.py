@@ -41,9 +41,13 @@ def env_target() -> Optional[str]:
     return t or None
 
 
-def env_cache_dir() -> str:
-    return os.environ.get("WARPSTAGE_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "warpstage")
+def env_cache_dir() -> Optional[str]:
+    """WARPSTAGE_CACHE_DIR, or ~/.cache/warpstage when unset; None when it is set but empty
+    (or blank), which turns the disk cache off (docs/cache.md)."""
+    v = os.environ.get("WARPSTAGE_CACHE_DIR")
+    if v is None:
+        return os.path.join(os.path.expanduser("~"), ".cache", "warpstage")
+    return v if v.strip() else None
 
 
 def env_ptxas() -> Optional[str]:

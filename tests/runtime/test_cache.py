@@ -79,9 +79,11 @@ def test_corrupt_entry_is_a_miss_and_is_overwritten(damage):
     f.write_bytes({"truncate": data[:len(data) // 2],
                    "flip": data[:500] + bytes([data[500] ^ 1]) + data[501:],
                    "garbage": b"\x80not json at all" * 10, "empty": b""}[damage])
-    assert cache.get(key) is None
     with pytest.raises(cache.CacheFormatError):
         cache.read_entry(str(f))
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        assert cache.get(key) is None
+    assert not f.exists()                       # a bad entry is removed
     cache.put(key, {"ok": True})
     assert cache.get(key) == {"ok": True}
 
@@ -226,7 +228,8 @@ def test_corrupt_kernel_entry_is_rebuilt():
     (f,) = Path(cache.path()).iterdir()
     f.write_bytes(f.read_bytes()[:100])
     k2 = ws.kernel(_scale)
-    ws.compile(k2, T1, T1, ws.Int32)
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        ws.compile(k2, T1, T1, ws.Int32)
     assert k2.trace_count == 1
     k3 = ws.kernel(_scale)
     ws.compile(k3, T1, T1, ws.Int32)
@@ -359,3 +362,129 @@ def test_static_key_text_is_the_same_under_another_hash_seed():
         assert p.returncode == 0, p.stderr
         outs.add(p.stdout.strip().replace("__main__", "m"))
     assert len(outs) == 1, outs
+
+
+# -- faults: entries that pass the checksum but are wrong, odd files, killed writers -------------
+
+def _stored_entry():
+    ws.compile(ws.kernel(_scale), T1, T1, ws.Int32)
+    (f,) = [p for p in Path(cache.path()).iterdir() if not p.name.startswith(".tmp-")]
+    return f, cache.read_entry(str(f))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("field,bad", [
+    ("ptxas", {"log": 3, "warnings": [], "seconds": 0.1, "resources": {}}),
+    ("ptxas_resources", {"k": {"registers": "many"}}),
+    ("block", [128, 0, 1]),
+    ("ptx", ""),
+    ("options", {"arch": "sm_90a"}),
+    ("cubin", b""),
+    ("abi", [["x", "not-a-type<"]]),
+])
+def test_entry_with_a_valid_checksum_but_a_bad_field_is_removed_and_rebuilt(field, bad):
+    f, entry = _stored_entry()
+    if field == "ptxas_resources":
+        entry["ptxas"] = dict(entry["ptxas"], resources=bad)
+    else:
+        entry[field] = bad
+    cache.write_entry(str(f), entry)            # a fresh checksum over the bad field
+    k = ws.kernel(_scale)
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        ck = ws.compile(k, T1, T1, ws.Int32)
+    assert k.trace_count == 1 and ck.cubin.startswith(b"\x7fELF")
+    k2 = ws.kernel(_scale)                      # the rebuilt entry is good again
+    ws.compile(k2, T1, T1, ws.Int32)
+    assert k2.trace_count == 0
+
+
+def test_blob_offsets_past_the_data_are_a_format_error(tmp_path):
+    key = cache.disk_key(("blob",))
+    cache.put(key, {"cubin": b"abc"})
+    f = Path(cache.path()) / (key + cache.SUFFIX)
+    data = bytearray(f.read_bytes())
+    text = data.decode("latin-1")
+    i = text.index('"blobs":[["cubin",0,3]]')
+    new = text[:i] + '"blobs":[["cubin",9,3]]' + text[i + len('"blobs":[["cubin",0,3]]'):]
+    body = new.encode("latin-1")[len(cache.MAGIC) + 16:-32]
+    import hashlib
+    f.write_bytes(new.encode("latin-1")[:-32] + hashlib.sha256(body).digest())
+    with pytest.raises(cache.CacheFormatError, match="outside"):
+        cache.read_entry(str(f))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_in_place_of_an_entry_does_not_block():
+    key = cache.disk_key(("fifo",))
+    os.makedirs(cache.path(), exist_ok=True)
+    os.mkfifo(Path(cache.path()) / (key + cache.SUFFIX))
+    with pytest.warns(RuntimeWarning, match="not a regular file"):
+        assert cache.get(key) is None
+
+
+def test_an_oversized_entry_is_not_read(monkeypatch):
+    key = cache.disk_key(("big",))
+    cache.put(key, {"cubin": b"x" * 5000})
+    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 1000)
+    with pytest.warns(RuntimeWarning, match="bound"):
+        assert cache.get(key) is None
+
+
+def test_old_temporary_files_are_counted_and_removed():
+    os.makedirs(cache.path(), exist_ok=True)
+    old = Path(cache.path()) / (".tmp-killed" + cache.SUFFIX)
+    new = Path(cache.path()) / (".tmp-writing" + cache.SUFFIX)
+    old.write_bytes(b"partial")
+    new.write_bytes(b"partial")
+    os.utime(old, (1, 1))
+    assert cache.info()["temp_files"] == 2
+    cache.put(cache.disk_key(("t",)), {"a": 1})
+    assert not old.exists() and new.exists()    # a live writer's file is left alone
+    assert cache.info()["temp_files"] == 1 and cache.info()["entries"] == 1
+
+
+def test_empty_cache_dir_turns_the_disk_cache_off(monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", "")
+    assert cache.path() is None
+    assert cache.put(cache.disk_key(("off",)), {"a": 1}) is False
+    assert cache.get(cache.disk_key(("off",))) is None
+    assert cache.info()["entries"] == 0 and cache.clear() == 0
+    env = dict(os.environ, PYTHONPATH=str(ROOT), WARPSTAGE_CACHE_DIR="")
+    p = subprocess.run([sys.executable, "-m", "warpstage", "cache", "info"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert p.returncode == 0 and "off" in p.stdout
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can always write")
+def test_cli_clear_on_an_unwritable_folder_fails_saying_so():
+    cache.put(cache.disk_key((1,)), {"a": 1})
+    os.chmod(cache.path(), 0o500)
+    try:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        p = subprocess.run([sys.executable, "-m", "warpstage", "cache", "clear"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        os.chmod(cache.path(), 0o700)
+    assert p.returncode == 1 and "could not remove 1 file" in p.stderr
+
+
+def test_clear_raises_when_a_file_cannot_be_removed(monkeypatch):
+    cache.put(cache.disk_key((2,)), {"a": 1})
+
+    def refuse(path, *a, **k):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(cache.os, "unlink", refuse)
+    with pytest.raises(PermissionError, match="could not remove 1 file"):
+        cache.clear()
+
+
+def test_cli_clear_exits_non_zero_when_a_file_cannot_be_removed(monkeypatch, capsys):
+    from warpstage.__main__ import cache_cmd
+    cache.put(cache.disk_key((3,)), {"a": 1})
+
+    def refuse(path, *a, **k):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(cache.os, "unlink", refuse)
+    assert cache_cmd("clear") == 1
+    err = capsys.readouterr().err
+    assert "could not remove 1 file" in err and "Fix:" in err

@@ -20,20 +20,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
+import time
 import warnings
 from typing import Optional
 
 from ..options import env_cache_dir
 
-__all__ = ["disk_key", "get", "put", "clear", "info", "path", "write_entry", "read_entry",
-           "CacheFormatError", "SUFFIX"]
+__all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
+           "read_entry", "CacheFormatError", "SUFFIX", "MAX_ENTRY_BYTES", "TEMP_MAX_AGE"]
 
 MAGIC = b"WSCACHE1"
 SUFFIX = ".wsc"
 _HEAD = struct.Struct("<QQ")
 _DIGEST = 32
+MAX_ENTRY_BYTES = 256 << 20     # no entry is larger (a cubin is a few MB at most)
+TEMP_MAX_AGE = 3600.0           # seconds after which a writer's temporary file is abandoned
 _warned_unwritable = False
 
 
@@ -41,8 +45,9 @@ class CacheFormatError(ValueError):
     """A file is not a complete warpstage cache entry (wrong magic, truncated, checksum)."""
 
 
-def path() -> str:
-    """The cache folder (it may not exist yet): WARPSTAGE_CACHE_DIR or ~/.cache/warpstage."""
+def path() -> Optional[str]:
+    """The cache folder (it may not exist yet): WARPSTAGE_CACHE_DIR or ~/.cache/warpstage;
+    None when WARPSTAGE_CACHE_DIR is set but empty (the disk cache is off)."""
     return env_cache_dir()
 
 
@@ -71,10 +76,11 @@ def disk_key(parts) -> str:
     return hashlib.sha256(_canon(parts).encode()).hexdigest()
 
 
-def _file(key: str) -> str:
+def _file(key: str) -> Optional[str]:
     if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
         raise ValueError(f"cache key must be 64 lowercase hex digits (from disk_key), got {key!r}")
-    return os.path.join(path(), key + SUFFIX)
+    folder = path()
+    return None if folder is None else os.path.join(folder, key + SUFFIX)
 
 
 def _encode(entry: dict) -> bytes:
@@ -110,6 +116,10 @@ def _decode(data: bytes, where: str) -> dict:
         header = json.loads(body[:nhead].decode())
         entry = dict(header["entry"])
         for name, offset, size in header["blobs"]:
+            if not (isinstance(name, str) and type(offset) is int and type(size) is int and
+                    0 <= offset and 0 <= size and offset + size <= nblob):
+                raise ValueError(f"blob {name!r} at {offset}+{size} lies outside the "
+                                 f"{nblob} bytes of data")
             entry[name] = bytes(body[nhead + offset:nhead + offset + size])
     except (ValueError, KeyError, TypeError) as e:
         raise CacheFormatError(f"{where}: malformed header ({e})") from None
@@ -139,25 +149,58 @@ def write_entry(file: str, entry: dict) -> None:
 def read_entry(file: str) -> dict:
     """The entry stored in ``file``. Raises OSError if it cannot be read, CacheFormatError if it
     is not a complete entry."""
-    with open(file, "rb") as f:
-        data = f.read()
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # a FIFO must not block
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise CacheFormatError(f"{file}: not a regular file")
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise CacheFormatError(f"{file}: {st.st_size} bytes, over the {MAX_ENTRY_BYTES}-byte "
+                                   "bound of an entry")
+        data = f.read(MAX_ENTRY_BYTES + 1)
     return _decode(data, file)
 
 
 def get(key: str) -> Optional[dict]:
-    """The entry stored under ``key``, or None (absent, unreadable, truncated or corrupt)."""
-    try:
-        return read_entry(_file(key))
-    except (OSError, CacheFormatError):
+    """The entry stored under ``key``, or None (absent, unreadable, truncated or corrupt; a bad
+    entry is removed, with a warning)."""
+    file = _file(key)
+    if file is None:
         return None
+    try:
+        return read_entry(file)
+    except CacheFormatError as e:
+        discard(key, str(e))
+        return None
+    except OSError:
+        return None
+
+
+def discard(key: str, why: str) -> None:
+    """Remove the entry under ``key`` (it is bad: ``why``), warning once for it."""
+    file = _file(key)
+    if file is None:
+        return
+    try:
+        if stat.S_ISREG(os.lstat(file).st_mode):
+            os.unlink(file)
+        removed = "removed it"
+    except OSError as e:
+        removed = f"could not remove it ({e})"
+    warnings.warn(f"warpstage: the disk cache entry {file} is damaged ({why}); {removed}, and "
+                  "the kernel is compiled again.", RuntimeWarning, stacklevel=3)
 
 
 def put(key: str, entry: dict) -> bool:
     """Store ``entry`` under ``key``, replacing any entry there. Returns False (and warns once per
     process) when the cache folder cannot be written."""
     global _warned_unwritable
+    file = _file(key)
+    if file is None:
+        return False
     try:
-        write_entry(_file(key), entry)
+        write_entry(file, entry)
+        _remove_old_temps()
         return True
     except OSError as e:
         if not _warned_unwritable:
@@ -171,6 +214,8 @@ def put(key: str, entry: dict) -> bool:
 
 def _files():
     folder = path()
+    if folder is None:
+        return []
     try:
         names = os.listdir(folder)
     except OSError:
@@ -178,29 +223,57 @@ def _files():
     return [os.path.join(folder, n) for n in names if n.endswith(SUFFIX)]
 
 
+def _is_temp(f: str) -> bool:
+    return os.path.basename(f).startswith(".tmp-")
+
+
+def _remove_old_temps() -> int:
+    """Remove temporary files older than TEMP_MAX_AGE (left by writers that were killed)."""
+    n, now = 0, time.time()
+    for f in _files():
+        try:
+            if _is_temp(f) and now - os.lstat(f).st_mtime > TEMP_MAX_AGE:
+                os.unlink(f)
+                n += 1
+        except OSError:
+            continue
+    return n
+
+
 def clear() -> int:
     """Remove every entry (and leftover temporary files); returns the number of entries removed.
-    Other files in the folder are left alone."""
-    removed = 0
+    Other files in the folder are left alone. Raises PermissionError (an OSError) naming the
+    folder if some entries could not be removed."""
+    removed, failed, first = 0, 0, None
     for f in _files():
         try:
             os.unlink(f)
-        except OSError:
+        except FileNotFoundError:
             continue
-        if not os.path.basename(f).startswith(".tmp-"):
+        except OSError as e:
+            failed += 1
+            first = first or e
+            continue
+        if not _is_temp(f):
             removed += 1
+    if failed:
+        raise PermissionError(f"could not remove {failed} file(s) from the disk cache at "
+                              f"{path()} ({first}); removed {removed} entries")
     return removed
 
 
 def info() -> dict:
-    """{'path': folder, 'entries': number of entries, 'bytes': their total size in bytes}."""
-    entries = size = 0
+    """{'path': folder (None: the disk cache is off), 'entries': number of entries, 'bytes':
+    their total size in bytes, 'temp_files': temporary files of writers (old ones were left by
+    killed processes and are removed by the next store)}."""
+    entries = size = temps = 0
     for f in _files():
-        if os.path.basename(f).startswith(".tmp-"):
+        if _is_temp(f):
+            temps += 1
             continue
         try:
             size += os.path.getsize(f)
         except OSError:
             continue
         entries += 1
-    return {"path": path(), "entries": entries, "bytes": size}
+    return {"path": path(), "entries": entries, "bytes": size, "temp_files": temps}
