@@ -1,6 +1,7 @@
 """Kernel objects end to end in the simulator: the specialization cache, guards on globals,
 recompile reasons, explain, compile from types, and user-facing errors."""
 import traceback
+import typing
 import warnings
 
 import numpy as np
@@ -422,3 +423,27 @@ def test_device_function_changes_arguments_in_place():
     out = np.zeros(5, np.int32)
     k[1, 32](out, 7)
     np.testing.assert_array_equal(out, [0, 0, 12, 1, 0])
+
+
+class _TensorAndCount(typing.NamedTuple):
+    x: ws.Tensor
+    n: ws.Int32
+
+
+@ws.struct
+class _StructTensorAndCount:
+    x: ws.Tensor
+    n: ws.Int32
+
+
+@ws.kernel
+def _fill_first(a):
+    if ws.arch.thread_idx()[0] < a.n:
+        a.x[0] = 1.0
+
+
+@pytest.mark.parametrize("make", [_TensorAndCount, _StructTensorAndCount], ids=["namedtuple", "struct"])
+def test_compile_from_types_inside_composites(make):
+    ck = ws.compile(_fill_first, make(ws.Tensor[ws.Float32, 1], ws.Int32))
+    example = ws.compile(_fill_first, make(np.zeros(4, np.float32), 3))
+    assert ck.ptx == example.ptx

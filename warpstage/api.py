@@ -8,6 +8,8 @@ frames are made in tracebacks.py.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import inspect
 import time
@@ -113,6 +115,31 @@ def _tensor_adapter(value):
     return _as_tensor_arg(value)
 
 
+def _placeholders(value, ann=None):
+    """``value`` with every type placeholder (see _type_placeholder) replaced, also inside
+    tuples, lists, dicts, NamedTuples and dataclasses / ``@ws.struct`` objects."""
+    v = _type_placeholder(value, ann)
+    if v is not value:
+        return v
+    t = type(value)
+    if t is tuple or t is list:
+        return t(_placeholders(x) for x in value)
+    if t is dict:
+        return {k: _placeholders(x) for k, x in value.items()}
+    if isinstance(value, tuple) and hasattr(t, "_fields"):
+        return t(*(_placeholders(x) for x in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value)]
+        new = {n: _placeholders(getattr(value, n)) for n in fields}
+        if all(new[n] is getattr(value, n) for n in fields):
+            return value
+        out = copy.copy(value)
+        for n, x in new.items():
+            object.__setattr__(out, n, x)
+        return out
+    return value
+
+
 def _type_placeholder(value, ann):
     """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
     from .lang.scalars import HostScalar, Scalar
@@ -193,7 +220,7 @@ class Kernel:
         for i, (p, v) in enumerate(zip(self.params, values)):
             ann = anns.get(p.name)
             if placeholders:
-                v = _type_placeholder(v, ann)
+                v = _placeholders(v, ann)
             out.append(bt.classify(v, ann, p.name, self_rule=(i == 0 and p.name == "self"),
                                    tensor_adapter=_tensor_adapter))
         return out

@@ -309,6 +309,21 @@ def test_setmaxnreg_differing_within_a_warpgroup_is_reported():
     assert "setmaxnreg.dec 40 at kern.py:8" in msg and "warpgroup index" in msg
 
 
+def test_setmaxnreg_executed_by_only_some_warps_of_a_warpgroup_is_reported():
+    k = KernelBuilder("regs", [gptr(i32)])
+    (out,) = k.args
+    b = k.b
+    tid = b.sreg("tid.x", i32)
+    k.line(9)
+    k.if_(b.cmp("lt", tid, k.const(i32, 64)), then=lambda: setmaxnreg(b, "inc", 232))
+    k.store_at(out, tid, tid)
+    with pytest.raises(BarrierError) as ei:
+        launch(k.finish(), (1,), (128,), [np.zeros(128, np.int32)])
+    msg = str(ei.value)
+    assert "warp(s) [2, 3] of warpgroup 0 never executed this setmaxnreg.inc 232" in msg
+    assert "kern.py:9" in msg and "warpgroup index" in msg
+
+
 def test_smem_base_is_offset_zero_and_ptr_cast_keeps_the_address():
     k = KernelBuilder("base", [sptr(i32), gptr(i32)])
     smem, out = k.args

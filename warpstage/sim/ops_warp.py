@@ -20,7 +20,8 @@ do not exist and are ignored in the mask.
 - nvvm.barrier_arrive: counts the warp's arrival at the named barrier (as bar.sync does) and
   continues without waiting. bar.arrive is ``.aligned``: the whole warp must execute it.
 - nvvm.setmaxnreg: checks that the whole warp executes it and that every warp of a warpgroup
-  executes the same sequence of setmaxnreg (action, count); otherwise a no-op (the simulator
+  executes the same sequence of setmaxnreg (action, count) — at the CTA's end, also that no warp
+  of the warpgroup skipped one; otherwise a no-op (the simulator
   has no register file).
 - nvvm.fence: a no-op (the simulator's memory is sequentially consistent), except that
   fence.proxy.async tells the race detector (when on) that the warp's generic writes are fenced.
@@ -179,7 +180,10 @@ def _setmaxnreg(op: Operation, cx):
 
     def setmaxnreg(s, w):
         _require_full_warp(op, w, "setmaxnreg")
-        calls = w.cta.ext.setdefault("setmaxnreg", {})
+        calls = w.cta.ext.get("setmaxnreg")
+        if calls is None:
+            calls = w.cta.ext["setmaxnreg"] = {}
+            w.cta.ext.setdefault("at_exit", []).append(lambda: _whole_warpgroups(w.cta, calls))
         mine = calls.setdefault(w.index, [])
         mine.append((action, count, op))
         k = len(mine) - 1
@@ -195,6 +199,25 @@ def _setmaxnreg(op: Operation, cx):
                     "execute the same setmaxnreg. Fix: branch on the warpgroup index "
                     "(ws.arch.warpgroup_idx()), not on the warp index.", where=where(op))
     return setmaxnreg
+
+
+def _whole_warpgroups(cta, calls) -> None:
+    """At the CTA's end: every warp of a warpgroup that executed setmaxnreg executed it as many
+    times (a warp that skipped it leaves the warpgroup's register budget undefined on the GPU:
+    PTX ISA, setmaxnreg: "must be executed by all warps in a warpgroup")."""
+    for group in sorted({i // 4 for i in calls}):
+        members = [i for i in range(group * 4, group * 4 + 4) if i < cta.nwarps]
+        counts = {i: len(calls.get(i, ())) for i in members}
+        if len(set(counts.values())) > 1:
+            most = max(counts, key=counts.get)
+            action, count, op = calls[most][len(calls.get(min(counts, key=counts.get), ()))]
+            missing = [i for i in members if counts[i] < counts[most]]
+            raise BarrierError(
+                f"setmaxnreg at {where(op)}: warp(s) {missing} of warpgroup {group} never "
+                f"executed this setmaxnreg.{action} {count}, which warp {most} executed; every "
+                "warp of a warpgroup must execute the same setmaxnreg. Fix: branch on the "
+                "warpgroup index (ws.arch.warpgroup_idx()), not on the warp index.",
+                where=where(op))
 
 
 @handler("nvvm.fence")

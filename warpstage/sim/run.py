@@ -1,6 +1,7 @@
 """``run``: launch a kernel of an IR Module on the CPU simulator."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -116,12 +117,16 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
                     yield _make_cta(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
                                     smem_fill, echo, result, races)
 
+    progress = _Progress(kernel_name, grid3[0] * grid3[1] * grid3[2])
+
     def finished(cta):
         for flush in cta.ext.pop("at_exit", ()):     # e.g. TMA stores not yet waited for land
             flush()
         result.ctas += 1
         result.warps += cta.nwarps
         result.ops_executed += sum(w.ops for w in cta.warps)
+        if not result.ctas & 63:
+            progress.update(result.ctas)
 
     start = time.perf_counter()
     try:
@@ -131,7 +136,44 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
         raise e.with_traceback(None) from None
     finally:
         result.seconds = time.perf_counter() - start
+        progress.done()
     return result
+
+
+PROGRESS_AFTER = 2.0        # seconds of simulation before a progress line appears
+PROGRESS_EVERY = 0.5        # seconds between updates
+
+
+class _Progress:
+    """A one-line progress report on stderr for long simulator runs (a huge grid), updated in
+    place; only on a terminal (silent when stderr is a file or a pipe, as in CI)."""
+
+    def __init__(self, name: str, total: int):
+        self.name, self.total = name, total
+        self.start = time.perf_counter()
+        self.last = self.start
+        self.shown = False
+        stream = sys.stderr
+        self.stream = stream if getattr(stream, "isatty", lambda: False)() else None
+
+    def update(self, done: int) -> None:
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if now - self.start < PROGRESS_AFTER or now - self.last < PROGRESS_EVERY:
+            return
+        self.last = now
+        self.shown = True
+        rate = done / (now - self.start)
+        left = (self.total - done) / rate if rate else 0.0
+        self.stream.write(f"\rwarpstage sim: {self.name}: {done}/{self.total} CTAs "
+                          f"({100 * done / self.total:.1f}%, about {left:.0f} s left)  ")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
 
 
 def _make_cta(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo, result,
