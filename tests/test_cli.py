@@ -51,3 +51,28 @@ def test_demo_says_why_the_attention_run_is_not_bfloat16():
     bf16 = types.SimpleNamespace(
         random_qkv=lambda *a: [types.SimpleNamespace(dtype="torch.bfloat16")])
     assert _attention_note(ws, bf16) == ""
+
+
+def test_demo_names_a_cache_hit_instead_of_a_zero_compile_time():
+    from warpstage.__main__ import _how_compiled
+    base = {"trace": 3, "disk_hit": 1}
+    assert _how_compiled(base, {"trace": 4, "disk_hit": 1}, 0.25) == "compiled in 250 ms"
+    assert _how_compiled(base, {"trace": 3, "disk_hit": 2}, 0.0004).startswith("disk cache hit")
+    assert _how_compiled(base, dict(base), 0.0) == "in-memory cache hit"
+
+
+def test_examples_print_a_verdict(capsys, monkeypatch):
+    import warpstage as ws
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from example_loader import load_example
+    ws.set_target("sim")
+    try:
+        for name in ("vector_add", "softmax"):
+            mod = load_example(name, f"verdict_{name}")
+            mod.main()
+            assert capsys.readouterr().out.rstrip().endswith("-> OK")
+            monkeypatch.setattr(mod, "launch", lambda *a: None)    # writes nothing: NaN left
+            mod.main()
+            assert capsys.readouterr().out.rstrip().endswith("-> MISMATCH")
+    finally:
+        ws.set_target(None)

@@ -1,7 +1,14 @@
-"""The documentation's self-contained examples run as written (in the simulator, with numpy).
+"""Every ```python block in docs/ is accounted for: the self-contained ones run as written (in
+the simulator, with numpy), the others parse.
 
-Each listed ```python block is written to a file of its own and imported (warpstage reads a
-kernel's source, so exec() of a string would not do); the block's own asserts check its result."""
+Each block is preceded by an HTML comment (invisible when the Markdown is rendered):
+``<!-- doc-test: run -->`` — written to a file of its own and imported (warpstage reads a
+kernel's source, so exec() of a string would not do); the block's own asserts check its result;
+a part that needs a GPU sits under ``if ws.get_target() == "cuda":``. ``<!-- doc-test:
+fragment -->`` — an excerpt of a larger program (names defined elsewhere): it must parse.
+A block with neither is a test failure, so a new example cannot go unchecked."""
+import ast
+import glob
 import os
 import re
 
@@ -11,23 +18,54 @@ from example_loader import ROOT, load_file
 
 pytestmark = pytest.mark.usefixtures("sim_target")     # the target is reset after each example
 
-# (doc, index of the ```python block in it)
-EXAMPLES = [("docs/tma.md", 0), ("docs/layouts.md", 2)]
+_BLOCK = re.compile(r"^(?:<!-- doc-test: (\w+)[^>]*-->\n)?```python\n(.*?)^```", re.S | re.M)
+
+
+def doc_blocks(path: str) -> list:
+    """[(mark or None, code)] of the ```python blocks of ``path`` (relative to ROOT)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return _BLOCK.findall(f.read())
 
 
 def python_blocks(path: str) -> list:
-    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-        return re.findall(r"^```python\n(.*?)^```", f.read(), flags=re.S | re.M)
+    return [code for _, code in doc_blocks(path)]
 
 
-@pytest.mark.parametrize("doc, index", EXAMPLES, ids=[f"{d}[{i}]" for d, i in EXAMPLES])
+DOCS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+ALL = [(d, i, mark) for d in DOCS for i, (mark, _) in enumerate(doc_blocks(d))]
+RUN = [(d, i) for d, i, mark in ALL if mark == "run"]
+FRAGMENTS = [(d, i) for d, i, mark in ALL if mark == "fragment"]
+
+
+def test_every_block_is_marked_run_or_fragment():
+    unmarked = [f"{d}[{i}]" for d, i, mark in ALL if mark not in ("run", "fragment")]
+    assert not unmarked, f"mark these blocks <!-- doc-test: run --> or fragment: {unmarked}"
+    assert len(RUN) >= 5
+
+
+@pytest.mark.parametrize("doc, index", RUN, ids=[f"{d}[{i}]" for d, i in RUN])
 def test_doc_example_runs(doc, index, tmp_path):
-    if "ml_dtypes" in python_blocks(doc)[index]:
+    code = python_blocks(doc)[index]
+    if "ml_dtypes" in code:
         pytest.importorskip("ml_dtypes")
     path = tmp_path / f"doc_example_{index}.py"
-    path.write_text(python_blocks(doc)[index], encoding="utf-8")
-    mod = load_file(path, f"doc_{os.path.basename(doc).replace('.', '_')}_{index}")
-    assert mod.out.shape == mod.x.shape            # the example defines its output
+    path.write_text(code, encoding="utf-8")
+    load_file(path, f"doc_{os.path.basename(doc).replace('.', '_')}_{index}")
+
+
+@pytest.mark.parametrize("doc, index", FRAGMENTS, ids=[f"{d}[{i}]" for d, i in FRAGMENTS])
+def test_doc_fragment_parses(doc, index):
+    ast.parse(python_blocks(doc)[index])
+
+
+def test_value_protocol_example_fails_on_a_wrong_result(tmp_path):
+    """The check inside the value-protocol block can fail: with one more step, it does."""
+    (code,) = [c for c in python_blocks("docs/binding-time.md") if "__new_from_values__" in c]
+    assert code.count("advance[1, 1](out, 7)") == 1
+    path = tmp_path / "doc_protocol_wrong.py"
+    path.write_text(code.replace("advance[1, 1](out, 7)", "advance[1, 1](out, 8)"), encoding="utf-8")
+    with pytest.raises(AssertionError):
+        load_file(path, "doc_protocol_wrong")
 
 
 def test_tma_doc_example_fails_on_a_wrong_result(tmp_path):
