@@ -43,6 +43,9 @@ def _annotations(fn) -> dict:
         return dict(getattr(fn, "__annotations__", {}))
 
 
+_IMMUTABLE_DEFAULTS = frozenset({type(None), bool, int, float, str, bytes})
+
+
 class JitFunction:
     """A ``@ws.jit`` device function: callable from kernels and other device functions. Each
     distinct key of its static arguments is its own specialization; dynamic arguments are passed
@@ -51,7 +54,7 @@ class JitFunction:
     def __init__(self, fn, inline: bool = True):
         self.fn = fn
         self.inline = "always" if inline else "never"
-        self._sig, self._sig_defaults = None, None
+        self._sig, self._sig_defaults, self._key_cache = None, None, None
         functools.update_wrapper(self, fn)
         self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
 
@@ -66,12 +69,20 @@ class JitFunction:
         return self._sig
 
     def __ws_static_key__(self):
-        # defaults are read at each call (a default changed in place recompiles)
+        # defaults are read at each call (a default changed in place recompiles); the key is
+        # reused while the defaults are the same tuple of immutable values
         fn = self.fn
-        if fn.__defaults__ is None and not fn.__kwdefaults__:
+        d, kd = fn.__defaults__, fn.__kwdefaults__
+        if d is None and not kd:
             return self._key
+        c = self._key_cache
+        if c is not None and c[0] is d and c[1] is kd:
+            return c[2]
         from .frontend.static_key import static_key
-        return self._key + (static_key(fn.__defaults__), static_key(fn.__kwdefaults__))
+        key = self._key + (static_key(d), static_key(kd))
+        if not kd and all(type(x) in _IMMUTABLE_DEFAULTS for x in d):
+            self._key_cache = (d, kd, key)
+        return key
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is None:

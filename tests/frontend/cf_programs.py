@@ -1,8 +1,16 @@
-"""Random kernel programs for differential testing of control flow (Python vs warpstage + sim).
+"""Random kernel programs for differential testing of control flow and arithmetic (Python vs
+warpstage + sim).
 
-``programs()`` is a hypothesis strategy of source texts defining ``prog(a, b)`` over small ints
-(values stay below ~2000, far from Int32 overflow: every int assignment is reduced ``% 251``)
-and, in float programs, one float ``fv`` that only ever holds multiples of 0.5 (exact in f32).
+``programs()`` is a hypothesis strategy of source texts defining ``prog(a, b)``, in one of three
+modes. ``int``: small ints (values stay below ~2000: every int assignment is reduced ``% 251``).
+``float``: also one float ``fv`` that only ever holds multiples of 0.5 (exact in f32).
+``arith``: Int32 arithmetic that overflows and wraps (constants up to the type's limits, ``*``,
+``<<``, ``>>``), ``//`` and ``%`` with negative operands and divisors, and a Float32 ``fv`` with
+rounding (``/``, products) and conversions both ways (``to_i32`` truncates and saturates like
+``cvt.rzi.sat``). The program defines ``w32``/``f32``/``to_i32``/``to_f32``, which give plain
+Python the GPU's semantics on Python numbers and are the identity / a conversion on dynamic values,
+so the same text is the reference and the kernel. ``random_program(rng)`` draws the same
+programs from a ``random.Random`` (for the long batch run, benchmarks/diff_programs.py).
 It nests if/elif/else, ternaries, and/or/not, chained comparisons, min/max, dynamic ``for`` over
 ``range`` (static, dynamic and negative steps), static ``for`` over tuples and
 ``ws.static_range``, ``while`` loops with dynamic and static conditions, ``break``,
@@ -18,10 +26,53 @@ INTS = ("x", "y", "z")
 M = 251
 
 
+ARITH_PRELUDE = '''
+import numpy as np
+from warpstage.lang.scalars import Float32, Int32
+
+
+def w32(v):
+    return (v + 2147483648) % 4294967296 - 2147483648 if type(v) is int else v
+
+
+def f32(v):
+    return float(np.float32(v)) if type(v) is float else v
+
+
+def to_i32(v):
+    if type(v) is not float:
+        return Int32(v)
+    if v != v:
+        return 0
+    return max(-2147483648, min(2147483647, int(v))) if abs(v) != float("inf") else (
+        2147483647 if v > 0 else -2147483648)
+
+
+def to_f32(v):
+    return f32(float(v)) if type(v) is int else Float32(v)
+'''
+BIG = ("2147483647", "-2147483648", "1000003", "65536", "-13", "7", "-1")
+DIVISORS = ("2", "3", "-3", "7", "-7", "16", "-65536")
+F_CONSTS = ("0.5", "-2.5", "1.5", "0.125", "1024.0", "3.0")
+F_DIVISORS = ("3.0", "-0.5", "7.0")
+
+
+class _Draw:
+    """``draw(st.integers(lo, hi))`` backed by a ``random.Random`` (random_program)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def __call__(self, strategy):
+        lo, hi = strategy.wrapped_strategy.start, strategy.wrapped_strategy.end
+        return self.rng.randint(lo, hi)
+
+
 class _Gen:
-    def __init__(self, draw, floats: bool):
+    def __init__(self, draw, floats: bool, arith: bool = False):
         self.draw = draw
         self.floats = floats
+        self.arith = arith
         self.counter = 0
         self.lines: list = []
         self.temps: list = []     # variables first assigned somewhere (maybe on one path only)
@@ -66,6 +117,41 @@ class _Gen:
             return f"{self.pick(('min', 'max'))}({self.expr(scope, depth + 1)}, {self.atom(scope)})"
         return f"({self.atom(scope)} {self.pick(('and', 'or'))} {self.atom(scope)})"
 
+    def iexpr(self, scope, depth=0) -> str:
+        """arith mode: an Int32 expression, every operation wrapped like the GPU's."""
+        kind = self.draw(st.integers(0, 9 if depth < 2 else 1))
+        if kind == 0:
+            return self.atom(scope)
+        if kind == 1:
+            return self.pick(BIG)
+        a = self.iexpr(scope, depth + 1)
+        if kind <= 4:
+            op = self.pick(("+", "-", "*", "*"))
+            return f"w32({a} {op} {self.iexpr(scope, depth + 1)})"
+        if kind <= 6:
+            return f"({a} {self.pick(('//', '%'))} {self.pick(DIVISORS)})"
+        if kind == 7:
+            return f"w32({a} << {self.draw(st.integers(0, 31))})"
+        if kind == 8:
+            return f"({a} >> {self.draw(st.integers(0, 31))})"
+        return f"to_i32({self.fexpr(scope, depth + 1)})"
+
+    def fexpr(self, scope, depth=0) -> str:
+        """arith mode: a Float32 expression, rounded to f32 after every operation."""
+        kind = self.draw(st.integers(0, 8 if depth < 2 else 1))
+        if kind == 0:
+            return "fv"
+        if kind == 1:
+            return self.pick(F_CONSTS)
+        a = self.fexpr(scope, depth + 1)
+        if kind <= 4:
+            return f"f32({a} {self.pick(('+', '-', '*'))} {self.fexpr(scope, depth + 1)})"
+        if kind == 5:
+            return f"f32({a} / {self.pick(F_DIVISORS)})"
+        if kind == 6:
+            return f"f32({a} {self.pick(('//', '%'))} {self.pick(('0.5', '2.0', '-4.0'))})"
+        return f"to_f32({self.iexpr(scope, depth + 1)})"
+
     def cond(self, scope, depth=0) -> str:
         kind = self.draw(st.integers(0, 7 if depth < 2 else 2))
         cmp = self.pick(("<", "<=", ">", ">=", "==", "!="))
@@ -94,6 +180,12 @@ class _Gen:
     def stmt(self, indent, scope, depth, in_loop):
         top = 11 if depth < 3 else 4
         kind = self.draw(st.integers(0, top))
+        if self.arith and kind <= 3:
+            if kind <= 1:
+                self.emit(indent, f"{self.pick(INTS)} = {self.iexpr(scope)}")
+            else:
+                self.emit(indent, f"fv = {self.fexpr(scope)}")
+            return
         if kind <= 1:
             v = self.pick(INTS)
             self.emit(indent, f"{v} = ({self.expr(scope)}) % {M}")
@@ -156,23 +248,42 @@ class _Gen:
         self.block(indent + 1, scope + (w,), depth + 1, True)
 
     def result(self, scope) -> str:
+        if self.arith:
+            return f"w32({self.iexpr(scope)} + to_i32(fv))"
         if self.floats:
             return f"fv + {self.atom(scope)}"
         return f"({self.expr(scope)}) % {M}"
 
 
-@st.composite
-def programs(draw) -> str:
-    floats = draw(st.booleans())
-    g = _Gen(draw, floats)
+MODES = ("int", "float", "arith")
+
+
+def _program(draw, mode: str) -> str:
+    g = _Gen(draw, mode == "float", mode == "arith")
+    g.emit(0, f"# mode: {mode}")
     g.emit(0, "import warpstage.lang.control as ws")
+    if mode == "arith":
+        g.lines.extend(ARITH_PRELUDE.splitlines())
     g.emit(0, "")
     g.emit(0, "def prog(a, b):")
     g.emit(1, "x = 0")
     g.emit(1, "y = 1")
     g.emit(1, "z = b")
-    if floats:
+    if mode == "float":
         g.emit(1, "fv = 0.5")
+    elif mode == "arith":
+        g.emit(1, "fv = 1.5")
     g.block(1, (), 0, False, n=draw(st.integers(1, 4)))
     g.emit(1, f"return {g.result(())}")
     return "\n".join(g.lines) + "\n"
+
+
+@st.composite
+def programs(draw) -> str:
+    return _program(draw, MODES[draw(st.integers(0, 2))])
+
+
+def random_program(rng) -> str:
+    """One program drawn from ``rng`` (a random.Random), as ``programs()`` draws them."""
+    draw = _Draw(rng)
+    return _program(draw, MODES[draw(st.integers(0, 2))])

@@ -169,10 +169,20 @@ def guards_hold(guards) -> bool:
     for container, name, value, key, kind in guards:
         if kind == GLOBAL:
             cur = container.get(name, _MISSING)
+        elif kind == CLASS:         # the class's own namespace first (where it usually is)
+            cur = container.__dict__.get(name, _MISSING)
+            if cur is _MISSING:
+                cur = class_lookup(container, name)
         else:
             cur = _current(container, name, kind)
-        if cur is value and (type(cur) in _IMMUTABLE_TYPES or isinstance(cur, _IMMUTABLE)):
-            continue
+        if cur is value:
+            t = type(cur)
+            if t in _IMMUTABLE_TYPES or isinstance(cur, _IMMUTABLE):
+                continue
+            if hasattr(t, "__ws_static_key__"):         # @ws.jit / @ws.kernel: its own key
+                if cur.__ws_static_key__() == key:
+                    continue
+                return False
         if cur is _MISSING or _safe_key(cur) != key:
             if kind == CLASS:
                 forget_class(container)
