@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT / "tests" / "frontend"), str(ROOT / "tests")]
 
 def run_chunk(seed: int, n: int) -> dict:
     """Run ``n`` programs drawn from random.Random(seed); returns counts and mismatch texts."""
-    from cf_harness import run_sim, trace
+    from cf_harness import arith_inputs, python_results, run_sim, trace
     from cf_programs import random_program
     from example_loader import load_file
     from warpstage import ir
@@ -42,15 +42,9 @@ def run_chunk(seed: int, n: int) -> dict:
         path = folder / f"p{seed}_{i}.py"
         path.write_text(src)
         mod = load_file(path, path.stem)
-        big = "# mode: arith" in src
-        inputs = [(rng.choice((rng.randint(-20, 20), rng.randint(-2 ** 31, 2 ** 31 - 1)))
-                   if big else rng.randint(-20, 20), rng.randint(-20, 20)) for _ in range(3)]
-        expected = {}
-        for a, b in inputs:
-            try:
-                expected[a, b] = mod.prog(a, b)
-            except UnboundLocalError:
-                pass                # Python reads an unbound temporary: not comparable
+        inputs = arith_inputs(src, [(rng.randint(-20, 20), rng.randint(-20, 20))
+                                    for _ in range(3)])
+        expected = python_results(mod, inputs)
         out["programs"] += 1
         if not expected:
             out["skipped"] += 1

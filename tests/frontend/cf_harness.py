@@ -115,6 +115,26 @@ def run_sim(fn, args, types, result_type="i32", module=None):
     return out[0].item()
 
 
+def arith_inputs(src: str, inputs) -> list:
+    """Inputs for a program: in arith mode (cf_programs.py) ``a`` is spread over all of Int32
+    (so arithmetic overflows and wraps); other modes keep small values."""
+    if "# mode: arith" not in src:
+        return list(inputs)
+    return [((a * 104729 * 20479 + 2 ** 31) % 2 ** 32 - 2 ** 31, b) for a, b in inputs]
+
+
+def python_results(mod, inputs) -> dict:
+    """{(a, b): mod.prog(a, b)} in plain Python, leaving out inputs on which Python reads an
+    unbound temporary (not comparable)."""
+    expected = {}
+    for a, b in inputs:
+        try:
+            expected[a, b] = mod.prog(a, b)
+        except UnboundLocalError:
+            pass
+    return expected
+
+
 def differential_check(path, src: str, inputs, run_traced) -> None:
     """Write program ``src`` to ``path``, run ``prog(a, b)`` for each input pair in plain Python,
     trace it, and assert ``run_traced(module, a, b, floats)`` agrees. Inputs on which Python reads
@@ -125,12 +145,7 @@ def differential_check(path, src: str, inputs, run_traced) -> None:
     path.write_text(src)
     mod = load_file(path, path.stem)
     floats = "# mode: float" in src
-    expected = {}
-    for a, b in inputs:
-        try:
-            expected[a, b] = mod.prog(a, b)
-        except UnboundLocalError:
-            pass                   # Python reads an unbound temporary: not comparable
+    expected = python_results(mod, inputs)
     assume(expected)
     try:
         module, _ = trace(mod.prog, "i32", "i32", store=ir.f32 if floats else ir.i32)

@@ -36,7 +36,10 @@ def w32(v):
 
 
 def f32(v):
-    return float(np.float32(v)) if type(v) is float else v
+    if type(v) is not float:
+        return v
+    with np.errstate(over="ignore"):        # overflow gives inf, as on the GPU
+        return float(np.float32(v))
 
 
 def to_i32(v):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cf_harness import differential_check, run_sim, sim_available, trace
+from cf_harness import arith_inputs, differential_check, run_sim, sim_available, trace
 from cf_programs import programs
 from warpstage import ir
 from warpstage.lang.scalars import Int32
@@ -170,6 +170,7 @@ _counter = itertools.count()
 @given(src=programs(), inputs=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)),
                                        min_size=3, max_size=3))
 def test_random_programs_agree_with_python(program_dir, src, inputs):
-    differential_check(program_dir / f"prog_{next(_counter)}.py", src, inputs,
+    path = program_dir / f"prog_{next(_counter)}.py"
+    differential_check(path, src, arith_inputs(src, inputs),
                        lambda module, prog, a, b, floats: run_sim(
                            prog, (a, b), (), "f32" if floats else "i32", module=module))

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 # tests/frontend is on sys.path through conftest.py.
-from cf_harness import differential_check  # noqa: E402
+from cf_harness import arith_inputs, differential_check  # noqa: E402
 from cf_programs import programs  # noqa: E402
 
 from warpstage import ir  # noqa: E402
@@ -53,5 +53,6 @@ def program_dir(tmp_path_factory):
 @given(src=programs(), inputs=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)),
                                        min_size=3, max_size=3))
 def test_random_programs_agree_with_python_on_gpu(program_dir, src, inputs):
-    differential_check(program_dir / f"prog_{next(_counter)}.py", src, inputs,
+    path = program_dir / f"prog_{next(_counter)}.py"
+    differential_check(path, src, arith_inputs(src, inputs),
                        lambda module, prog, a, b, floats: gpu_runner(module, floats)(a, b))

@@ -7,7 +7,7 @@ import pytest
 
 import warpstage as ws
 
-sim_run = importlib.import_module("warpstage.sim.run")   # the module (warpstage.sim.run is also a function)
+sim_run = importlib.import_module("warpstage.sim.run")   # the module, not ws.sim.run()
 
 pytestmark = pytest.mark.usefixtures("sim_target")
 
