@@ -218,3 +218,43 @@ def test_iterating_over_a_tensor_is_an_error_not_a_hang():
 
     with pytest.raises(ws.UnsupportedError, match=r"(?s)iterating over a tensor.*ws.range"):
         k[1, 32](out())
+
+
+def test_static_side_effect_in_a_dynamic_if_is_an_error():
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        acc = []
+        if n > 0:  # marker: side effect if
+            acc.append(1)
+        x[0] = ws.Float32(len(acc))
+
+    with raises_at(ws.BindingTimeError, "marker: side effect if", "the list `acc`", "Fix"):
+        k[1, 32](out(), 0)
+
+
+def test_static_side_effect_in_a_dynamic_loop_is_an_error():
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        seen = {}
+        for i in range(n):  # marker: side effect loop
+            seen["k"] = 1
+        x[0] = ws.Float32(len(seen))
+
+    with raises_at(ws.BindingTimeError, "marker: side effect loop", "the dict `seen`", "loop"):
+        k[1, 32](out(), 0)
+
+
+def test_changes_outside_dynamic_regions_and_to_dynamic_lists_still_work():
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        acc = [ws.Float32(0.0)]
+        for i in range(n):
+            acc[0] = acc[0] + 1.0           # a list of dynamic values: merged, not an error
+        tiles = []
+        for j in ws.static_range(3):
+            tiles.append(j)                 # a static loop: plain Python
+        x[0] = acc[0] + ws.Float32(len(tiles))
+
+    o = out()
+    k[1, 32](o, 4)
+    assert o[0] == 7

@@ -410,3 +410,23 @@ def test_atomics_return_the_old_value():
     assert sorted(old.tolist()) == list(range(0, 64, 2))
     assert counter.tolist() == [64, 31, -5, 32, 99, 15]
     assert fsum[0] == 16.0
+
+
+def test_iterating_a_shared_array_is_a_static_loop_over_its_shape():
+    class Small:
+        v: ws.smem.Array[ws.Float32, (4,)]
+
+    @ws.kernel
+    def k(out: ws.Tensor):
+        s = ws.smem.allocate(Small)
+        if ws.arch.thread_idx()[0] == 0:
+            for i in ws.static_range(4):
+                s.v[i] = ws.Float32(i + 1)
+            total = ws.Float32(0.0)
+            for e in s.v:
+                total = total + e
+            out[0] = total
+
+    o = np.zeros(1, np.float32)
+    k[1, 32, ws.smem.size_of(Small)](o)
+    assert o[0] == 10

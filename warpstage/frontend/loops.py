@@ -28,7 +28,7 @@ from ..lang.control import DynamicRange
 from ..lang.scalars import DTYPES, Boolean
 from . import merge
 from . import regions as cf
-from .contents import with_contents
+from .contents import StaticWatch, with_contents
 from .unbound import Unbound
 from .trace import Origin, builder, maybe_current
 
@@ -102,6 +102,7 @@ class _Loop:
     """One dynamic loop being traced (see the module docstring for the method)."""
 
     def __init__(self, site, get, set_):
+        self.watch = StaticWatch()
         site, get, set_, self.contents = with_contents(site, get, set_)
         self.site = site
         self.get = get
@@ -155,6 +156,8 @@ class _Loop:
         return [t for n in nodes for t in merge.types(n)]
 
     def finish(self, final, results) -> None:
+        cf.no_static_effects(self.watch, self.site, "its body is traced while compiling, not "
+                             "run once per iteration")
         self.set_(tuple(merge.rebuild(n, results, self.origin) for n in final))
 
     def attempts(self):

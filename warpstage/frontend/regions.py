@@ -183,7 +183,7 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
         with b.at(regions[k].block):
             vals.append(fn() if fn is not None else None)
         ends.append(get() if get is not None else ())
-    _no_static_effects(watch, site)
+    no_static_effects(watch, site)
     left = [_has_left(site, names, ends[k], k) for k in range(2)]
     nodes = []
     for i, n in enumerate(names):
@@ -213,20 +213,22 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
     return out[-1] if value_label else None
 
 
-def _no_static_effects(watch, site: Site) -> None:
+def no_static_effects(watch, site: Site, why: str = "both branches are traced while compiling"
+                      ) -> None:
+    """BindingTimeError if a static container ``watch`` saw was changed in the region."""
     got = watch.changed()
     if got is None:
         return
     name, obj = got
     kind = type(obj).__name__
+    what = _WHAT.get(site.kind, site.kind)
     raise BindingTimeError(
-        f"the {kind} `{name}` was changed inside the dynamic {_WHAT.get(site.kind, site.kind)} "
-        f"at {site.where()}\n{format_location(site.loc)}\nBoth branches of a dynamic `if` are "
-        f"traced while compiling, so the change to `{name}` (a static Python {kind}) would "
-        "happen at compile time whatever the condition is at run time — Python would make it "
-        "only when that branch runs.\nFix: change it outside the `if`; make the condition "
-        f"static (ws.static(...)); or keep the value in a variable assigned in both branches "
-        f"(`n = n + 1` merges into a dynamic value).")
+        f"the {kind} `{name}` was changed inside the dynamic {what} at {site.where()}\n"
+        f"{format_location(site.loc)}\nIn a dynamic {what}, {why}, so the change to `{name}` (a "
+        "static Python object) would happen at compile time whatever happens at run time — "
+        "Python would make it only when (and as often as) that code runs.\nFix: change it "
+        "outside the region; make the condition static (ws.static(...), ws.static_range); or "
+        "keep the value in a variable (`n = n + 1` merges into a dynamic value).")
 
 
 def is_flag(name: str) -> bool:

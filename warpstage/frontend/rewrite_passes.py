@@ -94,14 +94,21 @@ def bound_names(nodes) -> list:
     return list(out)
 
 
-def last_line(nodes, n: str) -> int:
-    """The line of the last binding of ``n`` in ``nodes`` (0 if none)."""
-    line = 0
+def last_lines(nodes) -> dict:
+    """{name: the line of its last binding in ``nodes``}, in one walk (a lookup per name of
+    each construct made rewriting a deeply nested function quadratic)."""
+    out: dict = {}
     for node in local_nodes(nodes):
-        if (isinstance(node, ast.Name) and node.id == n and isinstance(node.ctx, ast.Store)) or (
-                isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == n):
-            line = max(line, getattr(node, "lineno", 0))
-    return line
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            n = node.id
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            n = node.name
+        else:
+            continue
+        line = getattr(node, "lineno", 0)
+        if line > out.get(n, 0):
+            out[n] = line
+    return out
 
 
 def _has(nodes, kind, into_loops=True) -> bool:

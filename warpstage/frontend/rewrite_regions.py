@@ -28,7 +28,7 @@ import ast
 
 from .regions import Site
 from .rewrite_passes import (CF, INFO, RET, RETVAL, Flags, assign, bound_names, call, cf_attr,
-                             lambda_, last_line, local_nodes, name, no_args, unsupported)
+                             lambda_, last_lines, local_nodes, name, no_args, unsupported)
 
 
 class Context:
@@ -189,7 +189,8 @@ class Regions(ast.NodeTransformer):
     def visit_If(self, node):
         refine = getattr(node, "_ws_refine", ())
         names = self._names(bound_names(node.body + node.orelse), refine)
-        lines = tuple((last_line(node.body, n), last_line(node.orelse, n)) for n in names)
+        then_lines, else_lines = last_lines(node.body), last_lines(node.orelse)
+        lines = tuple((then_lines.get(n, 0), else_lines.get(n, 0)) for n in names)
         node.test = self.visit(node.test)
         body, orelse = self.visit_body(node.body), self.visit_body(node.orelse)
         k = self.ctx.new_id()
@@ -208,7 +209,8 @@ class Regions(ast.NodeTransformer):
         stop = getattr(node, "_ws_stop", ())
         targets = bound_names([node.target])
         names = self._names(targets, bound_names(node.body), stop)
-        lines = tuple((0, max(last_line(node.body, n), node.lineno if n in targets else 0))
+        body_lines = last_lines(node.body)
+        lines = tuple((0, max(body_lines.get(n, 0), node.lineno if n in targets else 0))
                       for n in names)
         it = self.visit(node.iter)
         if isinstance(it, ast.Call):
@@ -231,7 +233,8 @@ class Regions(ast.NodeTransformer):
         stop = getattr(node, "_ws_stop", ())
         walrus = [n.target.id for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)]
         names = self._names(walrus, bound_names(node.body), stop)
-        lines = tuple((0, last_line(node.body, n)) for n in names)
+        body_lines = last_lines(node.body)
+        lines = tuple((0, body_lines.get(n, 0)) for n in names)
         test = self.visit(node.test)
         k = self.ctx.new_id()
         test_fn = self._def(f"__ws_test_{k}", _unique(walrus),

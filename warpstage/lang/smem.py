@@ -121,6 +121,11 @@ class SmemArray:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def __iter__(self):
+        """``for row in a``: a static loop over the static first dimension (views or elements)."""
+        for i in range(self.shape[0]):
+            yield self[i]
+
     def _locate(self, index):
         index = index if isinstance(index, tuple) else (index,)
         if len(index) > self.ndim:
