@@ -10,7 +10,7 @@ arith
   arith.add|sub|mul (a: T, b: T)          -> T        wrapping for ints
   arith.div (a, b)                        -> T        floats: a / b; ints: C division (toward zero)
   arith.rem (a, b)                        -> T        floats: fmod; ints: C remainder (sign of a)
-  arith.floordiv (a, b)                   -> T        Python ``//`` (toward -inf); floats: floor(a/b)
+  arith.floordiv (a, b)                   -> T        Python ``//`` (toward -inf), floats too
   arith.mod (a, b)                        -> T        Python ``%`` (sign of b)
   arith.and|or|xor (a, b)                 -> T        bitwise; on i1 logical
   arith.shl|shr (a, b)                    -> T        shr is arithmetic for signed, logical for uint
