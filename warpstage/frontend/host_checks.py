@@ -34,9 +34,11 @@ def _has_dynamic(index) -> bool:
 
 
 def read_item(obj, index, text: str):
-    """``obj[index]``; a dict or numpy array indexed by a dynamic value is an error."""
+    """``obj[index]``; a dict or numpy array indexed by a dynamic value is an error. (A list or
+    tuple needs no check: its ``__index__`` call raises BindingTimeError with the value's
+    origin.)"""
     t = type(obj)
-    if t is dict or t is list or t is tuple or t.__module__ == "numpy":
+    if t is dict or t.__module__ == "numpy":
         if _has_dynamic(index):
             _dynamic_index(obj, text)
     return obj[index]
@@ -52,8 +54,7 @@ def _dynamic_index(obj, text: str):
         what, fix = (f"the numpy array `{text}`", f"pass `{text}` to the kernel as an argument "
                      "(it becomes a GPU tensor, indexable by dynamic values)")
     else:
-        what, fix = (f"the {type(obj).__name__} `{text}`", "make the index static (a Python "
-                     "int, or a ws.static_range loop variable), or store the values in a tensor")
+        what, fix = (f"the numpy {type(obj).__name__} `{text}`", "make the index static")
     raise BindingTimeError(
         f"{what} is indexed by a dynamic value\n{emit_location()}\nIt is a Python object: it "
         f"exists only while compiling, and a GPU value is known only at run time.\nFix: {fix}.")
