@@ -212,7 +212,10 @@ class _Gen:
                 self.emit(indent + 1, f"return {self.result(scope)}")
             else:
                 v = self.pick(INTS)
-                self.emit(indent, f"{v} = ({v} + {self.atom(scope)}) % {M}")
+                if self.arith:          # the GPU's sum wraps before the %: so must Python's
+                    self.emit(indent, f"{v} = w32({v} + {self.atom(scope)}) % {M}")
+                else:
+                    self.emit(indent, f"{v} = ({v} + {self.atom(scope)}) % {M}")
         elif kind <= 7:
             self.emit(indent, f"if {self.cond(scope)}:")
             self.block(indent + 1, scope, depth + 1, in_loop)
