@@ -78,6 +78,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--chunk", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seconds", type=float, default=None,
+                   help="stop starting chunks after this long; totals cover the chunks done")
     args = p.parse_args(argv)
     chunks = [(args.seed + k, min(args.chunk, args.programs - k * args.chunk))
               for k in range((args.programs + args.chunk - 1) // args.chunk)]
@@ -86,6 +88,11 @@ def main(argv=None) -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(run_chunk, s, n) for s, n in chunks]
         for f in as_completed(futures):
+            if args.seconds is not None and time.perf_counter() - t0 > args.seconds:
+                for g in futures:
+                    g.cancel()                  # chunks not started yet; running ones finish
+            if f.cancelled():
+                continue
             r = f.result()
             for k in ("programs", "compared", "skipped"):
                 total[k] += r[k]

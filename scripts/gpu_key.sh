@@ -16,11 +16,11 @@ WARPSTAGE_DIFF_EXAMPLES_GPU=60 timeout 150 python3 -m pytest -q -m gpu -p no:cac
 gpu_rc=$?
 timeout 60 python3 benchmarks/launch_overhead.py --batches 5 --launches 5000 \
     > "$OUT/launch_overhead.log" 2>&1
-timeout 150 python3 benchmarks/diff_programs.py --programs 40000 --jobs "$(nproc)" --chunk 250 \
-    --seed 500000 > "$OUT/diff_programs.log" 2>&1
+timeout -k 10 140 python3 benchmarks/diff_programs.py --programs 100000 --jobs "$(nproc)" \
+    --chunk 200 --seed 500000 --seconds 100 > "$OUT/diff_programs.log" 2>&1
 diff_rc=$?
 echo "== gpu tests (rc $gpu_rc)"; tail -3 "$OUT/gpu_tests.log"
 echo "== launch overhead"; tail -12 "$OUT/launch_overhead.log"
-echo "== differential programs (rc $diff_rc: 124 = stopped at the time limit, counts below)"
+echo "== differential programs (rc $diff_rc; stopped after 100 s: the counts are what ran)"
 grep -E "^progress|^programs" "$OUT/diff_programs.log" | tail -1
 echo "total $(( $(date +%s) - t0 )) s; logs in $OUT"
