@@ -57,13 +57,15 @@ CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 """Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""
 
 
-def lower(module: core.Module, options: CompileOptions) -> str:
-    """LLVM IR text of ``module`` for ``options.arch``.
+def lower(module: core.Module, options: CompileOptions, verified: bool = False) -> str:
+    """LLVM IR text of ``module`` for ``options.arch``. ``verified=True``: the module comes
+    straight from ``passes.run_passes``, which verified it, so it is not verified again.
 
     Raises VerificationError for malformed IR, UnsupportedError for an op/type combination the
     backend cannot lower (e.g. math.exp on f64), CompilationError for internal failures.
     """
-    verify(module)
+    if not verified:
+        verify(module)
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
     llmod.data_layout = str(target_machine(options.arch, options.ptx_version,

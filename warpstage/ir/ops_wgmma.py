@@ -1,7 +1,6 @@
 """Verifier rules of the Hopper warpgroup MMA ops (PTX ISA 8.0, "Asynchronous Warpgroup Level
 Matrix Multiply-Accumulate Instructions": wgmma.fence, wgmma.mma_async, wgmma.commit_group,
-wgmma.wait_group, and the shared-memory "Matrix Descriptor Format"). ``RULES`` is merged into
-``ir.ops.OPS``.
+wgmma.wait_group, and the shared-memory "Matrix Descriptor Format"), and their definitions.
 
 Contracts:
 
@@ -33,10 +32,11 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Operation
-from .ops import _types
+from .opdef import define
+from .ops import ASYNC, COLL, P, R, WAITS, _types
 from .types import PointerType, ScalarType, i1, u64
 
-__all__ = ["RULES", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+__all__ = ["SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
@@ -161,5 +161,20 @@ def _mma(op):
     return None
 
 
-RULES = {"wgmma.fence": _fence, "wgmma.commit_group": _commit, "wgmma.wait_group": _wait,
-         "wgmma.descriptor": _descriptor, "wgmma.mma_async": _mma}
+_WG = "Asynchronous Warpgroup Level Matrix Multiply-Accumulate: "
+_through = lambda operands, attrs: list(operands)   # noqa: E731
+define("wgmma.fence", "(*vals) -> (*vals)", "order register accesses before wgmma.mma_async; the "
+       "values pass through", _fence, (COLL,), ptx=_WG + "wgmma.fence", infer=_through)
+define("wgmma.commit_group", "() ->", "close the pending wgmma.mma_async ops into a group",
+       _commit, (COLL, ASYNC), ptx=_WG + "wgmma.commit_group")
+define("wgmma.wait_group", "(*vals) -> (*vals)", "until at most n groups are pending; the values "
+       "pass through and are read only after the wait", _wait, (COLL, WAITS), {"n": "int"},
+       _WG + "wgmma.wait_group", _through)
+define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix descriptor of the "
+       "tile at p", _descriptor, (P,), {"lbo": "int: bytes", "sbo": "int: bytes",
+                                        "swizzle": "int: bytes", "base_offset": "int"},
+       _WG + "Matrix Descriptor Format", lambda operands, attrs: [u64])
+define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64x16) @ "
+       "scale_b*B (16xn) (+ D if scale_d) for one warpgroup", _mma, (R, COLL, ASYNC),
+       {k: "static" for k in ("n", "type_a", "type_b", "type_d", "a_regs", "scale_d", "scale_a",
+                              "scale_b", "tnsp_a", "tnsp_b")}, _WG + "wgmma.mma_async")
