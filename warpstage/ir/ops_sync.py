@@ -291,6 +291,10 @@ define("mbarrier.expect_tx", "(bar, bytes: i32) ->", "raise the phase's transact
 define("mbarrier.try_wait_parity", "(bar, parity: i32) -> i1", "has the phase with this parity "
        "completed? (may suspend for a while)", _mbarrier(1, i1), (R, WAITS), ptx=_MB,
        infer=_mbarrier_result(i1))
+define("mbarrier.try_wait_parity_hint", "(bar, parity: i32, suspend_ns: i32) -> i1", "try_wait_parity "
+       "that may suspend the thread up to suspend_ns nanoseconds (a hint) before failing",
+       _mbarrier(2, i1), (R, WAITS), ptx=_MB + ": mbarrier.try_wait suspendTimeHint (PTX 7.8)",
+       infer=_mbarrier_result(i1))
 define("mbarrier.wait_parity", "(bar, parity: i32) ->", "block until it has (a try_wait loop)",
        _mbarrier(1), (R, WAITS), ptx=_MB)
 define("mbarrier.inval", "(bar) ->", "end of the mbarrier's life", _mbarrier(0), (W,), ptx=_MB)
