@@ -111,3 +111,9 @@ def _lang_op_calls():
 def test_lang_builds_ops_through_typed_builder_methods():
     # lang/pipeline.py is being rewritten on another branch; its one raw scf.if moves later
     assert [f for f, _ in _lang_op_calls() if f != "pipeline.py"] == []
+
+
+def test_docs_op_table_is_current():
+    text = open(os.path.join(ROOT, "docs", "ir.md")).read()
+    table = text.split("\n```\n", 1)[1].rsplit("```", 1)[0]
+    assert table == describe_ops(), "docs/ir.md is stale: regenerate it (see its header)"
