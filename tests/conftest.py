@@ -53,6 +53,39 @@ def ptxas_path():
     return path
 
 
+def check_ir_round_trip(module) -> None:
+    """print(parse(print(m))) == print(m), with and without source locations (ir/parser.py is
+    the printer's inverse); an AssertionError shows the first differing line."""
+    from warpstage.ir import parse, print_module
+    for locations in (False, True):
+        text = print_module(module, locations)
+        again = print_module(parse(text), locations)
+        if again != text:
+            diff = next(i for i, (a, b) in enumerate(zip(text.splitlines() + [""],
+                                                         again.splitlines() + [""])) if a != b)
+            raise AssertionError(f"IR text does not survive parse + print at line {diff + 1}:\n"
+                                 f"  printed: {text.splitlines()[diff:diff + 1]}\n"
+                                 f"  again:   {again.splitlines()[diff:diff + 1]}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ir_round_trip_of_every_traced_module():
+    """Every module a test traces (the kernels of the tests, the examples and ws.ops) is checked
+    by ``check_ir_round_trip`` before and after the passes."""
+    import warpstage.passes.pipeline as pipeline
+    original = pipeline.run_passes
+
+    def run_passes(module, *args, **kwargs):
+        check_ir_round_trip(module)
+        result = original(module, *args, **kwargs)
+        check_ir_round_trip(module)
+        return result
+
+    pipeline.run_passes = run_passes
+    yield
+    pipeline.run_passes = original
+
+
 @pytest.fixture(autouse=True)
 def _race_detector_reset():
     """A test that turns the simulator's race detector on cannot leave it on for the next one."""

@@ -3,6 +3,7 @@ from .builder import Builder
 from .core import Block, Function, Location, Module, Operation, Region, Value
 from .opdef import OPS, OpDef, Trait, define, op_def, ops_with
 from . import ops as _core_ops  # noqa: F401  (the core ops; helpers the families use)
+from .parser import IRParseError, parse
 from .printer import print_function, print_module
 from .types import (PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64,
                     u8, u16, u32, u64, SCALAR_TYPES)
@@ -21,6 +22,7 @@ def _define_families() -> None:
 _define_families()
 
 __all__ = ["Builder", "Block", "Function", "Location", "Module", "Operation", "Region", "Value",
-           "OPS", "OpDef", "Trait", "define", "op_def", "ops_with", "print_function", "print_module", "PointerType", "ScalarType", "Type", "bf16",
-           "f16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+           "IRParseError", "parse", "OPS", "OpDef", "Trait", "define", "op_def", "ops_with",
+           "print_function", "print_module", "PointerType", "ScalarType", "Type", "bf16", "f16",
+           "f32", "f64", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
            "SCALAR_TYPES", "VerificationError", "verify"]
