@@ -92,7 +92,7 @@ class GpuBuilderMixin:
     # -- mma.sync, ldmatrix, stmatrix -------------------------------------------------------------
     def mma_sync(self, shape: str, ab: str, acc: str, operands: Sequence[Value], acc_type: Type,
                  n_acc: int) -> list:
-        """d[0..n_acc) = A @ B + C (mma.sync.aligned.<shape>), operands a, b, c in fragment order."""
+        """d[0..n_acc) = A @ B + C (mma.sync.aligned.<shape>); operands a, b, c, fragment order."""
         return self.create("mma.sync", operands, {"shape": shape, "ab": ab, "acc": acc},
                            result_types=[acc_type] * n_acc).results
 

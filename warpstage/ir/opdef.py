@@ -59,7 +59,8 @@ class OpDef:
     conventions; ``attrs``: attribute name -> what it holds (a trailing ``?`` marks an optional
     one); ``summary``: the one-line contract; ``ptx``: the PTX ISA section (or instruction) it
     implements; ``rule``: the verifier rule (an error message, or None); ``infer``: the result
-    types from (operand types, attrs), None where the caller must give them."""
+    types from (operand types, attrs), None where the caller must give them; ``requires``: the
+    architecture it needs."""
 
     name: str
     signature: str
@@ -69,6 +70,9 @@ class OpDef:
     attrs: Mapping[str, str] = field(default_factory=dict)
     ptx: str = ""
     infer: Optional[Infer] = None
+    requires: str = ""
+    """The architecture the op needs: '' (any), 'sm_NN' (NN or newer), 'sm_NNa' (exactly the
+    arch-specific NN); ``core.target.Target.has`` decides, the backend checks it."""
 
     def has(self, trait: Trait) -> bool:
         return trait in self.traits
@@ -85,14 +89,17 @@ _BY_TRAIT: dict = {}
 
 
 def define(name: str, signature: str, summary: str, rule: Rule, traits=(), attrs=None,
-           ptx: str = "", infer: Optional[Infer] = None) -> OpDef:
+           ptx: str = "", infer: Optional[Infer] = None, requires: str = "") -> OpDef:
     """Register the definition of op ``name``; a second definition of one name is an error."""
     if name in OPS:
         raise ValueError(f"op {name} defined twice")
     bad = [t for t in traits if not isinstance(t, Trait)]
     if bad:
         raise TypeError(f"op {name}: traits must be ir.Trait members, got {bad}")
-    d = OpDef(name, signature, summary, rule, frozenset(traits), dict(attrs or {}), ptx, infer)
+    if requires and not (requires.startswith("sm_") and requires[3:].rstrip("a").isdigit()):
+        raise ValueError(f"op {name}: requires must be '', 'sm_NN' or 'sm_NNa', got {requires!r}")
+    d = OpDef(name, signature, summary, rule, frozenset(traits), dict(attrs or {}), ptx, infer,
+              requires)
     OPS[name] = d
     _BY_TRAIT.clear()
     return d
@@ -127,5 +134,6 @@ def describe_ops() -> str:
         traits = ", ".join(t.value for t in Trait if t in d.traits)
         lines.append(f"  {name}{attrs} {d.signature}")
         lines.append(f"      {d.summary}" + (f" [{d.ptx}]" if d.ptx else "")
-                     + (f" ({traits})" if traits else ""))
+                     + (f" ({traits})" if traits else "")
+                     + (f" {d.requires}+" if d.requires else ""))
     return "\n".join(lines) + "\n"

@@ -1,13 +1,13 @@
 """The core op definitions (``ir.opdef``): each op's signature, contract, traits and verifier rule.
 
-Every op the frontend may emit is defined in ``ir/``, and the backend and the simulator each implement
-every primitive one (the tests check the tables agree). An op's rule returns an error message
+Every op the frontend may emit is defined in ``ir/``, and the backend and the simulator each
+implement every primitive one (the tests check the tables agree). An op's rule returns an error message
 (expected vs got) or ``None``. Conventions: ``T`` is a scalar type; binary arithmetic takes two
 operands of one type; comparisons give ``i1``; pointers carry their pointee type and address space.
 
-Each op is defined once, with ``ir.opdef.define``: this module defines the ``arith``, ``math``,
-``nvvm.sreg``/``nvvm.barrier``, ``gpu``, ``ptr.offset``, ``mem.load``/``store``, ``scf`` and ``func``
-ops; the families ``ops_sync`` (warp collectives, fences, mbarrier, cp.async, atomics),
+Each op is defined once, with ``ir.opdef.define``: this module defines the ``arith``,
+``math``, ``nvvm.sreg``/``nvvm.barrier``, ``gpu``, ``ptr.offset``, ``mem.load``/``store``,
+``scf`` and ``func`` ops; the families ``ops_sync`` (warp collectives, fences, mbarrier, cp.async, atomics),
 ``ops_mma``, ``ops_tma`` and ``ops_wgmma`` define theirs (their module docstrings hold the longer
 contracts and fragment layouts). ``ir.opdef.describe_ops()`` prints the whole table (signature,
 attributes, traits, contract, PTX ISA section); docs/ir.md shows it.

@@ -175,8 +175,8 @@ _WMMA = "Warp Level Matrix Multiply-Accumulate Instructions: "
 _MATRIX = {"num": "int: 8x8 matrices (1, 2, 4)", "trans?": "bool"}
 define("mma.sync", "(*a: A, *b: A, *c: C) -> *d: C", "D = A @ B + C for one M x N x K tile per "
        "warp, operands in fragment order", _mma, (COLL,),
-       {"shape": "str", "ab": "str", "acc": "str"}, _WMMA + "mma")
+       {"shape": "str", "ab": "str", "acc": "str"}, _WMMA + "mma", requires="sm_80")
 define("mma.ldmatrix", "(p: ptr<T, shared>) -> 2*num x T", "load num 8x8 b16 matrices into "
-       "fragments", _ldmatrix, (R, COLL), _MATRIX, _WMMA + "ldmatrix")
+       "fragments", _ldmatrix, (R, COLL), _MATRIX, _WMMA + "ldmatrix", requires="sm_80")
 define("mma.stmatrix", "(p: ptr<T, shared>, *v: 2*num x T) ->", "store num 8x8 b16 matrices from "
-       "fragments", _stmatrix, (W, COLL), _MATRIX, _WMMA + "stmatrix")
+       "fragments", _stmatrix, (W, COLL), _MATRIX, _WMMA + "stmatrix", requires="sm_90")

@@ -263,12 +263,13 @@ define("nvvm.vote", "(p: i1) -> i1|u32", "vote.sync.all|any|uni (i1), .ballot (u
        (COLL,), {"mode": "str", **_M}, "Parallel Synchronization: vote.sync",
        infer=lambda operands, attrs: [u32 if attrs["mode"] == "ballot" else i1])
 define("nvvm.elect", "() -> i1", "elect.sync: true in exactly one active lane", _elect, (COLL,), _M,
-       "Parallel Synchronization: elect.sync", infer=lambda operands, attrs: [i1])
+       "Parallel Synchronization: elect.sync", infer=lambda operands, attrs: [i1],
+       requires="sm_90")
 define("nvvm.warp_sync", "() ->", "bar.warp.sync mask (__syncwarp)", _warp_sync, (COLL,), _M,
        "Parallel Synchronization: bar.warp.sync")
 define("nvvm.setmaxnreg", "() ->", "setmaxnreg.inc|dec.sync.aligned.u32 count (a multiple of 8 in "
        "[24, 256])", _setmaxnreg, (COLL,), {"action": "str: inc|dec", "count": "int"},
-       "Miscellaneous: setmaxnreg")
+       "Miscellaneous: setmaxnreg", requires="sm_90a")
 define("nvvm.fence", "() ->", "fence.<kind>: proxy.async[.shared::cta|.global], acq_rel|sc.<cta|"
        "cluster|gpu|sys>, mbarrier_init.release.cluster", _fence, (W,), {"kind": "str"},
        "Parallel Synchronization: membar/fence")
@@ -281,34 +282,39 @@ define("ptr.cast", "(p: ptr<T, s>) -> ptr<U, s>", "same address, new pointee typ
 
 _MB = "Parallel Synchronization: mbarrier"
 define("mbarrier.init", "(bar, count: i32) ->", "expected arrivals per phase", _mbarrier(1),
-       (W,), ptx=_MB)
+       (W,), ptx=_MB, requires="sm_80")
 define("mbarrier.arrive", "(bar, count?: i32) -> u64", "arrive (count times); the state token",
-       _mbarrier(1, u64, optional_extra=True), (R, W), ptx=_MB, infer=_mbarrier_result(u64))
+       _mbarrier(1, u64, optional_extra=True), (R, W), ptx=_MB, infer=_mbarrier_result(u64),
+       requires="sm_80")
 define("mbarrier.arrive_expect_tx", "(bar, bytes: i32) -> u64", "expect_tx then arrive",
-       _mbarrier(1, u64), (R, W), ptx=_MB, infer=_mbarrier_result(u64))
+       _mbarrier(1, u64), (R, W), ptx=_MB, infer=_mbarrier_result(u64), requires="sm_90")
 define("mbarrier.expect_tx", "(bar, bytes: i32) ->", "raise the phase's transaction count",
-       _mbarrier(1), (R, W), ptx=_MB)
+       _mbarrier(1), (R, W), ptx=_MB, requires="sm_90")
 define("mbarrier.try_wait_parity", "(bar, parity: i32) -> i1", "has the phase with this parity "
        "completed? (may suspend for a while)", _mbarrier(1, i1), (R, WAITS), ptx=_MB,
-       infer=_mbarrier_result(i1))
-define("mbarrier.try_wait_parity_hint", "(bar, parity: i32, suspend_ns: i32) -> i1", "try_wait_parity "
-       "that may suspend the thread up to suspend_ns nanoseconds (a hint) before failing",
+       infer=_mbarrier_result(i1), requires="sm_90")
+define("mbarrier.try_wait_parity_hint", "(bar, parity: i32, suspend_ns: i32) -> i1",
+       "try_wait_parity that may suspend the thread up to suspend_ns nanoseconds (a hint) "
+       "before failing",
        _mbarrier(2, i1), (R, WAITS), ptx=_MB + ": mbarrier.try_wait suspendTimeHint (PTX 7.8)",
-       infer=_mbarrier_result(i1))
+       infer=_mbarrier_result(i1), requires="sm_90")
 define("mbarrier.wait_parity", "(bar, parity: i32) ->", "block until it has (a try_wait loop)",
-       _mbarrier(1), (R, WAITS), ptx=_MB)
-define("mbarrier.inval", "(bar) ->", "end of the mbarrier's life", _mbarrier(0), (W,), ptx=_MB)
+       _mbarrier(1), (R, WAITS), ptx=_MB, requires="sm_90")
+define("mbarrier.inval", "(bar) ->", "end of the mbarrier's life", _mbarrier(0), (W,), ptx=_MB,
+       requires="sm_80")
 
 _CP = "Data Movement: cp.async"
 define("cp_async.copy", "(dst: ptr<_, shared>, src: ptr<_, global>) ->", "size bytes; cache ca "
-       "(4|8|16 bytes) or cg (16)", _cp_async, (R, W, ASYNC), {"cache": "str", "size": "int"}, _CP)
+       "(4|8|16 bytes) or cg (16)", _cp_async, (R, W, ASYNC), {"cache": "str", "size": "int"}, _CP,
+       requires="sm_80")
 define("cp_async.commit_group", "() ->", "close the group of this thread's pending copies",
-       _no_operands, (ASYNC,), ptx=_CP)
+       _no_operands, (ASYNC,), ptx=_CP, requires="sm_80")
 define("cp_async.wait_group", "() ->", "until at most n groups are pending", _cp_async_wait,
-       (WAITS,), {"n": "int"}, _CP)
-define("cp_async.wait_all", "() ->", "until no group is pending", _no_operands, (WAITS,), ptx=_CP)
+       (WAITS,), {"n": "int"}, _CP, requires="sm_80")
+define("cp_async.wait_all", "() ->", "until no group is pending", _no_operands, (WAITS,), ptx=_CP,
+       requires="sm_80")
 define("cp_async.mbarrier_arrive", "(bar) ->", "arrive on bar once prior copies land",
-       _cp_async_arrive, (W, ASYNC), {"noinc?": "bool"}, _CP)
+       _cp_async_arrive, (W, ASYNC), {"noinc?": "bool"}, _CP, requires="sm_80")
 define("mem.atomic", "(p: ptr<T>, v: T) -> T", "old value; kind add|min|max|exch|and|or|xor; T in "
        "i32 u32 i64 u64 f32 f64 (floats: add, exch)", _atomic, (R, W, ATOMIC), {"kind": "str"},
        "Parallel Synchronization: atom", infer=lambda operands, attrs: [operands[1]])

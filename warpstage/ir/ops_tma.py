@@ -130,16 +130,17 @@ def _bulk_copy(op):
 _TMA = "Data Movement: cp.async.bulk.tensor"
 _BOX = {"box": "tuple of ints: elements, outermost first", "bytes": "int"}
 define("tma.load", "(desc, dst: ptr<T, shared>, bar, *coords: i32) ->", "box at coords -> smem at "
-       "dst, then complete_tx bytes on bar", _load, (R, W, ASYNC), _BOX, _TMA)
+       "dst, then complete_tx bytes on bar", _load, (R, W, ASYNC), _BOX, _TMA, requires="sm_90")
 define("tma.store", "(desc, src: ptr<T, shared>, *coords: i32) ->", "box from smem at src -> the "
-       "tensor at coords, in the current bulk group", _store, (R, W, ASYNC), _BOX, _TMA)
+       "tensor at coords, in the current bulk group", _store, (R, W, ASYNC), _BOX, _TMA,
+       requires="sm_90")
 define("tma.commit_group", "() ->", "close this thread's bulk stores into a bulk group", _commit,
-       (ASYNC,), ptx="Data Movement: cp.async.bulk.commit_group")
+       (ASYNC,), ptx="Data Movement: cp.async.bulk.commit_group", requires="sm_90")
 define("tma.wait_group", "() ->", "until at most n bulk groups are pending (read: only their "
        "smem reads)", _wait, (WAITS,), {"n": "int", "read?": "bool"},
-       "Data Movement: cp.async.bulk.wait_group")
+       "Data Movement: cp.async.bulk.wait_group", requires="sm_90")
 define("tma.prefetch_descriptor", "(desc) ->", "fetch the descriptor into cache", _prefetch, (W,),
-       ptx="Data Movement: prefetch.tensormap")
+       ptx="Data Movement: prefetch.tensormap", requires="sm_90")
 define("tma.bulk_copy", "(dst: ptr<_, shared>, src: ptr<_, global>, nbytes: i32, bar) ->", "copy "
        "nbytes (multiple of 16), then complete_tx nbytes on bar", _bulk_copy, (R, W, ASYNC),
-       ptx="Data Movement: cp.async.bulk")
+       ptx="Data Movement: cp.async.bulk", requires="sm_90")

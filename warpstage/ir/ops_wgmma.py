@@ -164,12 +164,13 @@ def _mma(op):
 _WG = "Asynchronous Warpgroup Level Matrix Multiply-Accumulate: "
 _through = lambda operands, attrs: list(operands)   # noqa: E731
 define("wgmma.fence", "(*vals) -> (*vals)", "order register accesses before wgmma.mma_async; the "
-       "values pass through", _fence, (COLL,), ptx=_WG + "wgmma.fence", infer=_through)
+       "values pass through", _fence, (COLL,), ptx=_WG + "wgmma.fence", infer=_through,
+       requires="sm_90a")
 define("wgmma.commit_group", "() ->", "close the pending wgmma.mma_async ops into a group",
-       _commit, (COLL, ASYNC), ptx=_WG + "wgmma.commit_group")
+       _commit, (COLL, ASYNC), ptx=_WG + "wgmma.commit_group", requires="sm_90a")
 define("wgmma.wait_group", "(*vals) -> (*vals)", "until at most n groups are pending; the values "
        "pass through and are read only after the wait", _wait, (COLL, WAITS), {"n": "int"},
-       _WG + "wgmma.wait_group", _through)
+       _WG + "wgmma.wait_group", _through, requires="sm_90a")
 define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix descriptor of the "
        "tile at p", _descriptor, (P,), {"lbo": "int: bytes", "sbo": "int: bytes",
                                         "swizzle": "int: bytes", "base_offset": "int"},
@@ -177,4 +178,5 @@ define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix des
 define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64x16) @ "
        "scale_b*B (16xn) (+ D if scale_d) for one warpgroup", _mma, (R, COLL, ASYNC),
        {k: "static" for k in ("n", "type_a", "type_b", "type_d", "a_regs", "scale_d", "scale_a",
-                              "scale_b", "tnsp_a", "tnsp_b")}, _WG + "wgmma.mma_async")
+                              "scale_b", "tnsp_a", "tnsp_b")}, _WG + "wgmma.mma_async",
+       requires="sm_90a")
