@@ -36,7 +36,8 @@ from .opdef import define
 from .ops import ASYNC, COLL, P, R, WAITS, _types
 from .types import PointerType, ScalarType, i1, u64
 
-__all__ = ["SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+__all__ = ["descriptor_fields", "decode_descriptor", "DESCRIPTOR_ADDRESS_MASK",
+           "accumulator_base", "accumulator_offset", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
@@ -44,6 +45,37 @@ MMA_TYPES = ("f16", "bf16")
 ACC_TYPES = ("f32", "f16")
 MAX_WAIT_GROUP = 8
 _PASS_TYPES = ("f32", "f16", "bf16", "i32", "u32")
+_SPAN = {mode: span for span, mode in SWIZZLE_MODE.items()}
+
+DESCRIPTOR_ADDRESS_MASK = 0x3FFFF
+"""The bits of the shared-window byte address a descriptor keeps; bits 0-13 hold them >> 4."""
+
+
+def descriptor_fields(lbo: int, sbo: int, swizzle: int, base_offset: int = 0) -> int:
+    """The static bits of a wgmma matrix descriptor (PTX ISA "Matrix Descriptor Format"): lbo
+    and sbo (bytes) >> 4 in bits 16-29 and 32-45, base_offset in 49-51, the swizzle span's mode
+    (SWIZZLE_MODE) in 62-63. The descriptor is ``(addr & DESCRIPTOR_ADDRESS_MASK) >> 4`` or'ed
+    with them; the backend and the simulator both build it from this."""
+    return (lbo >> 4) << 16 | (sbo >> 4) << 32 | base_offset << 49 | SWIZZLE_MODE[swizzle] << 62
+
+
+def decode_descriptor(desc: int) -> dict:
+    """The fields of a 64-bit matrix descriptor, in bytes (``swizzle`` as its span)."""
+    return {"start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
+            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
+            "swizzle": _SPAN[(desc >> 62) & 3]}
+
+
+def accumulator_base(warp, lane):
+    """(row, col) of element 0 of the m64nN accumulator fragment of lane ``lane`` of warp
+    ``warp`` (0..3) of the warpgroup (PTX ISA "Register Fragments", wgmma D; also the A register
+    fragment, as m64n16). Ints, numpy arrays and traced scalars alike."""
+    return 16 * warp + lane // 4, 2 * (lane % 4)
+
+
+def accumulator_offset(i: int):
+    """(row, col) of element ``i`` of that fragment relative to element 0."""
+    return 8 * ((i // 2) % 2), 8 * (i // 4) + i % 2
 
 
 def _static(op: Operation, name: str, allowed) -> Optional[str]:
