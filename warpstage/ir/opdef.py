@@ -74,6 +74,11 @@ class OpDef:
     """The architecture the op needs: '' (any), 'sm_NN' (NN or newer), 'sm_NNa' (exactly the
     arch-specific NN); ``core.target.Target.has`` decides, the backend checks it."""
 
+    @property
+    def attr_names(self) -> frozenset:
+        """The attribute names the schema allows (without the optional marker ``?``)."""
+        return _ATTR_NAMES[self.name]
+
     def has(self, trait: Trait) -> bool:
         return trait in self.traits
 
@@ -82,6 +87,7 @@ class OpDef:
         return self.name.split(".", 1)[0]
 
 
+_ATTR_NAMES: dict = {}
 OPS: dict = {}
 """op name -> OpDef, every op the frontend may emit (the backend and the simulator implement
 each after the passes' legalization; the tests check the tables agree)."""
@@ -101,6 +107,7 @@ def define(name: str, signature: str, summary: str, rule: Rule, traits=(), attrs
     d = OpDef(name, signature, summary, rule, frozenset(traits), dict(attrs or {}), ptx, infer,
               requires)
     OPS[name] = d
+    _ATTR_NAMES[name] = frozenset(k.rstrip("?") for k in d.attrs)
     _BY_TRAIT.clear()
     return d
 

@@ -24,10 +24,6 @@ def verify(module: Module) -> None:
         _Verifier(module, fn).run()
 
 
-def _allowed_attrs(d) -> frozenset:
-    return frozenset(k.rstrip("?") for k in d.attrs)
-
-
 class _Verifier:
     def __init__(self, module: Module, fn: Function):
         self.module = module
@@ -67,11 +63,10 @@ class _Verifier:
                 if id(v) not in scope:
                     self.fail(op, f"operand {k} ({v.type}) is not defined before this op in an "
                                   "enclosing block")
-            if op.attrs:
-                extra = set(op.attrs) - _allowed_attrs(d)
-                if extra:
-                    self.fail(op, f"unknown attribute(s) {', '.join(sorted(extra))}; "
-                                  f"{op.name} takes {', '.join(d.attrs) or 'none'}")
+            if op.attrs and not d.attr_names.issuperset(op.attrs):
+                extra = sorted(set(op.attrs) - d.attr_names)
+                self.fail(op, f"unknown attribute(s) {', '.join(extra)}; "
+                              f"{op.name} takes {', '.join(d.attrs) or 'none'}")
             err = d.rule(op)
             if err:
                 self.fail(op, err)
