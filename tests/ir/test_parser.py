@@ -1,5 +1,6 @@
-"""ir/parser.py: the printer's inverse. (Every module the suite traces is also round-tripped by
-tests/conftest.py's check_ir_round_trip.)"""
+"""ir/parser.py: the printer's inverse. (The first module each test file traces is also
+round-tripped by tests/conftest.py's check_ir_round_trip; ``pytest --ir-round-trip=all`` does
+every module.)"""
 import pytest
 
 from warpstage.ir import (Builder, Function, IRParseError, Location, Module, PointerType, f32,

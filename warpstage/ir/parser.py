@@ -34,6 +34,7 @@ class IRParseError(ValueError):
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 _VALUE = re.compile(r"%\d+")
+_OPERANDS = re.compile(r" (%\d+(?:, %\d+)*)")
 _LOC = re.compile(r' ?loc\("([^"]*)":(\d+)\)$')
 _FUNC = re.compile(r"^(kernel|func) @([\w.$]+)\((.*?)\)(?: -> \((.*?)\))?(?: attributes \{(.*)\})? \{$")
 
@@ -45,6 +46,8 @@ def parse(text: str) -> Module:
 
 def _split_top(text: str, sep: str = ",") -> list:
     """``text`` split at ``sep`` outside <>, [], () and string literals; pieces stripped."""
+    if not any(c in text for c in '<[("'):
+        return [p.strip() for p in text.split(sep)] if text.strip() else []
     out, depth, start, i, n = [], 0, 0, 0, len(text)
     while i < n:
         c = text[i]
@@ -78,6 +81,16 @@ def _string_end(text: str, i: int) -> int:
     raise ValueError("unterminated string")
 
 
+_TYPES: dict = {}
+
+
+def _type(text: str) -> Type:
+    t = _TYPES.get(text)
+    if t is None:
+        t = _TYPES[text] = parse_type(text)
+    return t
+
+
 def _attr_value(text: str):
     if text.startswith('"') and text.endswith('"') and len(text) >= 2:
         return text[1:-1].encode("ascii").decode("unicode_escape")
@@ -87,7 +100,7 @@ def _attr_value(text: str):
         return False
     if text.startswith("[") and text.endswith("]"):
         return tuple(_attr_value(t) for t in _split_top(text[1:-1]))
-    if re.fullmatch(r"-?\d+", text):
+    if text.lstrip("-").isdigit():
         return int(text)
     try:
         return float(text)
@@ -186,7 +199,7 @@ class _Parser:
         loc = None
         if has_regions:
             text = text[:-2]
-        else:
+        elif text.endswith(")") and " loc(" in text:
             m = _LOC.search(text)
             if m is not None:
                 text, loc = text[:m.start()], Location(m.group(1), int(m.group(2)))
@@ -212,12 +225,14 @@ class _Parser:
             raise ValueError("an op name")
         name, rest = m.group(0), text[m.end():]
         operands = []
-        om = re.match(r" (%\d+(?:, %\d+)*)", rest)
+        om = _OPERANDS.match(rest)
         if om:
+            values = self.values
             for ref in om.group(1).split(", "):
-                if ref not in self.values:
+                v = values.get(ref)
+                if v is None:
                     raise ValueError(f"{ref} used before it is defined")
-                operands.append(self.values[ref])
+                operands.append(v)
             rest = rest[om.end():]
         attrs = {}
         if rest.startswith(" {"):
@@ -226,7 +241,7 @@ class _Parser:
             rest = rest[end + 1:]
         types: list = []
         if rest.startswith(" : "):
-            types = [parse_type(t) for t in _split_top(rest[3:])]
+            types = [_type(t) for t in _split_top(rest[3:])]
             rest = ""
         if rest:
             raise ValueError(f"unexpected {rest!r}")
@@ -242,6 +257,9 @@ class _Parser:
         return op
 
     def _brace_end(self, text: str, start: int) -> int:
+        end = text.find("}", start)
+        if end >= 0 and '"' not in text[start:end]:
+            return end                  # no string value: the first '}' closes the attributes
         depth, i = 0, start
         while i < len(text):
             c = text[i]
