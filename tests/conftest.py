@@ -1,8 +1,9 @@
 """Shared fixtures: GPU tests skip themselves where no usable CUDA device is present; every test
 has a private disk cache (WARPSTAGE_CACHE_DIR); ``sim_target`` runs a test's kernels in the
 simulator (``pytestmark = pytest.mark.usefixtures("sim_target")`` for a whole module);
-``ptxas_path`` skips a test where no ptxas is installed. tests/ is on sys.path (this file lives
-here), so test files share helpers such as example_loader.py."""
+``ptxas_path`` skips a test where no ptxas is installed; traced modules are round-tripped through
+the IR parser (``check_ir_round_trip``; ``--ir-round-trip=all`` for every module). tests/ is on
+sys.path (this file lives here), so test files share helpers such as example_loader.py."""
 import functools
 
 import pytest
@@ -51,6 +52,50 @@ def ptxas_path():
     if path is None:
         pytest.skip("no ptxas found (nvidia-cuda-nvcc wheel, CUDA_HOME, PATH, WARPSTAGE_PTXAS)")
     return path
+
+
+def check_ir_round_trip(module) -> None:
+    """print(parse(print(m))) == print(m), with source locations (so without them too;
+    ir/parser.py is the printer's inverse); an AssertionError shows the first differing line."""
+    from warpstage.ir import parse, print_module
+    text = print_module(module, locations=True)
+    again = print_module(parse(text), locations=True)
+    if again != text:
+        diff = next(i for i, (a, b) in enumerate(zip(text.splitlines() + [""],
+                                                     again.splitlines() + [""])) if a != b)
+        raise AssertionError(f"IR text does not survive parse + print at line {diff + 1}:\n"
+                             f"  printed: {text.splitlines()[diff:diff + 1]}\n"
+                             f"  again:   {again.splitlines()[diff:diff + 1]}")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--ir-round-trip", choices=("first", "all"), default="first",
+                     help="check_ir_round_trip on the first module each test file traces "
+                          "(default; parsing costs ~25 ms per FlashAttention module) or on all")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ir_round_trip_of_traced_modules(request):
+    """Modules the tests trace (the kernels of the tests, the examples and ws.ops) are checked by
+    ``check_ir_round_trip`` after the passes: the first one of each test file, or every one
+    with ``--ir-round-trip=all``."""
+    import os
+    import warpstage.passes.pipeline as pipeline
+    original = pipeline.run_passes
+    every = request.config.getoption("--ir-round-trip") == "all"
+    seen: set = set()
+
+    def run_passes(module, *args, **kwargs):
+        result = original(module, *args, **kwargs)
+        test_file = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+        if every or test_file not in seen:
+            seen.add(test_file)
+            check_ir_round_trip(module)
+        return result
+
+    pipeline.run_passes = run_passes
+    yield
+    pipeline.run_passes = original
 
 
 @pytest.fixture(autouse=True)

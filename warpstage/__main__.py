@@ -104,11 +104,10 @@ def demo() -> int:
 
 
 def info() -> int:
-    import llvmlite
     import warpstage as ws
-    from warpstage.backend import find_ptxas
+    from warpstage.backend import find_ptxas, llvm_version
     print(f"warpstage {ws.__version__}")
-    print(f"llvmlite {llvmlite.__version__}")
+    print(llvm_version())                               # only backend/ imports llvmlite
     print(f"ptxas: {find_ptxas(ws.CompileOptions()) or 'not found'}")
     print(f"target: {ws.get_target()}")
     return 0

@@ -71,7 +71,7 @@ class CompiledKernel:
         if self._llvm_ir is None:
             from .backend import lower
             t0 = time.perf_counter()
-            self._llvm_ir = lower(self.module, self.options)
+            self._llvm_ir = lower(self.module, self.options, verified=True)   # by run_passes
             STAGE_COUNTS["lower"] += 1
             self.timings["lower"] = time.perf_counter() - t0
         return self._llvm_ir

@@ -47,7 +47,7 @@ from . import (lower_arith, lower_gpu, lower_math, lower_mma, lower_smem, lower_
 from .context import LoweringContext
 from .llvm_types import llvm_type
 from .ptx import TRIPLE, target_machine
-from .target_check import check_target
+from .target_check import check_target, target_of
 
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
 
@@ -58,15 +58,17 @@ CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 """Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""
 
 
-def lower(module: core.Module, options: CompileOptions) -> str:
-    """LLVM IR text of ``module`` for ``options.arch``.
+def lower(module: core.Module, options: CompileOptions, verified: bool = False) -> str:
+    """LLVM IR text of ``module`` for ``options.arch``. ``verified=True``: the module comes
+    straight from ``passes.run_passes``, which verified it, so it is not verified again.
 
-    Raises VerificationError for malformed IR, UnsupportedError for an op/type combination the
-    backend cannot lower (e.g. math.exp on f64) or an op ``options.arch`` lacks (target_check.py),
-    CompilationError for internal failures.
+    Raises VerificationError for malformed IR, UnsupportedError for an unknown ``arch``, an op
+    the arch lacks (``backend.target_check``) or an op/type combination the backend cannot lower
+    (e.g. math.exp on f64), CompilationError for internal failures.
     """
-    verify(module)
-    check_target(module, options.arch, options.ptx_version)     # before LLVM can abort on it
+    if not verified:
+        verify(module)
+    check_target(module, target_of(options.arch))
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
     llmod.data_layout = str(target_machine(options.arch, options.ptx_version,

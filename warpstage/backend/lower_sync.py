@@ -21,6 +21,8 @@ fences and mbarriers:
   ``fence.acq_rel.gpu``, ``fence.mbarrier_init.release.cluster``, ...).
 - nvvm.barrier_arrive {id?, count} (id?): ``llvm.nvvm.barrier.cta.arrive.aligned.count`` ->
   ``bar.arrive id, count``.
+- mbarrier.try_wait_parity_hint: ``mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity,
+  suspend_ns`` (the suspendTimeHint operand, PTX ISA 7.8, sm_90).
 - mbarrier.*: ``mbarrier.init|arrive|arrive.expect_tx|expect_tx|try_wait.parity|inval`` on
   ``.shared::cta.b64`` objects, the address a 64-bit shared-window register. ``wait_parity``
   is a loop: ``L: mbarrier.try_wait.parity p, [bar], parity; @!p bra L`` (try_wait suspends the
@@ -140,6 +142,11 @@ def _mbarrier_try_wait(ctx, op):
     return [_try_wait(ctx, ctx.operands(op))]
 
 
+def _mbarrier_try_wait_hint(ctx, op):
+    return [_pred_asm(ctx, "mbarrier.try_wait.parity.shared::cta.b64 %ws_p, [$1], $2, $3;",
+                      "l,r,r", ctx.operands(op))]
+
+
 def _mbarrier_wait(ctx, op):
     args = ctx.operands(op)
     b = ctx.builder
@@ -163,4 +170,5 @@ RULES = {"nvvm.shfl": _shfl, "nvvm.vote": _vote, "nvvm.elect": _elect, "nvvm.war
          "mbarrier.init": _mbarrier_init, "mbarrier.arrive": _mbarrier_arrive,
          "mbarrier.arrive_expect_tx": _mbarrier_arrive_expect_tx,
          "mbarrier.expect_tx": _mbarrier_expect_tx, "mbarrier.try_wait_parity": _mbarrier_try_wait,
+         "mbarrier.try_wait_parity_hint": _mbarrier_try_wait_hint,
          "mbarrier.wait_parity": _mbarrier_wait, "mbarrier.inval": _mbarrier_inval}

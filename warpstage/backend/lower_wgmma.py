@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.ops_wgmma import SWIZZLE_MODE
+from ..ir.ops_wgmma import DESCRIPTOR_ADDRESS_MASK, descriptor_fields
 from .context import LoweringContext
 from .llvm_types import I32, I64, llvm_type
 
@@ -101,9 +101,9 @@ def _descriptor(ctx, op):
     b = ctx.builder
     (p,) = ctx.operands(op)
     a = op.attrs
-    addr = b.lshr(b.and_(b.ptrtoint(p, I64), ir.Constant(I64, 0x3FFFF)), ir.Constant(I64, 4))
-    fields = ((a["lbo"] >> 4) << 16 | (a["sbo"] >> 4) << 32 | a.get("base_offset", 0) << 49
-              | SWIZZLE_MODE[a["swizzle"]] << 62)
+    addr = b.lshr(b.and_(b.ptrtoint(p, I64), ir.Constant(I64, DESCRIPTOR_ADDRESS_MASK)),
+                  ir.Constant(I64, 4))
+    fields = descriptor_fields(a["lbo"], a["sbo"], a["swizzle"], a.get("base_offset", 0))
     return [b.or_(addr, ir.Constant(I64, fields)) if fields else addr]
 
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Optional, Sequence
 
+from .builder_gpu import GpuBuilderMixin
 from .core import Block, Function, Location, Operation, Region, Value
-from .types import PointerType, ScalarType, Type, i1, u8, u32, u64
+from .opdef import op_def
+from .types import PointerType, ScalarType, Type, u8
 
 __all__ = ["Builder"]
 
 
-class Builder:
-    """Inserts ops at the end of the current block; ``loc`` is stamped on every new op."""
+class Builder(GpuBuilderMixin):
+    """Inserts ops at the end of the current block; ``loc`` is stamped on every new op. The GPU
+    families' typed methods (barriers, fences, cp.async, TMA, mma, wgmma) are in
+    ``builder_gpu``."""
 
     def __init__(self, block: Optional[Block] = None):
         self.block = block
@@ -41,6 +45,16 @@ class Builder:
             raise RuntimeError("Builder has no insertion block")
         return self.block.append(Operation(name, operands, result_types, attrs, regions, self.loc))
 
+    def create(self, name: str, operands: Sequence[Value] = (), attrs: Optional[dict] = None,
+               regions: Sequence[Region] = (), result_types: Optional[Sequence[Type]] = None
+               ) -> Operation:
+        """Append op ``name``; its result types come from its definition's result rule
+        (``OpDef.infer``) unless given, and an op without results needs neither."""
+        if result_types is None:
+            infer = op_def(name).infer
+            result_types = infer([v.type for v in operands], attrs or {}) if infer else ()
+        return self.op(name, operands, result_types, attrs, regions)
+
     # -- arith / math ------------------------------------------------------------------------
     def constant(self, type: ScalarType, value) -> Value:
         """result = literal ``value`` of ``type``."""
@@ -54,24 +68,24 @@ class Builder:
 
     def binary(self, kind: str, a: Value, b: Value) -> Value:
         """result = a <kind> b (``kind`` in ir.ops.BINARY), operands of one type."""
-        return self.op(f"arith.{kind}", (a, b), (a.type,)).result
+        return self.create(f"arith.{kind}", (a, b)).result
 
     def unary(self, name: str, a: Value, attrs: Optional[dict] = None) -> Value:
         """result = name(a) for arith.neg / arith.not / math.* unary ops (``attrs``: e.g.
         ``{"approx": True}`` for the fast forms of math.exp2 / exp / tanh)."""
-        return self.op(name, (a,), (a.type,), attrs or {}).result
+        return self.create(name, (a,), attrs or {}).result
 
     def fma(self, a: Value, b: Value, c: Value) -> Value:
         """result = a * b + c with one rounding."""
-        return self.op("math.fma", (a, b, c), (a.type,)).result
+        return self.create("math.fma", (a, b, c)).result
 
     def cmp(self, pred: str, a: Value, b: Value) -> Value:
         """result: i1 = a <pred> b."""
-        return self.op("arith.cmp", (a, b), (i1,), {"pred": pred}).result
+        return self.create("arith.cmp", (a, b), {"pred": pred}).result
 
     def select(self, c: Value, a: Value, b: Value) -> Value:
         """result = c ? a : b."""
-        return self.op("arith.select", (c, a, b), (a.type,)).result
+        return self.create("arith.select", (c, a, b)).result
 
     def cast(self, x: Value, to: ScalarType) -> Value:
         """result = numeric conversion of x to ``to`` (no op if equal)."""
@@ -97,13 +111,13 @@ class Builder:
 
     def ptr_offset(self, p: Value, i: Value) -> Value:
         """result = p + i elements."""
-        return self.op("ptr.offset", (p, i), (p.type,)).result
+        return self.create("ptr.offset", (p, i)).result
 
     def load(self, p: Value) -> Value:
         """result = *p."""
         if not isinstance(p.type, PointerType):
             raise TypeError(f"load needs a pointer, got {p.type}")
-        return self.op("mem.load", (p,), (p.type.pointee,)).result
+        return self.create("mem.load", (p,)).result
 
     def store(self, p: Value, v: Value) -> None:
         """*p = v."""
@@ -121,11 +135,11 @@ class Builder:
 
     def atomic(self, kind: str, p: Value, v: Value) -> Value:
         """result = old *p; *p = old <kind> v, atomically."""
-        return self.op("mem.atomic", (p, v), (v.type,), {"kind": kind}).result
+        return self.create("mem.atomic", (p, v), {"kind": kind}).result
 
     def atomic_cas(self, p: Value, cmp: Value, v: Value) -> Value:
         """result = old *p; *p = v if old == cmp, atomically."""
-        return self.op("mem.atomic_cas", (p, cmp, v), (v.type,)).result
+        return self.create("mem.atomic_cas", (p, cmp, v)).result
 
     # -- warp collectives, fences, mbarriers, cp.async -------------------------------------------
     def shfl(self, mode: str, x: Value, b: Value, width: int = 32,
@@ -136,22 +150,21 @@ class Builder:
             attrs["width"] = width
         if mask != 0xFFFFFFFF:
             attrs["mask"] = mask
-        return self.op("nvvm.shfl", (x, b), (x.type,), attrs).result
+        return self.create("nvvm.shfl", (x, b), attrs).result
 
     def vote(self, mode: str, p: Value, mask: int = 0xFFFFFFFF) -> Value:
         """result = vote.sync.<mode> over the warp's p: i1 (all|any|uni) or u32 (ballot)."""
         attrs = {"mode": mode} if mask == 0xFFFFFFFF else {"mode": mode, "mask": mask}
-        return self.op("nvvm.vote", (p,), (u32 if mode == "ballot" else i1,), attrs).result
+        return self.create("nvvm.vote", (p,), attrs).result
 
     def elect(self, mask: int = 0xFFFFFFFF) -> Value:
         """result: i1 = true in exactly one active lane of ``mask`` (elect.sync)."""
-        return self.op("nvvm.elect", (), (i1,), {} if mask == 0xFFFFFFFF else {"mask": mask}).result
+        return self.create("nvvm.elect", (), {} if mask == 0xFFFFFFFF else {"mask": mask}).result
 
     def mbarrier(self, name: str, bar: Value, *operands: Value) -> Optional[Value]:
         """mbarrier.<name> (bar, *operands); returns the result of ops that have one."""
-        result = {"arrive": u64, "arrive_expect_tx": u64, "try_wait_parity": i1}.get(name)
-        op = self.op(f"mbarrier.{name}", (bar, *operands), (result,) if result else ())
-        return op.result if result else None
+        op = self.create(f"mbarrier.{name}", (bar, *operands))
+        return op.result if op.results else None
 
     def printf(self, fmt: str, args: Sequence[Value]) -> None:
         """printf(fmt, *args) on the device."""

@@ -1,94 +1,26 @@
-"""The op set: each op's name, contract and verifier rule.
+"""The core op definitions (``ir.opdef``): each op's signature, contract, traits and verifier rule.
 
-Every op the frontend may emit is listed here, and the backend and the simulator each implement
-every one of them (the tests check all three tables agree). An op's rule returns an error message
+Every op the frontend may emit is defined in ``ir/``, and the backend and the simulator each
+implement every primitive one (the tests check the tables agree). An op's rule returns an error message
 (expected vs got) or ``None``. Conventions: ``T`` is a scalar type; binary arithmetic takes two
 operands of one type; comparisons give ``i1``; pointers carry their pointee type and address space.
 
-arith
-  arith.constant {value}                  -> T        a literal (int, float or bool)
-  arith.add|sub|mul (a: T, b: T)          -> T        wrapping for ints
-  arith.div (a, b)                        -> T        floats: a / b; ints: C division (toward zero)
-  arith.rem (a, b)                        -> T        floats: fmod; ints: C remainder (sign of a)
-  arith.floordiv (a, b)                   -> T        Python ``//`` (toward -inf), floats too
-  arith.mod (a, b)                        -> T        Python ``%`` (sign of b)
-  arith.and|or|xor (a, b)                 -> T        bitwise; on i1 logical
-  arith.shl|shr (a, b)                    -> T        shr is arithmetic for signed, logical for uint
-  arith.min|max (a, b)                    -> T        floats: IEEE minNum/maxNum
-  arith.neg|not (a)                       -> T        not: bitwise complement (logical on i1)
-  arith.cmp {pred} (a: T, b: T)           -> i1       pred in eq ne lt le gt ge
-  arith.select (c: i1, a: T, b: T)        -> T
-  arith.cast (x)                          -> U        numeric conversion between scalar types
-                                                      (float->int truncates toward zero; to i1 is x != 0)
-  arith.bitcast (x)                       -> U        same width, bits reinterpreted
-math (floats)
-  math.exp|exp2|log|log2|sqrt|rsqrt|abs|floor|ceil|sin|cos|tanh (x: T) -> T   (abs: ints too)
-  math.fma (a, b, c)                      -> T        a*b+c, one rounding
-nvvm
-  nvvm.sreg {reg}                         -> i32|i64  PTX special register (tid.x, ctaid.y, laneid, clock64, ...)
-  nvvm.barrier {id?, count?} (id?)        ->          bar.sync id[, count] (count: threads, multiple of 32;
-                                                      id: static attr or a warp-uniform i32 operand)
-  nvvm.barrier_arrive {id?, count} (id?)  ->          bar.arrive id, count: arrive without waiting
-  nvvm.shfl {mode, width?, mask?} (x: T, b: i32) -> T shfl.sync.<mode>.b32; T is i32|u32|f32; mode
-                                                      idx|up|down|bfly; b: source lane or delta
-  nvvm.vote {mode, mask?} (p: i1)         -> i1|u32   vote.sync.all|any|uni (i1), .ballot (u32)
-  nvvm.elect {mask?}                      -> i1       elect.sync: true in exactly one active lane
-  nvvm.warp_sync {mask?}                  ->          bar.warp.sync mask (__syncwarp)
-  nvvm.setmaxnreg {action, count}         ->          setmaxnreg.inc|dec.sync.aligned.u32 count
-                                                      (count: multiple of 8 in [24, 256])
-  nvvm.fence {kind}                       ->          fence.<kind>: proxy.async[.shared::cta|.global],
-                                                      acq_rel|sc.<cta|cluster|gpu|sys>,
-                                                      mbarrier_init.release.cluster
-  nvvm.smem_base                          -> ptr<T, shared>  the CTA's dynamic shared memory
-  (masks default to 0xffffffff; width to 32)
-mbarrier (bar: !ptr<u64, shared>, an 8-byte mbarrier object; i32 operands)
-  mbarrier.init (bar, count)              ->          expected arrivals per phase
-  mbarrier.arrive (bar, count?)           -> u64      arrive (count times); the state token
-  mbarrier.arrive_expect_tx (bar, bytes)  -> u64      expect_tx then arrive
-  mbarrier.expect_tx (bar, bytes)         ->          raise the phase's transaction count
-  mbarrier.try_wait_parity (bar, parity)  -> i1       has the phase with this parity completed?
-  mbarrier.wait_parity (bar, parity)      ->          block until it has (a try_wait loop)
-  mbarrier.inval (bar)                    ->          end of the mbarrier's life
-cp_async (cp.async: global -> shared, per thread, completed by groups or an mbarrier)
-  cp_async.copy {cache, size} (dst: ptr<_, shared>, src: ptr<_, global>) ->  size bytes;
-                                                      cache ca (4|8|16 bytes) or cg (16)
-  cp_async.commit_group | cp_async.wait_all ->
-  cp_async.wait_group {n}                 ->          until at most n groups are pending
-  cp_async.mbarrier_arrive {noinc?} (bar) ->          arrive on bar once prior copies land
-gpu
-  gpu.printf {format} (*args)             ->          device printf (vprintf); format uses %d %f ...
-  gpu.trap                                ->          abort the kernel (PTX trap)
-ptr / mem
-  ptr.offset (p: ptr<T>, i: int)          -> ptr<T>   p + i elements
-  ptr.cast (p: ptr<T, s>)                 -> ptr<U, s>  same address, new pointee type
-  mem.atomic {kind} (p: ptr<T>, v: T)     -> T        old value; kind add|min|max|exch|and|or|xor;
-                                                      T in i32 u32 i64 u64 f32 f64 (floats: add, exch)
-  mem.atomic_cas (p, cmp: T, v: T)        -> T        old value; stores v if old == cmp (integers)
-  mem.load (p: ptr<T>)                    -> T
-  mem.store (p: ptr<T>, v: T)             ->
-scf (structured control flow; each region has one block ending in its terminator)
-  scf.if (c: i1) -> R*  regions [then, else]      both end in scf.yield(R*)
-  scf.for (lb, ub, step: int, *init: R*) -> R*    region args (iv, *R); ends in scf.yield(R*)
-                                                  {unroll?}: unroll hint; iterates while iv < ub
-                                                  for step > 0 and iv > ub for step < 0
-  scf.while (*init: A*) -> A*  regions [before(A*) ends in scf.condition(c, *A), after(A*) ends
-                                                  in scf.yield(A*)]
-  scf.yield (*vals)         scf.condition (c: i1, *vals)
-func
-  func.call {callee} (*args) -> R*        call a device function of the module
-  func.return (*vals)                     end of a function body
-mma (mma.sync, ldmatrix, stmatrix: warp-collective; contract and fragment layouts in ops_mma.py)
-tma (TMA tensor copies on !tensormap descriptors, bulk groups, bulk copies; contract in ops_tma.py)
-wgmma (warpgroup MMA: fence, mma_async, commit/wait groups, descriptors; contract in ops_wgmma.py)
+Each op is defined once, with ``ir.opdef.define``: this module defines the ``arith``,
+``math``, ``nvvm.sreg``/``nvvm.barrier``, ``gpu``, ``ptr.offset``, ``mem.load``/``store``,
+``scf`` and ``func`` ops; the families ``ops_sync`` (warp collectives, fences, mbarrier, cp.async, atomics),
+``ops_mma``, ``ops_tma`` and ``ops_wgmma`` define theirs (their module docstrings hold the longer
+contracts and fragment layouts). ``ir.opdef.describe_ops()`` prints the whole table (signature,
+attributes, traits, contract, PTX ISA section); docs/ir.md shows it.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
 from .core import Operation
+from .opdef import OPS, Trait, define
 from .types import PointerType, ScalarType, i1, i32
 
-__all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS", "TERMINATORS"]
+__all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS"]
 
 BINARY = ("add", "sub", "mul", "div", "rem", "floordiv", "mod", "and", "or", "xor", "shl",
           "shr", "min", "max")
@@ -98,7 +30,6 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 SREGS = {f"{base}.{d}": 32 for base in ("tid", "ctaid", "ntid", "nctaid") for d in "xyz"}
 SREGS.update({"laneid": 32, "warpid": 32, "smid": 32, "clock": 32, "clock64": 64,
               "globaltimer": 64})
-TERMINATORS = ("scf.yield", "scf.condition", "func.return")
 
 Rule = Callable[[Operation], Optional[str]]
 
@@ -365,28 +296,79 @@ def _call(op):
     return None
 
 
-OPS: dict[str, Rule] = {"arith.constant": _constant}
-OPS.update({f"arith.{k}": _binary for k in BINARY})
-OPS.update({"arith.neg": _unary, "arith.not": _unary, "arith.cmp": _cmp, "arith.select": _select,
-            "arith.cast": _cast, "arith.bitcast": _cast})
-OPS.update({f"math.{k}": _math for k in UNARY_MATH + ("fma",)})
-OPS.update({"nvvm.sreg": _sreg, "nvvm.barrier": _barrier, "gpu.printf": _printf,
-            "gpu.trap": _trap, "ptr.offset": _ptr_offset, "mem.load": _load,
-            "mem.store": _store, "scf.if": _if, "scf.for": _for, "scf.while": _while,
-            "scf.yield": _terminator, "scf.condition": _terminator, "func.call": _call,
-            "func.return": _terminator})
+P, R, W, TERM, COLL, ASYNC, WAITS, ATOMIC = (
+    Trait.PURE, Trait.READS_MEMORY, Trait.WRITES_MEMORY, Trait.TERMINATOR, Trait.WARP_COLLECTIVE,
+    Trait.ASYNC, Trait.WAITS, Trait.ATOMIC)
+"""Short names of the traits for the definition tables (the families import them)."""
 
-# The warp-specialization ops' rules live beside this table (this module is imported first, so
-# ops_sync can use the helpers above).
-from .ops_sync import RULES as _SYNC_RULES  # noqa: E402
 
-OPS.update(_SYNC_RULES)
-from .ops_mma import RULES as _MMA_RULES  # noqa: E402
+def _same_as_first(operands, attrs):
+    return [operands[0]]
 
-OPS.update(_MMA_RULES)
-from .ops_tma import RULES as _TMA_RULES  # noqa: E402
 
-OPS.update(_TMA_RULES)
-from .ops_wgmma import RULES as _WGMMA_RULES  # noqa: E402
+def _to_i1(operands, attrs):
+    return [i1]
 
-OPS.update(_WGMMA_RULES)
+
+_BINARY_DOC = {
+    "add": "a + b (wrapping for ints)", "sub": "a - b (wrapping for ints)",
+    "mul": "a * b (wrapping for ints)",
+    "div": "floats a / b; ints C division (toward zero)",
+    "rem": "floats fmod; ints C remainder (sign of a)",
+    "floordiv": "Python // (toward -inf), floats too; legalized before lowering",
+    "mod": "Python % (sign of b); legalized before lowering",
+    "and": "bitwise and (logical on i1)", "or": "bitwise or (logical on i1)",
+    "xor": "bitwise xor (logical on i1)", "shl": "a << b",
+    "shr": "a >> b: arithmetic for signed, logical for unsigned",
+    "min": "minimum; floats IEEE minNum", "max": "maximum; floats IEEE maxNum"}
+
+define("arith.constant", "() -> T", "a literal (int, float or bool) of scalar type T", _constant,
+       (P,), {"value": "int | float | bool"})
+for _k in BINARY:
+    define(f"arith.{_k}", "(a: T, b: T) -> T", _BINARY_DOC[_k], _binary, (P,),
+           infer=_same_as_first)
+define("arith.neg", "(a: T) -> T", "-a", _unary, (P,), infer=_same_as_first)
+define("arith.not", "(a: T) -> T", "bitwise complement (logical on i1)", _unary, (P,),
+       infer=_same_as_first)
+define("arith.cmp", "(a: T, b: T) -> i1", "a <pred> b; pred in eq ne lt le gt ge", _cmp, (P,),
+       {"pred": "str"}, infer=_to_i1)
+define("arith.select", "(c: i1, a: T, b: T) -> T", "c ? a : b", _select, (P,),
+       infer=lambda operands, attrs: [operands[1]])
+define("arith.cast", "(x: T) -> U", "numeric conversion (float->int truncates toward zero; to i1 "
+       "is x != 0)", _cast, (P,), ptx="cvt")
+define("arith.bitcast", "(x: T) -> U", "same width, bits reinterpreted", _cast, (P,), ptx="mov")
+for _k in UNARY_MATH:
+    define(f"math.{_k}", "(x: T) -> T", f"{_k}(x) on floats" + (" and ints" if _k == "abs" else ""),
+           _math, (P,), {"approx?": "bool: the fast approximation (exp, tanh)"},
+           infer=_same_as_first)
+define("math.fma", "(a: T, b: T, c: T) -> T", "a * b + c with one rounding", _math, (P,),
+       ptx="fma.rn", infer=_same_as_first)
+
+define("nvvm.sreg", "() -> i32|i64", "a PTX special register (tid.x, ctaid.y, laneid, clock64, "
+       "...)", _sreg, (P,), {"reg": "str"}, "Special Registers")
+define("nvvm.barrier", "(id?: i32) ->", "bar.sync id[, count] (count: threads, a multiple of 32; "
+       "id: the static attribute or a warp-uniform i32 operand)",
+       _barrier, (WAITS,), {"id?": "int", "count?": "int"}, "Parallel Synchronization: bar")
+define("gpu.printf", "(*args) ->", "device printf (vprintf); format uses %d %f ...", _printf,
+       (W,), {"format": "str"}, "CUDA vprintf")
+define("gpu.trap", "() ->", "abort the kernel", _trap, (W,), ptx="trap")
+define("ptr.offset", "(p: ptr<T>, i: int) -> ptr<T>", "p + i elements", _ptr_offset, (P,),
+       infer=_same_as_first)
+define("mem.load", "(p: ptr<T>) -> T", "*p", _load, (R,), ptx="ld",
+       infer=lambda operands, attrs: [operands[0].pointee])
+define("mem.store", "(p: ptr<T>, v: T) ->", "*p = v", _store, (W,), ptx="st")
+define("scf.if", "(c: i1) -> R*", "regions [then, else], both end in scf.yield(R*)", _if)
+define("scf.for", "(lb, ub, step: int, *init: R*) -> R*", "region args (iv, *R), ends in "
+       "scf.yield(R*); iterates while iv < ub for step > 0, iv > ub for step < 0", _for,
+       attrs={"unroll?": "int: unroll hint"})
+define("scf.while", "(*init: A*) -> A*", "regions [before(A*) ends in scf.condition(c, *A), "
+       "after(A*) ends in scf.yield(A*)]", _while)
+define("scf.yield", "(*vals) ->", "ends a region, passing vals to the parent op", _terminator,
+       (TERM,))
+define("scf.condition", "(c: i1, *vals) ->", "ends a while's before region", _terminator, (TERM,))
+define("func.call", "(*args) -> R*", "call a device function of the module (may read and write "
+       "memory)", _call, (R, W), {"callee": "str"})
+define("func.return", "(*vals) ->", "end of a function body", _terminator, (TERM,))
+
+TERMINATORS = tuple(sorted(n for n, d in OPS.items() if TERM in d.traits))
+"""The ops that end a block (all of them are defined above)."""

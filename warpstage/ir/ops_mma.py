@@ -2,8 +2,7 @@
 ``mma.stmatrix``, their verifier rules, and the fragment layouts of the PTX ISA (8.x), section
 9.7.14 "Warp Level Matrix Multiply-Accumulate Instructions": "Matrix Fragments for mma.m16n8k8"
 (9.7.14.5.7), "... for mma.m16n8k16 with floating point type" (9.7.14.5.8), "... for
-mma.m16n8k32", and the instructions mma, ldmatrix and stmatrix. ``RULES`` is merged into
-``ir.ops.OPS``.
+mma.m16n8k32", and the instructions mma, ldmatrix and stmatrix, and their definitions.
 
 Contract (all three are warp-collective and ``.aligned``: the 32 lanes of the warp execute them
 together, converged)::
@@ -31,10 +30,11 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Operation
-from .ops import _types
+from .opdef import define
+from .ops import COLL, R, W, _types
 from .types import PointerType, ScalarType, f16, bf16, f32, i8, i16, i32, u8, u16
 
-__all__ = ["RULES", "SHAPES", "AB_TYPES", "ACC_TYPES", "COMBOS", "FRAGMENT_SIZES",
+__all__ = ["SHAPES", "AB_TYPES", "ACC_TYPES", "COMBOS", "FRAGMENT_SIZES",
            "LDMATRIX_NUMS", "fragment_coords", "is_b16"]
 
 SHAPES = {"m16n8k8": (16, 8, 8), "m16n8k16": (16, 8, 16), "m16n8k32": (16, 8, 32)}
@@ -171,4 +171,12 @@ def _stmatrix(op: Operation) -> Optional[str]:
     return None
 
 
-RULES = {"mma.sync": _mma, "mma.ldmatrix": _ldmatrix, "mma.stmatrix": _stmatrix}
+_WMMA = "Warp Level Matrix Multiply-Accumulate Instructions: "
+_MATRIX = {"num": "int: 8x8 matrices (1, 2, 4)", "trans?": "bool"}
+define("mma.sync", "(*a: A, *b: A, *c: C) -> *d: C", "D = A @ B + C for one M x N x K tile per "
+       "warp, operands in fragment order", _mma, (COLL,),
+       {"shape": "str", "ab": "str", "acc": "str"}, _WMMA + "mma", requires="sm_80")
+define("mma.ldmatrix", "(p: ptr<T, shared>) -> 2*num x T", "load num 8x8 b16 matrices into "
+       "fragments", _ldmatrix, (R, COLL), _MATRIX, _WMMA + "ldmatrix", requires="sm_80")
+define("mma.stmatrix", "(p: ptr<T, shared>, *v: 2*num x T) ->", "store num 8x8 b16 matrices from "
+       "fragments", _stmatrix, (W, COLL), _MATRIX, _WMMA + "stmatrix", requires="sm_90")

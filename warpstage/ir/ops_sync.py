@@ -1,17 +1,17 @@
 """Verifier rules of the warp-specialization ops: warp collectives, named-barrier arrival,
 register reallocation, fences, the dynamic shared memory base, pointer casts, mbarriers,
-cp.async and atomics. The contract of each op is listed in ``ir.ops``'s docstring; ``RULES``
-is merged into ``ir.ops.OPS``.
+cp.async and atomics. Each op is defined (signature, contract, traits) at the end of this module.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from .core import Operation
-from .ops import _arity, _types
+from .opdef import define
+from .ops import ASYNC, ATOMIC, COLL, P, R, W, WAITS, _arity, _types
 from .types import PointerType, ScalarType, i1, i32, u32, u64
 
-__all__ = ["RULES", "SHFL_MODES", "VOTE_MODES", "FENCE_KINDS", "CP_ASYNC_SIZES", "ATOMIC_KINDS",
+__all__ = ["SHFL_MODES", "VOTE_MODES", "FENCE_KINDS", "CP_ASYNC_SIZES", "ATOMIC_KINDS",
            "FULL_MASK", "MBARRIER_TYPE"]
 
 FULL_MASK = 0xFFFFFFFF
@@ -250,17 +250,74 @@ def _atomic_cas(op):
     return None
 
 
-RULES = {
-    "nvvm.shfl": _shfl, "nvvm.vote": _vote, "nvvm.elect": _elect, "nvvm.warp_sync": _warp_sync,
-    "nvvm.setmaxnreg": _setmaxnreg, "nvvm.fence": _fence,
-    "nvvm.barrier_arrive": _barrier_arrive, "nvvm.smem_base": _smem_base,
-    "ptr.cast": _ptr_cast,
-    "mbarrier.init": _mbarrier(1), "mbarrier.arrive": _mbarrier(1, u64, optional_extra=True),
-    "mbarrier.arrive_expect_tx": _mbarrier(1, u64), "mbarrier.expect_tx": _mbarrier(1),
-    "mbarrier.try_wait_parity": _mbarrier(1, i1), "mbarrier.wait_parity": _mbarrier(1),
-    "mbarrier.inval": _mbarrier(0),
-    "cp_async.copy": _cp_async, "cp_async.commit_group": _no_operands,
-    "cp_async.wait_group": _cp_async_wait, "cp_async.wait_all": _no_operands,
-    "cp_async.mbarrier_arrive": _cp_async_arrive,
-    "mem.atomic": _atomic, "mem.atomic_cas": _atomic_cas,
-}
+def _mbarrier_result(t):
+    return lambda operands, attrs: [t]
+
+
+_M = {"mask?": "int: member lanes (default 0xffffffff)"}
+define("nvvm.shfl", "(x: T, b: i32) -> T", "shfl.sync.<mode>.b32 (T i32|u32|f32; mode idx|up|down|"
+       "bfly; b the source lane or delta)", _shfl, (COLL,),
+       {"mode": "str", "width?": "int (default 32)", **_M}, "Data Movement: shfl.sync",
+       infer=lambda operands, attrs: [operands[0]])
+define("nvvm.vote", "(p: i1) -> i1|u32", "vote.sync.all|any|uni (i1), .ballot (u32)", _vote,
+       (COLL,), {"mode": "str", **_M}, "Parallel Synchronization: vote.sync",
+       infer=lambda operands, attrs: [u32 if attrs["mode"] == "ballot" else i1])
+define("nvvm.elect", "() -> i1", "elect.sync: true in exactly one active lane", _elect, (COLL,), _M,
+       "Parallel Synchronization: elect.sync", infer=lambda operands, attrs: [i1],
+       requires="sm_90")
+define("nvvm.warp_sync", "() ->", "bar.warp.sync mask (__syncwarp)", _warp_sync, (COLL,), _M,
+       "Parallel Synchronization: bar.warp.sync")
+define("nvvm.setmaxnreg", "() ->", "setmaxnreg.inc|dec.sync.aligned.u32 count (a multiple of 8 in "
+       "[24, 256])", _setmaxnreg, (COLL,), {"action": "str: inc|dec", "count": "int"},
+       "Miscellaneous: setmaxnreg", requires="sm_90a")
+define("nvvm.fence", "() ->", "fence.<kind>: proxy.async[.shared::cta|.global], acq_rel|sc.<cta|"
+       "cluster|gpu|sys>, mbarrier_init.release.cluster", _fence, (W,), {"kind": "str"},
+       "Parallel Synchronization: membar/fence")
+define("nvvm.barrier_arrive", "(id?: i32) ->", "bar.arrive id, count: arrive without waiting "
+       "(id: the static attribute or a warp-uniform i32 operand)",
+       _barrier_arrive, (W,), {"id?": "int", "count": "int"}, "Parallel Synchronization: bar")
+define("nvvm.smem_base", "() -> ptr<T, shared>", "the CTA's dynamic shared memory", _smem_base,
+       (P,), ptx="extern .shared")
+define("ptr.cast", "(p: ptr<T, s>) -> ptr<U, s>", "same address, new pointee type", _ptr_cast, (P,))
+
+_MB = "Parallel Synchronization: mbarrier"
+define("mbarrier.init", "(bar, count: i32) ->", "expected arrivals per phase", _mbarrier(1),
+       (W,), ptx=_MB, requires="sm_80")
+define("mbarrier.arrive", "(bar, count?: i32) -> u64", "arrive (count times); the state token",
+       _mbarrier(1, u64, optional_extra=True), (R, W), ptx=_MB, infer=_mbarrier_result(u64),
+       requires="sm_80")
+define("mbarrier.arrive_expect_tx", "(bar, bytes: i32) -> u64", "expect_tx then arrive",
+       _mbarrier(1, u64), (R, W), ptx=_MB, infer=_mbarrier_result(u64), requires="sm_90")
+define("mbarrier.expect_tx", "(bar, bytes: i32) ->", "raise the phase's transaction count",
+       _mbarrier(1), (R, W), ptx=_MB, requires="sm_90")
+define("mbarrier.try_wait_parity", "(bar, parity: i32) -> i1", "has the phase with this parity "
+       "completed? (may suspend for a while)", _mbarrier(1, i1), (R, WAITS), ptx=_MB,
+       infer=_mbarrier_result(i1), requires="sm_90")
+define("mbarrier.try_wait_parity_hint", "(bar, parity: i32, suspend_ns: i32) -> i1",
+       "try_wait_parity that may suspend the thread up to suspend_ns nanoseconds (a hint) "
+       "before failing",
+       _mbarrier(2, i1), (R, WAITS), ptx=_MB + ": mbarrier.try_wait suspendTimeHint (PTX 7.8)",
+       infer=_mbarrier_result(i1), requires="sm_90")
+define("mbarrier.wait_parity", "(bar, parity: i32) ->", "block until it has (a try_wait loop)",
+       _mbarrier(1), (R, WAITS), ptx=_MB, requires="sm_90")
+define("mbarrier.inval", "(bar) ->", "end of the mbarrier's life", _mbarrier(0), (W,), ptx=_MB,
+       requires="sm_80")
+
+_CP = "Data Movement: cp.async"
+define("cp_async.copy", "(dst: ptr<_, shared>, src: ptr<_, global>) ->", "size bytes; cache ca "
+       "(4|8|16 bytes) or cg (16)", _cp_async, (R, W, ASYNC), {"cache": "str", "size": "int"}, _CP,
+       requires="sm_80")
+define("cp_async.commit_group", "() ->", "close the group of this thread's pending copies",
+       _no_operands, (ASYNC,), ptx=_CP, requires="sm_80")
+define("cp_async.wait_group", "() ->", "until at most n groups are pending", _cp_async_wait,
+       (WAITS,), {"n": "int"}, _CP, requires="sm_80")
+define("cp_async.wait_all", "() ->", "until no group is pending", _no_operands, (WAITS,), ptx=_CP,
+       requires="sm_80")
+define("cp_async.mbarrier_arrive", "(bar) ->", "arrive on bar once prior copies land",
+       _cp_async_arrive, (W, ASYNC), {"noinc?": "bool"}, _CP, requires="sm_80")
+define("mem.atomic", "(p: ptr<T>, v: T) -> T", "old value; kind add|min|max|exch|and|or|xor; T in "
+       "i32 u32 i64 u64 f32 f64 (floats: add, exch)", _atomic, (R, W, ATOMIC), {"kind": "str"},
+       "Parallel Synchronization: atom", infer=lambda operands, attrs: [operands[1]])
+define("mem.atomic_cas", "(p: ptr<T>, cmp: T, v: T) -> T", "old value; stores v if old == cmp "
+       "(integers)", _atomic_cas, (R, W, ATOMIC), ptx="Parallel Synchronization: atom.cas",
+       infer=lambda operands, attrs: [operands[2]])

@@ -1,5 +1,5 @@
 """Verifier rules of the TMA ops (the Tensor Memory Accelerator: bulk asynchronous copies between
-global and shared memory, sm_90). ``RULES`` is merged into ``ir.ops.OPS``.
+global and shared memory, sm_90), and their definitions.
 
 Contract (``desc`` is a ``!tensormap``; ``bar`` an mbarrier ``!ptr<u64, shared>``; coordinates
 are ``i32`` element indices, outermost dimension first, as many as the box has dimensions;
@@ -28,10 +28,11 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Operation
-from .ops import _arity, _types
+from .opdef import define
+from .ops import ASYNC, R, W, WAITS, _arity, _types
 from .types import PointerType, TensorMapType, i32
 
-__all__ = ["RULES", "MAX_RANK", "MAX_BOX", "MAX_WAIT_GROUPS"]
+__all__ = ["MAX_RANK", "MAX_BOX", "MAX_WAIT_GROUPS"]
 
 MAX_RANK = 5
 MAX_BOX = 256
@@ -126,6 +127,20 @@ def _bulk_copy(op):
     return None
 
 
-RULES = {"tma.load": _load, "tma.store": _store, "tma.commit_group": _commit,
-         "tma.wait_group": _wait, "tma.prefetch_descriptor": _prefetch,
-         "tma.bulk_copy": _bulk_copy}
+_TMA = "Data Movement: cp.async.bulk.tensor"
+_BOX = {"box": "tuple of ints: elements, outermost first", "bytes": "int"}
+define("tma.load", "(desc, dst: ptr<T, shared>, bar, *coords: i32) ->", "box at coords -> smem at "
+       "dst, then complete_tx bytes on bar", _load, (R, W, ASYNC), _BOX, _TMA, requires="sm_90")
+define("tma.store", "(desc, src: ptr<T, shared>, *coords: i32) ->", "box from smem at src -> the "
+       "tensor at coords, in the current bulk group", _store, (R, W, ASYNC), _BOX, _TMA,
+       requires="sm_90")
+define("tma.commit_group", "() ->", "close this thread's bulk stores into a bulk group", _commit,
+       (ASYNC,), ptx="Data Movement: cp.async.bulk.commit_group", requires="sm_90")
+define("tma.wait_group", "() ->", "until at most n bulk groups are pending (read: only their "
+       "smem reads)", _wait, (WAITS,), {"n": "int", "read?": "bool"},
+       "Data Movement: cp.async.bulk.wait_group", requires="sm_90")
+define("tma.prefetch_descriptor", "(desc) ->", "fetch the descriptor into cache", _prefetch, (W,),
+       ptx="Data Movement: prefetch.tensormap", requires="sm_90")
+define("tma.bulk_copy", "(dst: ptr<_, shared>, src: ptr<_, global>, nbytes: i32, bar) ->", "copy "
+       "nbytes (multiple of 16), then complete_tx nbytes on bar", _bulk_copy, (R, W, ASYNC),
+       ptx="Data Movement: cp.async.bulk", requires="sm_90")

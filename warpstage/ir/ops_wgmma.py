@@ -1,7 +1,6 @@
 """Verifier rules of the Hopper warpgroup MMA ops (PTX ISA 8.0, "Asynchronous Warpgroup Level
 Matrix Multiply-Accumulate Instructions": wgmma.fence, wgmma.mma_async, wgmma.commit_group,
-wgmma.wait_group, and the shared-memory "Matrix Descriptor Format"). ``RULES`` is merged into
-``ir.ops.OPS``.
+wgmma.wait_group, and the shared-memory "Matrix Descriptor Format"), and their definitions.
 
 Contracts:
 
@@ -33,10 +32,12 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Operation
-from .ops import _types
+from .opdef import define
+from .ops import ASYNC, COLL, P, R, WAITS, _types
 from .types import PointerType, ScalarType, i1, u64
 
-__all__ = ["RULES", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+__all__ = ["descriptor_fields", "decode_descriptor", "DESCRIPTOR_ADDRESS_MASK",
+           "accumulator_base", "accumulator_offset", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
@@ -44,6 +45,37 @@ MMA_TYPES = ("f16", "bf16")
 ACC_TYPES = ("f32", "f16")
 MAX_WAIT_GROUP = 8
 _PASS_TYPES = ("f32", "f16", "bf16", "i32", "u32")
+_SPAN = {mode: span for span, mode in SWIZZLE_MODE.items()}
+
+DESCRIPTOR_ADDRESS_MASK = 0x3FFFF
+"""The bits of the shared-window byte address a descriptor keeps; bits 0-13 hold them >> 4."""
+
+
+def descriptor_fields(lbo: int, sbo: int, swizzle: int, base_offset: int = 0) -> int:
+    """The static bits of a wgmma matrix descriptor (PTX ISA "Matrix Descriptor Format"): lbo
+    and sbo (bytes) >> 4 in bits 16-29 and 32-45, base_offset in 49-51, the swizzle span's mode
+    (SWIZZLE_MODE) in 62-63. The descriptor is ``(addr & DESCRIPTOR_ADDRESS_MASK) >> 4`` or'ed
+    with them; the backend and the simulator both build it from this."""
+    return (lbo >> 4) << 16 | (sbo >> 4) << 32 | base_offset << 49 | SWIZZLE_MODE[swizzle] << 62
+
+
+def decode_descriptor(desc: int) -> dict:
+    """The fields of a 64-bit matrix descriptor, in bytes (``swizzle`` as its span)."""
+    return {"start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
+            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
+            "swizzle": _SPAN[(desc >> 62) & 3]}
+
+
+def accumulator_base(warp, lane):
+    """(row, col) of element 0 of the m64nN accumulator fragment of lane ``lane`` of warp
+    ``warp`` (0..3) of the warpgroup (PTX ISA "Register Fragments", wgmma D; also the A register
+    fragment, as m64n16). Ints, numpy arrays and traced scalars alike."""
+    return 16 * warp + lane // 4, 2 * (lane % 4)
+
+
+def accumulator_offset(i: int):
+    """(row, col) of element ``i`` of that fragment relative to element 0."""
+    return 8 * ((i // 2) % 2), 8 * (i // 4) + i % 2
 
 
 def _static(op: Operation, name: str, allowed) -> Optional[str]:
@@ -161,5 +193,22 @@ def _mma(op):
     return None
 
 
-RULES = {"wgmma.fence": _fence, "wgmma.commit_group": _commit, "wgmma.wait_group": _wait,
-         "wgmma.descriptor": _descriptor, "wgmma.mma_async": _mma}
+_WG = "Asynchronous Warpgroup Level Matrix Multiply-Accumulate: "
+_through = lambda operands, attrs: list(operands)   # noqa: E731
+define("wgmma.fence", "(*vals) -> (*vals)", "order register accesses before wgmma.mma_async; the "
+       "values pass through", _fence, (COLL,), ptx=_WG + "wgmma.fence", infer=_through,
+       requires="sm_90a")
+define("wgmma.commit_group", "() ->", "close the pending wgmma.mma_async ops into a group",
+       _commit, (COLL, ASYNC), ptx=_WG + "wgmma.commit_group", requires="sm_90a")
+define("wgmma.wait_group", "(*vals) -> (*vals)", "until at most n groups are pending; the values "
+       "pass through and are read only after the wait", _wait, (COLL, WAITS), {"n": "int"},
+       _WG + "wgmma.wait_group", _through, requires="sm_90a")
+define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix descriptor of the "
+       "tile at p", _descriptor, (P,), {"lbo": "int: bytes", "sbo": "int: bytes",
+                                        "swizzle": "int: bytes", "base_offset": "int"},
+       _WG + "Matrix Descriptor Format", lambda operands, attrs: [u64])
+define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64x16) @ "
+       "scale_b*B (16xn) (+ D if scale_d) for one warpgroup", _mma, (R, COLL, ASYNC),
+       {k: "static" for k in ("n", "type_a", "type_b", "type_d", "a_regs", "scale_d", "scale_a",
+                              "scale_b", "tnsp_a", "tnsp_b")}, _WG + "wgmma.mma_async",
+       requires="sm_90a")

@@ -1,12 +1,15 @@
-"""The IR verifier: each op's contract (``ir.ops``), SSA scoping, terminators, calls.
+"""The IR verifier: each op's definition (``ir.opdef``: rule, attribute schema, terminator
+trait), SSA scoping, calls.
 
-Run at the stage boundaries (after tracing, after each pass). A failure raises
-``VerificationError`` naming the function, the op, its source location, expected vs got.
+Run at the stage boundaries (after tracing, between passes; see ``passes.pipeline``). One walk,
+linear in the size of the module: the values in scope are one set that grows on entry to a block
+and shrinks on exit from it. A failure raises ``VerificationError`` naming the function, the op,
+its source location, expected vs got.
 """
 from __future__ import annotations
 
 from .core import Block, Function, Module, Operation
-from .ops import OPS, TERMINATORS
+from .opdef import OPS, Trait
 
 __all__ = ["VerificationError", "verify"]
 
@@ -25,6 +28,7 @@ class _Verifier:
     def __init__(self, module: Module, fn: Function):
         self.module = module
         self.fn = fn
+        self.scope: set = set()
 
     def fail(self, op, msg):
         where = f" at {op.loc}" if op is not None and op.loc else ""
@@ -42,32 +46,41 @@ class _Verifier:
         if got != list(self.fn.result_types):
             self.fail(term, f"returns ({', '.join(map(str, got))}), function declares "
                             f"({', '.join(map(str, self.fn.result_types))})")
-        self.block(block, set())
+        self.block(block)
 
-    def block(self, block: Block, visible: set):
-        scope = set(visible)
-        scope.update(id(a) for a in block.args)
+    def block(self, block: Block):
+        scope = self.scope
+        added = [id(a) for a in block.args]
+        scope.update(added)
+        last = len(block.ops) - 1
         for i, op in enumerate(block.ops):
             if op.parent is not block:
                 self.fail(op, "op's parent link does not point at its block")
-            rule = OPS.get(op.name)
-            if rule is None:
+            d = OPS.get(op.name)
+            if d is None:
                 self.fail(op, "unknown op")
             for k, v in enumerate(op.operands):
                 if id(v) not in scope:
                     self.fail(op, f"operand {k} ({v.type}) is not defined before this op in an "
                                   "enclosing block")
-            err = rule(op)
+            if op.attrs and not d.attr_names.issuperset(op.attrs):
+                extra = sorted(set(op.attrs) - d.attr_names)
+                self.fail(op, f"unknown attribute(s) {', '.join(extra)}; "
+                              f"{op.name} takes {', '.join(d.attrs) or 'none'}")
+            err = d.rule(op)
             if err:
                 self.fail(op, err)
-            is_last = i == len(block.ops) - 1
-            if op.name in TERMINATORS and not is_last:
+            if i != last and Trait.TERMINATOR in d.traits:
                 self.fail(op, "terminator in the middle of a block")
             if op.name == "func.call":
                 self.call(op)
             for region in op.regions:
-                self.block(region.block, scope)
-            scope.update(id(r) for r in op.results)
+                self.block(region.block)
+            for r in op.results:
+                rid = id(r)
+                scope.add(rid)
+                added.append(rid)
+        scope.difference_update(added)
 
     def call(self, op: Operation):
         callee = self.module.get(op.attrs["callee"])

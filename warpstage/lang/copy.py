@@ -39,13 +39,13 @@ def cp_async(dst, src, nbytes: int = 16, cache: str = None) -> None:
                             "use cache='ca' for copies smaller than 16 bytes")
     d = pointer_operand(dst, f"{what}'s destination", "shared")
     s = pointer_operand(src, f"{what}'s source", "global")
-    builder(what).op("cp_async.copy", (d.value, s.value), (), {"cache": cache, "size": nbytes})
+    builder(what).cp_async_copy(d.value, s.value, cache, nbytes)
 
 
 def commit_group() -> None:
     """Close this thread's uncommitted cp.async copies into a group: PTX
     ``cp.async.commit_group`` (an empty group if there are none)."""
-    builder("ws.copy.commit_group()").op("cp_async.commit_group")
+    builder("ws.copy.commit_group()").cp_async_commit_group()
 
 
 def wait_group(n: int = 0) -> None:
@@ -55,12 +55,12 @@ def wait_group(n: int = 0) -> None:
     what = "ws.copy.wait_group()"
     n = static_int(n, f"{what}'s group count", range(64), "a static int in [0, 64)",
                    "pass the number of groups allowed to stay in flight, e.g. stages - 1")
-    builder(what).op("cp_async.wait_group", (), (), {"n": n})
+    builder(what).cp_async_wait_group(n)
 
 
 def wait_all() -> None:
     """Wait for every cp.async of this thread, committed or not: PTX ``cp.async.wait_all``."""
-    builder("ws.copy.wait_all()").op("cp_async.wait_all")
+    builder("ws.copy.wait_all()").cp_async_wait_all()
 
 
 def cp_async_mbarrier_arrive(bar: Mbarrier, noinc: bool = True) -> None:
@@ -75,4 +75,4 @@ def cp_async_mbarrier_arrive(bar: Mbarrier, noinc: bool = True) -> None:
                             "ws.smem.MbarrierArray)", "pass storage.bars[i]")
     if not isinstance(noinc, bool):
         raise operand_error(f"{what}'s noinc", noinc, "a static bool", "pass True or False")
-    builder(what).op("cp_async.mbarrier_arrive", (bar.ptr.value,), (), {"noinc": noinc})
+    builder(what).cp_async_mbarrier_arrive(bar.ptr.value, noinc)

@@ -40,6 +40,14 @@ def _parity(x, what: str):
     return dynamic_i32(x, what)
 
 
+def _suspend_ns(x, what: str):
+    if not isinstance(x, Scalar):
+        static_int(x, f"{what}'s suspend_time_ns", range(1, MAX_COUNT + 1),
+                   f"an int in [1, {MAX_COUNT}] (nanoseconds)",
+                   "pass how long a failing try_wait may suspend the thread, e.g. 1000")
+    return dynamic_i32(x, f"{what}'s suspend_time_ns")
+
+
 class Mbarrier:
     """One mbarrier. ``ptr`` is its address (``ws.Pointer[ws.Uint64, 'shared']``); the object
     follows the value protocol (its leaf is that pointer), so it can be passed to ``@ws.jit``
@@ -91,12 +99,22 @@ class Mbarrier:
         ``mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], tx``."""
         self._op("expect_tx", _count(nbytes, "Mbarrier.expect_tx()'s byte count"))
 
-    def try_wait(self, parity) -> Boolean:
+    def try_wait(self, parity, suspend_time_ns=None) -> Boolean:
         """True iff the phase with ``parity`` (0/1, static or dynamic) has completed: PTX
         ``mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity`` (may suspend the thread
-        briefly). Prefer ``wait`` unless there is other work to do meanwhile."""
-        p = self._op("try_wait_parity", _parity(parity, "Mbarrier.try_wait()'s parity"))
-        return Boolean._wrap(p, Origin("Mbarrier.try_wait()", user_location()))
+        for a system-dependent time before failing). ``suspend_time_ns`` (an int in
+        [1, 2^20 - 1] or a dynamic Int32, nanoseconds) bounds that suspension: the
+        ``suspendTimeHint`` operand (PTX ISA 7.8, sm_90). The simulator suspends a failing
+        try_wait until an mbarrier changes, with or without the hint. Prefer ``wait`` unless
+        there is other work to do meanwhile. Raises OperandError for a parity other than 0/1
+        or a hint outside the range."""
+        what = "Mbarrier.try_wait()"
+        parity = _parity(parity, f"{what}'s parity")
+        if suspend_time_ns is None:
+            p = self._op("try_wait_parity", parity)
+        else:
+            p = self._op("try_wait_parity_hint", parity, _suspend_ns(suspend_time_ns, what))
+        return Boolean._wrap(p, Origin(what, user_location()))
 
     def wait(self, parity) -> None:
         """Block until the phase with ``parity`` has completed: a try_wait loop in PTX

@@ -203,10 +203,9 @@ def mma_sync(a: Fragment, b: Fragment, c: Fragment, shape: str = None) -> Fragme
                                 f"{n} elements", f"the {shape} {name.upper()} fragment has {n} "
                                 "elements per lane (ws.mma.fragment_sizes)")
     operands = [v.value for f in (a, b, c) for v in f]
-    op = builder(what).op("mma.sync", operands, [c.dtype.ir_type] * sizes[2],
-                          {"shape": shape, "ab": ab, "acc": acc})
+    results = builder(what).mma_sync(shape, ab, acc, operands, c.dtype.ir_type, sizes[2])
     origin = Origin(what, user_location())
-    return Fragment(c.dtype, [c.dtype._wrap(r, origin) for r in op.results])
+    return Fragment(c.dtype, [c.dtype._wrap(r, origin) for r in results])
 
 
 def _matrix_num(num, what: str) -> int:
@@ -238,10 +237,9 @@ def ldmatrix(ptr, num: int = 4, trans: bool = False) -> Fragment:
         raise operand_error(f"{what}'s trans", trans, "a static bool", "pass trans=True")
     p = _matrix_pointer(ptr, what)
     t = p.value.type.pointee
-    op = builder(what).op("mma.ldmatrix", (p.value,), [t] * (2 * num),
-                          {"num": num, "trans": trans})
+    results = builder(what).ldmatrix(p.value, num, trans)
     origin = Origin(what, user_location())
-    return Fragment(DTYPES[t], [DTYPES[t]._wrap(r, origin) for r in op.results])
+    return Fragment(DTYPES[t], [DTYPES[t]._wrap(r, origin) for r in results])
 
 
 def stmatrix(ptr, frag: Fragment, trans: bool = False) -> None:
@@ -260,6 +258,5 @@ def stmatrix(ptr, frag: Fragment, trans: bool = False) -> None:
         raise operand_error(f"{what}'s fragment", f"{frag.dtype.__name__} elements",
                             f"{p.dtype.__name__} elements (the pointer's type)",
                             f"convert with frag.to(ws.{p.dtype.__name__})")
-    builder(what).op("mma.stmatrix", [p.value] + [v.value for v in frag], (),
-                     {"num": len(frag) // 2, "trans": trans})
+    builder(what).stmatrix(p.value, [v.value for v in frag], trans)
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
+from ..core.target import TARGETS, target_for
 from ..frontend.trace import builder, current
 from ..ir.swizzle import swizzle_align
 from .layout_swizzle import make_swizzle
@@ -54,7 +55,8 @@ __all__ = ["Array", "ArraySpec", "MbarrierArray", "MbarrierSpec", "SmemArray", "
            "Layout", "storage", "make_storage", "layout_of", "size_of", "allocate",
            "MAX_DYNAMIC_SMEM", "BASE_ALIGN"]
 
-MAX_DYNAMIC_SMEM = 227 * 1024
+MAX_DYNAMIC_SMEM = target_for("sm_90a").max_dynamic_smem
+"""sm_90's per-CTA limit in bytes (227 KiB); ``allocate`` checks the traced kernel's target."""
 """Bytes of shared memory one CTA may use on sm_90 (with the opt-in attribute above 48 KiB)."""
 
 
@@ -299,11 +301,19 @@ def _view(spec, ptr_u8: Pointer):
     return SmemStorage(spec, ptr_u8)
 
 
+def _target(ctx):
+    """The Target of the kernel being traced (its CompileOptions.arch; sm_90a if unknown: the
+    backend reports an unknown arch)."""
+    arch = getattr(ctx.options, "arch", "sm_90a")
+    return TARGETS.get(arch) or target_for("sm_90a")
+
+
 def allocate(cls_or_spec):
     """Reserve a storage class (or a single ``Array``/``MbarrierArray`` field type) in the CTA's
     dynamic shared memory and return its view. Each call takes the next aligned bytes after the
     kernel's earlier allocations; the kernel's ``attrs['dynamic_smem']`` becomes the total.
-    Raises OperandError when the total exceeds 227 KiB (sm_90's per-CTA limit)."""
+    Raises OperandError when the total exceeds the target's per-CTA limit (``core.target``:
+    227 KiB on sm_90)."""
     what = "ws.smem.allocate()"
     ctx = current(what)
     spec = cls_or_spec if isinstance(cls_or_spec, (ArraySpec, MbarrierSpec)) \
@@ -311,10 +321,12 @@ def allocate(cls_or_spec):
     kernel = ctx.module.kernels[0]
     offset = _round_up(kernel.attrs.get("dynamic_smem", 0), spec.align)
     end = offset + spec.nbytes
-    if end > MAX_DYNAMIC_SMEM:
+    target = _target(ctx)
+    limit = target.max_dynamic_smem
+    if end > limit:
         raise operand_error(what, f"{spec!r} at byte {offset} (ending at {end})",
-                            f"a total of at most {MAX_DYNAMIC_SMEM} bytes (227 KiB) per CTA",
-                            "use fewer pipeline stages or smaller tiles")
+                            f"a total of at most {limit} bytes ({limit // 1024} KiB) per CTA "
+                            f"on {target.arch}", "use fewer pipeline stages or smaller tiles")
     kernel.attrs["dynamic_smem"] = end
     base = Pointer._wrap(builder(what).smem_base(ir.u8))
     if offset:

@@ -6,7 +6,7 @@ membar/fence), "Miscellaneous Instructions" (setmaxnreg, sm_90a).
 """
 from __future__ import annotations
 
-from ..frontend.trace import builder, current
+from ..frontend.trace import builder
 from .operands import dynamic_i32, operand_error, static_int
 from .scalars import Scalar
 
@@ -49,10 +49,7 @@ def barrier_arrive(barrier_id, num_threads: int) -> None:
     what = "ws.arch.barrier_arrive()"
     bar_id = _barrier_id(barrier_id, what)
     count = _thread_count(num_threads, what)
-    if isinstance(bar_id, int):
-        builder(what).op("nvvm.barrier_arrive", (), (), {"id": bar_id, "count": count})
-    else:
-        builder(what).op("nvvm.barrier_arrive", (bar_id,), (), {"count": count})
+    builder(what).barrier_arrive(bar_id, count)
 
 
 def _regs(n, what: str) -> int:
@@ -69,12 +66,9 @@ def _regs(n, what: str) -> int:
 
 def _setmaxnreg(action: str, n, what: str) -> None:
     count = _regs(n, what)
-    ctx = current(what)
-    if ctx.module.kernels:
-        # ptxas honours setmaxnreg only with a register budget at entry: .maxntid (from the
-        # launch block) and .minnctapersm 1; without them it warns C7508 and ignores it.
-        ctx.module.kernels[0].attrs.setdefault("minctasm", 1)
-    builder(what).op("nvvm.setmaxnreg", (), (), {"action": action, "count": count})
+    # the kernel's .minnctapersm 1, which ptxas needs to honour it, is set by
+    # passes/kernel_attrs.py
+    builder(what).setmaxnreg(action, count)
 
 
 def setmaxnreg_increase(n: int) -> None:
@@ -98,7 +92,7 @@ setmaxregister_decrease = setmaxnreg_decrease
 
 
 def _fence(kind: str, what: str) -> None:
-    builder(what).op("nvvm.fence", (), (), {"kind": kind})
+    builder(what).fence(kind)
 
 
 def fence_proxy_async(space: str = "shared::cta") -> None:

@@ -261,8 +261,7 @@ def load(desc, dst, coords, bar) -> None:
         raise operand_error(f"{what}'s mbarrier", type(bar).__name__, "an Mbarrier",
                             "pass storage.bars[i] (or pipe.producer_get_barrier(state))")
     xs = _coords(d, coords, what)
-    builder(what).op("tma.load", (d.map.value, tile.ptr.value, bar.ptr.value, *xs), (),
-                     {"box": d.box, "bytes": d.smem_bytes})
+    builder(what).tma_load(d.map.value, tile.ptr.value, bar.ptr.value, xs, d.box, d.smem_bytes)
 
 
 def store(desc, src, coords) -> None:
@@ -278,14 +277,13 @@ def store(desc, src, coords) -> None:
     d = _descriptor(desc, f"{what}'s descriptor")
     tile = _tile(d, src, f"{what}'s source")
     xs = _coords(d, coords, what, store=True)
-    builder(what).op("tma.store", (d.map.value, tile.ptr.value, *xs), (),
-                     {"box": d.box, "bytes": d.smem_bytes})
+    builder(what).tma_store(d.map.value, tile.ptr.value, xs, d.box, d.smem_bytes)
 
 
 def commit_group() -> None:
     """Close this thread's uncommitted TMA stores (and bulk shared->global copies) into a bulk
     group: PTX ``cp.async.bulk.commit_group``."""
-    builder("ws.tma.commit_group()").op("tma.commit_group")
+    builder("ws.tma.commit_group()").tma_commit_group()
 
 
 def wait_group(n: int = 0, read: bool = False) -> None:
@@ -298,7 +296,7 @@ def wait_group(n: int = 0, read: bool = False) -> None:
                    "pass the number of bulk groups allowed to stay in flight")
     if not isinstance(read, bool):
         raise operand_error(f"{what}'s read", read, "a static bool", "pass read=True or False")
-    builder(what).op("tma.wait_group", (), (), {"n": n, "read": read})
+    builder(what).tma_wait_group(n, read)
 
 
 def prefetch_descriptor(desc) -> None:
@@ -306,7 +304,7 @@ def prefetch_descriptor(desc) -> None:
     ``prefetch.tensormap [desc]`` (a hint; the simulator does nothing)."""
     what = "ws.tma.prefetch_descriptor()"
     d = _descriptor(desc, f"{what}'s descriptor")
-    builder(what).op("tma.prefetch_descriptor", (d.map.value,))
+    builder(what).tma_prefetch_descriptor(d.map.value)
 
 
 def bulk_copy(dst, src, nbytes, bar) -> None:
@@ -335,4 +333,4 @@ def bulk_copy(dst, src, nbytes, bar) -> None:
         raise operand_error(f"{what}'s mbarrier", type(bar).__name__, "an Mbarrier",
                             "pass storage.bars[i]")
     n = dynamic_i32(nbytes, f"{what}'s byte count")
-    builder(what).op("tma.bulk_copy", (d.value, s.value, n, bar.ptr.value))
+    builder(what).tma_bulk_copy(d.value, s.value, n, bar.ptr.value)

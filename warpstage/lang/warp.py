@@ -159,4 +159,4 @@ def sync_warp(mask: int = FULL_MASK) -> None:
     one elected lane publishes what all lanes wrote (``if ws.arch.elect_one(): bar.arrive()``)."""
     what = "ws.arch.sync_warp()"
     mask = _mask(mask, what)
-    builder(what).op("nvvm.warp_sync", (), (), {} if mask == FULL_MASK else {"mask": mask})
+    builder(what).warp_sync(mask)

@@ -77,10 +77,11 @@ def _pass_values(what: str, items, keep_flight: bool) -> tuple:
     return values, rebuild
 
 
-def _tied_op(name: str, what: str, items, attrs=None):
-    values, rebuild = _pass_values(what, items, name == "wgmma.fence")
-    op = builder(what).op(name, values, [v.type for v in values], attrs or {})
-    return rebuild(op.results)
+def _tied_op(fence: bool, what: str, items, n: int = 0):
+    """wgmma.fence (``fence``) or wgmma.wait_group n with ``items``' values passing through."""
+    values, rebuild = _pass_values(what, items, fence)
+    b = builder(what)
+    return rebuild(b.wgmma_fence(values) if fence else b.wgmma_wait_group(n, values))
 
 
 def fence(*fragments):
@@ -89,13 +90,13 @@ def fence(*fragments):
     accumulators or A fragments an ``mma`` reads (e.g. after ``wait_group``). Pass those
     fragments: they are returned, and the compiler then computes them before the fence.
     Returns None, one fragment, or a tuple (one per argument)."""
-    return _tied_op("wgmma.fence", "ws.wgmma.fence()", fragments)
+    return _tied_op(True, "ws.wgmma.fence()", fragments)
 
 
 def commit_group() -> None:
     """``wgmma.commit_group.sync.aligned``: close this warpgroup's uncommitted ``mma`` calls
     into a wgmma-group (an empty group if none)."""
-    builder("ws.wgmma.commit_group()").op("wgmma.commit_group")
+    builder("ws.wgmma.commit_group()").wgmma_commit_group()
 
 
 def wait_group(n: int = 0, *fragments):
@@ -108,7 +109,7 @@ def wait_group(n: int = 0, *fragments):
     what = "ws.wgmma.wait_group()"
     n = static_int(n, f"{what}'s group count", range(8), "a static int in [0, 8)",
                    "pass the number of wgmma-groups allowed to stay in flight, e.g. 0 or 1")
-    return _tied_op("wgmma.wait_group", what, fragments, {"n": n})
+    return _tied_op(False, what, fragments, n)
 
 
 # -- the MMA ------------------------------------------------------------------------------------
@@ -213,9 +214,9 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
                             "pass True to accumulate, False to overwrite")
     if acc is not None:
         operands.extend(v.value for v in acc._values)    # an in-flight acc may chain
-    op = builder(what).op("wgmma.mma_async", operands, [d_dtype.ir_type] * (n // 2), attrs)
+    results = builder(what).wgmma_mma_async(operands, attrs, d_dtype.ir_type, n // 2)
     loc = user_location()
-    return Fragment(d_dtype, [d_dtype._wrap(r) for r in op.results],
+    return Fragment(d_dtype, [d_dtype._wrap(r) for r in results],
                     in_flight=str(loc) if loc else "ws.wgmma.mma()")
 
 

@@ -46,8 +46,7 @@ def make_descriptor(smem, lbo: int, sbo: int, swizzle=None, base_offset: int = 0
                    "pass the byte distance between core matrices (see docs/wgmma.md)")
     base_offset = static_int(base_offset, f"{what}'s base_offset", range(8), "an int in [0, 8)",
                              "use 0 and align swizzled tiles to 8 * swizzle bytes")
-    attrs = {"lbo": lbo, "sbo": sbo, "swizzle": swizzle, "base_offset": base_offset}
-    r = builder(what).op("wgmma.descriptor", (p.value,), (Uint64.ir_type,), attrs).result
+    r = builder(what).wgmma_descriptor(p.value, lbo, sbo, swizzle, base_offset)
     return Uint64._wrap(r, Origin(what, user_location()))
 
 

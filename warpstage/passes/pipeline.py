@@ -1,18 +1,39 @@
-"""The pass pipeline: its order lives here and nowhere else. The verifier runs at both ends."""
+"""The pass pipeline: its order lives here and nowhere else.
+
+``run_passes`` verifies the traced module once, runs each pass of ``PIPELINE`` in order, and
+verifies the result once (each pass promises valid IR in, valid IR out; ``verify_each=True``
+checks that promise after every pass, for debugging a pass). The backend and the simulator
+consume what comes out.
+"""
 from __future__ import annotations
 
 from ..ir import Module, verify
 from .dce import dead_code_elimination
+from .kernel_attrs import kernel_attributes
 
 __all__ = ["run_passes", "PIPELINE"]
 
-PIPELINE = (dead_code_elimination,)
+PIPELINE = (dead_code_elimination, kernel_attributes)
+"""The passes, in order: DCE by traits, then the kernel attributes the remaining ops imply."""
 
 
-def run_passes(module: Module) -> Module:
-    """Verify, run each pass of PIPELINE in order, verify again."""
+def run_passes(module: Module, verify_each: bool = False) -> Module:
+    """Verify, run each pass of PIPELINE in order, verify again; returns ``module`` (changed in
+    place). Raises VerificationError naming the pass whose output broke an invariant."""
     verify(module)
     for p in PIPELINE:
         p(module)
-    verify(module)
+        if verify_each:
+            _verify_after(module, p)
+    if not verify_each:
+        _verify_after(module, None)
     return module
+
+
+def _verify_after(module: Module, p) -> None:
+    from ..ir import VerificationError
+    try:
+        verify(module)
+    except VerificationError as e:
+        where = f"after pass {p.__name__}" if p is not None else "after the passes"
+        raise VerificationError(f"{where}: {e}") from None

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.target import target_for
+
 from ..ir.types import PointerType, ScalarType, TensorMapType, Type
 
 __all__ = ["LANES", "lanes", "register_dtype", "memory_dtype", "round_bf16", "f64_to_bf16",
            "to_register", "from_memory", "to_memory", "full", "python_value"]
 
-LANES = 32
+LANES = target_for("sm_90a").warp_size
 
 _REGISTER = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,

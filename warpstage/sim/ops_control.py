@@ -14,7 +14,7 @@ they can wait; its plain step drives that generator, which never yields (measure
 An ``scf.while`` that reads memory always takes the generator form: it yields a ``SpinWait``
 every ``SPIN_ITERATIONS`` iterations, so that a warp polling a flag lets the writer run (see
 sim/scheduler.py for the livelock rule). An ``scf.while`` whose regions only compute on
-registers (``_PURE``: no memory reads, waits or clocks) compares its state (active lanes and
+registers (``_pure``: no op with the READS_MEMORY or WAITS trait, no clock) compares its state (active lanes and
 carried values) every ``FROZEN_CHECK`` iterations with the previous check's: equal states mean
 the loop repeats itself forever, a ``LivelockError`` naming the loop's line.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LivelockError, SimulatorError
+from ..ir import Trait, ops_with
 from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES, register_dtype
@@ -205,31 +206,30 @@ def _for(op: Operation, cx):
 
 
 # -- scf.while --------------------------------------------------------------------------------
-_READS = frozenset({"mem.load", "mem.atomic", "mem.atomic_cas", "func.call"})
 _CLOCKS = frozenset({"clock", "clock64", "globaltimer"})
 
 
 FROZEN_CHECK = 4096
 """Iterations between two state comparisons of a while loop that reads no memory."""
-_PURE_FAMILIES = ("arith.", "math.", "scf.", "ptr.")
-_PURE = frozenset({"mem.store", "gpu.printf", "nvvm.shfl", "nvvm.vote", "nvvm.elect",
-                   "nvvm.warp_sync", "nvvm.fence", "nvvm.sreg", "mma.sync", "mma.stmatrix",
-                   "wgmma.descriptor"})
 
 
 def _pure(op: Operation) -> bool:
     """Whether the loop's next iteration depends only on its carried values: its regions read
-    no memory, wait for nothing and read no clock."""
-    return not _reads_clock(op) and all(
-        inner.name in _PURE or inner.name.startswith(_PURE_FAMILIES) for inner in op.walk()
-        if inner is not op)
+    no memory (no op with the ``READS_MEMORY`` trait), wait for nothing (``WAITS``) and read no
+    clock."""
+    unsettled = ops_with(Trait.READS_MEMORY) | ops_with(Trait.WAITS)
+    return not _reads_clock(op) and not any(
+        inner.name in unsettled for inner in op.walk() if inner is not op)
 
 
 def may_spin(op: Operation) -> bool:
-    """Whether scf.while ``op`` reads memory (or calls a function, which might): it may be
-    polling for another warp's write, so it yields to the scheduler every ``SPIN_ITERATIONS``
-    iterations (a ``SpinWait``) and cannot be a plain Python loop."""
-    return any(inner.name in _READS for inner in op.walk())
+    """Whether scf.while ``op`` reads memory synchronously (an op with the ``READS_MEMORY``
+    trait and neither ``WAITS`` nor ``ASYNC``; a function call counts): it may be polling for
+    another warp's write, so it yields to the scheduler every ``SPIN_ITERATIONS`` iterations (a
+    ``SpinWait``) and cannot be a plain Python loop. (A loop around an mbarrier wait is left to
+    the wait, which suspends the warp itself; an async copy's read is not seen by the loop.)"""
+    polls = ops_with(Trait.READS_MEMORY) - ops_with(Trait.WAITS) - ops_with(Trait.ASYNC)
+    return any(inner.name in polls for inner in op.walk())
 
 
 def _reads_clock(op: Operation) -> bool:

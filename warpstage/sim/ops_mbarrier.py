@@ -355,7 +355,7 @@ class PollWait(MbarrierWait):
                 "no mbarrier changed)")
 
 
-@handler("mbarrier.try_wait_parity", blocking=True)
+@handler("mbarrier.try_wait_parity", "mbarrier.try_wait_parity_hint", blocking=True)
 def _try_wait(op: Operation, cx):
     slots = cx.slots(op.operands)
     r = cx.slot(op.result)

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..errors import BarrierError, OutOfBoundsError, SimulatorError, UnsupportedError
 from ..ir.core import Operation
+from ..ir.ops_wgmma import DESCRIPTOR_ADDRESS_MASK, descriptor_fields
 from .compiler import where
 from .dtypes import LANES
 from .races import note_read
@@ -397,10 +398,9 @@ def _descriptor(op: Operation, cx):
     p = cx.slot(op.operands[0])
     r = cx.slot(op.result)
     a = op.attrs
-    mode = {0: 0, 128: 1, 64: 2, 32: 3}[a["swizzle"]]
-    fields = np.uint64((a["lbo"] >> 4) << 16 | (a["sbo"] >> 4) << 32
-                       | a.get("base_offset", 0) << 49 | mode << 62)
-    low = np.uint64(0x3FFFF)
+    fields = np.uint64(descriptor_fields(a["lbo"], a["sbo"], a["swizzle"],
+                                         a.get("base_offset", 0)))
+    low = np.uint64(DESCRIPTOR_ADDRESS_MASK)
     four = np.uint64(4)
 
     def descriptor(s, w):

@@ -55,6 +55,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import RaceError
+from ..ir import Trait, ops_with
 from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES
@@ -64,7 +65,7 @@ from .races_async import ATOMIC, READ, WRITE, AsyncChecks, _span, fix_text
 __all__ = ["RaceState", "CheckedSharedMemory", "note_read", "note_write", "READ", "WRITE",
            "ATOMIC"]
 
-_ATOMIC_OPS = frozenset({"mem.atomic", "mem.atomic_cas"})
+_ATOMIC_OPS = ops_with(Trait.ATOMIC)
 _ALL_LANES = np.arange(LANES, dtype=np.int64)
 _ALL_LANES.flags.writeable = False
 

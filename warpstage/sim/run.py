@@ -13,6 +13,7 @@ from ..ir.core import Module
 from ..ir.types import PointerType, TensorMapType
 from ..options import env_sim_races
 from .compiler import compile_module
+from ..core.target import target_for
 from .dtypes import full
 from .memory import Memory, SharedMemory
 from .races import CheckedSharedMemory, RaceState
@@ -22,10 +23,12 @@ from .warp import CTA, Warp
 __all__ = ["run", "RunResult", "set_races", "races_enabled", "MAX_THREADS_PER_CTA",
            "MAX_SMEM_BYTES"]
 
-MAX_THREADS_PER_CTA = 1024
-MAX_SMEM_BYTES = 227 * 1024   # sm_90 opt-in maximum of dynamic shared memory per CTA
-_GRID_LIMITS = (2**31 - 1, 65535, 65535)
-_BLOCK_LIMITS = (1024, 1024, 64)
+TARGET = target_for("sm_90a")
+"""The architecture the simulator executes (its limits; the ops of every arch run)."""
+MAX_THREADS_PER_CTA = TARGET.max_threads_per_cta
+MAX_SMEM_BYTES = TARGET.max_dynamic_smem
+_GRID_LIMITS = TARGET.max_grid
+_BLOCK_LIMITS = TARGET.max_block
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ops_wgmma import accumulator_base, accumulator_offset, decode_descriptor
 from ..ir.swizzle import swizzle_offset
 from .dtypes import LANES
 
 __all__ = ["FRAGMENT", "fragment_coords", "decode_descriptor", "operand_addresses"]
 
-_SPAN = {0: 0, 1: 128, 2: 64, 3: 32}
 _LANE = np.arange(LANES)
 
 
@@ -18,21 +18,13 @@ def fragment_coords(n: int) -> tuple:
     """(rows, cols): int arrays of shape (4 warps, n/2 elements, 32 lanes) giving the D-matrix
     position of each register of an m64nN accumulator fragment."""
     i = np.arange(n // 2)[None, :, None]
-    wi = np.arange(4)[:, None, None]
-    lane = _LANE[None, None, :]
-    rows = 16 * wi + lane // 4 + 8 * ((i // 2) % 2)
-    cols = np.broadcast_to(8 * (i // 4) + 2 * (lane % 4) + i % 2, rows.shape)
-    return rows, cols
+    row0, col0 = accumulator_base(np.arange(4)[:, None, None], _LANE[None, None, :])
+    drow, dcol = accumulator_offset(i)
+    rows = row0 + drow
+    return rows, np.broadcast_to(col0 + dcol, rows.shape)
 
 
 FRAGMENT = {n: fragment_coords(n) for n in range(8, 257, 8)}
-
-
-def decode_descriptor(desc: int) -> dict:
-    """The fields of a 64-bit matrix descriptor (byte units; ``swizzle`` as a span)."""
-    return {"start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
-            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
-            "swizzle": _SPAN[(desc >> 62) & 3]}
 
 
 def operand_addresses(desc: int, rows: int, mn_major: bool) -> np.ndarray:

@@ -1,0 +1,130 @@
+"""The package import graph (DESIGN §3), computed from the source: every import statement,
+top-level or inside a function (TYPE_CHECKING blocks too: a cycle there still couples rooms).
+
+Rules checked for the rooms that already follow DESIGN: ``ir`` imports nothing of the package,
+``core`` only ``ir``, ``passes`` only ``ir``/``core``, ``backend`` and ``sim`` only ``ir``,
+``core``, ``errors``, ``options``; only ``backend`` imports llvmlite and only ``runtime``
+cuda.bindings. For the whole graph, no cycle may appear beyond the ones known today (listed in
+docs/architecture.md, to be broken by the core layer and the jit/ room): the set may shrink,
+never grow."""
+import ast
+import os
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "warpstage")
+
+ALLOWED = {
+    "ir": set(),
+    "core": {"ir"},
+    "passes": {"ir", "core"},
+    "backend": {"ir", "core", "errors", "options"},
+    "sim": {"ir", "core", "errors", "options"},
+}
+KNOWN_CYCLE_ROOMS = {"frontend", "lang", "launch", "runtime", "compiled", "persist", "loaded",
+                     "api", "explain", "tracebacks", "launch_config"}
+"""Rooms in an import cycle today (docs/architecture.md, "Rooms")."""
+
+
+def _room_of(path: str) -> str:
+    first = os.path.relpath(path, ROOT).split(os.sep)[0]
+    return first[:-3] if first.endswith(".py") else first
+
+
+def _rooms() -> set:
+    return {n[:-3] if n.endswith(".py") else n for n in os.listdir(ROOT)
+            if (n.endswith(".py") and n != "__init__.py")
+            or os.path.exists(os.path.join(ROOT, n, "__init__.py"))}
+
+
+def _imports(path: str):
+    """(warpstage rooms, other top-level packages) that the file at ``path`` imports."""
+    package = os.path.relpath(os.path.dirname(path), os.path.dirname(ROOT)).split(os.sep)
+    rooms, external = set(), set()
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, ast.Import):
+            targets = [a.name.split(".") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            mod = base + (node.module.split(".") if node.module else [])
+            targets = ([mod + [a.name] for a in node.names] if mod == ["warpstage"] else [mod])
+        else:
+            continue
+        for t in targets:
+            if t[0] == "warpstage":
+                if len(t) > 1:
+                    rooms.add(t[1])
+            else:
+                external.add(t[0])
+    return rooms, external
+
+
+def _graph():
+    names = _rooms()
+    edges, external = {}, {}
+    for folder, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(folder, f)
+                room = _room_of(path)
+                rooms, ext = _imports(path)
+                edges.setdefault(room, set()).update(r for r in rooms if r in names and r != room)
+                external.setdefault(room, set()).update(ext)
+    return edges, external
+
+
+def _cycle_rooms(edges: dict) -> set:
+    """The rooms on some cycle (in a strongly connected component of more than one room)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), set(), [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.update(comp)
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_lower_rooms_import_only_what_design_allows():
+    edges, _ = _graph()
+    for room, allowed in ALLOWED.items():
+        extra = edges.get(room, set()) - allowed
+        assert not extra, (f"warpstage/{room}/ imports {sorted(extra)}; DESIGN §3 allows "
+                           f"{sorted(allowed)}")
+
+
+def test_only_backend_imports_llvmlite_and_only_runtime_cuda():
+    _, external = _graph()
+    assert {r for r, ext in external.items() if "llvmlite" in ext} == {"backend"}
+    assert {r for r, ext in external.items() if "cuda" in ext} <= {"runtime"}
+
+
+def test_no_new_import_cycle():
+    edges, _ = _graph()
+    cycles = _cycle_rooms(edges)
+    new = cycles - KNOWN_CYCLE_ROOMS
+    assert not new, f"new rooms on an import cycle: {sorted(new)}"
+    assert not cycles & set(ALLOWED)
+
+
+def test_the_cycle_finder_can_fail():
+    assert _cycle_rooms({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {"a", "b", "c"}
+    assert _cycle_rooms({"a": {"b"}, "b": set()}) == set()
