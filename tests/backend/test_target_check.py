@@ -1,5 +1,6 @@
-"""Ops the chosen arch lacks are a Python error before LLVM sees them (backend/target_check.py):
-LLVM's fatal error would abort the interpreter."""
+"""Ops the chosen arch lacks are a Python error before LLVM sees them (backend/target_check.py,
+reading each op definition's ``requires`` and core/target.py): LLVM's fatal error would abort
+the interpreter."""
 import subprocess
 import sys
 import textwrap
@@ -7,7 +8,8 @@ import textwrap
 import pytest
 
 import warpstage as ws
-from warpstage.backend.target_check import OP_REQUIREMENTS, parse_arch
+from warpstage.core.target import target_for
+from warpstage.ir import OPS
 
 
 def _setmaxnreg(x: ws.Tensor):
@@ -31,24 +33,25 @@ def test_op_missing_on_the_arch_names_op_line_and_arch(fn, op, marker, need):
     with pytest.raises(ws.UnsupportedError) as e:
         ws.compile(k, ws.Tensor[ws.Float32, 1])
     msg = str(e.value)
-    assert op in msg and "arch='sm_80'" in msg and f"{__file__}:{line}" in msg
-    assert f"Fix: compile for arch='{need}'" in msg
+    assert op in msg and "sm_80" in msg and f"{__file__}:{line}" in msg
+    assert f"needs {need}" in msg and f"Fix: compile with arch={need!r}" in msg
 
 
 def test_arch_specific_ops_need_the_a_target():
     k = ws.kernel(_setmaxnreg, arch="sm_90")
-    with pytest.raises(ws.UnsupportedError, match="arch-specific feature of sm_90a"):
+    with pytest.raises(ws.UnsupportedError, match=r"needs sm_90a \(the arch-specific variant\)"):
         ws.compile(k, ws.Tensor[ws.Float32, 1])
 
 
-def test_the_default_target_has_every_op_in_the_table():
-    sm, specific = parse_arch(ws.CompileOptions().arch)
-    assert all(r.sm <= sm and (not r.arch_specific or specific) for r in OP_REQUIREMENTS.values())
+def test_the_default_target_has_every_op():
+    target = target_for(ws.CompileOptions().arch)
+    needs = {d.requires for d in OPS.values() if d.requires}
+    assert needs and all(target.has(n) for n in needs)
 
 
 def test_a_misspelled_arch_is_an_error():
     k = ws.kernel(_elect, arch="sm90")
-    with pytest.raises(ws.UnsupportedError, match="not an NVIDIA target name"):
+    with pytest.raises(ws.UnsupportedError, match="unknown GPU architecture 'sm90'"):
         ws.compile(k, ws.Tensor[ws.Float32, 1])
 
 
