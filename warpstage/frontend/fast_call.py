@@ -185,6 +185,9 @@ def call_source(kinds, name: str = "kernel") -> str:
 
     ``fast_values(L, hit, v0, ...)``: what ``fast_call`` would launch with the memo entry
     ``hit``, as ``(sig, smem, stream, values)``, or None.
+
+    ``fast_lookup(L, v0, ...)``: ``(sig, memo entry or None)``, or ``(None, None)`` when the
+    arguments cannot be read inline (prepared launches, warpstage/prepared.py).
     """
     names = [f"v{i}" for i in range(len(kinds))]
     args = _tuple(names)
@@ -232,13 +235,18 @@ def call_source(kinds, name: str = "kernel") -> str:
                            doc=f"What fast_call would launch for {name} with the entry hit.")
               + target + "".join(reads) + _GIVEN.format(**fields) + finish
               + f"    return sig, smem, stream, {_tuple(leaves)}\n")
+    lookup = (_HEAD.format(fn="fast_lookup", hit="", params="".join(", " + v for v in names),
+                           doc=f"The call signature of {name} and its memo entry (or None).")
+              + target + "".join(reads) + f"    sig = (L.block{fields['sig']},)\n"
+              + "    return sig, _memo.get(sig)\n")
     return (call.replace("{miss}", f"return _miss(L, {args}, None)") + "\n\n"
-            + values.replace("{miss}", "return None"))
+            + values.replace("{miss}", "return None") + "\n\n"
+            + lookup.replace("{miss}", "return None, None"))
 
 
 def make_call(kinds, name: str, namespace: dict):
     """The generated call path ``fast_call`` for parameters of ``kinds`` (see :func:`kind_of`),
-    with ``fast_call.values`` (see :func:`call_source`); None when a parameter has no fast
+    with ``fast_call.values`` and ``fast_call.lookup`` (see :func:`call_source`); None when a parameter has no fast
     reading. ``namespace`` becomes the code's globals, so later updates take effect; it provides
     ``_memo`` (call signature -> (Launcher, guards, dynamic smem bytes, torch stream?, then
     :func:`tensor_tails`)), ``_miss``, ``_full``, ``_NA`` (the default of an argument not given),
@@ -262,6 +270,7 @@ def make_call(kinds, name: str, namespace: dict):
     exec(compile(source, filename, "exec"), ns)
     fn = ns["fast_call"]
     fn.values = ns["fast_values"]
+    fn.lookup = ns["fast_lookup"]
     fn.source = source
     fn.namespace = ns
     return fn
@@ -341,10 +350,7 @@ class FastCall:
         what a hit on ``sig`` launches (:meth:`fill`)."""
         from ..launch import get_target, launch_specialized
         launch.last = (None, None)      # a stale memo entry (guards changed) is looked up again
-        if self.torch is None and "torch" in sys.modules:
-            from ..runtime.launcher import torch_stream_reader
-            torch = self.torch = sys.modules["torch"]     # torch arrived after the code was made
-            self.namespace.update(_Tensor=torch.Tensor, _raw_stream=torch_stream_reader(torch))
+        if self._notice_torch():
             sig = None                  # read with _adapt, not inline: not the signature of a hit
         target = get_target()
         ck, leaves = self.kernel.specialize(list(args), launch.block, target)
@@ -354,6 +360,24 @@ class FastCall:
         if before is not None and ck._cuda is not None:
             self.fill(launch, args, sig, ck, before)
         return result
+
+    def _notice_torch(self) -> bool:
+        """Switch the generated code to reading torch tensors inline once torch is imported
+        after it was made; True when that happened now."""
+        if self.torch is not None or "torch" not in sys.modules:
+            return False
+        from ..runtime.launcher import torch_stream_reader
+        torch = self.torch = sys.modules["torch"]
+        self.namespace.update(_Tensor=torch.Tensor, _raw_stream=torch_stream_reader(torch))
+        return True
+
+    def prepare_entry(self, launch, args, sig) -> None:
+        """Store the memo entry for ``sig`` without launching (a prepared launch's first bind,
+        warpstage/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
+        ck, leaves = self.kernel.specialize(list(args), launch.block, "cuda")
+        if ck._cuda is None:
+            ck.cuda_launcher()
+        self.fill(launch, args, sig, ck, list(leaves))
 
     def fill(self, launch, args, sig, ck, leaves) -> None:
         """Store the memo entry for ``sig`` if the generated code reproduces, for these

@@ -301,11 +301,11 @@ class Launcher:
                 self._pack_into(slot[0], 0, *values)
             except (AttributeError, struct.error, OverflowError, TypeError):
                 slot = self._pack(values)       # first launch on this thread, or a bad value
-        self._call(smem_bytes, stream_handle, slot)
+        self._call(self._dims, smem_bytes, stream_handle, slot)
 
-    def _call(self, smem_bytes: int, stream_handle: int, slot) -> None:
-        """The driver call for the last prepared (grid, block) with a packed ``slot``."""
-        gx, gy, gz, bx, by, bz = self._dims
+    def _call(self, dims, smem_bytes: int, stream_handle: int, slot) -> None:
+        """The driver call for checked ``dims`` (grid + block) with a packed ``slot``."""
+        gx, gy, gz, bx, by, bz = dims
         raw = self._raw
         if raw is not None:
             stream = raw_launch.c_pointer(stream_handle) if stream_handle else None
@@ -318,8 +318,8 @@ class Launcher:
             err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
                                         slot[1], 0)
         if err:
-            driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
-                              f"{self._dims[3:]} (cuLaunchKernel)", LaunchError)
+            driver.check(err, f"launching a kernel on grid {dims[:3]}, block "
+                              f"{dims[3:]} (cuLaunchKernel)", LaunchError)
 
     def bind(self, grid, block, smem_bytes: int, values: Sequence) -> "BoundLaunch":
         """A :class:`BoundLaunch` of this kernel with ``values`` packed once into a buffer of its
@@ -328,7 +328,7 @@ class Launcher:
         if grid != self._grid or block != self._block or smem_bytes != self._smem:
             self._prepare(grid, block, smem_bytes)
         slot = self._pack(values, self._new_slot())
-        return BoundLaunch(self, grid, block, smem_bytes, slot)
+        return BoundLaunch(self, self._dims, smem_bytes, slot)
 
     def launch_cluster(self, grid, block, cluster, smem_bytes: int, stream_handle: int,
                        values: Sequence) -> None:
@@ -374,22 +374,19 @@ class BoundLaunch:
     costs the driver call only; ``rebind(values)`` repacks in place (the ``void*[]`` and its
     address stay the same)."""
 
-    __slots__ = ("launcher", "grid", "block", "smem", "slot")
+    __slots__ = ("launcher", "dims", "smem", "slot")
 
-    def __init__(self, launcher: Launcher, grid, block, smem: int, slot):
-        self.launcher, self.grid, self.block, self.smem, self.slot = launcher, grid, block, smem, slot
+    def __init__(self, launcher: Launcher, dims, smem: int, slot):
+        self.launcher, self.dims, self.smem, self.slot = launcher, dims, smem, slot
 
     def rebind(self, values: Sequence) -> None:
         """Pack ``values`` into this launch's buffer. Raises ``ArgumentError`` like ``launch``."""
         self.launcher._pack(values, self.slot)
 
     def launch(self, stream_handle: int) -> None:
-        """Launch on the int ``CUstream`` ``stream_handle`` (0 = the legacy default stream)."""
-        launcher = self.launcher
-        if (self.grid != launcher._grid or self.block != launcher._block
-                or self.smem != launcher._smem):
-            launcher._prepare(self.grid, self.block, self.smem)
-        launcher._call(self.smem, stream_handle, self.slot)
+        """Launch on the int ``CUstream`` ``stream_handle`` (0 = the legacy default stream).
+        The dims were checked, and large shared memory opted into, when it was bound."""
+        self.launcher._call(self.dims, self.smem, stream_handle, self.slot)
 
 
 def _handle_address(handle) -> Optional[int]:
