@@ -226,6 +226,16 @@ class Launcher:
         self._block = tuple(block) if isinstance(block, list) else block
         self._smem = smem_bytes
 
+    def set_path(self, path: str) -> None:
+        """Switch the driver call ('ctypes' or 'bindings'; benchmarks measure both in one
+        process). Takes effect at once when the Launcher has launched, else at its first launch."""
+        if path not in LAUNCH_PATHS:
+            raise LaunchError(f"launch path must be one of {LAUNCH_PATHS}; got {path!r}")
+        self.path = path
+        self._raw = self._raw_function = None
+        if self._cu is not None:
+            self._choose_path()
+
     def _choose_path(self) -> None:
         raw = raw_launch.launch_function() if self.path == "ctypes" else None
         address = _handle_address(self.handle) if raw is not None else None
