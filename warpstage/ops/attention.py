@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import sys
 
 from ..errors import ArgumentError
 from ..runtime.target import default_target
@@ -196,6 +197,32 @@ def _wgmma_device(ta) -> bool:
 
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
                     return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto"):
+    op = _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma)
+    if op is not None:      # torch tensors: the torch.library op, so torch.compile sees one op
+        return op(q, k, v, causal, scale, causal_align, tile_n, num_stages, mma)
+    return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
+                                 return_lse=return_lse, tile_n=tile_n, num_stages=num_stages,
+                                 mma=mma)
+
+
+def _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma):
+    """``torch.ops.warpstage.flash_attention`` (warpstage/torch.py) for torch tensors whose other
+    arguments fit its schema; None otherwise (numpy, ``return_lse=True``, or arguments the eager
+    path explains)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not all(isinstance(x, torch.Tensor) for x in (q, k, v)):
+        return None
+    if return_lse is not False or type(causal) is not bool or type(mma) is not str or \
+            type(causal_align) is not str or not (scale is None or type(scale) in (int, float)) \
+            or not all(n is None or type(n) is int for n in (tile_n, num_stages)):
+        return None
+    from ..torch import flash_attention_op
+    return flash_attention_op
+
+
+def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
+                          return_lse: bool = False, tile_n=None, num_stages=None,
+                          mma: str = "auto"):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -420,3 +447,12 @@ def reference(q, k, v, causal: bool = False, scale=None, causal_align: str = "to
     with np.errstate(divide="ignore"):
         lse = (m_safe + np.log(total))[..., 0]
     return out, lse
+
+
+flash_attention.__doc__ = flash_attention_eager.__doc__ + """
+
+    With torch tensors (and ``return_lse=False``) the call goes through the PyTorch custom op
+    ``torch.ops.warpstage.flash_attention`` (warpstage/torch.py: a fake implementation for
+    torch.compile, no autograd formula since there is no backward kernel), so a model calling it
+    compiles with ``torch.compile(fullgraph=True)`` without a graph break;
+    ``flash_attention_eager`` is the same function without the op."""
