@@ -257,8 +257,8 @@ class Kernel:
     def _note_recompile(self, key, specs) -> None:
         """Record a new specialization and why it differs from the closest earlier one (the
         one differing in the fewest parameters, the latest on a tie); warn past the limit."""
-        from .frontend.spec_changes import closest, describe_changes
         if self._keys:
+            from .frontend.spec_changes import closest, describe_changes
             j = closest(specs, self._key_specs)
             prev = self._keys[j]
             what = describe_changes(self.param_names, self._key_specs[j], specs) or (
