@@ -324,11 +324,21 @@ def jit(fn=None, *, inline: bool = True):
     return wrap(fn) if fn is not None else wrap
 
 
-def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None,
+def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None, jobs=None,
             **kwargs) -> CompiledKernel:
     """Compile ahead of time. ``args`` may be example values or types (``ws.Int32``,
     ``ws.Tensor[ws.BFloat16, 2]``, ``ws.Static(value)``). Returns a CompiledKernel with every
-    stage built (cubin when ptxas is installed)."""
+    stage built (cubin when ptxas is installed).
+
+    ``ws.compile(requests, jobs=N)``: ``requests`` a list of ``(kernel, args)`` or ``(kernel,
+    args, kwargs)``; builds them in N worker processes into the disk cache and returns their
+    CompiledKernels in order (warpstage/precompile.py)."""
+    if jobs is not None or isinstance(kern, (list, tuple)):
+        if args or kwargs:
+            raise ArgumentError("ws.compile(requests, jobs=N) takes the list of requests alone; "
+                                "put each kernel's arguments in its request: [(kern, args), ...]")
+        from .precompile import compile_many
+        return compile_many(kern, 1 if jobs is None else jobs)
     if not isinstance(kern, Kernel):
         raise ArgumentError(f"ws.compile expects a @ws.kernel, got {type(kern).__name__}")
     values = kern._bind(args, kwargs)
