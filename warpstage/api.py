@@ -15,7 +15,7 @@ import typing
 import warnings
 from typing import Optional
 
-from . import persist
+from . import persist, progress
 from .compiled import STAGE_COUNTS, CompiledKernel
 from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
@@ -239,10 +239,11 @@ class Kernel:
         name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
         attrs = {"maxntid": block}
         try:
-            module, abi, reached = trace_kernel(self.fn, name, specs, self.param_names,
-                                                self.options, attrs)
-            from .passes.pipeline import run_passes
-            run_passes(module)
+            with progress.stage(name, "trace"):
+                module, abi, reached = trace_kernel(self.fn, name, specs, self.param_names,
+                                                    self.options, attrs)
+                from .passes.pipeline import run_passes
+                run_passes(module)
         except Exception as e:
             if self.options.debug:          # keep warpstage's frames when debugging warpstage
                 raise
