@@ -22,7 +22,7 @@ runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch
 
 The "full path" column counts the calls of a warpstage row that left the generated call path
 (memo misses) during warm-up and the measured batches: 0 means every call was a memo hit. Without a usable
-GPU it prints one line and exits 0. Logs: ``$OUT/launch_overhead.txt`` when ``OUT`` is set.
+GPU it prints one line and exits 0. scripts/gpu_launch.sh runs it and keeps its output.
 """
 from __future__ import annotations
 
@@ -309,12 +309,7 @@ def report(props, args, rows, results, failed, misses) -> None:
         lines.append(f"{name:<{width}}  {median:8.2f}  {low:8.2f}  {count}")
     for name, text in failed:
         lines.append(f"{name:<{width}}  {text}")
-    text = "\n".join(lines)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "launch_overhead.txt"), "w") as f:
-            f.write(text + "\n")
-    print(text)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
