@@ -49,13 +49,12 @@ class PreparedLaunch:
         self._target = get_target()
         if self._target != "cuda":
             return
-        fast = kernel._fast if kernel._launch_type is not None else None
-        if fast is None:
-            L.kernel[L.grid, L.block]                   # makes kernel._fast
-            fast = kernel._fast
-        fast._notice_torch()
+        if kernel._launch_type is None:
+            kernel[L.grid, L.block]                     # makes kernel._fast
+        fast = kernel._fast
         values = None
-        if fast.call is not None:
+        if fast is not None and fast.call is not None:
+            fast._notice_torch()
             sig, hit = fast.call.lookup(L, *args)
             if sig is not None and (hit is None or (hit[1] and not guards_hold(hit[1]))):
                 fast.prepare_entry(L, args, sig)

@@ -111,3 +111,18 @@ def test_a_bound_launch_keeps_its_own_buffer(fake_driver):
     assert raw_calls[-1][-1] == tuple(other)
     with pytest.raises(ArgumentError, match="#1"):
         bound.rebind([1, 2 ** 40, 3.0, 4, bytes(16)])     # i32 cannot hold it
+
+
+def test_a_thread_without_a_current_context_makes_it_current_and_retries(fake_driver,
+                                                                         monkeypatch):
+    bindings, raw_calls, raw = fake_driver
+    launcher = bindings.launcher = Launcher(0xF00, TYPES, limits=LIMITS, path="ctypes")
+    bound = launcher.bind(1, 32, 0, VALUES)
+    made_current = []
+    monkeypatch.setattr(driver, "context", lambda: made_current.append(1))
+    results = iter([201, 0])                              # CUDA_ERROR_INVALID_CONTEXT, then OK
+    real = raw_launch._fn
+    monkeypatch.setattr(raw_launch, "_fn", None)
+    launcher._raw = lambda *a: real(*a) * 0 + next(results)
+    bound.launch(0)
+    assert made_current == [1] and len(raw_calls) == 2

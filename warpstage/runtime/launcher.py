@@ -40,6 +40,7 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 from ..errors import ArgumentError, LaunchError
 from . import driver, raw_launch
 from .params import _param_layout, float_to_bf16_bits
+from .raw_launch import _POINTERS as _C_POINTERS
 from .streams import _STREAMS, bindings_stream, current_stream, torch_stream_reader
 
 __all__ = ["Launcher", "BoundLaunch", "LaunchLimits", "LAUNCH_PATHS", "normalize_dims", "check_launch_dims", "check_cluster_dims",
@@ -47,6 +48,7 @@ __all__ = ["Launcher", "BoundLaunch", "LaunchLimits", "LAUNCH_PATHS", "normalize
 
 Dim3 = Tuple[int, int, int]
 LAUNCH_PATHS = ("ctypes", "bindings")
+_INVALID_CONTEXT = 201      # CUDA_ERROR_INVALID_CONTEXT: no current context on this thread
 
 
 class LaunchLimits(NamedTuple):
@@ -318,7 +320,9 @@ class Launcher:
         gx, gy, gz, bx, by, bz = dims
         raw = self._raw
         if raw is not None:
-            stream = raw_launch.c_pointer(stream_handle) if stream_handle else None
+            stream = None
+            if stream_handle:
+                stream = _C_POINTERS.get(stream_handle) or raw_launch.c_pointer(stream_handle)
             err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
                       None)
         else:
@@ -327,6 +331,10 @@ class Launcher:
                 stream = bindings_stream(self._cu, stream_handle)
             err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
                                         slot[1], 0)
+        if err == _INVALID_CONTEXT and raw is not None and self._cu is not None:
+            driver.context()            # a thread that never launched: make the context current
+            err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
+                      None)
         if err:
             driver.check(err, f"launching a kernel on grid {dims[:3]}, block "
                               f"{dims[3:]} (cuLaunchKernel)", LaunchError)
