@@ -55,7 +55,8 @@ def test_the_fake_gives_the_shape_without_running_a_kernel():
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
         q, k, v = (torch.empty(2, 3, 40, 64, dtype=torch.float16) for _ in range(3))
-        o = torch.ops.warpstage.flash_attention(q, k, v, True, None, None, None, "auto")
+        o = torch.ops.warpstage.flash_attention(q, k, v, True, None, "top_left", None, None,
+                                                "auto")
         assert o.shape == (2, 3, 40, 64) and o.dtype == torch.float16
 
 
@@ -63,7 +64,8 @@ def _stub_eager(monkeypatch):
     from warpstage.ops import attention
     calls = []
 
-    def eager(q, k, v, causal=False, scale=None, *, tile_n=None, num_stages=None, mma="auto"):
+    def eager(q, k, v, causal=False, scale=None, *, causal_align="top_left", return_lse=False,
+              tile_n=None, num_stages=None, mma="auto"):
         calls.append((causal, scale, tile_n, num_stages, mma))
         if isinstance(q, np.ndarray):
             return q

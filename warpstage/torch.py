@@ -8,7 +8,8 @@ first access, and ``ws.ops.flash_attention`` loads it only when given torch tens
   the output's shape, dtype and device while tracing) instead of breaking the graph at the
   warpstage launch.
 - ``flash_attention_op`` is ``torch.ops.warpstage.flash_attention``: ``ws.ops.flash_attention``
-  for torch tensors. No autograd formula is registered: there is no backward kernel, so
+  for torch tensors (``return_lse=True`` calls the eager function: an op has one return type).
+  No autograd formula is registered: there is no backward kernel, so
   ``loss.backward()`` through it raises torch's "does not require grad / no autograd kernel"
   error instead of silently giving zero gradients.
 - ``ws.ops.matmul`` is not in this tree yet; when it lands, register it here the same way
@@ -59,15 +60,16 @@ def custom_op(name: str, launch_fn: Callable, *, mutates_args: Union[str, Iterab
 
 
 def _flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                     scale: Optional[float] = None, tile_n: Optional[int] = None,
-                     num_stages: Optional[int] = None, mma: str = "auto") -> torch.Tensor:
+                     scale: Optional[float] = None, causal_align: str = "top_left",
+                     tile_n: Optional[int] = None, num_stages: Optional[int] = None,
+                     mma: str = "auto") -> torch.Tensor:
     from .ops.attention import flash_attention_eager
-    return flash_attention_eager(q, k, v, causal, scale, tile_n=tile_n, num_stages=num_stages,
-                                 mma=mma)
+    return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
+                                 tile_n=tile_n, num_stages=num_stages, mma=mma)
 
 
-def _flash_attention_fake(q, k, v, causal=False, scale=None, tile_n=None, num_stages=None,
-                          mma="auto"):
+def _flash_attention_fake(q, k, v, causal=False, scale=None, causal_align="top_left",
+                          tile_n=None, num_stages=None, mma="auto"):
     batch, heads, seq_q, head_dim = q.shape
     return torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device)
 
