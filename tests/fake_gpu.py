@@ -123,6 +123,8 @@ def install(monkeypatch, torch) -> list:
     monkeypatch.setattr(raw_launch, "_fn", fake_cu_launch_kernel)
     del DRIVER_LAUNCHES[:]
     monkeypatch.setattr(target_module, "_override", "cuda")
+    monkeypatch.setitem(target_module._properties, 0, types.SimpleNamespace(   # an H200's
+        sm_count=132, cc_major=9, cc_minor=0, compute_capability=(9, 0), name="pretend GPU"))
     monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
     monkeypatch.setattr(persist, "store", lambda *a, **k: False)
     monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())

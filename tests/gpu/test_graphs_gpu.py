@@ -98,14 +98,20 @@ def test_capture_a_kernel_taking_tma_descriptors():
     torch.testing.assert_close(dst, src[8:16, 32:64])
 
 
-def test_a_side_stream_and_events_order_the_launch(monkeypatch):
-    streams = []
+@pytest.fixture
+def streams(monkeypatch):
+    """The stream handle of every driver call, in order."""
+    handles = []
     real = launcher_module.Launcher._call
 
     def spy(self, dims, smem, stream, slot):
-        streams.append(stream)
+        handles.append(stream)
         return real(self, dims, smem, stream, slot)
     monkeypatch.setattr(launcher_module.Launcher, "_call", spy)
+    return handles
+
+
+def test_a_side_stream_and_events_order_the_launch(streams):
     kern = ws.kernel(vadd.vector_add.fn)
     a, b, out = _inputs()
     side = torch.cuda.Stream()
@@ -123,14 +129,7 @@ def test_a_side_stream_and_events_order_the_launch(monkeypatch):
     assert streams == [side.cuda_stream] * 3
 
 
-def test_stream_argument_is_honoured(monkeypatch):
-    streams = []
-    real = launcher_module.Launcher._call
-
-    def spy(self, dims, smem, stream, slot):
-        streams.append(stream)
-        return real(self, dims, smem, stream, slot)
-    monkeypatch.setattr(launcher_module.Launcher, "_call", spy)
+def test_stream_argument_is_honoured(streams):
     kern = ws.kernel(vadd.vector_add.fn)
     a, b, out = _inputs()
     s = torch.cuda.Stream()

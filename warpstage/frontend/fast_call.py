@@ -47,26 +47,32 @@ def {fn}(L{hit}{params}):
     """{doc}"""
 '''
 
-_TENSOR = '''\
-    if type({v}) is _Tensor:
-        if not {v}.is_cuda or {v}.get_device():
-            {miss}
+# reading a tensor argument into s (strides), p (address), h (shape): a plain torch tensor
+# inline, anything else through the tensor adapter (one call)
+_READ_TORCH = '''\
         try:
             s{i} = {v}.stride()
         except RuntimeError:
             {miss}
         p{i} = {v}.data_ptr()
         h{i} = {v}.shape
-        d{i} = {v}.dtype
-    else:
+'''
+
+_READ_ADAPTED = '''\
         a{i} = _adapt({v})
         if a{i} is None or a{i}.device != "cuda" or a{i}.device_index:
             {miss}
         p{i} = a{i}.data_ptr
         h{i} = a{i}.shape
         s{i} = a{i}.strides
-        d{i} = (a{i}.kind, a{i}.dtype)
 '''
+
+_TENSOR = ('''\
+    if type({v}) is _Tensor:
+        if not {v}.is_cuda or {v}.get_device():
+            {miss}
+''' + _READ_TORCH + "        d{i} = {v}.dtype\n    else:\n" + _READ_ADAPTED
+           + "        d{i} = (a{i}.kind, a{i}.dtype)\n")
 
 _SCALAR = '''\
     t{i} = type({v})
@@ -103,12 +109,7 @@ _AUTO = '''\
         g{i} = 4
         c{i} = ()
     elif t{i} is _Tensor and {v}.is_cuda and not {v}.get_device():
-        try:
-            s{i} = {v}.stride()
-        except RuntimeError:
-            {miss}
-        p{i} = {v}.data_ptr()
-        h{i} = {v}.shape
+''' + _READ_TORCH + '''\
         g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
         c{i} = None
     elif t{i} is _Descriptor:
@@ -118,11 +119,8 @@ _AUTO = '''\
         g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
         c{i} = False
     else:
-        a{i} = _adapt({v})
-        if a{i} is None or a{i}.device != "cuda" or a{i}.device_index:
-            {miss}
-        p{i} = a{i}.data_ptr
-        g{i} = (a{i}.kind, a{i}.dtype, a{i}.shape, a{i}.strides, p{i} & 15)
+''' + _READ_ADAPTED + '''\
+        g{i} = (a{i}.kind, a{i}.dtype, h{i}, s{i}, p{i} & 15)
         c{i} = None
 '''
 

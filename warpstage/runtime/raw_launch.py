@@ -27,6 +27,8 @@ from __future__ import annotations
 import ctypes
 from typing import Optional
 
+from .streams import cached_handle
+
 __all__ = ["launch_function", "unavailable_reason", "set_launch_function", "c_pointer", "LIBCUDA"]
 
 LIBCUDA = "libcuda.so.1"
@@ -75,16 +77,6 @@ _POINTERS: dict = {}
 
 def c_pointer(address: int) -> Optional[ctypes.c_void_p]:
     """A cached ``ctypes.c_void_p`` for a handle or address (a stream, a CUfunction), so the hot
-    path passes a ready C value instead of building one per launch. 0 gives None (NULL)."""
-    p = _POINTERS.get(address)
-    if p is None:
-        if not address:
-            return None
-        if not isinstance(address, int):
-            from ..errors import LaunchError
-            raise LaunchError(f"stream must be an int CUstream handle (0 = default stream); "
-                              f"got {address!r}")
-        if len(_POINTERS) > 1024:
-            _POINTERS.clear()
-        p = _POINTERS[address] = ctypes.c_void_p(address)
-    return p
+    path passes a ready C value instead of building one per launch. 0 gives None (NULL).
+    Raises ``LaunchError`` for a handle that is not an int."""
+    return cached_handle(_POINTERS, address, ctypes.c_void_p) if address else None

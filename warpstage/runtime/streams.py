@@ -7,23 +7,29 @@ from typing import Sequence
 
 from ..errors import LaunchError
 
-__all__ = ["current_stream", "torch_stream_reader", "bindings_stream"]
+__all__ = ["current_stream", "torch_stream_reader", "bindings_stream", "cached_handle"]
 
 _STREAMS: dict = {}
 
 
-def bindings_stream(cu, handle: int):
-    """A cached ``CUstream`` object for an int handle (building one costs about as much as the
-    rest of a launch). Raises ``LaunchError`` for a handle that is not an int."""
-    s = _STREAMS.get(handle)
-    if s is None:
+def cached_handle(cache: dict, handle: int, make):
+    """``make(handle)`` for an int stream/function handle, built once and kept in ``cache``
+    (building a driver-side handle object costs about as much as the rest of a launch). Raises
+    ``LaunchError`` for a handle that is not an int."""
+    h = cache.get(handle)
+    if h is None:
         if not isinstance(handle, int):
             raise LaunchError(f"stream must be an int CUstream handle (0 = default stream); "
                               f"got {handle!r}")
-        if len(_STREAMS) > 256:
-            _STREAMS.clear()
-        s = _STREAMS[handle] = cu.CUstream(handle)
-    return s
+        if len(cache) > 1024:
+            cache.clear()
+        h = cache[handle] = make(handle)
+    return h
+
+
+def bindings_stream(cu, handle: int):
+    """The cached cuda-bindings ``CUstream`` object of an int handle (:func:`cached_handle`)."""
+    return cached_handle(_STREAMS, handle, cu.CUstream)
 
 
 def current_stream(tensor_args: Sequence) -> int:
