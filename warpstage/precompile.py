@@ -3,9 +3,12 @@ the ``warpstage compile`` command.
 
 A request is ``(kernel, args)`` or ``(kernel, args, kwargs)``, as ``ws.compile(kernel, *args,
 **kwargs)`` takes them (types or example values; ``block=`` among the kwargs). With ``jobs`` > 1
-the requests are built in a pool of ``jobs`` worker processes (``spawn``: nothing of the parent's
-CUDA context, torch threads or locks is inherited), each running trace, LLVM and ptxas for its
-requests and storing the results in the disk cache (``WARPSTAGE_CACHE_DIR`` is inherited); the
+the requests are dealt round-robin to ``jobs`` worker processes, each a fresh ``python -m
+warpstage.precompile`` (nothing of the parent's CUDA context, torch threads or locks is
+inherited, and unlike multiprocessing's ``spawn`` the parent's ``__main__`` is not re-imported, so
+a script without an ``if __name__ == "__main__":`` guard works), each running trace, LLVM and
+ptxas for its requests and storing the results in the disk cache (``WARPSTAGE_CACHE_DIR`` and
+``sys.path`` are passed on); the
 parent then compiles every request itself, which is now a disk hit (file read + entry decode, a
 few ms), and returns the CompiledKernels in request order. A request a worker could not build is
 built again in the parent, which raises its error with the user's traceback; so the results are
@@ -99,12 +102,42 @@ def compile_many(requests: Sequence, jobs: int = 1, report=None) -> List:
 
 
 def _run_pool(items, work, jobs: int, report) -> None:
-    import concurrent.futures
-    import multiprocessing
-    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-    with pool:
-        futures = {pool.submit(_build, blob): i for i, blob in work}
-        for future in concurrent.futures.as_completed(futures):
-            seconds, error = future.result()
+    import subprocess
+    import sys
+    import tempfile
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    with tempfile.TemporaryDirectory(prefix="warpstage-compile-") as folder:
+        running = []
+        for w in range(jobs):
+            chunk = work[w::jobs]
+            result = os.path.join(folder, f"{w}.pickle")
+            proc = subprocess.Popen([sys.executable, "-m", "warpstage.precompile", result],
+                                    stdin=subprocess.PIPE, env=env)
+            proc.stdin.write(pickle.dumps([blob for _, blob in chunk]))
+            proc.stdin.close()
+            running.append((proc, chunk, result))
+        for proc, chunk, result in running:
+            proc.wait()
+            try:
+                with open(result, "rb") as f:
+                    outcomes = pickle.load(f)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                outcomes = [(0.0, f"worker exited with status {proc.returncode}")] * len(chunk)
             if report is not None:
-                report(items[futures[future]][0].__qualname__, seconds, error)
+                for (i, _), (seconds, error) in zip(chunk, outcomes):
+                    report(items[i][0].__qualname__, seconds, error)
+
+
+def _worker_main(result_path: str) -> None:
+    """``python -m warpstage.precompile RESULT``: build the pickled requests read from stdin;
+    write [(seconds, error or None)] to RESULT."""
+    import sys
+    blobs = pickle.loads(sys.stdin.buffer.read())
+    outcomes = [_build(blob) for blob in blobs]
+    with open(result_path, "wb") as f:
+        pickle.dump(outcomes, f)
+
+
+if __name__ == "__main__":
+    import sys
+    _worker_main(sys.argv[1])
