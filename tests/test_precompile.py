@@ -75,10 +75,10 @@ def test_bad_requests_say_what_is_expected():
 @needs_ptxas
 def test_the_compile_command(kernels_module, tmp_path):
     r = subprocess.run([sys.executable, "-m", "warpstage", "compile",
-                        str(tmp_path / "pc_kernels.py"), "--jobs", "2"],
+                        str(tmp_path / "pc_kernels.py"), "--jobs", "1"],
                        capture_output=True, text=True, timeout=600, env=os.environ.copy())
     assert r.returncode == 0, r.stderr
-    assert "building 2 specialization(s) with 2 process(es)" in r.stdout
+    assert "building 2 specialization(s) with 1 process(es)" in r.stdout
     assert r.stdout.count("bytes cubin") == 2 and "done in" in r.stdout
     missing = subprocess.run([sys.executable, "-m", "warpstage", "compile", "pc_kernels:nothing"],
                              capture_output=True, text=True, timeout=600, env=os.environ.copy(),

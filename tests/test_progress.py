@@ -19,12 +19,14 @@ class _Terminal(io.StringIO):
 
 @pytest.fixture
 def fast_line(monkeypatch):
-    monkeypatch.setattr(progress, "DELAY", 0.15)
+    monkeypatch.setattr(progress, "DELAY", 0.06)
+    monkeypatch.setattr(progress, "_TICK", 0.02)
+    monkeypatch.setattr(progress, "_GAP", 0.1)
     monkeypatch.setattr(progress, "_forced", None)
     monkeypatch.delenv("WARPSTAGE_PROGRESS", raising=False)
 
 
-def _compile(monkeypatch, stream, stages=(("trace", 0.25), ("ptxas", 0.25))):
+def _compile(monkeypatch, stream, stages=(("trace", 0.12), ("ptxas", 0.12))):
     monkeypatch.setattr("sys.stderr", stream)
     for name, seconds in stages:
         with progress.stage("my_kernel", name):
@@ -41,7 +43,7 @@ def test_a_long_compile_shows_kernel_and_stage_then_erases_the_line(fast_line, m
 
 
 def test_a_short_compile_shows_nothing(fast_line, monkeypatch):
-    assert _compile(monkeypatch, _Terminal(), (("trace", 0.01),)) == ""
+    assert _compile(monkeypatch, _Terminal(), (("trace", 0.005),)) == ""
 
 
 @pytest.mark.parametrize("how", ["not a tty", "env", "set_enabled"])
