@@ -96,3 +96,28 @@ def test_numpy_does_not_go_through_the_op(monkeypatch):
     q = np.zeros((1, 1, 8, 64), np.float32)
     assert ws.ops.flash_attention(q, q, q, scale=0.5) is q
     assert calls == [(False, 0.5, None, None, "auto")]
+
+
+def test_matmul_goes_through_its_op_and_the_fake_gives_the_shape(monkeypatch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from warpstage.ops import matmul_host
+    calls = []
+
+    def eager(a, b, *, out=None, out_dtype=None, epilogue=None, **policy):
+        calls.append((out, out_dtype, epilogue))
+        return (a.float() @ b.float()).to(out_dtype or a.dtype)
+    monkeypatch.setattr(matmul_host, "matmul_eager", eager)
+    with FakeTensorMode():
+        a, b = torch.empty(3, 40, 64, dtype=torch.bfloat16), torch.empty(64, 24, dtype=torch.bfloat16)
+        c = torch.ops.warpstage.matmul(a, b, torch.float32, None, None, "M", 8, "cooperative")
+        assert c.shape == (3, 40, 24) and c.dtype == torch.float32
+
+    def mlp(x, w):
+        return torch.relu(ws.ops.matmul(x, w, out_dtype=torch.float32)) + 1
+    x, w = torch.randn(8, 64).to(torch.bfloat16), torch.randn(64, 32).to(torch.bfloat16)
+    compiled = torch.compile(mlp, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x, w), mlp(x, w))
+    assert calls and all(c == (None, torch.float32, None) for c in calls)
+    out = torch.empty(8, 32, dtype=torch.bfloat16)
+    ws.ops.matmul(x, w, out=out)                             # out=: the eager function itself
+    assert calls[-1][0] is out

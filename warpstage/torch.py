@@ -12,9 +12,10 @@ first access, and ``ws.ops.flash_attention`` loads it only when given torch tens
   No autograd formula is registered: there is no backward kernel, so
   ``loss.backward()`` through it raises torch's "does not require grad / no autograd kernel"
   error instead of silently giving zero gradients.
-- ``ws.ops.matmul`` is not in this tree yet; when it lands, register it here the same way
-  (``_register_matmul`` is the hook: a schema, the eager call, a fake returning the (M, N)
-  output).
+- ``matmul_op`` is ``torch.ops.warpstage.matmul``: ``ws.ops.matmul`` for torch tensors without
+  ``out=`` or ``epilogue=`` (an epilogue is a static Python object, which a schema cannot carry:
+  such calls run eagerly, a graph break under torch.compile; wrap them with :func:`custom_op`).
+  No autograd formula either.
 
 Launches inside a custom op go to torch's current stream (the generated call path reads it), so
 they are ordered with the surrounding torch work and captured by ``torch.cuda.graph``.
@@ -25,7 +26,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import torch
 
-__all__ = ["custom_op", "flash_attention_op"]
+__all__ = ["custom_op", "flash_attention_op", "matmul_op", "OPS"]
 
 
 def custom_op(name: str, launch_fn: Callable, *, mutates_args: Union[str, Iterable[str]],
@@ -76,3 +77,23 @@ def _flash_attention_fake(q, k, v, causal=False, scale=None, causal_align="top_l
 
 flash_attention_op = custom_op("warpstage::flash_attention", _flash_attention, mutates_args=(),
                                fake=_flash_attention_fake)
+
+
+def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
+            tile_n: Optional[int] = None, num_stages: Optional[int] = None, raster: str = "M",
+            group: int = 8, schedule: str = "cooperative") -> torch.Tensor:
+    from .ops.matmul_host import matmul_eager
+    return matmul_eager(a, b, out_dtype=out_dtype, tile_n=tile_n, num_stages=num_stages,
+                        raster=raster, group=group, schedule=schedule)
+
+
+def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=8,
+                 schedule="cooperative"):
+    m, n = a.shape[-2], b.shape[-1]
+    batch = a.shape[:-2] or b.shape[:-2]                # a 2-D operand broadcasts over the batch
+    return torch.empty((*batch, m, n), dtype=out_dtype or a.dtype, device=a.device)
+
+
+matmul_op = custom_op("warpstage::matmul", _matmul, mutates_args=(), fake=_matmul_fake)
+
+OPS = {"flash_attention": flash_attention_op, "matmul": matmul_op}

@@ -1,7 +1,8 @@
 """warpstage kernels inside ``torch.compile(fullgraph=True)`` models on the GPU (inductor): an
 attention block calling ``ws.ops.flash_attention`` (the custom op
-``torch.ops.warpstage.flash_attention``, warpstage/torch.py) and an MLP whose activation is a
-warpstage kernel registered with ``ws.torch.custom_op``; each compiles without a graph break
+``torch.ops.warpstage.flash_attention``, warpstage/torch.py), an MLP on ``ws.ops.matmul``
+(``torch.ops.warpstage.matmul``) and an MLP whose activation is a warpstage kernel registered
+with ``ws.torch.custom_op``; each compiles without a graph break
 (fullgraph) and matches eager."""
 import pytest
 
@@ -47,6 +48,19 @@ class Attention(torch.nn.Module):
         return x + self.out(o.transpose(1, 2).reshape(b, s, d))
 
 
+class MatmulMLP(torch.nn.Module):
+    """Both GEMMs through ws.ops.matmul (the op torch.ops.warpstage.matmul)."""
+
+    def __init__(self, dim=256, hidden=512):
+        super().__init__()
+        self.up = torch.nn.Parameter(torch.randn(dim, hidden) * dim ** -0.5)
+        self.down = torch.nn.Parameter(torch.randn(hidden, dim) * hidden ** -0.5)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(ws.ops.matmul(x.reshape(-1, x.shape[-1]), self.up))
+        return x + ws.ops.matmul(h, self.down).reshape(x.shape)
+
+
 class MLP(torch.nn.Module):
     def __init__(self, dim=256, hidden=512):
         super().__init__()
@@ -58,7 +72,7 @@ class MLP(torch.nn.Module):
         return x + self.down(BIAS_RELU(self.up(x), self.bias))
 
 
-@pytest.mark.parametrize("model_type", [Attention, MLP])
+@pytest.mark.parametrize("model_type", [Attention, MLP, MatmulMLP])
 def test_a_model_compiles_without_graph_breaks_and_matches_eager(model_type):
     torch.manual_seed(0)
     model = model_type().cuda().to(torch.bfloat16).eval()

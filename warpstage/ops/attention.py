@@ -14,13 +14,13 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import sys
 
 from ..errors import ArgumentError
 from ..runtime.target import default_target
 from ..runtime.tensormap import TensorDescriptor
 from ..runtime.tensors import TensorArg, as_tensor_arg
 from .attention_kernel import FlashAttention, flash_attention_kernel
+from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 
 __all__ = ["flash_attention", "launch", "launch_wgmma", "descriptor", "policy_for",
@@ -206,18 +206,12 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
 
 
 def _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma):
-    """``torch.ops.warpstage.flash_attention`` (warpstage/torch.py) for torch tensors whose other
-    arguments fit its schema; None otherwise (numpy, ``return_lse=True``, or arguments the eager
-    path explains)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not all(isinstance(x, torch.Tensor) for x in (q, k, v)):
-        return None
-    if return_lse is not False or type(causal) is not bool or type(mma) is not str or \
-            type(causal_align) is not str or not (scale is None or type(scale) in (int, float)) \
-            or not all(n is None or type(n) is int for n in (tile_n, num_stages)):
-        return None
-    from ..torch import flash_attention_op
-    return flash_attention_op
+    """``torch.ops.warpstage.flash_attention`` for torch tensors whose other arguments fit its
+    schema (``return_lse=True`` does not: an op has one return type); else None."""
+    ok = return_lse is False and type(causal) is bool and type(mma) is str and \
+        type(causal_align) is str and (scale is None or type(scale) in (int, float)) and \
+        all(n is None or type(n) is int for n in (tile_n, num_stages))
+    return torch_op("flash_attention", (q, k, v), ok)
 
 
 def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
