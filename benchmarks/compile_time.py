@@ -1,5 +1,6 @@
 """Compile-time figures: `import warpstage`, per-stage cold compile of each example kernel, and
-the cost of a cache-hit call.
+the cost of a cache-hit call; then first calls in fresh processes, cold and from the disk cache
+(:func:`fresh_process_rows`).
 
     PYTHONPATH=. python benchmarks/compile_time.py
 
@@ -109,6 +110,85 @@ def attention_compile_time():
         + f"; total {1e3 * total:.0f} ms; {ck.registers} registers")
 
 
+FRESH = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import warpstage as ws
+from warpstage.ops import attention
+t1 = time.perf_counter()
+what, head_dim = sys.argv[1], int(sys.argv[2])
+gpu = ws.get_target() == "cuda"
+sync = lambda: None
+if gpu:
+    import torch
+    sync = torch.cuda.synchronize
+    torch.zeros(1, device="cuda")               # CUDA context and torch's CUDA init: not ours
+    sync()
+t2 = time.perf_counter()
+if what == "trivial":
+    @ws.kernel
+    def trivial(n: ws.Int32):
+        pass
+    kern = trivial
+    run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
+else:
+    kern = attention.flash_attention_kernel
+    if gpu:
+        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(3))
+        sync()
+        t2 = time.perf_counter()
+        run = lambda: attention.flash_attention(q, k, v, mma="mma.sync")
+    else:
+        fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
+        T = ws.Tensor[ws.BFloat16, 4]
+        run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
+run(); sync()
+t3 = time.perf_counter()
+run(); sync()
+t4 = time.perf_counter()
+stages = {}
+for ck in kern._cache.values():
+    for name, seconds in ck.timings.items():
+        stages[name] = stages.get(name, 0.0) + seconds
+print(json.dumps({"import": t1 - t0, "first": t3 - t2, "second": t4 - t3, "stages": stages,
+                  "traced": kern.trace_count, "gpu": gpu}))
+"""
+
+
+def fresh_process_rows() -> None:
+    """First calls in fresh processes: FlashAttention D=64 and D=128 (mma.sync, bf16, (1, 8,
+    1024, D); on the GPU ``ws.ops.flash_attention``, else ``ws.compile`` of its kernel) with an
+    empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
+    cold. 'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
+    the launch' subtracts the second call's, which is a memory-cache hit."""
+    import json
+    import tempfile
+    print("first call in a fresh process (ms): import | first call | second call | beyond the "
+          "launch | stages")
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, PYTHONPATH=ROOT, WARPSTAGE_CACHE_DIR=os.path.join(folder, "cache"))
+        script = os.path.join(folder, "first_call.py")     # a file: kernels need their source
+        with open(script, "w") as f:
+            f.write(FRESH)
+        for what, dim, label in (("trivial", 0, "trivial kernel, cold"),
+                                 ("attention", 64, "flash_attention D=64, cold"),
+                                 ("attention", 64, "flash_attention D=64, disk hit"),
+                                 ("attention", 128, "flash_attention D=128, cold"),
+                                 ("attention", 128, "flash_attention D=128, disk hit")):
+            out = subprocess.run([sys.executable, script, what, str(dim)], env=env,
+                                 capture_output=True, text=True)
+            if out.returncode:
+                print(f"  {label:32} failed: {out.stderr.strip().splitlines()[-1:]}")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            stages = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in r["stages"].items())
+            print(f"  {label:32} {1e3 * r['import']:6.0f} | {1e3 * r['first']:8.1f} | "
+                  f"{1e3 * r['second']:6.2f} | {1e3 * (r['first'] - r['second']):8.1f} | "
+                  f"traced {r['traced']}: {stages}")
+
+
 if __name__ == "__main__":
     main()
     attention_compile_time()
+    fresh_process_rows()

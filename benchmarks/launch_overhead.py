@@ -1,24 +1,28 @@
-"""Host-side cost of one kernel launch, in microseconds per call.
+"""Host-side cost of one kernel launch, in microseconds per call (GPU only).
 
-    python benchmarks/launch_overhead.py [--batches 7] [--launches 10000]
+    PYTHONPATH=. python3 benchmarks/launch_overhead.py [--batches 7] [--launches 10000]
 
 Each row runs ``--batches`` batches of ``--launches`` launches, synchronizing at the end of each
-batch, the rows taking turns batch by batch; it reports the median and the lowest batch time
-divided by the number of launches. The kernels are tiny, so this is mostly the host's cost of a
-launch (a row can be no faster than the GPU runs its kernel back to back). Rows:
+batch, the rows taking turns batch by batch (so a slow spell of the shared host lands on every
+row alike); it reports the median and the lowest batch time divided by the number of launches.
+The kernels are tiny, so this is the host's cost of a launch (a row can be no faster than the GPU
+runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch.md says why):
 
-- warpstage Launcher: ``runtime.launcher.Launcher`` on a hand-written PTX kernel (no compiler);
-- Launcher + tensor adapter: the same, plus ``as_tensor_arg`` and ``current_stream`` on a torch
-  tensor, i.e. the runtime part of a ``@ws.kernel`` call;
-- @ws.kernel: a trivial kernel (one int argument) through the public API;
-- @ws.kernel vector_add: ``examples/vector_add.py`` on 3 torch CUDA tensors of 1000 float32 and
-  an int, written ``vector_add[grid, block](a, b, out, n)`` in the loop, and with the
-  ``vector_add[grid, block]`` object hoisted out of it (:func:`bench_vector_add`);
-- raw cuLaunchKernel (tuple params): cuda-bindings with ``((values...), (ctypes types...))``;
-- raw cuLaunchKernel (void** address): cuda-bindings with a prebuilt pointer array (the floor);
-- torch.add: a 4-element tensor add, for scale.
+- warpstage ``kern[8, 128](t0, t1, t2, t3, n)``: 4 torch tensors + 1 int, the call written in
+  full in the loop; with annotated and bare parameters; with the driver call through ctypes
+  (default) and through cuda-bindings (``Launcher.set_path``);
+- the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` and ``p(*args)``;
+- 3 tensors + 1 int (``examples/vector_add.py``), 8 tensors + 2 ints, 2 TMA descriptors + 2 ints
+  (descriptors built once, as ``ws.ops.flash_attention`` keeps them);
+- raw ``cuLaunchKernel``: cuda-bindings with a prebuilt ``void**`` and with tuple params; libcuda
+  through ctypes with prebuilt C arguments (runtime/raw_launch.py's call, nothing else);
+  ``BoundLaunch.launch`` (what ``p()`` costs below the stream read and guard check);
+- ``torch.add(a, b, out=c)``; Triton ``kern[(8,)](t0, t1, t2, t3, n)`` (when importable);
+  CuTe DSL compiled with TVM-FFI (when importable; it is not on the H200 host: the row says so).
 
-Without a usable GPU it prints one line and exits 0.
+The "full path" column counts the calls of a warpstage row that left the generated call path
+(memo misses) during warm-up and the measured batches: 0 means every call was a memo hit. Without a usable
+GPU it prints one line and exits 0. scripts/gpu_launch.sh runs it and keeps its output.
 """
 from __future__ import annotations
 
@@ -29,14 +33,11 @@ import statistics
 import sys
 import time
 
-try:
-    import warpstage  # noqa: F401
-except ImportError:   # run from a checkout: python benchmarks/launch_overhead.py
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
-from warpstage.runtime import driver, target  # noqa: E402
-from warpstage.runtime.launcher import Launcher, current_stream  # noqa: E402
-from warpstage.runtime.tensors import as_tensor_arg  # noqa: E402
+import warpstage as ws  # noqa: E402
+from warpstage.runtime import driver, raw_launch, target  # noqa: E402
 
 PTX_BODY = """
 .visible .entry empty(
@@ -49,6 +50,33 @@ PTX_BODY = """
 """
 
 
+@ws.kernel
+def four(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    if i < n:
+        t3[i] = t0[i] + t1[i] + t2[i]
+
+
+@ws.kernel
+def four_bare(t0, t1, t2, t3, n):
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    if i < n:
+        t3[i] = t0[i] + t1[i] + t2[i]
+
+
+@ws.kernel
+def eight(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, t4: ws.Tensor,
+          t5: ws.Tensor, t6: ws.Tensor, t7: ws.Tensor, n: ws.Int32, m: ws.Int32):
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    if i < n:
+        t7[i] = t0[i] + t1[i] + t2[i] + t3[i] + t4[i] + t5[i] + t6[i] + m
+
+
+@ws.kernel
+def descriptors(src, dst, r0: ws.Int32, c0: ws.Int32):
+    pass                     # the launch cost of two TMA descriptors + 2 ints; the body is moot
+
+
 def _ptx() -> str:
     props = target.device_properties(0)
     if props.compute_capability == (9, 0):
@@ -59,7 +87,7 @@ def _ptx() -> str:
 def measure(rows, batches: int, launches: int) -> list:
     """Per row ``(name, run, sync)``: (median, min) over ``batches`` rounds of the time of
     ``run(launches)`` + ``sync()``, divided by ``launches``, in µs. The rows take turns within
-    each round, so a slow spell of the (shared) host lands on every row alike."""
+    each round."""
     for _, run, sync in rows:
         run(min(launches, 1000))   # warm up: first-launch setup, caches
         sync()
@@ -73,111 +101,153 @@ def measure(rows, batches: int, launches: int) -> list:
     return [(statistics.median(t), min(t)) for t in times]
 
 
-def bench_launcher(function, scratch: int):
-    launcher = Launcher(function, [ctypes.c_void_p, ctypes.c_uint32])
-    values = [scratch, 0]
-
+def _loop(call, *args):
     def run(n):
-        launch = launcher.launch
         for _ in range(n):
-            launch((1, 1, 1), (32, 1, 1), 0, 0, values)
+            call(*args)
     return run
 
 
-def bench_launcher_with_torch_tensor(function, torch):
-    launcher = Launcher(function, [ctypes.c_void_p, ctypes.c_uint32])
-    x = torch.zeros(4, device="cuda")
-
+def _in_full(kern, config, args):
     def run(n):
-        launch = launcher.launch
         for _ in range(n):
-            arg = as_tensor_arg(x, "x")
-            launch((1, 1, 1), (32, 1, 1), 0, current_stream((arg,)), [arg.data_ptr, 0])
+            kern[config](*args)
     return run
 
 
-def bench_raw_tuple(function, scratch: int):
-    cu = driver.cuda()
-    handle, stream = function.handle, cu.CUstream(0)
-    params = ((scratch, 0), (ctypes.c_void_p, ctypes.c_uint32))
-
-    def run(n):
-        launch = cu.cuLaunchKernel
-        for _ in range(n):
-            launch(handle, 1, 1, 1, 32, 1, 1, 0, stream, params, 0)
-    return run
+_MISSES: dict = {}
 
 
-def bench_raw_address(function, scratch: int):
+def _count_misses(kern):
+    """Count the calls of ``kern`` that leave its generated call path (memo misses)."""
+    fast = kern._fast
+    real = fast.miss
+    _MISSES[kern] = 0
+
+    def miss(*a):
+        _MISSES[kern] += 1
+        return real(*a)
+    fast.namespace["_miss"] = miss
+
+
+def warpstage_rows(torch, function, scratch):
+    rows, misses = [], {}
+    n = 1024
+    ts = [torch.ones(n, device="cuda") for _ in range(8)]
+    four[8, 128](*ts[:4], n)
+    torch.cuda.synchronize()
+    if not torch.equal(ts[3], ts[0] + ts[1] + ts[2]):
+        raise RuntimeError("the 4-tensor kernel gave a wrong result")
+    args4 = (*ts[:4], n)
+    four_bindings = ws.kernel(four.fn)
+    four_bindings[8, 128](*args4)
+    ck = next(iter(four_bindings._cache.values()))
+    ck._cuda[2].set_path("bindings")
+    prepared = four[8, 128].prepare(*args4)
+    vector_add = _vector_add()
+    a, b, out = (torch.ones(1000, device="cuda") for _ in range(3))
+    D = ws.tma.TensorDescriptor
+    src, dst = torch.zeros(64, 64, device="cuda"), torch.zeros(64, 64, device="cuda")
+    descs = (D(src, (8, 32)), D(dst, (8, 32)), 0, 0)
+    table = [
+        ("ws kern[8, 128](t0, t1, t2, t3, n)  (ctypes driver call)", four, (8, 128), args4),
+        ("  the same, bare parameters (def k(t0, t1, t2, t3, n))", four_bare, (8, 128), args4),
+        ("  the same, cuda-bindings driver call", four_bindings, (8, 128), args4),
+        ("ws vector_add[4, 256](a, b, out, n): 3 tensors + 1 int", vector_add, (4, 256),
+         (a, b, out, 1000)),
+        ("ws kern[8, 128](8 tensors, n, m)", eight, (8, 128), (*ts, n, 1)),
+        ("ws kern[1, 128](2 TMA descriptors, r0, c0)", descriptors, (1, 128), descs),
+    ]
+    for name, kern, config, args in table:
+        kern[config](*args)
+        _count_misses(kern)
+        rows.append((name, _in_full(kern, config, args), torch.cuda.synchronize))
+        misses[name] = kern
+    rows.insert(3, ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)",
+                    _loop(prepared), torch.cuda.synchronize))
+    rows.insert(4, ("  the same, p(t0, t1, t2, t3, n): rebinding each call",
+                    _loop(prepared, *args4), torch.cuda.synchronize))
+    rows.insert(5, ("  BoundLaunch.launch(stream) alone (below p(): no guard, no stream read)",
+                    _loop(prepared._bound.launch, 0), torch.cuda.synchronize))
+    return rows, misses
+
+
+def _vector_add():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "_vector_add_example", os.path.join(ROOT, "examples", "vector_add.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.vector_add
+
+
+def raw_rows(function, scratch):
     cu = driver.cuda()
     handle, stream = function.handle, cu.CUstream(0)
     storage = [ctypes.c_void_p(scratch), ctypes.c_uint32(0)]
     array = (ctypes.c_void_p * 2)(*[ctypes.addressof(s) for s in storage])
     address = ctypes.addressof(array)
+    tuple_params = ((scratch, 0), (ctypes.c_void_p, ctypes.c_uint32))
+    rows = [("raw cuLaunchKernel, cuda-bindings, prebuilt void**",
+             _loop(cu.cuLaunchKernel, handle, 1, 1, 1, 32, 1, 1, 0, stream, address, 0),
+             driver.synchronize),
+            ("raw cuLaunchKernel, cuda-bindings, tuple params",
+             _loop(cu.cuLaunchKernel, handle, 1, 1, 1, 32, 1, 1, 0, stream, tuple_params, 0),
+             driver.synchronize)]
+    fn = raw_launch.launch_function()
+    if fn is not None:
+        c_handle = ctypes.c_void_p(int(handle))
+        rows.append(("raw cuLaunchKernel, libcuda through ctypes, prebuilt C arguments",
+                     _loop(fn, c_handle, 1, 1, 1, 32, 1, 1, 0, None, ctypes.c_void_p(address),
+                           None), driver.synchronize))
+    return rows, [] if fn is not None else [("raw ctypes cuLaunchKernel",
+                                             f"n/a ({raw_launch.unavailable_reason()})")]
 
-    def run(n):
-        launch = cu.cuLaunchKernel
-        for _ in range(n):
-            launch(handle, 1, 1, 1, 32, 1, 1, 0, stream, address, 0)
-    return run
 
-
-def bench_torch_add(torch):
-    a = torch.zeros(4, device="cuda")
-    b = torch.ones(4, device="cuda")
-
+def torch_add_row(torch):
+    a, b, c = (torch.ones(4, device="cuda") for _ in range(3))
     def run(n):
         add = torch.add
         for _ in range(n):
-            add(a, b)
-    return run
+            add(a, b, out=c)
+    return ("torch.add(a, b, out=c), 4 elements", run, torch.cuda.synchronize)
 
 
-def bench_warpstage_kernel():
-    """A trivial ``@ws.kernel`` through the public API (Python call -> cache hit -> argument
-    conversion -> launch): the number that matters to users."""
-    import warpstage as ws
+def triton_row(torch):
+    import triton
+    import triton.language as tl
 
-    @ws.kernel
-    def trivial(n):          # a bare int argument is dynamic (Int32) by rule 3
-        pass
+    @triton.jit
+    def kern(t0, t1, t2, t3, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(t3 + i, tl.load(t0 + i, mask=m) + tl.load(t1 + i, mask=m) + tl.load(t2 + i, mask=m),
+                 mask=m)
+    ts = [torch.ones(1024, device="cuda") for _ in range(4)]
 
     def run(count):
-        launch = trivial[(1, 1, 1), (32, 1, 1)]
         for _ in range(count):
-            launch(7)
-    return run
+            kern[(8,)](ts[0], ts[1], ts[2], ts[3], 1024, BLOCK=128)
+    run(1)                                   # compile now: a failure is reported, not raised
+    return ("Triton kern[(8,)](t0, t1, t2, t3, n)", run, torch.cuda.synchronize)
 
 
-def bench_vector_add(torch):
-    """``examples/vector_add.py`` through the public API: (the call written in full each time,
-    the ``vector_add[grid, block]`` object hoisted out of the loop)."""
-    import importlib.util
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location(
-        "_vector_add_example", os.path.join(root, "examples", "vector_add.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    vector_add = module.vector_add
-    n = 1000
-    a = torch.ones(n, device="cuda")
-    b = torch.ones(n, device="cuda")
-    out = torch.empty(n, device="cuda")
-    grid, block = (n + 255) // 256, 256
+def cute_row():
+    try:
+        import cutlass.cute  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return None, ("CuTe DSL with TVM-FFI", f"n/a (cutlass.cute not importable: "
+                                                f"{type(e).__name__})")
+    return None, ("CuTe DSL with TVM-FFI", "n/a (importable, but no row written for it yet)")
 
-    def run_full(count):
-        for _ in range(count):
-            vector_add[grid, block](a, b, out, n)
 
-    def run_hoisted(count):
-        launch = vector_add[grid, block]
-        for _ in range(count):
-            launch(a, b, out, n)
-    run_full(1)
-    torch.cuda.synchronize()
-    if not torch.equal(out, a + b):
-        raise RuntimeError("vector_add gave a wrong result")
-    return run_full, run_hoisted
+def _torch():
+    try:
+        import torch
+        torch.zeros(1, device="cuda")
+        return torch
+    except Exception:  # noqa: BLE001 - torch is optional
+        return None
 
 
 def main(argv=None) -> int:
@@ -193,57 +263,53 @@ def main(argv=None) -> int:
     module = driver.load_module(_ptx(), is_ptx=True)
     function = driver.get_function(module, "empty")
     scratch = driver.mem_alloc(256)
-    torch = None
-    try:
-        import torch
-        torch.zeros(1, device="cuda")
-    except Exception:  # noqa: BLE001 - torch is optional
-        torch = None
-
-    sync = driver.synchronize
-    rows, failed = [("warpstage Launcher (PTX kernel, 2 params)", bench_launcher(function, scratch),
-                     sync)], []
-    if torch is not None:
-        rows.append(("Launcher + as_tensor_arg + current_stream",
-                     bench_launcher_with_torch_tensor(function, torch), torch.cuda.synchronize))
-    try:
-        rows.append(("@ws.kernel trivial kernel", bench_warpstage_kernel(), sync))
-    except Exception as e:  # noqa: BLE001 - report, don't crash the benchmark
-        failed.append(("@ws.kernel trivial kernel", f"n/a ({type(e).__name__}: {e})"))
+    torch = _torch()
+    rows, failed, misses = [], [], {}
     if torch is not None:
         try:
-            full, hoisted = bench_vector_add(torch)
-            rows.append(("@ws.kernel vector_add[grid, block](a, b, out, n)", full,
-                         torch.cuda.synchronize))
-            rows.append(("  the same, vector_add[grid, block] hoisted", hoisted,
-                         torch.cuda.synchronize))
-        except Exception as e:  # noqa: BLE001
-            failed.append(("@ws.kernel vector_add", f"n/a ({type(e).__name__}: {e})"))
-    rows.append(("raw cuLaunchKernel (tuple params)", bench_raw_tuple(function, scratch), sync))
-    rows.append(("raw cuLaunchKernel (void** address)", bench_raw_address(function, scratch), sync))
-    if torch is not None:
-        rows.append(("torch.add (4 elements)", bench_torch_add(torch), torch.cuda.synchronize))
+            rows, misses = warpstage_rows(torch, function, scratch)
+        except Exception as e:  # noqa: BLE001 - report, don't crash the benchmark
+            failed.append(("warpstage rows", f"n/a ({type(e).__name__}: {e})"))
     else:
-        failed.append(("torch.add (4 elements)", "n/a (torch not importable)"))
+        failed.append(("warpstage rows (torch tensors)", "n/a (torch not importable)"))
+    more, absent = raw_rows(function, scratch)
+    rows += more
+    failed += absent
+    if torch is not None:
+        rows.append(torch_add_row(torch))
+        try:
+            rows.append(triton_row(torch))
+        except Exception as e:  # noqa: BLE001
+            failed.append(("Triton", f"n/a ({type(e).__name__}: {e})"))
+    failed.append(cute_row()[1])
+    for kern in misses.values():
+        _MISSES[kern] = 0
     results = measure(rows, args.batches, args.launches)
     driver.mem_free(scratch)
+    report(props, args, rows, results, failed, misses)
+    return 0
 
+
+def report(props, args, rows, results, failed, misses) -> None:
     try:
         from cuda.bindings import __version__ as bindings_version
     except Exception:  # noqa: BLE001
         bindings_version = "?"
-    print(f"{props.name} (sm_{props.cc_major}{props.cc_minor}), driver {props.driver_version_str}, "
-          f"cuda-bindings {bindings_version}, Python {sys.version.split()[0]}")
-    print(f"{args.batches} rounds x {args.launches} launches, the rows taking turns in each "
-          f"round; µs per launch")
+    lines = [f"{props.name} (sm_{props.cc_major}{props.cc_minor}), driver "
+             f"{props.driver_version_str}, cuda-bindings {bindings_version}, Python "
+             f"{sys.version.split()[0]}",
+             f"{args.batches} rounds x {args.launches} launches, the rows taking turns in each "
+             f"round; µs per launch"]
     width = max(len(name) for name, *_ in rows + failed)
-    print(f"{'what':<{width}}  {'median':>8}  {'min':>8}")
-    print("-" * (width + 20))
+    lines.append(f"{'what':<{width}}  {'median':>8}  {'min':>8}  full path")
+    lines.append("-" * (width + 31))
     for (name, *_), (median, low) in zip(rows, results):
-        print(f"{name:<{width}}  {median:8.2f}  {low:8.2f}")
+        kern = misses.get(name)
+        count = "" if kern is None else f"{_MISSES.get(kern, 0):>9}"
+        lines.append(f"{name:<{width}}  {median:8.2f}  {low:8.2f}  {count}")
     for name, text in failed:
-        print(f"{name:<{width}}  {text}")
-    return 0
+        lines.append(f"{name:<{width}}  {text}")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import warpstage as ws  # noqa: E402
 from warpstage.api import _Launch  # noqa: E402
 from warpstage.frontend.guards import guards_hold  # noqa: E402
-from warpstage.runtime import launcher as launcher_module  # noqa: E402
+from warpstage.runtime import launcher as launcher_module, raw_launch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,8 +78,10 @@ def main(argv=None) -> int:
     (da, ha, sa, pa), (db, hb, sb, pb), (do, ho, so, po) = (
         (t.dtype, t.shape, t.stride(), t.data_ptr()) for t in tensors)
     cu = launcher._cu
-    _, params = launcher._tls.slot
-    stream_obj = launcher_module._stream(cu, raw_stream(0))
+    slot = launcher._tls.slot
+    params = slot[1]
+    stream_obj = launcher_module.bindings_stream(cu, raw_stream(0))
+    c_stream = raw_launch.c_pointer(raw_stream(0))
     dims = launcher._dims
 
     full = _Launch(k, grid, block)  # the base launch object: every call takes the full path
@@ -94,9 +96,13 @@ def main(argv=None) -> int:
         ("  torch current stream (raw)", lambda: raw_stream(0)),
         ("  Launcher.launch (pack + cuLaunchKernel)",
          lambda: launcher.launch(launch.grid, launch.block, 0, raw_stream(0), values)),
-        ("  bare cuLaunchKernel, Launcher's buffer",
+        ("  bare cuLaunchKernel (cuda-bindings), Launcher's buffer",
          lambda: cu.cuLaunchKernel(launcher.handle, *dims, 0, stream_obj, params, 0)),
     ]
+    if launcher._raw is not None:
+        rows.append(("  bare cuLaunchKernel (libcuda via ctypes), Launcher's buffer",
+                     lambda: launcher._raw(launcher._raw_function, *dims, 0, c_stream, slot[2],
+                                           None)))
     results = per_call(rows, calls)
     width = max(len(name) for name, _ in rows)
     print(f"{torch.cuda.get_device_name(0)}, Python {sys.version.split()[0]}, torch {torch.__version__}; "

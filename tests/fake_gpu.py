@@ -4,20 +4,93 @@ tests/runtime/test_tma_launch.py): CPU torch tensors pose as tensors on cuda:0 (
 -1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, TMA
 descriptors are "encoded" by :func:`fake_encode`, and the driver's launch is replaced by a
 recorder: each launch records (compiled key, grid, block, smem, stream, the packed parameter
-values)."""
+values).
+
+Without torch (``install(monkeypatch, None)``), :class:`FakeCudaArray` is the tensor on the pretend
+cuda:0: a numpy array's memory behind ``__cuda_array_interface__``, as cupy exposes it.
+
+The driver call is libcuda's C entry as runtime/raw_launch.py calls it, replaced by
+:func:`fake_cu_launch_kernel`, which reads the ``void*[]`` it is given the way the driver does and
+records what the kernel would receive in ``DRIVER_LAUNCHES``."""
 import ctypes
 import hashlib
+import types
 
 from warpstage import persist
 from warpstage.compiled import CompiledKernel
 from warpstage.ir.types import TensorMapType
-from warpstage.runtime import driver, launcher as launcher_module, target as target_module
+from warpstage.runtime import driver, launcher as launcher_module, raw_launch
+from warpstage.runtime import target as target_module
 from warpstage.runtime import tensormap
 
 RAW_STREAM = 0x5000
 LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 65535, 65535),
                                       232448, 1024, 32)
 ENCODED = []                          # the descriptors encoded (by fake_encode), in order
+DRIVER_LAUNCHES = []                  # what fake_cu_launch_kernel received, decoded
+_LAUNCHERS = {}                       # pretend CUfunction address -> its Launcher
+
+
+class FakeCudaArray:
+    """A torch-free tensor on a pretend GPU (``device`` ordinal): ``__cuda_array_interface__``
+    (version 3) over the memory of the numpy array ``array``, strides in bytes as cupy gives."""
+
+    def __init__(self, array, device: int = 0):
+        self.array = array
+        self.device = types.SimpleNamespace(id=device)
+
+    @property
+    def __cuda_array_interface__(self):
+        a = self.array
+        return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, False),
+                "strides": None if a.flags.c_contiguous else a.strides, "version": 3}
+
+    def __getitem__(self, index):
+        return FakeCudaArray(self.array[index], self.device.id)
+
+
+_DLTENSOR = b"dltensor"
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+_DL_DTYPES = {"float32": (2, 32), "float16": (2, 16), "int32": (0, 32), "int64": (0, 64)}
+
+
+def fake_dlpack_capsule(array, keep: list):
+    """A 'dltensor' capsule (no destructor) describing ``array``'s memory as on CUDA device 0;
+    what it points to is appended to ``keep``, which must outlive the capsule."""
+    from warpstage.runtime.tensors import _DLManagedTensor
+    m = _DLManagedTensor()
+    t = m.dl_tensor
+    t.data = array.ctypes.data
+    t.device.device_type, t.device.device_id = 2, 0
+    t.ndim = array.ndim
+    (t.dtype.code, t.dtype.bits), t.dtype.lanes = _DL_DTYPES[array.dtype.name], 1
+    shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+    strides = (ctypes.c_int64 * array.ndim)(*[s // array.itemsize for s in array.strides])
+    t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+    keep.extend([m, shape, strides, array])
+    return _capsule_new(ctypes.addressof(m), _DLTENSOR, None)
+
+
+def fake_cu_launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+    """cuLaunchKernel as the driver sees it: C values only (runtime/raw_launch.py); reads each
+    kernelParams[i] pointer and unpacks the parameter bytes there."""
+    launcher = _LAUNCHERS[function.value]
+    n = len(launcher.param_offsets)
+    values = ()
+    if n:
+        slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        base = slots[0] - launcher.param_offsets[0]
+        for i, off in enumerate(launcher.param_offsets):     # every pointer into one buffer
+            assert slots[i] == base + off
+        values = launcher._struct.unpack(ctypes.string_at(base, launcher._struct.size))
+    for d in (gx, gy, gz, bx, by, bz, smem):
+        assert type(d) is int and 0 <= d < 2 ** 31
+    assert extra is None
+    DRIVER_LAUNCHES.append(((gx, gy, gz), (bx, by, bz), smem, stream.value if stream else 0,
+                            values))
+    return 0
 
 
 def fake_encode(desc):
@@ -38,14 +111,20 @@ class _FakeDriver:
 
 
 def install(monkeypatch, torch) -> list:
-    """Patch everything (undone by ``monkeypatch``); returns the list of recorded launches."""
-    monkeypatch.setattr(torch.Tensor, "is_cuda", property(
-        lambda self: getattr(self, "_test_device", 0) >= 0), raising=False)
-    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: getattr(self, "_test_device", 0),
-                        raising=False)
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: RAW_STREAM + index,
-                        raising=False)
+    """Patch everything (undone by ``monkeypatch``); returns the list of recorded launches.
+    ``torch`` None: no torch patches (the tensors are :class:`FakeCudaArray`)."""
+    if torch is not None:
+        monkeypatch.setattr(torch.Tensor, "is_cuda", property(
+            lambda self: getattr(self, "_test_device", 0) >= 0), raising=False)
+        monkeypatch.setattr(torch.Tensor, "get_device",
+                            lambda self: getattr(self, "_test_device", 0), raising=False)
+        monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream",
+                            lambda index: RAW_STREAM + index, raising=False)
+    monkeypatch.setattr(raw_launch, "_fn", fake_cu_launch_kernel)
+    del DRIVER_LAUNCHES[:]
     monkeypatch.setattr(target_module, "_override", "cuda")
+    monkeypatch.setitem(target_module._properties, 0, types.SimpleNamespace(   # an H200's
+        sm_count=132, cc_major=9, cc_minor=0, compute_capability=(9, 0), name="pretend GPU"))
     monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
     monkeypatch.setattr(persist, "store", lambda *a, **k: False)
     monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())
@@ -56,9 +135,11 @@ def install(monkeypatch, torch) -> list:
 
     def cuda_launcher(self):
         if self._cuda is None:
-            types = [ctypes.c_ubyte * 128 if isinstance(t, TensorMapType) else t   # as compiled.py
-                     for _, t in self.abi]
-            launcher = launcher_module.Launcher(object(), types, limits=LIMITS)
+            params = [ctypes.c_ubyte * 128 if isinstance(t, TensorMapType) else t  # as compiled.py
+                      for _, t in self.abi]
+            launcher = launcher_module.Launcher(0x7000 + 64 * len(_LAUNCHERS), params,
+                                                limits=LIMITS)
+            _LAUNCHERS[launcher.handle] = launcher
             launcher.ck = self
             self._cuda = (None, None, launcher)
         return None, self._cuda[2]

@@ -28,6 +28,15 @@ from .runtime import cache
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'warpstage' has no attribute {name!r}")
+
+
 __all__ = [
     "kernel", "jit", "compile", "explain", "CompiledKernel", "CompileOptions", "RecompileWarning",
     "Static", "Constexpr", "range", "static_range", "range_constexpr", "static", "const_expr",

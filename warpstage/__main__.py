@@ -4,6 +4,10 @@
   warpstage info          versions, target, ptxas found
   warpstage cache info    the disk cache's folder, number of entries and size
   warpstage cache clear   remove every entry of the disk cache
+  warpstage compile MODULE[:FUNCTION] [--jobs N]
+                          pre-build the specializations FUNCTION() lists (default
+                          warpstage_specializations) into the disk cache, in N processes;
+                          MODULE is a dotted module name or a path to a .py file
 """
 from __future__ import annotations
 
@@ -136,6 +140,53 @@ def cache_cmd(action: str) -> int:
     return 0
 
 
+def _requests(spec: str):
+    """The requests (warpstage/precompile.py) that MODULE[:FUNCTION] returns."""
+    module_name, _, function = spec.partition(":")
+    function = function or "warpstage_specializations"
+    if module_name.endswith(".py"):
+        path = os.path.abspath(module_name)
+        if not os.path.exists(path):
+            raise SystemExit(f"warpstage compile: {module_name} does not exist")
+        folder, module_name = os.path.split(path[:-3])
+        sys.path.insert(0, folder)          # the workers import it by this name too
+    else:
+        sys.path.insert(0, os.getcwd())
+    import importlib
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SystemExit(f"warpstage compile: cannot import {module_name!r} ({e}). Fix: pass a "
+                         "module importable from here, or a path to a .py file") from None
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise SystemExit(f"warpstage compile: {module_name} has no function {function}() "
+                         f"returning the specializations to build, e.g.\n"
+                         f"    def {function}():\n"
+                         f"        return [(my_kernel, (ws.Tensor[ws.Float32, 1], ws.Int32), "
+                         f"{{'block': 256}})]")
+    return fn()
+
+
+def compile_cmd(spec: str, jobs: int) -> int:
+    from warpstage.precompile import compile_many
+    from warpstage.runtime import cache
+    requests = _requests(spec)
+    t0 = time.perf_counter()
+
+    def report(name, seconds, error):
+        print(f"  {name}: {'built' if error is None else 'failed (' + error + ')'} in "
+              f"{seconds:.2f} s", flush=True)
+    print(f"building {len(requests)} specialization(s) with {jobs} process(es) into "
+          f"{cache.path()}", flush=True)
+    built = compile_many(requests, jobs, report)
+    for ck in built:
+        cubin = f"{len(ck.cubin)} bytes cubin" if ck.cubin else "PTX only (no ptxas)"
+        print(f"  {ck.name}: {cubin}, {ck.registers} registers")
+    print(f"done in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="warpstage", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,6 +198,12 @@ def main(argv=None) -> int:
     c = sub.add_parser("cache", help="the disk cache of compiled kernels (WARPSTAGE_CACHE_DIR)")
     c.add_argument("action", choices=["info", "clear"], help="info: folder, entries, size; "
                    "clear: remove every entry")
+    pc = sub.add_parser("compile", help="pre-build specializations into the disk cache")
+    pc.add_argument("spec", metavar="MODULE[:FUNCTION]",
+                    help="a module or .py file and the function listing the specializations "
+                    "(default warpstage_specializations): [(kernel, args[, kwargs]), ...]")
+    pc.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                    help="worker processes (default: the CPU count)")
     args = p.parse_args(argv)
     if args.cmd == "demo":
         return demo()
@@ -154,6 +211,8 @@ def main(argv=None) -> int:
         return info()
     if args.cmd == "cache":
         return cache_cmd(args.action)
+    if args.cmd == "compile":
+        return compile_cmd(args.spec, args.jobs)
     p.print_help()
     return 0
 

@@ -17,7 +17,7 @@ import typing
 import warnings
 from typing import Optional
 
-from . import persist
+from . import persist, progress
 from .compiled import STAGE_COUNTS, CompiledKernel
 from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from .frontend import binding_time as bt
@@ -297,11 +297,12 @@ class Kernel:
         name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
         attrs = {"maxntid": block}
         try:
-            module, abi, reached, facts = trace_kernel(
-                self.fn, name, specs, self.param_names, self.options, attrs,
-                kwonly=tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY))
-            from .passes.pipeline import run_passes
-            run_passes(module)
+            with progress.stage(name, "trace"):
+                module, abi, reached, facts = trace_kernel(
+                    self.fn, name, specs, self.param_names, self.options, attrs,
+                    kwonly=tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY))
+                from .passes.pipeline import run_passes
+                run_passes(module)
             guards = collect_guards(reached, facts)
         except Exception as e:
             if self.options.debug:          # keep warpstage's frames when debugging warpstage
@@ -316,8 +317,8 @@ class Kernel:
     def _note_recompile(self, key, specs) -> None:
         """Record a new specialization and why it differs from the closest earlier one (the
         one differing in the fewest parameters, the latest on a tie); warn past the limit."""
-        from .frontend.spec_changes import closest, describe_changes
         if self._keys:
+            from .frontend.spec_changes import closest, describe_changes
             j = closest(specs, self._key_specs)
             prev = self._keys[j]
             what = describe_changes(self.param_names, self._key_specs[j], specs) or (
@@ -397,11 +398,21 @@ def jit(fn=None, *, inline: bool = True):
     return wrap(fn) if fn is not None else wrap
 
 
-def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None,
+def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None, jobs=None,
             **kwargs) -> CompiledKernel:
     """Compile ahead of time. ``args`` may be example values or types (``ws.Int32``,
     ``ws.Tensor[ws.BFloat16, 2]``, ``ws.Static(value)``). Returns a CompiledKernel with every
-    stage built (cubin when ptxas is installed)."""
+    stage built (cubin when ptxas is installed).
+
+    ``ws.compile(requests, jobs=N)``: ``requests`` a list of ``(kernel, args)`` or ``(kernel,
+    args, kwargs)``; builds them in N worker processes into the disk cache and returns their
+    CompiledKernels in order (warpstage/precompile.py)."""
+    if jobs is not None or isinstance(kern, (list, tuple)):
+        if args or kwargs:
+            raise ArgumentError("ws.compile(requests, jobs=N) takes the list of requests alone; "
+                                "put each kernel's arguments in its request: [(kern, args), ...]")
+        from .precompile import compile_many
+        return compile_many(kern, 1 if jobs is None else jobs)
     if not isinstance(kern, Kernel):
         raise ArgumentError(f"ws.compile expects a @ws.kernel, got {type(kern).__name__}")
     values = kern._bind(args, kwargs)

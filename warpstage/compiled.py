@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import ir
+from . import ir, progress
 # Imported here, not lazily: the first import of the submodule warpstage.explain sets the package
 # attribute ``warpstage.explain``, which must happen before __init__ binds ``ws.explain`` to the
 # function (api imports this module first).
@@ -71,7 +71,8 @@ class CompiledKernel:
         if self._llvm_ir is None:
             from .backend import lower
             t0 = time.perf_counter()
-            self._llvm_ir = lower(self.module, self.options, verified=True)   # by run_passes
+            with progress.stage(self.name, "lower"):
+                self._llvm_ir = lower(self.module, self.options, verified=True)   # by run_passes
             STAGE_COUNTS["lower"] += 1
             self.timings["lower"] = time.perf_counter() - t0
         return self._llvm_ir
@@ -83,7 +84,8 @@ class CompiledKernel:
             from .backend import emit_ptx
             llvm_ir = self.llvm_ir
             t0 = time.perf_counter()
-            self._ptx = emit_ptx(llvm_ir, self.options)
+            with progress.stage(self.name, "ptx"):
+                self._ptx = emit_ptx(llvm_ir, self.options)
             STAGE_COUNTS["ptx"] += 1
             self.timings["ptx"] = time.perf_counter() - t0
         return self._ptx
@@ -96,7 +98,8 @@ class CompiledKernel:
                 self._cubin = False
                 return None
             t0 = time.perf_counter()
-            self._cubin = assemble(ptx, self.options, [self.name])
+            with progress.stage(self.name, "ptxas"):
+                self._cubin = assemble(ptx, self.options, [self.name])
             STAGE_COUNTS["ptxas"] += 1
             self.timings["ptxas"] = time.perf_counter() - t0
         return self._cubin or None
@@ -167,11 +170,12 @@ class CompiledKernel:
             from .runtime.launcher import Launcher
             r = self._assemble()
             t0 = time.perf_counter()
-            if r:
-                mod = driver.load_module(r.cubin, is_ptx=False)
-            else:
-                mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True)
-            fn = driver.get_function(mod, self.name)
+            with progress.stage(self.name, "load"):
+                if r:
+                    mod = driver.load_module(r.cubin, is_ptx=False)
+                else:
+                    mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True)
+                fn = driver.get_function(mod, self.name)
             self.timings["load"] = time.perf_counter() - t0
             # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
             from ctypes import c_ubyte

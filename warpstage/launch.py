@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .errors import ArgumentError
 
-__all__ = ["launch", "launch_specialized", "stream_handle", "set_target", "get_target"]
+__all__ = ["launch", "launch_specialized", "cuda_values", "stream_handle", "set_target",
+           "get_target"]
 
 
 from .runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
@@ -80,7 +81,11 @@ def _tensormap_slots(ck) -> tuple:
     return slots
 
 
-def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
+def cuda_values(ck, leaves) -> tuple:
+    """(Launcher, the tensors ordering the launch) for the specialization ``ck``, with its ABI
+    ``leaves`` turned into launch values in place (a tensor's TensorArg -> its address, a TMA
+    descriptor -> its encoded 128-byte map). Raises ``ArgumentError`` for a tensor that is not
+    on cuda:0."""
     TensorArg, require_device, current_stream, TensorMapArg = _rt or _runtime()
     launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
     tensors = []
@@ -99,8 +104,13 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
                 require_device(ta, ck.abi[i][0].split(".")[0])
             leaves[i] = leaf.desc.encode()      # kept in the descriptor; explains a CPU tensor
             tensors.append(ta)
+    return launcher, tensors
+
+
+def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
+    launcher, tensors = cuda_values(ck, leaves)
     if stream is None:
-        stream = current_stream(tensors)
+        stream = _rt[2](tensors)
     elif not isinstance(stream, int):
         stream = stream_handle(stream)
     if cluster is not None:

@@ -64,6 +64,24 @@ class _Launch:
             raise _user_error(e) from None
 
 
+    def prepare(self, *args):
+        """A launch bound to ``args`` (warpstage/prepared.py): ``p = kern[grid, block].prepare(
+        *args)``; ``p()`` launches again with the same arguments, ``p(*new_args)`` rebinds
+        arguments of the same types and layouts quickly (else prepares anew) and launches.
+        Preparing compiles on a cache miss but does not launch. Raises what a call raises."""
+        from .prepared import PreparedLaunch
+        k = self.kernel
+        if self.cluster is not None:
+            raise LaunchError("prepare() does not take cluster launches yet; launch with "
+                              "kern(*args, grid=..., block=..., cluster=...)")
+        try:
+            return PreparedLaunch(self, args)
+        except Exception as e:
+            if k.options.debug:
+                raise
+            raise _user_error(e) from None
+
+
 _NOT_GIVEN = object()     # the default of the generated call path's parameters
 
 

@@ -7,6 +7,9 @@ This is the only module that reads environment variables:
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
   WARPSTAGE_DEBUG       '1' turns on device-side asserts
   WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
+  WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
+  WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
+                        when stderr is not a terminal (default: shown on a terminal only)
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 __all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas",
-           "env_sim_races"]
+           "env_sim_races", "env_launch_path", "env_progress"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,18 @@ def env_sim_races() -> bool:
 
 def default_options() -> CompileOptions:
     return CompileOptions(debug=os.environ.get("WARPSTAGE_DEBUG", "") == "1", ptxas=env_ptxas())
+
+
+def env_launch_path() -> str:
+    """The driver call of launches, from WARPSTAGE_LAUNCH: 'ctypes' (default: libcuda's
+    cuLaunchKernel through ctypes) or 'bindings' (through cuda-bindings). See docs/launch.md."""
+    path = os.environ.get("WARPSTAGE_LAUNCH", "").strip().lower()
+    return path if path in ("ctypes", "bindings") else "ctypes"
+
+
+def env_progress() -> Optional[bool]:
+    """WARPSTAGE_PROGRESS: False for '0'/'false'/'no'/'off', True for '1'/'true'/'yes'/'on',
+    None (automatic: a terminal shows it) when unset or anything else (warpstage/progress.py)."""
+    v = os.environ.get("WARPSTAGE_PROGRESS", "").strip().lower()
+    return False if v in ("0", "false", "no", "off") else True if v in ("1", "true", "yes", "on") \
+        else None

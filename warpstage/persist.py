@@ -51,25 +51,84 @@ _MISSING = object()
 @functools.lru_cache(maxsize=None)
 def _fingerprint() -> str:
     """warpstage's version and a digest of its source files, so that editing the compiler (a
-    source checkout) never reuses a cubin built by the old code. Computed once per process."""
+    source checkout) never reuses a cubin built by the old code. Computed once per process;
+    a fresh process stats the files and reuses the digest stored for identical (path, mtime,
+    size) stamps (``cache.get_fact``) instead of reading and hashing them again."""
     from . import __version__
     root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for folder, dirs, files in os.walk(root):
+    files = []
+    for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
+        for name in sorted(f for f in names if f.endswith(".py")):
             p = os.path.join(folder, name)
-            h.update(os.path.relpath(p, root).encode())
-            with open(p, "rb") as f:
+            st = os.stat(p)
+            files.append((os.path.relpath(p, root), st.st_mtime_ns, st.st_size))
+    def digest():
+        h = hashlib.sha256()
+        for rel, _, _ in files:
+            h.update(rel.encode())
+            with open(os.path.join(root, rel), "rb") as f:
                 h.update(f.read())
-    return f"{__version__}+{h.hexdigest()[:16]}"
+        return f"{__version__}+{h.hexdigest()[:16]}"
+    return _fact("sources", (__version__, root, tuple(files)), digest)
 
 
 def _toolchain(options: CompileOptions) -> tuple:
-    """(LLVM version, ptxas version of the ptxas that would be used, or 'driver-jit')."""
-    from .backend import find_ptxas, llvm_version, ptxas_version
+    """(LLVM's and llvmlite's versions, the version of the ptxas that would be used, or
+    'driver-jit').
+
+    Both are stored as facts (``cache.get_fact``) keyed by the stamps (path, mtime, size) of the
+    binaries they describe, llvmlite's shared library and ptxas, so a fresh process neither
+    loads libLLVM (tens of ms; a disk hit never needs it) nor runs ``ptxas --version``."""
+    from .backend.ptxas import find_ptxas
     path = find_ptxas(options)
-    return llvm_version(), (ptxas_version(path) if path else "driver-jit")
+    return _llvm_version(), (_ptxas_version(path) if path else "driver-jit")
+
+
+def _stamp(paths) -> tuple:
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        out.append((os.path.realpath(p), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _fact(what: str, stamp: tuple, compute) -> str:
+    key = cache.disk_key((what, stamp))
+    fact = cache.get_fact(key)
+    if fact is not None and isinstance(fact.get(what), str):
+        return fact[what]
+    value = compute()
+    cache.put_fact(key, {what: value})
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm_version() -> str:
+    import importlib.util
+
+    def ask_llvm():
+        from .backend import llvm_version
+        return llvm_version()
+    spec = importlib.util.find_spec("llvmlite")         # finds it without importing it
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    binding = os.path.join(folders[0], "binding") if folders else ""
+    try:
+        libs = sorted(os.path.join(binding, n) for n in os.listdir(binding)
+                      if n.startswith(("libllvmlite", "llvmlite")) and not n.endswith(".py"))
+    except OSError:
+        libs = []
+    if not libs:
+        return ask_llvm()
+    return _fact("llvm", _stamp(libs + [os.path.join(folders[0], "_version.py")]), ask_llvm)
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_version(path: str) -> str:
+    def ask_ptxas():
+        from .backend.ptxas import ptxas_version
+        return ptxas_version(path)
+    return _fact("ptxas", _stamp([path]), ask_ptxas)
 
 
 def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
@@ -231,7 +290,7 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
     ``specs``/``options`` default to the stored explain rows / options. Raises KeyError,
     TypeError or ValueError for an entry that lacks a field or has a malformed one."""
-    from .backend import CubinResult, Resources
+    from .backend.ptxas import CubinResult, Resources
     t0 = time.perf_counter()
     abi = [(s, parse_type(t)) for s, t in entry["abi"]]
     if specs is None:

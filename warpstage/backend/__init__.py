@@ -3,10 +3,28 @@
     llvm_ir = lower(module, options)          # str, target nvptx64-nvidia-cuda
     ptx = emit_ptx(llvm_ir, options)          # str, '.target sm_90a'
     result = assemble(ptx, options, ["k"])    # CubinResult: cubin, resources, warnings, log
+
+The names are loaded on first use (PEP 562): a disk-cache hit needs ``backend.ptxas``'s data
+classes and version query, not LLVM, whose import (llvmlite loads libLLVM) costs tens of ms.
 """
-from .lower import lower
-from .ptx import emit_ptx, llvm_version
-from .ptxas import CubinResult, Resources, assemble, find_ptxas, ptxas_version
+import importlib
 
 __all__ = ["lower", "emit_ptx", "find_ptxas", "assemble", "ptxas_version", "llvm_version",
            "CubinResult", "Resources"]
+
+_HOME = {"lower": ".lower", "emit_ptx": ".ptx", "llvm_version": ".ptx", "find_ptxas": ".ptxas",
+         "assemble": ".ptxas", "ptxas_version": ".ptxas", "CubinResult": ".ptxas",
+         "Resources": ".ptxas"}
+
+
+def __getattr__(name):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -35,6 +35,7 @@ import textwrap
 from ..lang.scalars import Scalar
 from ..lang.tensor import Tensor, TensorSpec
 from ..runtime.tensormap import TensorDescriptor, TensorMapArg
+from ..runtime.tensors import as_tensor_arg
 from .binders import _F32_MAX, _INF, _range_of, descriptor_key
 from .binding_time import _StaticAnnotation
 from .static_key import UnkeyableError, static_key
@@ -46,16 +47,32 @@ def {fn}(L{hit}{params}):
     """{doc}"""
 '''
 
-_TENSOR = '''\
-    if type({v}) is not _Tensor or not {v}.is_cuda or {v}.get_device():
-        {miss}
-    try:
-        s{i} = {v}.stride()
-    except RuntimeError:
-        {miss}
-    p{i} = {v}.data_ptr()
-    h{i} = {v}.shape
+# reading a tensor argument into s (strides), p (address), h (shape): a plain torch tensor
+# inline, anything else through the tensor adapter (one call)
+_READ_TORCH = '''\
+        try:
+            s{i} = {v}.stride()
+        except RuntimeError:
+            {miss}
+        p{i} = {v}.data_ptr()
+        h{i} = {v}.shape
 '''
+
+_READ_ADAPTED = '''\
+        a{i} = _adapt({v})
+        if a{i} is None or a{i}.device != "cuda" or a{i}.device_index:
+            {miss}
+        p{i} = a{i}.data_ptr
+        h{i} = a{i}.shape
+        s{i} = a{i}.strides
+'''
+
+_TENSOR = ('''\
+    if type({v}) is _Tensor:
+        if not {v}.is_cuda or {v}.get_device():
+            {miss}
+''' + _READ_TORCH + "        d{i} = {v}.dtype\n    else:\n" + _READ_ADAPTED
+           + "        d{i} = (a{i}.kind, a{i}.dtype)\n")
 
 _SCALAR = '''\
     t{i} = type({v})
@@ -92,12 +109,7 @@ _AUTO = '''\
         g{i} = 4
         c{i} = ()
     elif t{i} is _Tensor and {v}.is_cuda and not {v}.get_device():
-        try:
-            s{i} = {v}.stride()
-        except RuntimeError:
-            {miss}
-        p{i} = {v}.data_ptr()
-        h{i} = {v}.shape
+''' + _READ_TORCH + '''\
         g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
         c{i} = None
     elif t{i} is _Descriptor:
@@ -107,7 +119,9 @@ _AUTO = '''\
         g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
         c{i} = False
     else:
-        {miss}
+''' + _READ_ADAPTED + '''\
+        g{i} = (a{i}.kind, a{i}.dtype, h{i}, s{i}, p{i} & 15)
+        c{i} = None
 '''
 
 _LOOKUP = '''\
@@ -169,6 +183,9 @@ def call_source(kinds, name: str = "kernel") -> str:
 
     ``fast_values(L, hit, v0, ...)``: what ``fast_call`` would launch with the memo entry
     ``hit``, as ``(sig, smem, stream, values)``, or None.
+
+    ``fast_lookup(L, v0, ...)``: ``(sig, memo entry or None)``, or ``(None, None)`` when the
+    arguments cannot be read inline (prepared launches, warpstage/prepared.py).
     """
     names = [f"v{i}" for i in range(len(kinds))]
     args = _tuple(names)
@@ -177,7 +194,7 @@ def call_source(kinds, name: str = "kernel") -> str:
         v = f"v{i}"
         if kind == "tensor":
             reads.append(_TENSOR.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"{v}.dtype, h{i}, s{i}, p{i} & 15")
+            sig.append(f"d{i}, h{i}, s{i}, p{i} & 15")
             xs.append(f"x{i}")
             leaves.append(f"p{i}, *x{i}")
         elif kind == "static":
@@ -216,13 +233,18 @@ def call_source(kinds, name: str = "kernel") -> str:
                            doc=f"What fast_call would launch for {name} with the entry hit.")
               + target + "".join(reads) + _GIVEN.format(**fields) + finish
               + f"    return sig, smem, stream, {_tuple(leaves)}\n")
+    lookup = (_HEAD.format(fn="fast_lookup", hit="", params="".join(", " + v for v in names),
+                           doc=f"The call signature of {name} and its memo entry (or None).")
+              + target + "".join(reads) + f"    sig = (L.block{fields['sig']},)\n"
+              + "    return sig, _memo.get(sig)\n")
     return (call.replace("{miss}", f"return _miss(L, {args}, None)") + "\n\n"
-            + values.replace("{miss}", "return None"))
+            + values.replace("{miss}", "return None") + "\n\n"
+            + lookup.replace("{miss}", "return None, None"))
 
 
 def make_call(kinds, name: str, namespace: dict):
     """The generated call path ``fast_call`` for parameters of ``kinds`` (see :func:`kind_of`),
-    with ``fast_call.values`` (see :func:`call_source`); None when a parameter has no fast
+    with ``fast_call.values`` and ``fast_call.lookup`` (see :func:`call_source`); None when a parameter has no fast
     reading. ``namespace`` becomes the code's globals, so later updates take effect; it provides
     ``_memo`` (call signature -> (Launcher, guards, dynamic smem bytes, torch stream?, then
     :func:`tensor_tails`)), ``_miss``, ``_full``, ``_NA`` (the default of an argument not given),
@@ -233,7 +255,7 @@ def make_call(kinds, name: str, namespace: dict):
     source = call_source(kinds, name)
     ns = namespace
     ns.update(_static_key=static_key, _Unkeyable=UnkeyableError, _F32_MAX=_F32_MAX, _INF=_INF,
-              _Descriptor=TensorDescriptor, _descriptor_key=descriptor_key)
+              _Descriptor=TensorDescriptor, _descriptor_key=descriptor_key, _adapt=adapt_tensor)
     for i, kind in enumerate(kinds):
         if isinstance(kind, tuple):
             ns[f"_lo{i}"], ns[f"_hi{i}"] = kind[1:3]
@@ -246,17 +268,44 @@ def make_call(kinds, name: str, namespace: dict):
     exec(compile(source, filename, "exec"), ns)
     fn = ns["fast_call"]
     fn.values = ns["fast_values"]
+    fn.lookup = ns["fast_lookup"]
     fn.source = source
     fn.namespace = ns
     return fn
+
+
+def adapt_tensor(value):
+    """``value`` as a TensorArg (runtime/tensors.py: a torch subclass, cupy, anything with
+    ``__cuda_array_interface__`` or ``__dlpack__``, a DLPack capsule), or None when it is not a
+    tensor or cannot be read (the full path then explains)."""
+    try:
+        return as_tensor_arg(value)
+    except Exception:                   # noqa: BLE001 - the full path raises the real error
+        return None
 
 
 def tensor_tails(kinds, args, tensor_type) -> list:
     """Per tensor-or-auto parameter: the ABI leaves after its data pointer (its shape, then its
     non-unit strides: constant for one call signature, which holds both), or None for an auto
     parameter that got no tensor. The tail of a memo entry."""
-    return [(*a.shape, *[s for s in a.stride() if s != 1]) if type(a) is tensor_type else None
-            for kind, a in zip(kinds, args) if kind == "tensor" or kind == "auto"]
+    tails = []
+    for kind, a in zip(kinds, args):
+        if kind != "tensor" and kind != "auto":
+            continue
+        if type(a) is tensor_type:
+            shape, strides = a.shape, a.stride()
+        else:
+            ta = adapt_tensor(a) if type(a) not in _SCALARS and type(a) is not TensorDescriptor \
+                else None
+            if ta is None:
+                tails.append(None)
+                continue
+            shape, strides = ta.shape, ta.strides
+        tails.append((*shape, *[s for s in strides if s != 1]))
+    return tails
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 class _NoTensor:
@@ -299,6 +348,8 @@ class FastCall:
         what a hit on ``sig`` launches (:meth:`fill`)."""
         from ..launch import get_target, launch_specialized
         launch.last = (None, None)      # a stale memo entry (guards changed) is looked up again
+        if self._notice_torch():
+            sig = None                  # read with _adapt, not inline: not the signature of a hit
         target = get_target()
         ck, leaves = self.kernel.specialize(list(args), launch.block, target)
         before = list(leaves) if sig is not None and target == "cuda" else None
@@ -306,11 +357,25 @@ class FastCall:
                                     launch.stream)
         if before is not None and ck._cuda is not None:
             self.fill(launch, args, sig, ck, before)
-        elif self.torch is None and "torch" in sys.modules:
-            from ..runtime.launcher import torch_stream_reader
-            torch = self.torch = sys.modules["torch"]     # torch arrived after the code was made
-            self.namespace.update(_Tensor=torch.Tensor, _raw_stream=torch_stream_reader(torch))
         return result
+
+    def _notice_torch(self) -> bool:
+        """Switch the generated code to reading torch tensors inline once torch is imported
+        after it was made; True when that happened now."""
+        if self.torch is not None or "torch" not in sys.modules:
+            return False
+        from ..runtime.launcher import torch_stream_reader
+        torch = self.torch = sys.modules["torch"]
+        self.namespace.update(_Tensor=torch.Tensor, _raw_stream=torch_stream_reader(torch))
+        return True
+
+    def prepare_entry(self, launch, args, sig) -> None:
+        """Store the memo entry for ``sig`` without launching (a prepared launch's first bind,
+        warpstage/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
+        ck, leaves = self.kernel.specialize(list(args), launch.block, "cuda")
+        if ck._cuda is None:
+            ck.cuda_launcher()
+        self.fill(launch, args, sig, ck, list(leaves))
 
     def fill(self, launch, args, sig, ck, leaves) -> None:
         """Store the memo entry for ``sig`` if the generated code reproduces, for these
@@ -320,12 +385,11 @@ class FastCall:
         from ..runtime.launcher import current_stream
         from ..runtime.tensors import TensorArg
         tensor_type = self.torch.Tensor if self.torch is not None else _NoTensor
-        entry = (ck._cuda[2], ck.guards, ck.dynamic_smem,
-                 any(type(a) is tensor_type or type(a) is TensorDescriptor   # read inline: torch
-                     for a in args),
-                 *tensor_tails(self.kinds, args, tensor_type))
         tensors = [x if type(x) is TensorArg else x.tensor_arg for x in leaves
                    if type(x) is TensorArg or type(x) is TensorMapArg]
+        entry = (ck._cuda[2], ck.guards, ck.dynamic_smem,
+                 any(t.kind == "torch" for t in tensors),       # launch on torch's stream
+                 *tensor_tails(self.kinds, args, tensor_type))
         stream = current_stream(tensors) if launch.stream is None else stream_handle(launch.stream)
         full = (sig, max(ck.dynamic_smem, launch.smem), stream,
                 tuple(x.data_ptr if type(x) is TensorArg else

@@ -20,6 +20,7 @@ from ..runtime.target import default_target
 from ..runtime.tensormap import TensorDescriptor
 from ..runtime.tensors import TensorArg, as_tensor_arg
 from .attention_kernel import FlashAttention, flash_attention_kernel
+from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 
 __all__ = ["flash_attention", "launch", "launch_wgmma", "descriptor", "policy_for",
@@ -196,6 +197,26 @@ def _wgmma_device(ta) -> bool:
 
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
                     return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto"):
+    op = _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma)
+    if op is not None:      # torch tensors: the torch.library op, so torch.compile sees one op
+        return op(q, k, v, causal, scale, causal_align, tile_n, num_stages, mma)
+    return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
+                                 return_lse=return_lse, tile_n=tile_n, num_stages=num_stages,
+                                 mma=mma)
+
+
+def _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma):
+    """``torch.ops.warpstage.flash_attention`` for torch tensors whose other arguments fit its
+    schema (``return_lse=True`` does not: an op has one return type); else None."""
+    ok = return_lse is False and type(causal) is bool and type(mma) is str and \
+        type(causal_align) is str and (scale is None or type(scale) in (int, float)) and \
+        all(n is None or type(n) is int for n in (tile_n, num_stages))
+    return torch_op("flash_attention", (q, k, v), ok)
+
+
+def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
+                          return_lse: bool = False, tile_n=None, num_stages=None,
+                          mma: str = "auto"):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -420,3 +441,12 @@ def reference(q, k, v, causal: bool = False, scale=None, causal_align: str = "to
     with np.errstate(divide="ignore"):
         lse = (m_safe + np.log(total))[..., 0]
     return out, lse
+
+
+flash_attention.__doc__ = flash_attention_eager.__doc__ + """
+
+    With torch tensors (and ``return_lse=False``) the call goes through the PyTorch custom op
+    ``torch.ops.warpstage.flash_attention`` (warpstage/torch.py: a fake implementation for
+    torch.compile, no autograd formula since there is no backward kernel), so a model calling it
+    compiles with ``torch.compile(fullgraph=True)`` without a graph break;
+    ``flash_attention_eager`` is the same function without the op."""

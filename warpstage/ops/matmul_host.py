@@ -9,6 +9,7 @@ CPU simulator) or numpy arrays (simulator; bf16 as ``ml_dtypes.bfloat16``).
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..runtime.tensors import as_tensor_arg
 from ..tracebacks import _user_error, _user_stacklevel
 from .attention import descriptor
 from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
+from .torch_dispatch import torch_op
 
 __all__ = ["matmul", "policy_for", "choose_tile_n", "tma_compatible", "MatmulCopyWarning",
            "SIM_CTAS"]
@@ -212,7 +214,32 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
-    mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range."""
+    mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range.
+
+    With torch tensors and neither ``out`` nor ``epilogue`` (nor a non-torch ``out_dtype``), the
+    call goes through the PyTorch custom op ``torch.ops.warpstage.matmul`` (warpstage/torch.py:
+    a fake implementation for torch.compile; no autograd formula, there is no backward), so
+    ``torch.compile(fullgraph=True)`` traces it without a graph break."""
+    op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
+                       schedule)
+    if op is not None:
+        return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule)
+    return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
+                        num_stages=num_stages, raster=raster, group=group, schedule=schedule)
+
+
+def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule):
+    torch = sys.modules.get("torch")
+    ok = out is None and epilogue is None and torch is not None and (
+        out_dtype is None or isinstance(out_dtype, torch.dtype)) and \
+        all(n is None or type(n) is int for n in (tile_n, num_stages)) and type(group) is int \
+        and type(raster) is str and type(schedule) is str
+    return torch_op("matmul", (a, b), ok)
+
+
+def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
+                 raster="M", group=8, schedule="cooperative"):
+    """:func:`matmul` without the torch op (what the op runs)."""
     try:
         return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
                        schedule)

@@ -30,10 +30,12 @@ from typing import Optional
 from ..options import env_cache_dir
 
 __all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
-           "read_entry", "CacheFormatError", "SUFFIX", "MAX_ENTRY_BYTES", "TEMP_MAX_AGE"]
+           "read_entry", "get_fact", "put_fact", "CacheFormatError", "SUFFIX", "FACT_SUFFIX",
+           "MAX_ENTRY_BYTES", "TEMP_MAX_AGE"]
 
 MAGIC = b"WSCACHE1"
 SUFFIX = ".wsc"
+FACT_SUFFIX = ".wsf"      # facts about this machine that the key needs (not kernels; see get_fact)
 _HEAD = struct.Struct("<QQ")
 _DIGEST = 32
 MAX_ENTRY_BYTES = 256 << 20     # no entry is larger (a cubin is a few MB at most)
@@ -210,6 +212,25 @@ def put(key: str, entry: dict) -> bool:
                           "WARPSTAGE_CACHE_DIR to a writable folder.", RuntimeWarning,
                           stacklevel=2)
         return False
+
+
+def get_fact(key: str) -> Optional[dict]:
+    """A small fact stored under ``key`` (same format as an entry, suffix ``.wsf``): what a
+    fresh process would otherwise recompute for the disk key (the digest of warpstage's sources
+    for unchanged file stamps, ptxas' version for an unchanged ptxas binary). None when absent
+    or unreadable. ``clear()`` and ``info()`` leave facts out."""
+    try:
+        return read_entry(_file(key)[:-len(SUFFIX)] + FACT_SUFFIX)
+    except (OSError, CacheFormatError):
+        return None
+
+
+def put_fact(key: str, fact: dict) -> None:
+    """Store ``fact`` under ``key``; silently nothing when the folder cannot be written."""
+    try:
+        write_entry(_file(key)[:-len(SUFFIX)] + FACT_SUFFIX, fact)
+    except OSError:
+        pass
 
 
 def _files():

@@ -34,18 +34,21 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import sys
 import threading
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import ArgumentError, LaunchError
-from ..ir.types import PointerType, ScalarType
-from . import driver
+from . import driver, raw_launch
+from .params import _param_layout, float_to_bf16_bits
+from .raw_launch import _POINTERS as _C_POINTERS
+from .streams import _STREAMS, bindings_stream, current_stream, torch_stream_reader
 
-__all__ = ["Launcher", "LaunchLimits", "normalize_dims", "check_launch_dims", "check_cluster_dims",
+__all__ = ["Launcher", "BoundLaunch", "LaunchLimits", "LAUNCH_PATHS", "normalize_dims", "check_launch_dims", "check_cluster_dims",
            "current_stream", "torch_stream_reader", "launch_limits", "float_to_bf16_bits"]
 
 Dim3 = Tuple[int, int, int]
+LAUNCH_PATHS = ("ctypes", "bindings")
+_INVALID_CONTEXT = 201      # CUDA_ERROR_INVALID_CONTEXT: no current context on this thread
 
 
 class LaunchLimits(NamedTuple):
@@ -135,63 +138,29 @@ def launch_limits(function=None) -> LaunchLimits:
                         p.max_smem_per_block_optin, kernel_max, regs)
 
 
-# -- parameter packing ------------------------------------------------------------------------
-
-_CTYPES_CODES = {"P": "Q", "?": "?", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I",
-                 "q": "q", "Q": "Q", "f": "f", "d": "d"}
-_SCALAR_CODES = {"i1": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
-                 "u32": "I", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d"}
-
-
-def float_to_bf16_bits(value: float) -> int:
-    """The bfloat16 bit pattern of ``value``: float32 rounded to nearest even, NaN kept quiet."""
-    bits = struct.unpack("=I", struct.pack("=f", value))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
-        return (bits >> 16) | 0x0040
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-
-
-def _blob_converter(size: int):
-    def convert(value):
-        data = bytes(value)
-        if len(data) != size:
-            raise ArgumentError(f"by-value parameter of {size} bytes got {len(data)} bytes")
-        return data
-    return convert
-
-
-def _param_layout(t):
-    """(struct code, size in bytes, converter or None) for one parameter type."""
-    if isinstance(t, PointerType):
-        return "Q", 8, None
-    if isinstance(t, ScalarType):
-        code = _SCALAR_CODES[t.name]
-        return code, struct.calcsize("=" + code), (float_to_bf16_bits if t.name == "bf16" else None)
-    if isinstance(t, type) and issubclass(t, ctypes._SimpleCData):
-        code = t._type_
-        if code in ("l", "L"):      # C long: 8 bytes on Linux, 4 on Windows
-            code = {"l": "qi", "L": "QI"}[code][ctypes.sizeof(t) != 8]
-        if code not in _CTYPES_CODES:
-            raise TypeError(f"unsupported kernel parameter ctypes type {t.__name__}")
-        code = _CTYPES_CODES[code]
-        return code, struct.calcsize("=" + code), None
-    if isinstance(t, type) and issubclass(t, (ctypes.Structure, ctypes.Array)):
-        size = ctypes.sizeof(t)
-        return f"{size}s", size, _blob_converter(size)
-    raise TypeError(f"unsupported kernel parameter type {t!r}: expected a ctypes type, an "
-                    f"ir.types ScalarType or PointerType")
-
-
 class Launcher:
     """Launches one kernel ``function`` (a ``driver.Function`` or a raw ``CUfunction``) whose
     parameters have the types ``param_ctypes``, in order: ctypes simple types, ``ir.types``
     ``ScalarType``/``PointerType``, or ctypes Structure/Array types for by-value blobs (see the
     ABI table in the module docstring). ``limits`` overrides the device/kernel limits (tests);
     ``param_names`` name parameters in errors. Cheap to call repeatedly, from any thread.
+
+    ``path`` picks the driver call (docs/launch.md): 'ctypes' calls libcuda's ``cuLaunchKernel``
+    directly (runtime/raw_launch.py), 'bindings' calls it through cuda-bindings; None takes
+    ``WARPSTAGE_LAUNCH`` (default 'ctypes'). 'ctypes' falls back to 'bindings' when libcuda has
+    no usable entry; ``path_used`` says which one launches (None before the first launch).
     """
 
     def __init__(self, function, param_ctypes: Sequence, limits: Optional[LaunchLimits] = None,
-                 param_names: Optional[Sequence[str]] = None):
+                 param_names: Optional[Sequence[str]] = None, path: Optional[str] = None):
+        if path is None:
+            from ..options import env_launch_path
+            path = env_launch_path()
+        if path not in LAUNCH_PATHS:
+            raise LaunchError(f"launch path must be one of {LAUNCH_PATHS}; got {path!r}")
+        self.path = path
+        self.path_used: Optional[str] = None
+        self._raw = self._raw_function = None      # the ctypes entry and the CUfunction as c_void_p
         self.function = function
         self.handle = driver.function_handle(function)
         self.param_types = tuple(param_ctypes)
@@ -219,15 +188,20 @@ class Launcher:
         self._cu = self._cuLaunchKernel = None
         self._ex_key = self._ex_config = None
 
-    def _thread_slot(self):
-        """This thread's packing buffer and the address of its ``void*[]`` (0 without params)."""
-        driver.context()            # first launch on this thread: make the primary context current
+    def _new_slot(self):
+        """A packing buffer, the address of its ``void*[]`` (0 without params) as an int and as
+        a ``c_void_p`` (None without params), and the ``void*[]`` itself (keep it alive)."""
         buf = ctypes.create_string_buffer(max(self._struct.size, 8))
         base = ctypes.addressof(buf)
         n = len(self._offsets)
         ptrs = (ctypes.c_void_p * max(n, 1))(*[base + off for off in self._offsets])
-        self._tls.keep = ptrs       # the void*[] must live as long as the buffer
-        self._tls.slot = (buf, ctypes.addressof(ptrs) if n else 0)
+        address = ctypes.addressof(ptrs) if n else 0
+        return buf, address, ctypes.c_void_p(address) if n else None, ptrs
+
+    def _thread_slot(self):
+        """This thread's packing buffer and its ``void*[]`` (see :meth:`_new_slot`)."""
+        driver.context()            # first launch on this thread: make the primary context current
+        self._tls.slot = self._new_slot()
         return self._tls.slot
 
     def _prepare(self, grid, block, smem_bytes: int) -> None:
@@ -243,6 +217,7 @@ class Launcher:
             self._cu = driver.cuda()
             driver.context()
             self._cuLaunchKernel = self._cu.cuLaunchKernel
+            self._choose_path()
         if smem_bytes > self._smem_allowed:
             driver.set_max_dynamic_smem(self.function, smem_bytes)
             self._smem_allowed = smem_bytes
@@ -253,17 +228,36 @@ class Launcher:
         self._block = tuple(block) if isinstance(block, list) else block
         self._smem = smem_bytes
 
-    def _pack(self, values) -> int:
-        """Pack ``values`` into this thread's buffer; return the ``void*[]`` address."""
+    def set_path(self, path: str) -> None:
+        """Switch the driver call ('ctypes' or 'bindings'; benchmarks measure both in one
+        process). Takes effect at once when the Launcher has launched, else at its first launch."""
+        if path not in LAUNCH_PATHS:
+            raise LaunchError(f"launch path must be one of {LAUNCH_PATHS}; got {path!r}")
+        self.path = path
+        self._raw = self._raw_function = None
+        if self._cu is not None:
+            self._choose_path()
+
+    def _choose_path(self) -> None:
+        raw = raw_launch.launch_function() if self.path == "ctypes" else None
+        address = _handle_address(self.handle) if raw is not None else None
+        if address is None:
+            self.path_used = "bindings"
+            return
+        self._raw, self._raw_function, self.path_used = raw, ctypes.c_void_p(address), "ctypes"
+
+    def _pack(self, values, slot=None):
+        """Pack ``values`` into ``slot`` (default: this thread's); return the slot."""
+        if slot is None:
+            try:
+                slot = self._tls.slot
+            except AttributeError:
+                slot = self._thread_slot()
         try:
-            buf, params = self._tls.slot
-        except AttributeError:
-            buf, params = self._thread_slot()
-        try:
-            self._pack_into(buf, 0, *self._convert(values))
+            self._pack_into(slot[0], 0, *self._convert(values))
         except (struct.error, OverflowError, TypeError, ArgumentError) as e:
             raise self._explain_pack_error(values, e) from None
-        return params
+        return slot
 
     def _convert(self, values) -> Sequence:
         if not self._converters:
@@ -312,22 +306,47 @@ class Launcher:
         if grid != self._grid or block != self._block or smem_bytes != self._smem:
             self._prepare(grid, block, smem_bytes)
         if self._converters:                    # bf16 or by-value blobs: convert first
-            params = self._pack(values)
+            slot = self._pack(values)
         else:                                   # _pack(), inlined: this is the hot path
             try:
-                buf, params = self._tls.slot
-                self._pack_into(buf, 0, *values)
+                slot = self._tls.slot
+                self._pack_into(slot[0], 0, *values)
             except (AttributeError, struct.error, OverflowError, TypeError):
-                params = self._pack(values)     # first launch on this thread, or a bad value
-        stream = _STREAMS.get(stream_handle)
-        if stream is None:
-            stream = _stream(self._cu, stream_handle)
-        gx, gy, gz, bx, by, bz = self._dims
-        err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
-                                    params, 0)
+                slot = self._pack(values)       # first launch on this thread, or a bad value
+        self._call(self._dims, smem_bytes, stream_handle, slot)
+
+    def _call(self, dims, smem_bytes: int, stream_handle: int, slot) -> None:
+        """The driver call for checked ``dims`` (grid + block) with a packed ``slot``."""
+        gx, gy, gz, bx, by, bz = dims
+        raw = self._raw
+        if raw is not None:
+            stream = None
+            if stream_handle:
+                stream = _C_POINTERS.get(stream_handle) or raw_launch.c_pointer(stream_handle)
+            err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
+                      None)
+        else:
+            stream = _STREAMS.get(stream_handle)
+            if stream is None:
+                stream = bindings_stream(self._cu, stream_handle)
+            err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                        slot[1], 0)
+        if err == _INVALID_CONTEXT and raw is not None and self._cu is not None:
+            driver.context()            # a thread that never launched: make the context current
+            err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
+                      None)
         if err:
-            driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
-                              f"{self._dims[3:]} (cuLaunchKernel)", LaunchError)
+            driver.check(err, f"launching a kernel on grid {dims[:3]}, block "
+                              f"{dims[3:]} (cuLaunchKernel)", LaunchError)
+
+    def bind(self, grid, block, smem_bytes: int, values: Sequence) -> "BoundLaunch":
+        """A :class:`BoundLaunch` of this kernel with ``values`` packed once into a buffer of its
+        own (not this thread's, which other launches reuse): ``bound.launch(stream)`` launches
+        without packing. Checks grid, block, smem and values as :meth:`launch` does."""
+        if grid != self._grid or block != self._block or smem_bytes != self._smem:
+            self._prepare(grid, block, smem_bytes)
+        slot = self._pack(values, self._new_slot())
+        return BoundLaunch(self, self._dims, smem_bytes, slot)
 
     def launch_cluster(self, grid, block, cluster, smem_bytes: int, stream_handle: int,
                        values: Sequence) -> None:
@@ -345,7 +364,7 @@ class Launcher:
             check_cluster_dims(self._dims[:3], c)
             self._ex_config = self._cluster_config(c, smem_bytes, stream_handle)
             self._ex_key = key
-        params = self._pack(values)
+        params = self._pack(values)[1]
         err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
         if err:
             driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
@@ -361,55 +380,39 @@ class Launcher:
         (config.gridDimX, config.gridDimY, config.gridDimZ,
          config.blockDimX, config.blockDimY, config.blockDimZ) = self._dims
         config.sharedMemBytes = smem_bytes
-        config.hStream = _stream(cu, stream_handle)
+        config.hStream = bindings_stream(cu, stream_handle)
         config.attrs = [attr]
         config.numAttrs = 1
         return config
 
 
-_STREAMS: dict = {}
+class BoundLaunch:
+    """One kernel with its parameter values packed once (``Launcher.bind``): what a prepared
+    launch (``kern[grid, block].prepare(...)``) and a captured CUDA graph replay. ``launch(stream)``
+    costs the driver call only; ``rebind(values)`` repacks in place (the ``void*[]`` and its
+    address stay the same)."""
+
+    __slots__ = ("launcher", "dims", "smem", "slot")
+
+    def __init__(self, launcher: Launcher, dims, smem: int, slot):
+        self.launcher, self.dims, self.smem, self.slot = launcher, dims, smem, slot
+
+    def rebind(self, values: Sequence) -> None:
+        """Pack ``values`` into this launch's buffer. Raises ``ArgumentError`` like ``launch``."""
+        self.launcher._pack(values, self.slot)
+
+    def launch(self, stream_handle: int) -> None:
+        """Launch on the int ``CUstream`` ``stream_handle`` (0 = the legacy default stream).
+        The dims were checked, and large shared memory opted into, when it was bound."""
+        self.launcher._call(self.dims, self.smem, stream_handle, self.slot)
 
 
-def _stream(cu, handle: int):
-    """A cached ``CUstream`` object for an int handle (building one costs about as much as the
-    rest of a launch). Raises ``LaunchError`` for a handle that is not an int."""
-    s = _STREAMS.get(handle)
-    if s is None:
-        if not isinstance(handle, int):
-            raise LaunchError(f"stream must be an int CUstream handle (0 = default stream); "
-                              f"got {handle!r}")
-        if len(_STREAMS) > 256:
-            _STREAMS.clear()
-        s = _STREAMS[handle] = cu.CUstream(handle)
-    return s
-
-
-def current_stream(tensor_args: Sequence) -> int:
-    """The stream a launch should use, as an int ``CUstream`` handle.
-
-    When any argument is a torch CUDA tensor: torch's current stream on that tensor's device
-    (``torch.cuda.current_stream().cuda_stream``), so the kernel is ordered with the torch work
-    around it; torch is taken from ``sys.modules`` — it is loaded because the caller passed its
-    tensors. Otherwise 0, the legacy default stream, which synchronizes with other blocking
-    streams (cupy's and numba's defaults included).
-    """
-    for arg in tensor_args:
-        if arg.kind == "torch" and arg.device == "cuda":
-            return torch_stream_reader(sys.modules["torch"])(arg.device_index)
-    return 0
-
-
-def torch_stream_reader(torch):
-    """A function ``device_index -> int CUstream`` of torch's current stream on that GPU.
-
-    ``torch._C._cuda_getCurrentRawStream(i)`` is what ``torch.cuda.current_stream(i)`` reads
-    before wrapping the same ``cudaStream_t`` (stream ids, the thread-local current stream and
-    ``torch.cuda.stream(...)`` contexts all resolve inside it) in a Python ``Stream`` object,
-    which costs about a microsecond per launch; it is private API, so without it the public
-    call is used. Torch and warpstage share device 0's primary context, so the handle is valid
-    for ``cuLaunchKernel`` as is.
-    """
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda index: torch.cuda.current_stream(index).cuda_stream
+def _handle_address(handle) -> Optional[int]:
+    """The address of a ``CUfunction`` (a cuda-bindings object or an int), or None."""
+    if isinstance(handle, int):
+        return handle
+    try:
+        return int(handle)
+    except (TypeError, ValueError):
+        get = getattr(handle, "getPtr", None)
+        return int(get()) if get is not None else None

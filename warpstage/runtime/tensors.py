@@ -10,7 +10,8 @@ Recognised, in this order (first match wins):
    bfloat16 of its own: an array of ``ml_dtypes.bfloat16`` (pypi ml_dtypes) is bf16, matched by
    its dtype's name (ml_dtypes is never imported here);
 4. other objects with ``__dlpack__`` / ``__dlpack_device__`` (JAX, ...): the DLPack capsule is read
-   with ctypes (the capsule, which owns the exported tensor, is kept alive in ``owner``).
+   with ctypes (the capsule, which owns the exported tensor, is kept alive in ``owner``);
+5. a DLPack capsule itself ('dltensor' or 'dltensor_versioned'), read without consuming it.
 
 Strides are in **elements** everywhere in warpstage (the interfaces that give bytes are
 converted). Booleans are one byte per element in every framework; warpstage passes bool tensors as
@@ -340,6 +341,8 @@ def as_tensor_arg(obj, name: Optional[str] = None) -> Optional[TensorArg]:
         return _from_interface(obj, ai, "cpu", "numpy", name)
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj, name)
+    if tp.__name__ == "PyCapsule" and tp.__module__ == "builtins":   # a bare DLPack capsule
+        return from_dlpack_capsule(obj, obj, name)
     return None
 
 

@@ -1,0 +1,66 @@
+"""The disk-cache hit path (warpstage/persist.py): a fresh process that finds its kernel on disk
+reads the entry without loading LLVM, without running ``ptxas --version`` and without hashing
+warpstage's sources again (facts stored per file stamp, runtime/cache.py ``get_fact``); a changed
+stamp recomputes the fact."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import warpstage as ws
+from warpstage import persist
+from warpstage.backend import find_ptxas
+from warpstage.runtime import cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
+
+CHILD = """
+import sys, subprocess
+import warpstage as ws
+from examples_vector_add import vector_add
+runs = []
+real_run = subprocess.run
+subprocess.run = lambda *a, **k: runs.append(a) or real_run(*a, **k)
+ck = ws.compile(vector_add, ws.Tensor[ws.Float32, 1], ws.Tensor[ws.Float32, 1],
+                ws.Tensor[ws.Float32, 1], ws.Int32)
+ck.cubin
+print(vector_add.trace_count, "llvmlite.binding" in sys.modules, len(runs))
+"""
+
+
+@needs_ptxas
+def test_a_fresh_process_hits_the_disk_without_llvm_or_ptxas(tmp_path):
+    (tmp_path / "examples_vector_add.py").write_text(
+        open(os.path.join(ROOT, "examples", "vector_add.py")).read())
+    env = dict(os.environ, WARPSTAGE_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+    run = lambda: subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=tmp_path,
+                                 capture_output=True, text=True, check=True).stdout.split()
+    assert run()[0] == "1"                          # cold: traced, LLVM and ptxas ran
+    assert run() == ["0", "False", "0"]             # warm: no trace, no LLVM, no subprocess
+
+
+def test_facts_are_keyed_by_file_stamps(tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path))
+    tool = tmp_path / "tool"
+    tool.write_bytes(b"v1")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return f"version {len(calls)}"
+    assert persist._fact("tool", persist._stamp([str(tool)]), compute) == "version 1"
+    assert persist._fact("tool", persist._stamp([str(tool)]), compute) == "version 1"
+    tool.write_bytes(b"v2 longer")                  # another binary: another stamp
+    assert persist._fact("tool", persist._stamp([str(tool)]), compute) == "version 2"
+    assert len(calls) == 2
+    assert cache.info()["entries"] == 0 and cache.clear() == 0     # facts are not entries
+
+
+def test_an_unwritable_cache_still_gives_the_fact(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(blocked / "sub"))    # cannot be created
+    assert persist._fact("x", ("stamp",), lambda: "value") == "value"

@@ -1,0 +1,116 @@
+"""``kern[grid, block].prepare(*args)``: a launch bound to its arguments, for tight loops and
+CUDA graph capture.
+
+Preparing does once what every call of ``kern[grid, block](*args)`` does (read the arguments,
+find or compile the specialization, turn the arguments into parameter values) and packs the
+values into a parameter buffer of the prepared launch's own (``Launcher.bind``). Then:
+
+- ``prepared()`` launches again with the same values: it checks the guards (a changed global
+  the kernel read re-prepares, as a normal call recompiles), reads the stream and makes the
+  driver call; nothing is packed or looked up.
+- ``prepared(*new_args)`` rebinds: the generated call path's readers (frontend/fast_call.py)
+  compute the new arguments' call signature; when it equals the prepared one (same dtypes,
+  shapes, strides, alignment, scalar widths, static values: everything the key and the packed
+  shape/stride values depend on), only the values are repacked in place; otherwise the launch is
+  prepared anew (the full path: classify, specialize or compile, check, raise).
+
+The stream is read at each launch, as for a normal call: ``stream=`` of the launch object when
+given, else torch's current stream when a torch tensor is among the arguments (so a launch inside
+``torch.cuda.graph(...)`` or ``torch.cuda.stream(s)`` goes to that stream), else 0. The prepared
+launch keeps its arguments alive (the buffer holds their addresses).
+
+On the simulator target there is nothing to bind: a prepared launch calls the full path.
+"""
+from __future__ import annotations
+
+import sys
+
+from .frontend.guards import guards_hold
+from .launch import cuda_values, get_target, stream_handle
+from .tracebacks import _user_error
+
+__all__ = ["PreparedLaunch"]
+
+
+class PreparedLaunch:
+    """A launch of ``launch.kernel`` on ``launch.grid``/``launch.block`` bound to ``args``; see the
+    module docstring. ``sig`` is the call signature it was bound for (None when the kernel's
+    parameters have no generated reading; then each rebind takes the full path)."""
+
+    def __init__(self, launch, args: tuple):
+        self._launch = launch
+        self._bind(args)
+
+    def _bind(self, args: tuple) -> None:
+        L = self._launch
+        kernel = L.kernel
+        self.args = args
+        self.sig = self._hit = self._bound = None
+        self._target = get_target()
+        if self._target != "cuda":
+            return
+        if kernel._launch_type is None:
+            kernel[L.grid, L.block]                     # makes kernel._fast
+        fast = kernel._fast
+        values = None
+        if fast is not None and fast.call is not None:
+            fast._notice_torch()
+            sig, hit = fast.call.lookup(L, *args)
+            if sig is not None and (hit is None or (hit[1] and not guards_hold(hit[1]))):
+                fast.prepare_entry(L, args, sig)
+                sig, hit = fast.call.lookup(L, *args)
+            if hit is not None:
+                got = fast.call.values(L, hit, *args)
+                if got is not None and got[0] == sig:
+                    self.sig, self._hit = sig, hit
+                    launcher, smem, values = hit[0], got[1], got[3]
+                    self._torch_stream = hit[3]
+                    self._guards = hit[1]
+        if values is None:                              # the full path's values
+            ck, leaves = kernel.specialize(list(args), L.block, "cuda")
+            launcher, tensors = cuda_values(ck, leaves)
+            smem, values = max(ck.dynamic_smem, L.smem), leaves
+            self._torch_stream = any(t.kind == "torch" for t in tensors)
+            self._guards = ck.guards
+        self._bound = launcher.bind(L.grid, L.block, smem, values)
+        self._fixed_stream = None if L.stream is None else stream_handle(L.stream)
+        self._raw_stream = None
+        if self._torch_stream and self._fixed_stream is None:
+            from .runtime.launcher import torch_stream_reader
+            self._raw_stream = torch_stream_reader(sys.modules["torch"])
+
+    def __call__(self, *args):
+        """Launch with the bound arguments, or rebind to ``args`` (same kernel parameters) and
+        launch. Raises what ``kern[grid, block](*args)`` raises."""
+        try:
+            if self._bound is None:                     # the simulator: the full path
+                if args:
+                    self.args = args
+                return self._launch.__class__.__call__(self._launch, *self.args)
+            if args:
+                self._rebind(args)
+            elif self._guards and not guards_hold(self._guards):
+                self._bind(self.args)
+            stream = self._fixed_stream
+            if stream is None:
+                stream = self._raw_stream(0) if self._raw_stream is not None else 0
+            self._bound.launch(stream)
+        except Exception as e:
+            if self._launch.kernel.options.debug:
+                raise
+            raise _user_error(e) from None
+
+    def _rebind(self, args: tuple) -> None:
+        hit = self._hit
+        if hit is not None and not (self._guards and not guards_hold(self._guards)):
+            got = self._launch.kernel._fast.call.values(self._launch, hit, *args)
+            if got is not None and got[0] == self.sig:
+                self._bound.rebind(got[3])
+                self.args = args
+                return
+        self._bind(args)
+
+    def __repr__(self) -> str:
+        L = self._launch
+        return (f"<prepared launch of {L.kernel.__qualname__} on grid {L.grid}, block {L.block}"
+                f"{'' if self.sig is not None else ' (full path on rebind)'}>")
