@@ -62,3 +62,16 @@ def test_concurrent_emission():
 
 def test_llvm_version():
     assert re.fullmatch(r"LLVM \d+\.\d+\.\d+ \(llvmlite \S+\)", llvm_version())
+
+
+def test_importing_the_lower_submodule_keeps_the_lower_function(tmp_path):
+    # backend/ loads lazily; importing backend.lower (the submodule) first must not make
+    # ``from warpstage.backend import lower`` return the module (ws.compile then failed with
+    # "'module' object is not callable")
+    import subprocess
+    import sys
+    code = ("from warpstage.backend.lower import RULES\n"
+            "from warpstage.backend import lower\n"
+            "print(callable(lower), type(RULES).__name__)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "dict"], r.stderr

@@ -8,6 +8,8 @@ The names are loaded on first use (PEP 562): a disk-cache hit needs ``backend.pt
 classes and version query, not LLVM, whose import (llvmlite loads libLLVM) costs tens of ms.
 """
 import importlib
+import sys
+import types
 
 __all__ = ["lower", "emit_ptx", "find_ptxas", "assemble", "ptxas_version", "llvm_version",
            "CubinResult", "Resources"]
@@ -15,6 +17,22 @@ __all__ = ["lower", "emit_ptx", "find_ptxas", "assemble", "ptxas_version", "llvm
 _HOME = {"lower": ".lower", "emit_ptx": ".ptx", "llvm_version": ".ptx", "find_ptxas": ".ptxas",
          "assemble": ".ptxas", "ptxas_version": ".ptxas", "CubinResult": ".ptxas",
          "Resources": ".ptxas"}
+
+
+class _Backend(types.ModuleType):
+    """The package's module type: importing the submodule ``backend.lower`` (``from
+    warpstage.backend.lower import RULES``) makes Python set the package attribute ``lower`` to
+    that submodule, which would hide the function ``lower`` from a later ``from warpstage.backend
+    import lower``; a submodule named like one of its own functions is replaced by the function."""
+
+    def __setattr__(self, name, value):
+        if (isinstance(value, types.ModuleType) and _HOME.get(name) == f".{name}"
+                and value.__name__ == f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Backend
 
 
 def __getattr__(name):
