@@ -33,11 +33,10 @@ __all__ = ["compile_many", "normalize_requests"]
 def normalize_requests(requests: Sequence) -> list:
     """``requests`` as [(kernel, args tuple, kwargs dict)]. Raises ``ArgumentError`` naming the
     request that is not ``(kernel, args)`` or ``(kernel, args, kwargs)``."""
-    from .api import Kernel
     from .errors import ArgumentError
     out = []
     for i, r in enumerate(requests):
-        if not isinstance(r, (tuple, list)) or len(r) not in (2, 3) or not isinstance(r[0], Kernel) \
+        if not isinstance(r, (tuple, list)) or len(r) not in (2, 3) or not _is_kernel(r[0]) \
                 or not isinstance(r[1], (tuple, list)) or (len(r) == 3 and not isinstance(r[2], dict)):
             raise ArgumentError(f"ws.compile(requests, jobs=...): request #{i} is {r!r}; expected "
                                 "(kernel, args) or (kernel, args, kwargs) with a @ws.kernel, a "
@@ -45,6 +44,17 @@ def normalize_requests(requests: Sequence) -> list:
                                 "{'block': 256}. Fix: ws.compile([(kern, (ws.Int32,))], jobs=4)")
         out.append((r[0], tuple(r[1]), dict(r[2]) if len(r) == 3 else {}))
     return out
+
+
+def _is_kernel(x) -> bool:
+    """Whether ``x`` is a ``@ws.kernel`` (its class, read through the public package: this
+    module is imported by ``api`` and does not import it back)."""
+    import warpstage
+    return isinstance(x, type(warpstage.kernel(_probe)))
+
+
+def _probe():
+    pass
 
 
 def _portable(kernel, args, kwargs):
@@ -76,8 +86,8 @@ def _build(blob: bytes):
     t0 = time.perf_counter()
     try:
         module, qualname, args, kwargs = pickle.loads(blob)
-        from .api import compile as ws_compile
-        ws_compile(_resolve(module, qualname), *args, **kwargs)
+        import warpstage
+        warpstage.compile(_resolve(module, qualname), *args, **kwargs)
         return time.perf_counter() - t0, None
     except Exception as e:  # noqa: BLE001 - the parent rebuilds it and raises properly
         return time.perf_counter() - t0, f"{type(e).__name__}: {e}"
@@ -87,8 +97,9 @@ def compile_many(requests: Sequence, jobs: int = 1, report=None) -> List:
     """CompiledKernels for ``requests`` (see the module docstring), built by ``jobs`` worker
     processes (1: in this process). ``report(kernel_name, seconds, error_or_None)`` is called
     as each worker result arrives (the ``warpstage compile`` command prints them)."""
-    from .api import compile as ws_compile
+    import warpstage
     from .errors import ArgumentError
+    ws_compile = warpstage.compile
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ArgumentError(f"jobs must be an int >= 1 (worker processes); got {jobs!r}. Fix: "
                             f"jobs={os.cpu_count() or 1}")

@@ -7,12 +7,13 @@ first access, and ``ws.ops.flash_attention`` loads it only when given torch tens
   ``torch.compile(fullgraph=True)`` treats it as one opaque op (the fake implementation gives
   the output's shape, dtype and device while tracing) instead of breaking the graph at the
   warpstage launch.
-- ``flash_attention_op`` is ``torch.ops.warpstage.flash_attention``: ``ws.ops.flash_attention``
+- ``ws.ops``' own ops (registered in ``warpstage/ops/torch_ops.py`` with :func:`custom_op`):
+  ``torch.ops.warpstage.flash_attention`` is ``ws.ops.flash_attention``
   for torch tensors (``return_lse=True`` calls the eager function: an op has one return type).
   No autograd formula is registered: there is no backward kernel, so
   ``loss.backward()`` through it raises torch's "does not require grad / no autograd kernel"
   error instead of silently giving zero gradients.
-- ``matmul_op`` is ``torch.ops.warpstage.matmul``: ``ws.ops.matmul`` for torch tensors without
+- ``torch.ops.warpstage.matmul`` is ``ws.ops.matmul`` for torch tensors without
   ``out=`` or ``epilogue=`` (an epilogue is a static Python object, which a schema cannot carry:
   such calls run eagerly, a graph break under torch.compile; wrap them with :func:`custom_op`).
   No autograd formula either.
@@ -26,7 +27,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import torch
 
-__all__ = ["custom_op", "flash_attention_op", "matmul_op", "OPS"]
+__all__ = ["custom_op"]
 
 
 def custom_op(name: str, launch_fn: Callable, *, mutates_args: Union[str, Iterable[str]],
@@ -58,42 +59,3 @@ def custom_op(name: str, launch_fn: Callable, *, mutates_args: Union[str, Iterab
     if fake is not None:
         op.register_fake(fake)
     return op
-
-
-def _flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                     scale: Optional[float] = None, causal_align: str = "top_left",
-                     tile_n: Optional[int] = None, num_stages: Optional[int] = None,
-                     mma: str = "auto") -> torch.Tensor:
-    from .ops.attention import flash_attention_eager
-    return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
-                                 tile_n=tile_n, num_stages=num_stages, mma=mma)
-
-
-def _flash_attention_fake(q, k, v, causal=False, scale=None, causal_align="top_left",
-                          tile_n=None, num_stages=None, mma="auto"):
-    batch, heads, seq_q, head_dim = q.shape
-    return torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device)
-
-
-flash_attention_op = custom_op("warpstage::flash_attention", _flash_attention, mutates_args=(),
-                               fake=_flash_attention_fake)
-
-
-def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
-            tile_n: Optional[int] = None, num_stages: Optional[int] = None, raster: str = "M",
-            group: int = 8, schedule: str = "cooperative") -> torch.Tensor:
-    from .ops.matmul_host import matmul_eager
-    return matmul_eager(a, b, out_dtype=out_dtype, tile_n=tile_n, num_stages=num_stages,
-                        raster=raster, group=group, schedule=schedule)
-
-
-def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=8,
-                 schedule="cooperative"):
-    m, n = a.shape[-2], b.shape[-1]
-    batch = a.shape[:-2] or b.shape[:-2]                # a 2-D operand broadcasts over the batch
-    return torch.empty((*batch, m, n), dtype=out_dtype or a.dtype, device=a.device)
-
-
-matmul_op = custom_op("warpstage::matmul", _matmul, mutates_args=(), fake=_matmul_fake)
-
-OPS = {"flash_attention": flash_attention_op, "matmul": matmul_op}

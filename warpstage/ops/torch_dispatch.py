@@ -1,4 +1,4 @@
-"""Whether an ``ws.ops`` call goes through its ``torch.library`` op (warpstage/torch.py): only
+"""Whether an ``ws.ops`` call goes through its ``torch.library`` op (ops/torch_ops.py): only
 for torch tensors, so this module never imports torch (it reads ``sys.modules``); the op module
 is imported on the first such call."""
 from __future__ import annotations
@@ -16,5 +16,5 @@ def torch_op(name: str, tensors, ok: bool):
     torch = sys.modules.get("torch")
     if not ok or torch is None or not all(isinstance(t, torch.Tensor) for t in tensors):
         return None
-    from ..torch import OPS
+    from .torch_ops import OPS
     return OPS[name]

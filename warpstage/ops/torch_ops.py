@@ -1,0 +1,52 @@
+"""``ws.ops``' torch.library ops: ``torch.ops.warpstage.flash_attention`` and
+``torch.ops.warpstage.matmul``, registered with ``ws.torch.custom_op`` (warpstage/torch.py says
+what each takes and why no autograd formula is registered). Imported only by
+``ops/torch_dispatch.py`` on the first call with torch tensors: it imports torch."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..torch import custom_op
+
+__all__ = ["flash_attention_op", "matmul_op", "OPS"]
+
+
+def _flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                     scale: Optional[float] = None, causal_align: str = "top_left",
+                     tile_n: Optional[int] = None, num_stages: Optional[int] = None,
+                     mma: str = "auto") -> torch.Tensor:
+    from .attention import flash_attention_eager
+    return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
+                                 tile_n=tile_n, num_stages=num_stages, mma=mma)
+
+
+def _flash_attention_fake(q, k, v, causal=False, scale=None, causal_align="top_left",
+                          tile_n=None, num_stages=None, mma="auto"):
+    batch, heads, seq_q, head_dim = q.shape
+    return torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device)
+
+
+flash_attention_op = custom_op("warpstage::flash_attention", _flash_attention, mutates_args=(),
+                               fake=_flash_attention_fake)
+
+
+def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
+            tile_n: Optional[int] = None, num_stages: Optional[int] = None, raster: str = "M",
+            group: int = 8, schedule: str = "cooperative") -> torch.Tensor:
+    from .matmul_host import matmul_eager
+    return matmul_eager(a, b, out_dtype=out_dtype, tile_n=tile_n, num_stages=num_stages,
+                        raster=raster, group=group, schedule=schedule)
+
+
+def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=8,
+                 schedule="cooperative"):
+    m, n = a.shape[-2], b.shape[-1]
+    batch = a.shape[:-2] or b.shape[:-2]                # a 2-D operand broadcasts over the batch
+    return torch.empty((*batch, m, n), dtype=out_dtype or a.dtype, device=a.device)
+
+
+matmul_op = custom_op("warpstage::matmul", _matmul, mutates_args=(), fake=_matmul_fake)
+
+OPS = {"flash_attention": flash_attention_op, "matmul": matmul_op}
