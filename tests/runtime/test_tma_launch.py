@@ -40,8 +40,9 @@ def _qkv(seq=128, seed=0, batch=1, heads=2, dim=64):
 
 
 def _maps(launch):
-    """The three 128-byte maps (q, k, v) of a recorded flash_attention_wgmma_kernel launch."""
-    return [x for x in launch[5] if isinstance(x, bytes)]
+    """The 128-byte maps of q, k, v of a recorded flash_attention_wgmma_kernel launch (o's, the
+    TMA-store epilogue's, comes last and is left out)."""
+    return [x for x in launch[5] if isinstance(x, bytes)][:3]
 
 
 def _expected_maps(q, k, v):
@@ -59,12 +60,12 @@ def _expected_maps(q, k, v):
 def test_the_same_tensors_reuse_their_descriptors(fake_gpu):
     q, k, v = _qkv()
     flash_attention(q, k, v, mma="wgmma")
-    assert len(ENCODED) == 3
-    first = list(attention._DESCRIPTORS.values())
+    assert len(ENCODED) == 4                              # q, k, v and the output o
+    first = list(attention._DESCRIPTORS.values())[:3]
     for _ in range(3):
         flash_attention(q, k, v, mma="wgmma")
-    assert len(ENCODED) == 3                              # no encoding after the first call
-    assert list(attention._DESCRIPTORS.values()) == first
+    assert len(ENCODED) <= 4 + 3                          # at most o's again (a new output)
+    assert list(attention._DESCRIPTORS.values())[:3] == first
     assert all(a is b for a, b in zip(_maps(fake_gpu[-1]), (d._encoded for d in first)))
     assert _maps(fake_gpu[-1]) == _expected_maps(q, k, v)
     assert fake_gpu[-1][4] == RAW_STREAM
