@@ -11,6 +11,6 @@ export WARPSTAGE_COMMIT=${WARPSTAGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   python3 -c "import sys, torch, triton, llvmlite; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__)"
 } 2>&1 | tee "$OUT/env.txt"
-timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider --durations=10 tests/gpu/test_matmul_gpu.py 2>&1 \
+timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider --durations=10 tests/gpu/test_matmul_gpu.py 2>&1 \
   | tee "$OUT/pytest_matmul_gpu.txt" | tail -25
-timeout 115 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm_bench.txt" | tail -40
+timeout 150 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm_bench.txt" | tail -40
