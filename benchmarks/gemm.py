@@ -19,7 +19,9 @@ host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HB
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
 the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
 ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
-consumers) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
+consumers) at the squares, and (without ``--quick``) tile width x K splits (``SMALL_SWEEP``)
+at the small-M shapes ``SMALL_M``; a split-K row's ``ws kernel`` is the GEMM plus the
+reduction kernel. Prints a table, writes ``$OUT/gemm.png`` when
 matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
 benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
 of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
@@ -217,7 +219,8 @@ SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
          dict(tile_n=64, num_stages=6, schedule="pingpong")]
 """Kernel policies timed at the squares (``--sweep``), to pick the per-shape defaults from."""
 SMALL_M = [(16, 4096, 4096), (128, 4096, 4096), (128, 11008, 4096), (128, 4096, 11008)]
-SMALL_SWEEP = [dict(tile_n=tn, splits=s) for tn in (256, 128, 64) for s in (1, 2, 4, 8)]
+SMALL_SWEEP = ([dict(tile_n=tn, splits=s) for tn in (256, 128) for s in (1, 2, 4, 8)]
+               + [dict(tile_n=64, splits=s) for s in (1, 2)])
 """Tile widths x K splits timed at small-M LLM shapes (B an nn.Linear weight), for the
 split-K plan (warpstage/ops/matmul_splitk.py)."""
 
