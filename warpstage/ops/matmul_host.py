@@ -172,11 +172,11 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
-               schedule: str = "cooperative") -> Matmul:
+               schedule: str = "cooperative", split_k: bool = False) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, None)
+                       group, schedule, None, split_k)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
@@ -349,8 +349,8 @@ def _split_k(like, xs, args, majors, out, shape, odt, dtype, sizes, epilogue, tn
     """The split-K path: the GEMM's f32 partials into a (batches x splits, M, N) workspace
     (rows padded to 16 bytes), then ``splitk_reduce`` into ``out`` or a new tensor."""
     m, n, k, batches = sizes
-    p = make_policy(dtype, Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
-                    raster, group, "cooperative", None, split_k=True)
+    p = policy_for(dtype, Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
+                   raster, group, "cooperative", True)
     work = _new(like, (batches * splits, m, -(-n // 4) * 4), Float32)
     launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
            (args[0], args[1], None))
