@@ -19,7 +19,9 @@ host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HB
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
 the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
 ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
-consumers) at the squares. Prints a table, writes ``$OUT/gemm.png`` when
+consumers) at the squares, and (without ``--quick``) tile width x K splits (``SMALL_SWEEP``)
+at the small-M shapes ``SMALL_M``; a split-K row's ``ws kernel`` is the GEMM plus the
+reduction kernel. Prints a table, writes ``$OUT/gemm.png`` when
 matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
 benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
 of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
@@ -96,10 +98,15 @@ def triton_runner(a, b, c, b_kmajor, sms):
 
 
 def kernel_runner(a, b, c, fields=None):
-    """A zero-argument launch of warpstage's kernel with the descriptors built once, and its
-    policy (the one ``ws.ops.matmul`` picks, or ``Matmul(**fields)`` on the operands' layout)."""
+    """A zero-argument launch of warpstage's kernel with the descriptors (and a split-K
+    workspace) made once, and its policy: the one ``ws.ops.matmul`` picks, or
+    ``Matmul(**fields)`` on the operands' layout (``splits`` in ``fields``: K ranges). With
+    splits > 1 a run is the GEMM into the f32 workspace plus ``splitk_reduce`` into c."""
+    import torch
     import warpstage as ws
     from warpstage.ops import matmul_host
+    from warpstage.ops.matmul_kernel import max_stages
+    from warpstage.ops.matmul_splitk import REDUCE_THREADS, splitk_reduce
     from warpstage.runtime.tensors import as_tensor_arg
     m, k = a.shape
     n = b.shape[1]
@@ -107,18 +114,32 @@ def kernel_runner(a, b, c, fields=None):
     xa, _, a_major = matmul_host._operand("a", a, ta, ws.BFloat16, True)
     xb, _, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
     sms = matmul_host._sms(ta)
-    if fields is None:
-        p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, a_major, b_major, False,
-                                   matmul_host.choose_tile_n(m, n, 1, sms))
-    else:
-        p = ws.ops.Matmul(a_major=a_major, b_major=b_major, **fields)
+    fields = dict(fields or {})
+    tn, group, splits = matmul_host.choose_config(
+        m, n, k, 1, sms, fields.get("schedule", "cooperative"), fields.pop("tile_n", None),
+        fields.pop("group", None), fields.pop("splits", None))
+    split = splits > 1
+    stages = fields.pop("num_stages", None)
+    if stages is None:
+        stages = min(8, max_stages(tn, ws.Float32 if split else ws.BFloat16, ws.BFloat16,
+                                   fields.get("schedule", "cooperative")))
+    p = ws.ops.Matmul(a_major=a_major, b_major=b_major, tile_n=tn, group=group,
+                      num_stages=stages, out_dtype=ws.Float32 if split else ws.BFloat16,
+                      split_k=split, **fields)
+    out = torch.empty(splits, m, -(-n // 4) * 4, device=c.device)[..., :n] if split else c
     TD = ws.tma.TensorDescriptor
-    descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, c), p.descriptor_boxes())]
-    ctas = ws.sched.grid_size(p.tiles(m, n), sms)
+    descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, out), p.descriptor_boxes())]
+    ctas = ws.sched.grid_size(p.tiles(m, n, 1, splits), sms)
     launch = ws.ops.matmul_kernel[(ctas, 1, 1), p.threads]
+    total = m * n
+    reduce = splitk_reduce[(-(-total // REDUCE_THREADS), 1, 1), REDUCE_THREADS]
+    c3 = c[None]
 
     def run():
-        launch(p, *descs, m, n, k, 1, ())
+        launch(p, *descs, m, n, k, 1, splits, ())
+        if split:
+            reduce(None, out, c3, m, n, total, splits, ())
+    p.splits = splits
     return run, p
 
 
@@ -159,7 +180,8 @@ def measure_shape(m, n, k, b_kmajor, iters, repeats, sms):
         "cuBLAS": lambda a, b, c: (lambda: torch.matmul(a, b, out=c)),
         "Triton": lambda a, b, c: triton_runner(a, b, c, b_kmajor, sms),
     }
-    row["policy"] = repr(kernel_runner(a, b, c)[1])
+    p = kernel_runner(a, b, c)[1]
+    row["policy"] = repr(p) + (f", {p.splits} K splits" if p.splits > 1 else "")
     it = max(3, min(iters, int(2e13 // flops) or 3))
     for name, make in calls.items():
         try:
@@ -196,13 +218,19 @@ SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
          dict(tile_n=128, num_stages=5, schedule="pingpong", raster="N"),
          dict(tile_n=64, num_stages=6, schedule="pingpong")]
 """Kernel policies timed at the squares (``--sweep``), to pick the per-shape defaults from."""
+SMALL_M = [(16, 4096, 4096), (128, 4096, 4096), (128, 11008, 4096), (128, 4096, 11008)]
+SMALL_SWEEP = ([dict(tile_n=tn, splits=s) for tn in (256, 128) for s in (1, 2, 4, 8)]
+               + [dict(tile_n=64, splits=s) for s in (1, 2)])
+"""Tile widths x K splits timed at small-M LLM shapes (B an nn.Linear weight), for the
+split-K plan (warpstage/ops/matmul_splitk.py)."""
 
 
-def sweep(m, n, k, iters, repeats):
-    """[(policy fields, TFLOP/s)] of the kernel launched directly, one row per SWEEP entry."""
-    sets = input_sets(m, n, k, False)
+def sweep(m, n, k, iters, repeats, policies=None, b_kmajor=False):
+    """[(policy fields, TFLOP/s)] of the kernel launched directly, one row per policy
+    (default: SWEEP)."""
+    sets = input_sets(m, n, k, b_kmajor)
     out = []
-    for fields in SWEEP:
+    for fields in policies or SWEEP:
         try:
             t = seconds_per_call(rotating(lambda a, b, c: kernel_runner(a, b, c, fields)[0],
                                           sets), iters, repeats)
@@ -301,13 +329,16 @@ def main(argv=None):
     fp8 = {s: measure_fp8(s, args.iters, args.repeats) for s in (4096, 8192)}
     sweeps = [] if args.no_sweep else [(s, sweep(*s, args.iters, args.repeats))
                                        for s in SQUARES]
+    if not args.no_sweep and not args.quick:
+        sweeps += [(s, sweep(*s, args.iters, args.repeats, SMALL_SWEEP, True)) for s in SMALL_M]
     out = os.environ.get("OUT") or "/tmp"
     block = (f"## GEMM, bf16 in / f32 accumulation / bf16 out (`benchmarks/gemm.py`)\n\n"
              f"{environment()}. TFLOP/s, medians of {args.repeats} runs of back-to-back calls, "
              "inputs rotated.\n\n" + table(rows) + "\n\nFP8 e4m3 (cuBLAS `torch._scaled_mm`, "
              "warpstage: none yet): " + ", ".join(f"{s}^3 {v:.0f}" for s, v in fp8.items())
              + " TFLOP/s\n" + "".join(
-                 f"\nPolicies at {'x'.join(map(str, s))} (kernel launched directly): "
+                 f"\nPolicies at {'x'.join(map(str, s))} (kernel launched directly"
+                 f"{', B K-major' if s in SMALL_M else ''}): "
                  + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: {t:.0f}"
                              for f, t in rows_) + "\n" for s, rows_ in sweeps))
     print("\n" + block)

@@ -24,6 +24,7 @@ class P(NamedTuple):
     (np.zeros((4, 6), np.float32), None), (np.zeros((4, 6), np.float16)[:, ::2], ws.Tensor),
     (np.zeros(5, np.int32), ws.Tensor[ws.Int32, 1]), (Cfg(), None), ("s", None), (None, None),
     (4, ws.Static[int]), (ws.Float16, None),
+    ((), None), ((1, 2), None), ([1.0], None), ((np.zeros((4, 6), np.float32), 3, (Cfg(), [True])), None),
 ])
 def test_fast_key_and_leaves_match_classify(value, ann):
     keys, leaves = [], []
@@ -36,7 +37,7 @@ def test_fast_key_and_leaves_match_classify(value, ann):
     assert [x for x in leaves if not hasattr(x, "data_ptr")] == [x for x in full if not hasattr(x, "data_ptr")]
 
 
-@pytest.mark.parametrize("value", [(1, 2), [1.0], {"a": 1}, P(1)])
+@pytest.mark.parametrize("value", [{"a": 1}, P(1), (1, {"a": 1}), [np.int32(3)]])
 def test_composites_take_the_full_path(value):
     assert not make_binder(None, False, _tensor_adapter)(value, [], [])
 

@@ -2,7 +2,8 @@
 8192, odd tails (M = 1, 17, 1000; K = 8, 24), the LLM shapes (M tokens in {1, 16, 128, 4096,
 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096)}), all four
 transposes, batched and broadcast operands, fp16 and the output dtypes, the epilogues, the
-persistent tile orders, the ping-pong schedule. The output is poisoned with NaN first, so unwritten elements fail."""
+persistent tile orders, the ping-pong schedule, split-K (odd K, K not a multiple of the
+split, tails, batched, epilogue after the reduction). The output is poisoned with NaN first, so unwritten elements fail."""
 import pytest
 
 import warpstage as ws
@@ -116,3 +117,26 @@ def test_copied_layouts():
     a, b = operands(100, 72, 30)                   # rows of 60 bytes: copied, with a warning
     with pytest.warns(ws.ops.MatmulCopyWarning):
         check(a, b[:, 1:])                         # N = 71 (an unaligned view too)
+
+
+@pytest.mark.parametrize("m, n, k, splits, tb", [
+    (1, 4096, 4096, 8, True), (16, 4096, 11008, 8, True), (128, 11008, 4096, 3, True),
+    (100, 520, 1000, 3, False),        # 16 K steps in ranges of 6, 6, 4; M and N tails
+    (17, 1000, 200, 3, True),          # 4 K steps: 2 ranges of 2 (3 asked); K % 64 != 0
+    (128, 256, 24, 4, False),          # one K step: no split left
+    (64, 4096, 4104, 16, True)])       # 65 K steps in 13 ranges of 5, the last one of 5
+def test_split_k(m, n, k, splits, tb):
+    check(*operands(m, n, k, tb=tb), splits=splits)
+
+
+def test_split_k_dtypes_epilogue_batched_transposed():
+    import torch
+    import torch.nn.functional as F
+    check(*operands(64, 2000, 1032, dtype="float16"), out_dtype=torch.float32, splits=4)
+    check(*operands(64, 2000, 1032, dtype="float16"), splits=5, tile_n=128)
+    check(*operands(120, 264, 1000, ta=True, tb=True, batch=3), splits=4)
+    a, b = operands(16, 4096, 4096, tb=True)
+    bias = torch.randn(4096, device="cuda")
+    out = ws.ops.matmul(a, b, out_dtype=torch.float32, epilogue=ws.ops.BiasGelu(bias),
+                        splits=8)
+    assert relative_error(out, F.gelu(reference(a, b) + bias, approximate="tanh")) < 1e-3

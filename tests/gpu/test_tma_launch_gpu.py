@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import warpstage as ws  # noqa: E402
-from warpstage.ops import attention  # noqa: E402
+from warpstage.ops import attention, descriptors  # noqa: E402
 from warpstage.runtime import launcher as launcher_module  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -72,7 +72,7 @@ def _sdpa(q, k, v):
 
 
 def test_flash_attention_with_tensors_allocated_again_and_again(monkeypatch):
-    monkeypatch.setattr(attention, "_DESCRIPTORS", {})
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})
     for i in range(8):
         shape = (1, 2, 200 if i % 3 else 128, 64)         # two geometries, often one address
         q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -83,7 +83,7 @@ def test_flash_attention_with_tensors_allocated_again_and_again(monkeypatch):
         del q, k, v, out
     # 24 descriptors were asked for; torch's allocator hands freed blocks back, so fewer were
     # built (a kept one served a new tensor at the same address) and each gave right results
-    assert len(attention._DESCRIPTORS) < 24
+    assert len(descriptors._DESCRIPTORS) < 24
 
 
 def test_host_cost_of_a_small_flash_attention_call():

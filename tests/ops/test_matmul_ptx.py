@@ -23,18 +23,19 @@ def compile_policy(p: Matmul):
     pre = (2,) if p.batched else ()
     x = np.zeros(pre + (256, 256), numpy_dtype("bfloat16" if p.dtype is ws.BFloat16
                                                else "float16"))
-    c = np.zeros(pre + (256, 256), numpy_dtype({ws.BFloat16: "bfloat16", ws.Float16: "float16",
+    c = np.zeros(((2,) if p.batched or p.split_k else ()) + (256, 256), numpy_dtype({ws.BFloat16: "bfloat16", ws.Float16: "float16",
                                                 ws.Float32: "float32"}[p.out_dtype]))
     ba, bb, bc = p.descriptor_boxes()
     return ws.compile(matmul_kernel, p, TD(x, ba), TD(x, bb), TD(c, bc), ws.Int32, ws.Int32,
-                      ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
+                      ws.Int32, ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
 
 
 @pytest.mark.parametrize("fields", [
     dict(),
     dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
-         out_dtype=ws.Float32, batched=True, dtype=ws.Float16)],
-    ids=["default", "pingpong-At-Bt-f32-batched-f16"])
+         out_dtype=ws.Float32, batched=True, dtype=ws.Float16),
+    dict(split_k=True, out_dtype=ws.Float32, b_major="K")],
+    ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt"])
 def test_ptx_ptxas_and_sass(fields):
     p = Matmul(**fields)
     ck = compile_policy(p)
@@ -46,7 +47,8 @@ def test_ptx_ptxas_and_sass(fields):
     assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
     rank = 3 if p.batched else 2
     assert f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier" in ptx
-    assert f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group" in ptx
+    out_rank = 3 if p.batched or p.split_k else 2       # split-K: the 3-D f32 workspace
+    assert f"cp.async.bulk.tensor.{out_rank}d.global.shared::cta.tile.bulk_group" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
     assert ("stmatrix" in ptx) == (p.out_dtype is not ws.Float32)

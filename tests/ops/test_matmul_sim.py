@@ -50,6 +50,10 @@ CASES = [
     (130, 200, 136, "bfloat16", False, False, None, None, dict(schedule="pingpong")),
     (520, 64, 64, "float16", False, True, None, "float32", dict(schedule="pingpong")),
     (256, 128, 200, "bfloat16", True, True, 2, None, dict(schedule="pingpong", tile_n=128)),
+    # split-K: 4 K steps in 3 asked ranges (2 of 2 steps), B K-major; 9 steps in 3 ranges of 3,
+    # batched, A M-major, f32 out; an N tail
+    (17, 72, 200, "bfloat16", False, True, None, None, dict(splits=3)),
+    (40, 64, 520, "float16", True, False, 2, "float32", dict(splits=4)),
 ]
 
 
@@ -122,6 +126,18 @@ def test_epilogues():
     assert relative_error(got, -2.0 * reference(a, b)) < 1e-6
 
 
+def test_split_k_with_an_epilogue_and_out():
+    a, b = make_operands(20, 64, 136, "bfloat16", seed=11)
+    bias = randn((64,), "float32", 12)
+    y = reference(a, b) + to_float64(bias)
+    out = np.full((20, 64), np.nan, np.float32)
+    got = ws.ops.matmul(a, b, out=out, out_dtype=np.float32, epilogue=ws.ops.BiasSilu(bias),
+                        tile_n=64, splits=3)
+    assert got is out and relative_error(out, y / (1 + np.exp(-y))) < 1e-5
+    with pytest.raises(ws.ArgumentError, match="splits=0; expected an int >= 1"):
+        ws.ops.matmul(a, b, splits=0)
+
+
 def test_empty_and_k_zero():
     a, b = make_operands(5, 64, 16, "bfloat16")
     assert ws.ops.matmul(a[:0], b).shape == (0, 64)
@@ -173,12 +189,19 @@ def test_dtype_errors():
     (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
     (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
     (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
-    (dict(schedule="pingpong"), "tile_n must be 64 or 128"), (dict(schedule="ws"), "schedule")])
+    (dict(schedule="pingpong"), "tile_n must be 64 or 128"), (dict(schedule="ws"), "schedule"),
+    (dict(split_k=True), "split_k=True writes f32 partial sums")])
 def test_policy_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         ws.ops.Matmul(**fields)
 
 
-def test_tile_choice_prefers_full_waves():
-    assert matmul_host.choose_tile_n(4096, 4096, 1, 132) == 256
-    assert matmul_host.choose_tile_n(128, 4096, 1, 132) == 64       # 16 CTAs at 256 wide
+def test_config_choice_fills_the_gpu():
+    choose = matmul_host.choose_config
+    assert choose(4096, 4096, 4096, 1, 132) == (256, 4, 1)         # 512 tiles: group 4
+    assert choose(8192, 8192, 8192, 1, 132) == (256, 8, 1)         # 2048 tiles: group 8
+    tn, _, splits = choose(128, 4096, 4096, 1, 132)                # 16 tiles of 128 x 256
+    assert splits > 1 and -(-4096 // tn) * splits <= 132
+    assert choose(128, 128256, 4096, 1, 132)[2] == 1               # 501 tiles: no split
+    assert choose(16, 4096, 4096, 1, 132, "pingpong")[::2] == (64, 1)
+    assert choose(16, 4096, 100, 1, 132, splits=7)[2] == 2         # 2 K steps: 2 ranges

@@ -15,7 +15,7 @@ import warpstage as ws
 from fake_gpu import ENCODED, RAW_STREAM, fake_encode, install
 from warpstage.backend import find_ptxas
 from warpstage.loaded import bind_host_args
-from warpstage.ops import attention
+from warpstage.ops import attention, descriptors
 from warpstage.ops.attention import flash_attention, reference
 from warpstage.runtime.tensormap import TensorMapArg
 
@@ -25,7 +25,7 @@ needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    monkeypatch.setattr(attention, "_DESCRIPTORS", {})
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})
     launches = install(monkeypatch, torch)
     # a kernel of its own: its generated call path reads the pretend stream (one made in an
     # earlier test holds that process's torch stream reader)
@@ -61,11 +61,11 @@ def test_the_same_tensors_reuse_their_descriptors(fake_gpu):
     q, k, v = _qkv()
     flash_attention(q, k, v, mma="wgmma")
     assert len(ENCODED) == 4                              # q, k, v and the output o
-    first = list(attention._DESCRIPTORS.values())[:3]
+    first = list(descriptors._DESCRIPTORS.values())[:3]
     for _ in range(3):
         flash_attention(q, k, v, mma="wgmma")
     assert len(ENCODED) <= 4 + 3                          # at most o's again (a new output)
-    assert list(attention._DESCRIPTORS.values())[:3] == first
+    assert list(descriptors._DESCRIPTORS.values())[:3] == first
     assert all(a is b for a, b in zip(_maps(fake_gpu[-1]), (d._encoded for d in first)))
     assert _maps(fake_gpu[-1]) == _expected_maps(q, k, v)
     assert fake_gpu[-1][4] == RAW_STREAM
@@ -80,13 +80,13 @@ def test_new_tensors_get_their_own_maps_and_a_reused_address_a_correct_one(fake_
     # Other tensor objects at the same addresses with the same geometry (what a tensor freed
     # and another allocated in its place looks like to the cache): the kept descriptors, whose
     # maps are exactly what a new descriptor of these tensors encodes.
-    kept = dict(attention._DESCRIPTORS)
+    kept = dict(descriptors._DESCRIPTORS)
     again = [torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0, x.shape, x.stride())
              for x in (q, k, v)]
     assert [a.data_ptr() for a in again] == [x.data_ptr() for x in (q, k, v)]
     n = len(ENCODED)
     flash_attention(*again, mma="wgmma")
-    assert len(ENCODED) == n and attention._DESCRIPTORS == kept
+    assert len(ENCODED) == n and descriptors._DESCRIPTORS == kept
     assert _maps(fake_gpu[-1]) == _expected_maps(*again)
     # The same address with another geometry (fewer queries, a longer key sequence): new maps.
     shorter = q[:, :, :64]
@@ -97,29 +97,29 @@ def test_new_tensors_get_their_own_maps_and_a_reused_address_a_correct_one(fake_
 
 
 def test_kept_descriptors_hold_no_tensor_and_the_table_is_bounded(fake_gpu, monkeypatch):
-    monkeypatch.setattr(attention, "_MAX_DESCRIPTORS", 6)
+    monkeypatch.setattr(descriptors, "_MAX_DESCRIPTORS", 6)
     q, k, v = _qkv()
     flash_attention(q, k, v, mma="wgmma")
     assert all(d.tensor is None and d.tensor_arg.owner is None
-               for d in attention._DESCRIPTORS.values())
+               for d in descriptors._DESCRIPTORS.values())
     ref = weakref.ref(q)
     del q
     gc.collect()
     assert ref() is None                                  # the cache did not keep q alive
     for seed in range(1, 5):
         flash_attention(*_qkv(seed=seed), mma="wgmma")
-        assert len(attention._DESCRIPTORS) <= 6
+        assert len(descriptors._DESCRIPTORS) <= 6
 
 
 def test_the_simulator_builds_descriptors_of_the_tensors_themselves(sim_target, monkeypatch):
-    monkeypatch.setattr(attention, "_DESCRIPTORS", {})
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})
     for seed in range(2):                                 # new tensors each call
         q, k, v = _qkv(seq=64, seed=seed, heads=1)
         out = flash_attention(q, k, v, mma="wgmma")
         want = reference(*(x.float().numpy().astype(np.float64) for x in (q, k, v)))
         got = out.float().numpy()
         assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-2
-    assert attention._DESCRIPTORS == {}
+    assert descriptors._DESCRIPTORS == {}
 
 
 # -- a kernel whose only tensors are inside descriptors ----------------------------------------

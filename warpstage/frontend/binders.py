@@ -124,7 +124,14 @@ def make_binder(annotation, self_rule: bool, adapter):
             return True
         if t.__module__ == "numpy":            # numpy scalars: rule 3 on the full path
             return False
-        if t in (tuple, list, dict) or hasattr(t, "__extract_values__") or hasattr(
+        if t is tuple or t is list:            # rule 6: the structure, then each leaf's part
+            parts: list = []
+            for x in v:
+                if not bind_auto(x, parts, leaves):
+                    return False
+            keys.append((t.__name__, len(v), tuple(parts)))
+            return True
+        if t is dict or hasattr(t, "__extract_values__") or hasattr(
                 t, "__extract_mlir_values__") or hasattr(t, "__dataclass_fields__") or hasattr(t, "_fields"):
             return False
         try:

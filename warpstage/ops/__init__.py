@@ -12,7 +12,7 @@
 - ``matmul(a, b, *, out=None, out_dtype=None, epilogue=None)``: C = epilogue(A @ B) for 2-D /
   3-D fp16/bf16 tensors with the warp-specialized persistent TMA + wgmma GEMM
   (``matmul_host.py``; the kernel ``matmul_kernel`` and its policy ``Matmul`` in
-  ``matmul_kernel.py``); like ``torch.matmul``.
+  ``matmul_kernel.py``; split-K for small M in ``matmul_splitk.py``); like ``torch.matmul``.
 - ``Epilogue`` and the shipped ``Bias``, ``BiasGelu``, ``BiasSilu``, ``Residual``
   (``matmul_epilogues.py``): static per-element epilogues compiled into the GEMM.
 """

@@ -17,13 +17,13 @@ import operator
 
 from ..errors import ArgumentError
 from ..runtime.target import default_target
-from ..runtime.tensormap import TensorDescriptor
-from ..runtime.tensors import TensorArg, as_tensor_arg
+from ..runtime.tensors import as_tensor_arg
 from .attention_kernel import FlashAttention, flash_attention_kernel
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+from .descriptors import descriptor, sm_count
 
-__all__ = ["flash_attention", "launch", "launch_wgmma", "descriptor", "policy_for",
+__all__ = ["flash_attention", "launch", "launch_wgmma", "policy_for",
            "wgmma_policy_for", "tma_compatible", "reference"]
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
 WGMMA_MIN_WORK = 1 << 31
@@ -57,7 +57,7 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     tensor for the rows' log-sum-exp."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (_describe("q", q), _describe("k", k), _describe("v", v))
-    grid = fa.grid(batch, heads, seq_q, sms=_sm_count(tq))
+    grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
     if grid[1] > 65535:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
@@ -70,50 +70,6 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
 
 SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
-
-
-def _sm_count(ta) -> int:
-    """Multiprocessors of the GPU that runs a launch on ``ta`` (``SIM_CTAS`` elsewhere)."""
-    if ta.device != "cuda" or default_target() != "cuda":
-        return SIM_CTAS
-    from ..runtime.target import device_properties
-    return device_properties(ta.device_index or 0).sm_count
-
-
-_DESCRIPTORS: dict = {}
-"""(address, shape, strides, dtype, kind, device index, box, swizzle) -> a TensorDescriptor that
-holds no tensor: ``descriptor``'s reuse for CUDA tensors on the cuda target."""
-_MAX_DESCRIPTORS = 64
-
-
-def descriptor(x, ta, box, swizzle: int = 128):
-    """A TMA descriptor of the tensor ``x`` (its TensorArg ``ta``) for ``box`` and ``swizzle``.
-
-    Building one costs ~10 us of validation plus a ``cuTensorMapEncodeTiled`` call, three times
-    per attention call, so for a CUDA tensor on the cuda target it is kept (up to
-    ``_MAX_DESCRIPTORS``, then the table starts again) and returned again for a tensor with the
-    same key. Why an equal key is the same descriptor even for another tensor (one freed and another
-    allocated at its address, or another view of the same memory): the 128-byte map encodes the
-    address, sizes, byte strides, data type, box, swizzle (and the fill, L2 promotion and
-    element strides, fixed here) and nothing else, and the launch reads from the descriptor
-    only those, the tensor's kind and device (for the stream); all of them are in the key. The
-    kept descriptor holds no reference to its tensor (a cache must not keep GPU memory alive);
-    the caller's tensor keeps the memory alive for the launch, as with a tensor argument.
-    The simulator reads the tensor object itself, so elsewhere a new descriptor is built."""
-    if ta.device != "cuda" or default_target() != "cuda":
-        return TensorDescriptor(x, box, swizzle=swizzle)
-    key = (ta.data_ptr, ta.shape, ta.strides, ta.dtype, ta.kind, ta.device_index, box, swizzle)
-    d = _DESCRIPTORS.get(key)
-    if d is None:
-        d = TensorDescriptor(x, box, swizzle=swizzle)
-        d.tensor = None                     # hold no tensor (see above); the launch needs none
-        d.tensor_arg = TensorArg(ta.data_ptr, ta.shape, ta.strides, ta.dtype, ta.device,
-                                 ta.device_index, None, ta.kind)
-        if len(_DESCRIPTORS) >= _MAX_DESCRIPTORS:
-            _DESCRIPTORS.clear()            # at worst three encodings again; safe across threads
-        _DESCRIPTORS[key] = d
-    return d
-
 
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=128, num_stages=2),

@@ -32,7 +32,7 @@ class MatmulConsumer:
     configuration: ``schedule``, ``tile_n``, majors, ``out``, ``epilogue``, ...)."""
 
     @ws.jit
-    def consume(self, c_desc, sched, k_tiles, m, n, operands, pipeline, storage):
+    def consume(self, c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage):
         """Consumer warpgroups 1 and 2 over this CTA's tiles, in the policy's schedule."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads        # 0..255
         wg = ws.arch.make_warp_uniform(tid // 128)
@@ -44,8 +44,8 @@ class MatmulConsumer:
         else:
             state = pipeline.consumer_start_state()
             for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-                m_blk, n_blk, batch = sched.tile(t)
-                accs, state = self.mainloop([wg * 64], k_tiles, pipeline, storage, state, None)
+                m_blk, n_blk, _, batch, _, count = self.work(sched, t, k_tiles, splits)
+                accs, state = self.mainloop([wg * 64], count, pipeline, storage, state, None)
                 self.store_tile(accs, tid, c_desc, storage.c, m_blk, n_blk, batch, m, n,
                                 operands, None)
             self.out.tail(tid)
@@ -131,5 +131,5 @@ class MatmulConsumer:
             def transform(x, r, c):
                 return epi.apply(x, ws.math.min(base + r, last_row),
                                  ws.math.min(col0 + c, n - 1), operands)
-        self.out.store(accs, tid, c_desc, buffers, self.coords(batch, row0, col0), transform,
-                       barrier_id)
+        coords = (batch, row0, col0) if self.batched or self.split_k else (row0, col0)
+        self.out.store(accs, tid, c_desc, buffers, coords, transform, barrier_id)

@@ -17,14 +17,14 @@ import numpy as np
 from ..errors import ArgumentError, WarpstageError
 from ..lang.scalars import BFloat16, Float16, Float32
 from ..lang.sched import grid_size
-from ..runtime.target import default_target
 from ..runtime.tensors import as_tensor_arg
 from ..tracebacks import _user_error, _user_stacklevel
-from .attention import descriptor
+from .descriptors import descriptor, sm_count
 from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
+from .matmul_splitk import MAX_SPLITS, REDUCE_THREADS, even_splits, plan, splitk_reduce
 from .torch_dispatch import torch_op
 
-__all__ = ["matmul", "policy_for", "choose_tile_n", "tma_compatible", "MatmulCopyWarning",
+__all__ = ["matmul", "policy_for", "choose_config", "tma_compatible", "MatmulCopyWarning",
            "SIM_CTAS"]
 
 SIM_CTAS = 2
@@ -32,9 +32,11 @@ SIM_CTAS = 2
 _IN = {"f16": Float16, "bf16": BFloat16}
 _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": BFloat16,
               "bf16": BFloat16, "float32": Float32, "float": Float32, "f32": Float32}
-_TILE_EFFICIENCY = {256: 1.0, 128: 0.9, 64: 0.75}
-"""Relative throughput per tile width, a guess until measured (benchmarks/gemm.py): wider
-tiles reuse each A tile over more of N, so fewer smem bytes per FLOP."""
+GROUP_SMALL, GROUP_LARGE = 4, 8
+"""The swizzle band of the tile order: 4 up to ``4 x SMs`` output tiles, 8 above. Measured on
+the H200 (2026-12-01 20:45 UTC, RESULTS.md, kernel launched directly, 128 x 256 tiles, 4
+stages): 4096^3 (512 tiles) group 4: 755 TFLOP/s, group 8: 742, 16: 746; 8192^3 (2048 tiles)
+group 8: 728, 4: 672, 16: 688."""
 
 
 class MatmulCopyWarning(UserWarning):
@@ -141,41 +143,54 @@ def _operand(name: str, x, ta, dtype, k_inner: bool):
 
 
 @functools.lru_cache(maxsize=256)
-def choose_tile_n(m: int, n: int, batches: int, sms: int) -> int:
-    """The tile width whose estimated time (waves of CTAs x tile work / tile efficiency) is
-    least; ties go to the wider tile."""
-    def cost(tn):
-        tiles = -(-m // TILE_M) * -(-n // tn) * batches
-        waves = -(-tiles // sms)
-        return waves * tn / _TILE_EFFICIENCY[tn]
-    return min((256, 128, 64), key=lambda tn: (cost(tn), -tn))
+def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
+                  tile_n=None, group=None, splits=None) -> tuple:
+    """(tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the given
+    ones are kept. tile_n and splits: ``matmul_splitk.plan`` (the ping-pong schedule: tile_n
+    at most 128, no split); group: ``GROUP_SMALL`` / ``GROUP_LARGE`` by the tile count. A given
+    ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of 64-element steps.
+    Raises ArgumentError for a ``splits`` that is not an int >= 1."""
+    if schedule == "pingpong":
+        widths, splits = (128, 64), 1 if splits is None else splits
+    else:
+        widths = (256, 128, 64)
+    if tile_n is None or splits is None:
+        tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
+                      split=splits is None)
+        tile_n = tn if tile_n is None else tile_n
+        splits = sp if splits is None else splits
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
+                            "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
+    splits = even_splits(-(-k // 64), min(splits, MAX_SPLITS))     # no empty K range
+    if group is None:
+        tiles = -(-m // TILE_M) * -(-n // tile_n) * batches
+        group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
+    return tile_n, group, splits
 
 
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
-               schedule: str = "cooperative") -> Matmul:
+               schedule: str = "cooperative", split_k: bool = False) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, None)
+                       group, schedule, None, split_k)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, epilogue) -> Matmul:
+                schedule, epilogue, split_k=False) -> Matmul:
     """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8)."""
     stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
               else num_stages)
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
-                  schedule=schedule, epilogue=epilogue)
+                  schedule=schedule, epilogue=epilogue, split_k=split_k)
 
 
 def _sms(ta) -> int:
-    if ta.device == "cuda" and default_target() == "cuda":
-        from ..runtime.target import device_properties
-        return device_properties(ta.device_index or 0).sm_count
-    return SIM_CTAS
+    return sm_count(ta, SIM_CTAS)
 
 
 def _foldable(ta) -> bool:
@@ -198,7 +213,7 @@ def _shapes(ta, tb):
 
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-           raster="M", group=8, schedule="cooperative"):
+           raster="M", group=None, schedule="cooperative", splits=None):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -210,7 +225,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     ``epilogue``: None or a ``ws.ops.Epilogue`` (``BiasGelu(bias)``, ``BiasSilu(bias)``, ...)
     applied per f32 element before the rounding. ``tile_n`` (64/128/192/256), ``num_stages``,
     ``raster`` ('M'/'N'), ``group`` and ``schedule`` ('cooperative'/'pingpong'): the kernel's
-    policy (``ws.ops.Matmul``; None: chosen per shape).
+    policy (``ws.ops.Matmul``; None: chosen per shape). ``splits``: K ranges computed by
+    separate work units into an f32 workspace and added by a second kernel (split-K,
+    ``matmul_splitk.py``; cooperative schedule only; None: chosen per shape, 1: none).
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
@@ -221,33 +238,36 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     a fake implementation for torch.compile; no autograd formula, there is no backward), so
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule)
+                       schedule, splits)
     if op is not None:
-        return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule)
+        return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule, splits)
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
-                        num_stages=num_stages, raster=raster, group=group, schedule=schedule)
+                        num_stages=num_stages, raster=raster, group=group, schedule=schedule,
+                        splits=splits)
 
 
-def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule):
+def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
+                  splits):
     torch = sys.modules.get("torch")
     ok = out is None and epilogue is None and torch is not None and (
         out_dtype is None or isinstance(out_dtype, torch.dtype)) and \
-        all(n is None or type(n) is int for n in (tile_n, num_stages)) and type(group) is int \
+        all(n is None or type(n) is int for n in (tile_n, num_stages, group, splits)) \
         and type(raster) is str and type(schedule) is str
     return torch_op("matmul", (a, b), ok)
 
 
 def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-                 raster="M", group=8, schedule="cooperative"):
+                 raster="M", group=None, schedule="cooperative", splits=None):
     """:func:`matmul` without the torch op (what the op runs)."""
     try:
         return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule)
+                       schedule, splits)
     except (WarpstageError, ValueError) as e:
         raise _user_error(e) from None
 
 
-def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule):
+def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
+            splits):
     ta, tb = _arg("a", a), _arg("b", b)
     dtype = _IN.get(str(ta.dtype))
     if dtype is None or tb.dtype != ta.dtype:
@@ -272,7 +292,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule)
+                    raster, group, schedule, splits)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
@@ -296,24 +316,23 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         tb = as_tensor_arg(b, "b")
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
     xb, b_arg, b_major = _operand("b", b, tb, dtype, k_inner=False)
+    sms = _sms(ta)
+    tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group, splits)
+    if splits > 1:
+        return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt, dtype,
+                        (m, n, k, batches), epilogue, tn, num_stages, raster, group, splits, sms)
     c, c_arg = out, (to if out is not None else None)
     if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
         c = _new(a, shape[:-1] + (-(-n // per) * per,), odt)
         c_arg = None
-    sms = _sms(ta)
-    if tile_n is not None:
-        tn = tile_n
-    else:
-        tn = choose_tile_n(m, n, batches, sms)
-        tn = min(tn, 128) if schedule == "pingpong" else tn
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
                        schedule)
     else:
         p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
                         schedule, epilogue)
-    launch(p, (xa, xb, c), m, n, k, batches, epilogue, sms, (a_arg, b_arg, c_arg))
+    launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         return out
     if out is not None:
@@ -325,13 +344,34 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     return c
 
 
-def launch(p: Matmul, tensors, m: int, n: int, k: int, batches: int, epilogue=None,
-           sms: int = SIM_CTAS, tensor_args=(None, None, None)) -> None:
+def _split_k(like, xs, args, majors, out, shape, odt, dtype, sizes, epilogue, tn, num_stages,
+             raster, group, splits, sms):
+    """The split-K path: the GEMM's f32 partials into a (batches x splits, M, N) workspace
+    (rows padded to 16 bytes), then ``splitk_reduce`` into ``out`` or a new tensor."""
+    m, n, k, batches = sizes
+    p = policy_for(dtype, Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
+                   raster, group, "cooperative", True)
+    work = _new(like, (batches * splits, m, -(-n // 4) * 4), Float32)
+    launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
+           (args[0], args[1], None))
+    c = out if out is not None else _new(like, shape, odt)
+    c3 = c if len(shape) == 3 else c[None]
+    total = batches * m * n
+    operands = tuple(epilogue.operands()) if epilogue is not None else ()
+    splitk_reduce[(-(-total // REDUCE_THREADS), 1, 1), REDUCE_THREADS](
+        epilogue, work, c3, m, n, total, splits, operands)
+    return c
+
+
+def launch(p: Matmul, tensors, sizes, epilogue=None, sms: int = SIM_CTAS,
+           tensor_args=(None, None, None)) -> None:
     """Run ``matmul_kernel`` with policy ``p`` on ``tensors`` = (a, b, c), TMA-readable: a
     (M x K as (M, K) when ``p.a_major == 'K'``, else as its (K, M) transpose), b ((K, N) when
     MN-major, else (N, K)) and c ((M, N), rows padded to 16 bytes allowed: the store clips at
-    N); batched: a leading batch dimension on all three. ``sms``: the persistent CTAs' upper
-    bound. ``tensor_args``: their TensorArgs where the caller has them."""
+    N; with ``p.split_k`` the (batches x splits, M, N) f32 workspace); batched: a leading batch
+    dimension on all three. ``sizes``: (M, N, K, batches, splits). ``sms``: the persistent
+    CTAs' upper bound. ``tensor_args``: their TensorArgs where the caller has them."""
+    m, n, k, batches, splits = sizes
     a, b, c = tensors
     args = list(tensor_args)
     if c.shape[-1] != n:                       # describe the padded rows as N wide
@@ -339,5 +379,5 @@ def launch(p: Matmul, tensors, m: int, n: int, k: int, batches: int, epilogue=No
     descs = [descriptor(x, ta or as_tensor_arg(x), box)
              for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
-    ctas = grid_size(p.tiles(m, n, batches), sms)
-    matmul_kernel[(ctas, 1, 1), p.threads](p, *descs, m, n, k, batches, operands)
+    ctas = grid_size(p.tiles(m, n, batches, splits), sms)
+    matmul_kernel[(ctas, 1, 1), p.threads](p, *descs, m, n, k, batches, splits, operands)

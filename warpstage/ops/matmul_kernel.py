@@ -74,7 +74,8 @@ class Matmul(MatmulConsumer):
 
     def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
                  batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
-                 epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative"):
+                 epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative",
+                 split_k=False):
         out_dtype = dtype if out_dtype is None else out_dtype
         if dtype not in _IN_DTYPES:
             raise ValueError(f"Matmul: dtype must be ws.Float16 or ws.BFloat16, got {dtype!r}")
@@ -99,6 +100,13 @@ class Matmul(MatmulConsumer):
                 or group < 1:
             raise ValueError(f"Matmul: raster must be 'M' or 'N' and group an int >= 1, got "
                              f"raster={raster!r}, group={group!r}")
+        if split_k and (out_dtype is not Float32 or epilogue is not None
+                        or schedule != "cooperative"):
+            raise ValueError(f"Matmul: split_k=True writes f32 partial sums (the epilogue runs "
+                             f"once they are added up, in splitk_reduce): it needs "
+                             f"out_dtype=ws.Float32, epilogue=None and schedule='cooperative', "
+                             f"got {out_dtype.__name__}, {type(epilogue).__name__}, "
+                             f"{schedule!r}. Fix: call warpstage.ops.matmul, which plans it")
         if tuple(cluster) != (1, 1):
             raise ValueError(f"Matmul: cluster={cluster!r}; only (1, 1) is built (TMA multicast "
                              "across a cluster is not). Fix: cluster=(1, 1)")
@@ -114,6 +122,7 @@ class Matmul(MatmulConsumer):
         self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
         self.cluster = (1, 1)
         self.schedule = schedule
+        self.split_k = bool(split_k)
         self.consumer_arrivals = 128 if schedule == "pingpong" else 256    # per stage
         self.epilogue = epilogue
         self.producer_regs, self.mma_regs = producer_regs, mma_regs
@@ -145,32 +154,48 @@ class Matmul(MatmulConsumer):
         return ("Matmul", self.dtype.__name__, self.out_dtype.__name__, self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
                 self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
-                self.schedule)
+                self.schedule, self.split_k)
 
     def __repr__(self) -> str:
         return (f"Matmul({self.dtype.__name__} -> {self.out_dtype.__name__}, A {self.a_major}-"
                 f"major, B {self.b_major}-major{', batched' if self.batched else ''}, 128 x "
                 f"{self.tile_n} tiles, {self.schedule}, {self.num_stages} stages, raster "
                 f"{self.raster}/"
-                f"{self.group}, epilogue {type(self.epilogue).__name__})")
+                f"{self.group}, epilogue {type(self.epilogue).__name__}"
+                f"{', split-K partials' if self.split_k else ''})")
 
     # -- host-side facts -----------------------------------------------------------------------
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the A, B and C descriptors. A is described as the
         (M, K) tensor when K-major, else as its (K, M) transpose; B as (K, N) when MN-major,
-        else as (N, K); C as (M, N). Batched: a leading box dimension of 1."""
+        else as (N, K); C as (M, N). Batched: a leading box dimension of 1; split-K: C is the
+        (batches x splits, M, N) f32 workspace, so its box has the leading 1 too."""
         a = (TILE_M, TILE_K) if self.a_major == "K" else (TILE_K, 64)
         b = (self.tile_n, TILE_K) if self.b_major == "K" else (TILE_K, 64)
         pre = (1,) if self.batched else ()
-        return pre + a, pre + b, pre + self.out.box
+        return pre + a, pre + b, ((1,) if self.batched or self.split_k else ()) + self.out.box
 
-    def tiles(self, m: int, n: int, batches: int = 1) -> int:
-        """Output tiles of an M x N (x batches) problem."""
-        return -(-m // TILE_M) * -(-n // self.tile_n) * batches
+    def tiles(self, m: int, n: int, batches: int = 1, splits: int = 1) -> int:
+        """Work units of an M x N (x batches) problem: output tiles, times ``splits`` K ranges."""
+        return -(-m // TILE_M) * -(-n // self.tile_n) * batches * splits
+
+    def work(self, sched, t, k_tiles, splits):
+        """Work unit ``t``: (m_blk, n_blk, batch of A/B, batch of C, first K step, K steps).
+        Split-K: the scheduler's batch index is ``batch * splits + split``, split s takes K steps
+        [s ks, min((s + 1) ks, k_tiles)) with ks = ceil(k_tiles / splits) (the host picks
+        ``splits`` so that none is empty) and its partial sums go to workspace batch
+        ``batch * splits + s``."""
+        m_blk, n_blk, unit = sched.tile(t)
+        if self.split_k:
+            batch = unit // splits
+            ks = (k_tiles + (splits - 1)) // splits
+            k0 = (unit - batch * splits) * ks
+            return m_blk, n_blk, batch, unit, k0, ws.math.min(ks, k_tiles - k0)
+        return m_blk, n_blk, unit, unit, 0, k_tiles
 
     # -- producer role -------------------------------------------------------------------------
     @ws.jit
-    def load(self, a_desc, b_desc, sched, k_tiles, pipeline, storage):
+    def load(self, a_desc, b_desc, sched, k_tiles, splits, pipeline, storage):
         """Producer warp 0: per tile and K step, wait for a free stage, then one elected thread
         loads A's and B's tiles of that step by TMA (the stage's full mbarrier counts bytes)."""
         if ws.arch.elect_one():
@@ -178,15 +203,15 @@ class Matmul(MatmulConsumer):
             ws.tma.prefetch_descriptor(b_desc)
         state = pipeline.producer_start_state()
         for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-            m_blk, n_blk, batch = sched.tile(t)
-            for kt in range(k_tiles):
+            m_blk, n_blk, batch, _, k0, count = self.work(sched, t, k_tiles, splits)
+            for kt in range(count):
                 pipeline.producer_acquire(state)
                 if ws.arch.elect_one():
                     bar = pipeline.producer_get_barrier(state)
-                    self.load_a(a_desc, storage.a[state.index], m_blk * TILE_M, kt * TILE_K,
-                                batch, bar)
+                    self.load_a(a_desc, storage.a[state.index], m_blk * TILE_M,
+                                (k0 + kt) * TILE_K, batch, bar)
                     self.load_b(b_desc, storage.b[state.index], n_blk * self.tile_n,
-                                kt * TILE_K, batch, bar)
+                                (k0 + kt) * TILE_K, batch, bar)
                 state = state.advance()
         pipeline.producer_tail(state)
 
@@ -238,37 +263,39 @@ def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperat
 
 
 @ws.jit
-def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, operands, storage):
+def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage):
     """Pipeline and scheduler set-up, then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=p.num_stages,
                                                    consumer_count=p.consumer_arrivals,
                                                    transaction_bytes=p.stage_bytes)
     sched = PersistentTileScheduler.create((m + (TILE_M - 1)) // TILE_M,
-                                           (n + (p.tile_n - 1)) // p.tile_n, batches,
+                                           (n + (p.tile_n - 1)) // p.tile_n, batches * splits,
                                            raster=p.raster, group=p.group)
     k_tiles = (k + (TILE_K - 1)) // TILE_K
     if warp < 4:
         ws.arch.setmaxnreg_decrease(p.producer_regs)
         if warp == 0:
-            p.load(a_desc, b_desc, sched, k_tiles, pipeline, storage)
+            p.load(a_desc, b_desc, sched, k_tiles, splits, pipeline, storage)
     else:
         ws.arch.setmaxnreg_increase(p.mma_regs)
-        p.consume(c_desc, sched, k_tiles, m, n, operands, pipeline, storage)
+        p.consume(c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage)
 
 
 @ws.kernel
 def matmul_kernel(p: ws.Static[Matmul], a_desc, b_desc, c_desc, m: ws.Int32, n: ws.Int32,
-                  k: ws.Int32, batches: ws.Int32, operands: tuple):
+                  k: ws.Int32, batches: ws.Int32, splits: ws.Int32, operands: tuple):
     """C = epilogue(A @ B) with policy ``p``: launch ``[ctas, p.threads]`` (``ctas`` =
-    ``ws.sched.grid_size(p.tiles(M, N, batches), SMs)``) with the TMA descriptors of A, B and C
-    (boxes ``p.descriptor_boxes()``, 128-byte swizzle), the sizes M, N, K (K >= 1) and batch
-    count, and the epilogue's operand tensors (a tuple; empty without an epilogue).
+    ``ws.sched.grid_size(p.tiles(M, N, batches, splits), SMs)``) with the TMA descriptors of A,
+    B and C (boxes ``p.descriptor_boxes()``, 128-byte swizzle), the sizes M, N, K (K >= 1), the
+    batch count, ``splits`` (1; with ``p.split_k``, the K ranges: C is then the
+    (batches x splits, M, N) f32 workspace of partial sums, see ``matmul_splitk.py``) and the
+    epilogue's operand tensors (a tuple; empty without an epilogue).
     ``warpstage.ops.matmul`` does all of it. Raises OperandError while tracing for a block
     other than ``p.threads`` or descriptors that do not match the policy."""
     check_launch(p, a_desc, b_desc, c_desc)
     storage = ws.smem.allocate(p.SharedStorage)
-    matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, operands, storage)
+    matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage)
 
 
 def check_launch(p: Matmul, a_desc, b_desc, c_desc) -> None:

@@ -34,14 +34,15 @@ flash_attention_op = custom_op("warpstage::flash_attention", _flash_attention, m
 
 def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
             tile_n: Optional[int] = None, num_stages: Optional[int] = None, raster: str = "M",
-            group: int = 8, schedule: str = "cooperative") -> torch.Tensor:
+            group: Optional[int] = None, schedule: str = "cooperative",
+            splits: Optional[int] = None) -> torch.Tensor:
     from .matmul_host import matmul_eager
     return matmul_eager(a, b, out_dtype=out_dtype, tile_n=tile_n, num_stages=num_stages,
-                        raster=raster, group=group, schedule=schedule)
+                        raster=raster, group=group, schedule=schedule, splits=splits)
 
 
-def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=8,
-                 schedule="cooperative"):
+def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=None,
+                 schedule="cooperative", splits=None):
     m, n = a.shape[-2], b.shape[-1]
     batch = a.shape[:-2] or b.shape[:-2]                # a 2-D operand broadcasts over the batch
     return torch.empty((*batch, m, n), dtype=out_dtype or a.dtype, device=a.device)

@@ -1,0 +1,60 @@
+"""ws.ops.matmul's host path on the pretend GPU of tests/fake_gpu.py (CPU torch tensors posing as
+cuda:0, kernels traced but not assembled, launches recorded): the launches it makes per shape
+(one persistent GEMM, or with split-K the GEMM into the f32 workspace and the reduction), the
+kept descriptors, and the launch fast path (no full re-classification on a repeated call)."""
+import pytest
+
+import warpstage as ws
+from fake_gpu import ENCODED, install
+from warpstage.ops import descriptors, matmul_host
+from warpstage.runtime import target as target_module
+
+torch = pytest.importorskip("torch")
+
+
+class _Props:
+    sm_count = 132
+    cc_major = 9
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})
+    monkeypatch.setattr(target_module, "_properties", {0: _Props()})
+    launches = install(monkeypatch, torch)
+    # kernels of their own: their call paths read the pretend device
+    monkeypatch.setattr(matmul_host, "matmul_kernel", ws.kernel(matmul_host.matmul_kernel.fn))
+    monkeypatch.setattr(matmul_host, "splitk_reduce", ws.kernel(matmul_host.splitk_reduce.fn))
+    return launches
+
+
+def _bf16(*shape):
+    return torch.zeros(shape, dtype=torch.bfloat16)
+
+
+def test_a_large_shape_is_one_persistent_launch_with_kept_descriptors(fake_gpu, monkeypatch):
+    a, w, c = _bf16(4096, 4096), _bf16(4096, 4096), _bf16(4096, 4096)
+    ws.ops.matmul(a, w.T, out=c)
+    # later calls bind on the launch fast path: no parameter is classified in full again
+    monkeypatch.setattr(matmul_host.matmul_kernel, "specs",
+                        lambda *args, **kw: pytest.fail("the launch took the full path"))
+    assert len(fake_gpu) == 1 and fake_gpu[0][1] == (132, 1, 1) and fake_gpu[0][2] == (384, 1, 1)
+    encoded = len(ENCODED)
+    assert encoded == 3
+    traces = matmul_host.matmul_kernel.trace_count
+    for _ in range(3):
+        ws.ops.matmul(a, w.T, out=c)
+    assert len(ENCODED) == encoded and matmul_host.matmul_kernel.trace_count == traces
+    assert len(fake_gpu) == 4
+
+
+def test_a_small_m_shape_splits_k_into_a_workspace_and_reduces(fake_gpu):
+    x, w = _bf16(16, 4096), _bf16(4096, 4096)
+    out = ws.ops.matmul(x, w.T)
+    assert out.shape == (16, 4096) and out.dtype == torch.bfloat16
+    gemm, reduce = fake_gpu
+    tn, _, splits = matmul_host.choose_config(16, 4096, 4096, 1, 132)
+    assert splits > 1 and gemm[1] == (-(-4096 // tn) * splits, 1, 1)
+    assert reduce[1] == (-(-16 * 4096 // matmul_host.REDUCE_THREADS), 1, 1)
+    assert reduce[2] == (matmul_host.REDUCE_THREADS, 1, 1)
+    assert splits in gemm[5] and splits in reduce[5]
