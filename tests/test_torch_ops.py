@@ -53,6 +53,7 @@ def test_a_custom_op_compiles_without_graph_breaks():
 
 def test_the_fake_gives_the_shape_without_running_a_kernel():
     from torch._subclasses.fake_tensor import FakeTensorMode
+    import warpstage.ops.torch_ops  # noqa: F401  (registers torch.ops.warpstage.*)
     with FakeTensorMode():
         q, k, v = (torch.empty(2, 3, 40, 64, dtype=torch.float16) for _ in range(3))
         o = torch.ops.warpstage.flash_attention(q, k, v, True, None, "top_left", None, None,

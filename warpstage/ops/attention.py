@@ -62,10 +62,9 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
     q_box, kv_box = fa.descriptor_boxes()
+    descs = (descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box))
     o_desc = descriptor(o, _describe("o", o), fa.o_box) if fa.tma_store else None
-    flash_attention_wgmma_kernel[grid, fa.threads](
-        fa, descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box), o,
-        k.shape[2], lse, o_desc)
+    flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], lse, o_desc)
 
 
 SIM_CTAS = 3

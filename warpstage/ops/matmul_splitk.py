@@ -28,6 +28,20 @@ smem bytes per FLOP); measured at 4096^3 (2026-12-01, RESULTS.md): 256 wide 742-
 128 wide 723 (0.96)."""
 
 
+def _efficiency(tile_n: int) -> float:
+    """``TILE_EFFICIENCY`` for a measured width, else interpolated linearly between the
+    measured ones (a user's tile_n=192, say), clamped to their range."""
+    if tile_n in TILE_EFFICIENCY:
+        return TILE_EFFICIENCY[tile_n]
+    pts = sorted(TILE_EFFICIENCY.items())
+    if tile_n <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if tile_n <= x1:
+            return y0 + (y1 - y0) * (tile_n - x0) / (x1 - x0)
+    return pts[-1][1]
+
+
 @ws.kernel
 def splitk_reduce(epilogue, work: ws.Tensor, c: ws.Tensor, m: ws.Int32, n: ws.Int32,
                   total: ws.Int32, splits: ws.Int32, operands: tuple):
@@ -73,7 +87,7 @@ def plan(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 128, 64),
                                                    range(1, min(MAX_SPLITS, k_tiles) + 1)})
         for s in counts:
             waves = -(-(tiles * s) // sms)
-            cost = waves * -(-k_tiles // s) * tn / TILE_EFFICIENCY[tn] + (s > 1) * _SPLIT_COST
+            cost = waves * -(-k_tiles // s) * tn / _efficiency(tn) + (s > 1) * _SPLIT_COST
             key = (cost, s, -tn)
             if best is None or key < best[0]:
                 best = (key, tn, s)
