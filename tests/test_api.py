@@ -447,3 +447,13 @@ def test_compile_from_types_inside_composites(make):
     ck = ws.compile(_fill_first, make(ws.Tensor[ws.Float32, 1], ws.Int32))
     example = ws.compile(_fill_first, make(np.zeros(4, np.float32), 3))
     assert ck.ptx == example.ptx
+
+
+def test_compile_refuses_a_block_no_launch_could_use():
+    @ws.kernel
+    def one(x: ws.Tensor):
+        x[ws.arch.thread_idx()[0]] = 1.0
+    for block in (2048, (64, 64, 1), (1, 1, 128)):
+        with pytest.raises(ws.LaunchError, match=r"ws.compile: block .* allows at most 1024"):
+            ws.compile(one, ws.Tensor[ws.Float32, 1], block=block)
+    assert ws.compile(one, ws.Tensor[ws.Float32, 1], block=(1024, 1, 1)).ptx

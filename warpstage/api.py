@@ -398,6 +398,23 @@ def jit(fn=None, *, inline: bool = True):
     return wrap(fn) if fn is not None else wrap
 
 
+def _compile_block(kern: Kernel, block) -> tuple:
+    """``block`` as a dim3 checked against the target's limits (a launch would refuse more
+    threads than the target has per CTA, so a compile for them is an error too)."""
+    from .core.target import target_for
+    dims = _dim3(block, "block")
+    try:
+        t = target_for(kern.options.arch)
+    except ValueError:
+        return dims             # an unknown arch is the backend's error, with its own message
+    threads = dims[0] * dims[1] * dims[2]
+    if threads > t.max_threads_per_cta or any(d > m for d, m in zip(dims, t.max_block)):
+        raise LaunchError(f"ws.compile: block {dims} has {threads} threads; {t.arch} allows at "
+                          f"most {t.max_threads_per_cta} per CTA and {t.max_block} per "
+                          "dimension. Fix: a smaller block, e.g. block=(256, 1, 1)")
+    return dims
+
+
 def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None, jobs=None,
             **kwargs) -> CompiledKernel:
     """Compile ahead of time. ``args`` may be example values or types (``ws.Int32``,
@@ -417,7 +434,8 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
         raise ArgumentError(f"ws.compile expects a @ws.kernel, got {type(kern).__name__}")
     values = kern._bind(args, kwargs)
     try:
-        ck, _ = kern.specialize(values, _dim3(block, "block"), target or "compile", placeholders=True)
+        ck, _ = kern.specialize(values, _compile_block(kern, block), target or "compile",
+                                placeholders=True)
         ck.cubin
     except Exception as e:
         if kern.options.debug:

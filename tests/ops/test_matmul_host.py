@@ -58,3 +58,4 @@ def test_a_small_m_shape_splits_k_into_a_workspace_and_reduces(fake_gpu):
     assert reduce[1] == (-(-16 * 4096 // matmul_host.REDUCE_THREADS), 1, 1)
     assert reduce[2] == (matmul_host.REDUCE_THREADS, 1, 1)
     assert splits in gemm[5] and splits in reduce[5]
+

@@ -205,3 +205,10 @@ def test_config_choice_fills_the_gpu():
     assert choose(128, 128256, 4096, 1, 132)[2] == 1               # 501 tiles: no split
     assert choose(16, 4096, 4096, 1, 132, "pingpong")[::2] == (64, 1)
     assert choose(16, 4096, 100, 1, 132, splits=7)[2] == 2         # 2 K steps: 2 ranges
+
+
+@pytest.mark.parametrize("bad", ["gelu", object(), ws.ops.BiasGelu])
+def test_an_epilogue_that_is_not_an_epilogue_instance_is_an_argument_error(bad):
+    a = np.zeros((4, 8), np.float16)
+    with pytest.raises(ws.ArgumentError, match=r"epilogue=.*expected None or an instance"):
+        ws.ops.matmul(a, a.T.copy(), epilogue=bad)

@@ -299,6 +299,13 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
             out[...] = c.reshape(batches, m, n)
         return out
     if epilogue is not None:
+        from .matmul_epilogues import Epilogue
+        if not isinstance(epilogue, Epilogue):
+            raise ArgumentError(f"ws.ops.matmul: epilogue={epilogue!r} "
+                                f"({type(epilogue).__name__}); expected None or an instance of "
+                                "a ws.ops epilogue (a subclass of ws.ops.Epilogue). Fix: "
+                                "epilogue=ws.ops.BiasGelu(bias), or your own Epilogue subclass's "
+                                "instance")
         epilogue.check(m, n, batches)
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
