@@ -99,3 +99,11 @@ def test_value_protocol_splits_static_skeleton_and_dynamic_leaves():
     assert repr(a) == "(?100,64):(64,1)"
     desc, key = a.__ws_describe__()
     assert "?100" in desc and key == "static (?,64):(64,1); 1 dynamic"
+
+
+@pytest.mark.parametrize("shape", [(-4, 8), (0, 8), ((2, 0), 3)])
+def test_extents_below_one_are_refused(shape):
+    with pytest.raises(ws.OperandError, match="extents of at least 1"):
+        ws.layout.make_layout(shape)
+    with pytest.raises(ws.OperandError, match="extents of at least 1"):
+        ws.layout.make_ordered_layout(shape, tuple(range(len(shape))))

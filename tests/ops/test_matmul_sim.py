@@ -212,3 +212,10 @@ def test_an_epilogue_that_is_not_an_epilogue_instance_is_an_argument_error(bad):
     a = np.zeros((4, 8), np.float16)
     with pytest.raises(ws.ArgumentError, match=r"epilogue=.*expected None or an instance"):
         ws.ops.matmul(a, a.T.copy(), epilogue=bad)
+
+
+@pytest.mark.parametrize("tile_n", [100, -64, 32, True])
+def test_a_tile_width_the_kernel_lacks_is_named_by_the_op(tile_n):
+    a = np.zeros((4, 8), np.float16)
+    with pytest.raises(ValueError, match=r"ws.ops.matmul\): tile_n must be one of .*Fix:"):
+        ws.ops.matmul(a, a.T.copy(), tile_n=tile_n)

@@ -41,6 +41,21 @@ def check_int_tuple(t, what: str):
                         "pass static ints, or ws.Int32(n) for a leaf known only at run time")
 
 
+def check_shape(shape, what: str):
+    """``shape`` checked as ``check_int_tuple`` does, with every static leaf at least 1 (a mode
+    of extent 0 or less holds no coordinate); else OperandError."""
+    check_int_tuple(shape, what)
+    leaves = [shape]
+    while leaves:
+        x = leaves.pop()
+        if is_tuple(x):
+            leaves.extend(x)
+        elif isinstance(x, int) and not isinstance(x, bool) and x < 1:
+            raise operand_error(what, shape, "extents of at least 1 in every mode",
+                                "drop or fix the mode of extent " + str(x))
+    return shape
+
+
 class Layout:
     """A layout ``shape:stride`` (CuTe's ``Layout``). ``shape`` and ``stride`` are congruent
     nested tuples (or single leaves) of static ints and dynamic integers; units are elements.
@@ -186,7 +201,7 @@ def make_layout(shape, stride=None) -> Layout:
     column-major stride (CuTe's ``LayoutLeft``; a static size-1 mode gets stride 0).
     ``shape``/``stride``: ints, dynamic integers (``ws.Int32(n)`` on the host) or nested
     tuples. Raises OperandError when they are not congruent or not integers."""
-    check_int_tuple(shape, "ws.layout.make_layout()'s shape")
+    check_shape(shape, "ws.layout.make_layout()'s shape")
     if stride is None:
         stride = prefix_product(shape)
     return Layout(shape, stride)
@@ -201,7 +216,7 @@ def make_ordered_layout(shape, order) -> Layout:
     """A compact layout of ``shape`` whose modes get strides in the order ``order`` (CuTe
     ``make_ordered_layout``): the mode with the smallest ``order`` value has stride 1, the next
     the size of the first, ... ``order`` is congruent with ``shape`` (static ints)."""
-    check_int_tuple(shape, "ws.layout.make_ordered_layout()'s shape")
+    check_shape(shape, "ws.layout.make_ordered_layout()'s shape")
     fs, fo = flatten(shape), flatten(order)
     if len(fs) != len(fo) or not all(is_static(o) for o in fo):
         raise operand_error("ws.layout.make_ordered_layout()'s order", order,

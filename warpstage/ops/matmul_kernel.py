@@ -85,8 +85,7 @@ class Matmul(MatmulConsumer):
         for name, v in (("a_major", a_major), ("b_major", b_major)):
             if v not in _MAJORS:
                 raise ValueError(f"Matmul: {name} must be 'K' or 'MN', got {v!r}")
-        if tile_n not in (64, 128, 192, 256):
-            raise ValueError(f"Matmul: tile_n must be 64, 128, 192 or 256, got {tile_n!r}")
+        check_tile_n(tile_n)
         if schedule not in SCHEDULES:
             raise ValueError(f"Matmul: schedule must be 'cooperative' or 'pingpong', got "
                              f"{schedule!r}")
@@ -239,6 +238,9 @@ class Matmul(MatmulConsumer):
         return (batch, row, col) if self.batched else (row, col)
 
 
+TILE_NS = (64, 128, 192, 256)
+
+
 def block(layout: TileLayout, tile, blk: int):
     """Column block ``blk`` (64 columns: one TMA box) of a stage's tile."""
     return tile if layout.blocks == 1 else tile[blk]
@@ -255,8 +257,18 @@ def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:
     return out, out.buffer_spec
 
 
+def check_tile_n(tile_n) -> None:
+    """ValueError unless ``tile_n`` (the columns of a CTA tile) is one the kernel has."""
+    if tile_n not in TILE_NS or isinstance(tile_n, bool):
+        raise ValueError(f"Matmul (ws.ops.matmul): tile_n must be one of {TILE_NS} (the columns "
+                         f"of a CTA tile), got {tile_n!r}. Fix: tile_n=256, or None for the "
+                         "measured per-shape choice")
+
+
 def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative") -> int:
-    """The deepest TMA ring that fits in shared memory with the epilogue buffers."""
+    """The deepest TMA ring that fits in shared memory with the epilogue buffers (ValueError
+    for a tile width the kernel does not have, ``check_tile_n``)."""
+    check_tile_n(tile_n)
     stage = (TILE_M + tile_n) * TILE_K * dtype.ir_type.nbytes
     free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule)[1].nbytes
     return (free - 1024) // stage
