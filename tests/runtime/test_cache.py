@@ -455,6 +455,23 @@ def test_empty_cache_dir_turns_the_disk_cache_off(monkeypatch):
     assert p.returncode == 0 and "off" in p.stdout
 
 
+def test_with_the_disk_cache_off_facts_are_skipped_and_kernels_compile(monkeypatch, tmp_path):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", "")
+    assert cache.get_fact(cache.disk_key(("fact",))) is None
+    cache.put_fact(cache.disk_key(("fact",)), {"a": "b"})          # nothing to write, no error
+    code = ("import warpstage as ws\n"
+            "@ws.kernel\n"
+            "def k(x: ws.Tensor):\n"
+            "    x[0] = 1.0\n"
+            "print(bool(ws.compile(k, ws.Tensor[ws.Float32, 1], block=(32, 1, 1)).ptx))\n")
+    script = tmp_path / "cache_off_kernel.py"
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), WARPSTAGE_CACHE_DIR="")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr[-2000:]
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can always write")
 def test_cli_clear_on_an_unwritable_folder_fails_saying_so():
     cache.put(cache.disk_key((1,)), {"a": 1})

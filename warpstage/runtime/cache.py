@@ -218,7 +218,9 @@ def get_fact(key: str) -> Optional[dict]:
     """A small fact stored under ``key`` (same format as an entry, suffix ``.wsf``): what a
     fresh process would otherwise recompute for the disk key (the digest of warpstage's sources
     for unchanged file stamps, ptxas' version for an unchanged ptxas binary). None when absent
-    or unreadable. ``clear()`` and ``info()`` leave facts out."""
+    or unreadable, and with the disk cache off. ``clear()`` and ``info()`` leave facts out."""
+    if path() is None:
+        return None
     try:
         return read_entry(_file(key)[:-len(SUFFIX)] + FACT_SUFFIX)
     except (OSError, CacheFormatError):
@@ -226,7 +228,10 @@ def get_fact(key: str) -> Optional[dict]:
 
 
 def put_fact(key: str, fact: dict) -> None:
-    """Store ``fact`` under ``key``; silently nothing when the folder cannot be written."""
+    """Store ``fact`` under ``key``; silently nothing when the folder cannot be written or the
+    disk cache is off."""
+    if path() is None:
+        return
     try:
         write_entry(_file(key)[:-len(SUFFIX)] + FACT_SUFFIX, fact)
     except OSError:
