@@ -166,6 +166,15 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
             return create(heads, n_m, 1, raster="M", group=65536)
         return create(n_m, 1, heads, raster="M", group=65536)
 
+    def tile_work(self, sched, t, o, seq_k):
+        """(b, h, m_block, K/V tiles) of output tile ``t`` of ``sched`` (``scheduler``), or with
+        ``sched`` None of this CTA's one tile (``coordinates``): what both roles walk."""
+        if sched is None:
+            b, h, m_block = self.coordinates(o.shape[1])
+        else:
+            b, h, m_block = self.tile_coordinates(sched, t, o)
+        return b, h, m_block, self.kv_tiles(o.shape[2], seq_k, m_block)
+
     def tile_coordinates(self, sched, t, o):
         """(b, h, m_block) of output tile ``t`` (dynamic) of ``scheduler``'s order."""
         i, j, batch = sched.tile(t)
@@ -281,15 +290,13 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                 local = ws.Int32(0)
                 sched = self.scheduler(o)
                 for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-                    b, h, m_block = self.tile_coordinates(sched, t, o)
-                    n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+                    b, h, m_block, n_tiles = self.tile_work(sched, t, o, seq_k)
                     storage.q_empty[0].wait((local & 1) ^ 1)     # the last tile's S are done
                     kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
                                          v_pipe, kst, vst, storage)
                     local = local + 1
             else:
-                b, h, m_block = self.coordinates(o.shape[1])
-                n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+                b, h, m_block, n_tiles = self.tile_work(None, None, o, seq_k)
                 kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
                                      v_pipe, kst, vst, storage)
             k_pipe.producer_tail(kst)

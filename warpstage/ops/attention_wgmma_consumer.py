@@ -30,16 +30,14 @@ class WgmmaConsumer:
             local = ws.Int32(0)
             sched = self.scheduler(o)
             for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-                b, h, m_block = self.tile_coordinates(sched, t, o)
-                n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-                kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst,
-                                        vst, turn, local & 1, storage)
+                b, h, m_block, n_tiles = self.tile_work(sched, t, o, seq_k)
+                kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe,
+                                        v_pipe, kst, vst, turn, local & 1, storage)
                 local = local + 1
         else:
-            b, h, m_block = self.coordinates(o.shape[1])
-            n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
-            kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
-                                    turn, 0, storage)
+            b, h, m_block, n_tiles = self.tile_work(None, None, o, seq_k)
+            kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe,
+                                    v_pipe, kst, vst, turn, 0, storage)
         self.finish_turns(turn)
         if ws.static(self.tma_store):
             self.out.tail(tid % 128)
