@@ -8,8 +8,10 @@ the tensor-core rate measured here with a large bf16 ``torch.matmul``).
     PYTHONPATH=. python benchmarks/attention.py --quick
 
 TFLOP/s = 4 B H S_q S_k D / t, halved with ``causal``. Each row: the median of ``--repeats``
-CUDA-event timings of ``--iters`` back-to-back calls after a warm-up, and the max |error|
-against SDPA in float32 (NaN counts as a failure). ``--sweep [NAME]`` compiles every policy variant of the set NAME (``SWEEPS``) in
+CUDA-event timings of ``--iters`` back-to-back calls after a warm-up, twice: device time with
+a warmed queue (first figure; the host's issue time hidden, as when a model's host runs
+ahead) and end to end (second; benchmarks/gpu_timing.py), and the max |error| against SDPA in
+float32 (NaN counts as a failure). Sweeps time device time only. ``--sweep [NAME]`` compiles every policy variant of the set NAME (``SWEEPS``) in
 a process pool first (each worker launches it once on small tensors, filling the disk cache),
 then times them one after another in this process. Writes ``attention.json`` (every figure),
 ``attention.png`` (TFLOP/s against S per (D, causal), when matplotlib imports) and a markdown
@@ -108,6 +110,32 @@ SWEEPS = {
         (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
                      dict(consumer_wgs=3, num_stages=3)],
     },
+    # session 4: short sequences (tile rows against S's padding, persistence, depth)
+    "short": {
+        (64, False): [dict(consumer_wgs=3, num_stages=2), dict(consumer_wgs=2, num_stages=2),
+                      dict(consumer_wgs=2, num_stages=3),
+                      dict(consumer_wgs=2, num_stages=2, persistent=False)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
+                     dict(consumer_wgs=2, num_stages=3, late_wait=False),
+                     dict(consumer_wgs=2, num_stages=3),
+                     dict(consumer_wgs=2, num_stages=3, persistent=False)],
+        (128, False): [dict(tile_n=128, num_stages=2), dict(tile_n=128, num_stages=3),
+                       dict(tile_n=64, num_stages=4), dict(tile_n=128, persistent=False)],
+        (128, True): [dict(tile_n=128, persistent=False), dict(tile_n=128),
+                      dict(tile_n=128, num_stages=3, persistent=False),
+                      dict(tile_n=64, num_stages=4, persistent=False)],
+    },
+    # session 4: the native D = 192 and 256 tilings (shared memory allows 2 stages)
+    "wide": {
+        (192, False): [dict(tile_n=112), dict(tile_n=96), dict(tile_n=80), dict(tile_n=64),
+                       dict(tile_n=112, persistent=False)],
+        (192, True): [dict(tile_n=112, persistent=False), dict(tile_n=112),
+                      dict(tile_n=96, persistent=False), dict(tile_n=64, persistent=False)],
+        (256, False): [dict(tile_n=80), dict(tile_n=64), dict(tile_n=80, persistent=False),
+                       dict(tile_n=48)],
+        (256, True): [dict(tile_n=80, persistent=False), dict(tile_n=80),
+                      dict(tile_n=64, persistent=False)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),
@@ -134,9 +162,10 @@ def inputs(b, h, s, d, seed=0):
             for _ in range(3)]
 
 
-def timed(fn, iters, repeats) -> float:
-    """Seconds per call: ``gpu_timing.seconds_per_call`` (CUDA events, median of repeats)."""
-    return seconds_per_call(fn, iters, repeats)
+def timed(fn, iters, repeats, warm_queue=True) -> float:
+    """Seconds per call: ``gpu_timing.seconds_per_call`` (CUDA events, median of repeats); by
+    default the device time with a warmed queue, ``warm_queue=False`` end to end."""
+    return seconds_per_call(fn, iters, repeats, warm_queue=warm_queue)
 
 
 def tensor_core_rate() -> float:
@@ -204,7 +233,9 @@ def run_table(shapes, iters, repeats, rate, log) -> list:
             try:
                 out = fn(q, k, v, causal)
                 t = timed(lambda: fn(q, k, v, causal), iters, repeats)
-                row[name] = dict(tflops=f / t / 1e12, ms=t * 1e3, err=error(out, ref))
+                t_e2e = timed(lambda: fn(q, k, v, causal), iters, repeats, warm_queue=False)
+                row[name] = dict(tflops=f / t / 1e12, ms=t * 1e3, err=error(out, ref),
+                                 tflops_e2e=f / t_e2e / 1e12)
             except Exception as e:                       # noqa: BLE001 - a row, not a crash
                 row[name] = dict(error=f"{type(e).__name__}: {e}"[:200])
         rows.append(row)
@@ -221,7 +252,8 @@ def format_row(row) -> str:
         r = row.get(name)
         if r is None:
             continue
-        parts.append(f"{name} " + (f"{r['tflops']:6.1f} (err {r['err']:.1e})" if "tflops" in r
+        parts.append(f"{name} " + (f"{r['tflops']:6.1f} / {r.get('tflops_e2e', 0):6.1f} "
+                                   f"(err {r['err']:.1e})" if "tflops" in r
                                    else r["error"][:40]))
     if "warpstage" in row and "sdpa-cudnn" in row and "tflops" in row["warpstage"] \
             and "tflops" in row["sdpa-cudnn"]:
@@ -378,6 +410,8 @@ def main(argv=None) -> None:
                    help="(B, H, S) triples for --sweep, e.g. 4,16,4096;8,16,1024")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--chart", action="store_true", help="also the S sweep for the chart")
+    p.add_argument("--head-dims", default="64,128",
+                   help="head dimensions of the chart's S sweep, e.g. 64,128,192,256")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--workers", type=int, default=12)
@@ -408,7 +442,8 @@ def main(argv=None) -> None:
     else:
         shapes = QUICK if args.quick else list(TABLE)
         if args.chart:
-            shapes += [(b, h, s, d, c) for d in (64, 128) for c in (False, True)
+            dims = [int(x) for x in args.head_dims.split(",")]
+            shapes += [(b, h, s, d, c) for d in dims for c in (False, True)
                        for (b, h, s) in CHART if (b, h, s, d, c) not in shapes]
         result["table"] = run_table(shapes, args.iters, args.repeats, rate, log)
         if chart(result["table"], os.path.join(args.out, "attention.png")):

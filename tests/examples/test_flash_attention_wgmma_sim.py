@@ -1,6 +1,6 @@
 """The wgmma + TMA FlashAttention kernel (warpstage/ops/attention_wgmma.py) in the CPU simulator
-against the float64 numpy reference: D = 64 and 128, fp16 and bf16, causal and not, sequence
-lengths off the tiles, S_q != S_k, scales, strided (B, S, H, D) views, both consumer loops
+against the float64 numpy reference: D = 64, 128, 192 and 256, fp16 and bf16, causal and not,
+sequence lengths off the tiles, S_q != S_k, scales, strided (B, S, H, D) views, both consumer loops
 (FlashAttention-3's overlapped one and the serial one), other tilings, NaN-filled shared memory
 with the race detector, the dispatch rule and the policy's errors; plus the PTX/ptxas facts.
 ``CASES`` and ``make_inputs`` are shared with tests/gpu/test_flash_attention_wgmma_gpu.py (which
@@ -45,6 +45,9 @@ CASES = [
     (1, 2, 140, 140, 128, False, "float16", None, dict(persistent=False, pingpong=False)),
     (1, 1, 150, 150, 128, True, "float16", None, dict(tma_store=False)),
     (2, 1, 70, 70, 64, False, "bfloat16", None, dict(consumer_wgs=3, tma_store=True)),
+    (1, 1, 150, 150, 192, True, "bfloat16", None, {}),        # D = 192: three TMA boxes
+    (1, 1, 100, 180, 256, False, "float16", None, {}),        # D = 256: four boxes, 80 keys
+    (1, 1, 130, 130, 256, True, "bfloat16", None, dict(persistent=True, tile_n=64)),
 ]
 
 
@@ -289,7 +292,8 @@ def test_feature_errors():
         flash_attention(q, q, q, return_lse="yes")
 
 
-@pytest.mark.parametrize("head_dim, mma", [(32, "auto"), (96, "wgmma"), (80, "auto")])
+@pytest.mark.parametrize("head_dim, mma", [(32, "auto"), (96, "wgmma"), (80, "auto"),
+                                           (160, "auto")])
 def test_other_head_dims_are_padded(sim_target, head_dim, mma):
     q, k, v = (randn((1, 2, 70, head_dim), "float16", seed=80 + i) for i in range(3))
     out = flash_attention(q, k, v, causal=True, mma=mma)

@@ -46,7 +46,7 @@ def check(out, lse, q, k, v, causal, align="top_left"):
 
 @pytest.mark.parametrize("seq", [1, 17, 128, 1000, 4096, 8192, 16384])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 96, 128, 192, 256])
 def test_sequence_lengths(seq, causal, head_dim):
     g = torch.Generator(device="cuda").manual_seed(seq + head_dim)
     heads = 2 if seq <= 4096 else 1
@@ -58,7 +58,7 @@ def test_sequence_lengths(seq, causal, head_dim):
 
 @pytest.mark.parametrize("sq, sk", [(1, 1000), (17, 300), (300, 17), (1000, 1000), (128, 4096)])
 @pytest.mark.parametrize("align", ["top_left", "bottom_right"])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
 def test_causal_alignment(sq, sk, align, head_dim):
     g = torch.Generator(device="cuda").manual_seed(sq * 7 + sk)
     q = torch.randn(2, 2, sq, head_dim, device="cuda", generator=g).to(torch.float16)

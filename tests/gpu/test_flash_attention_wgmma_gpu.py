@@ -41,7 +41,7 @@ def test_simulator_cases(case):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("seq", [1, 100, 128, 1000, 1024])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 128, 192, 256])
 def test_matches_sdpa(head_dim, causal, seq, dtype):
     g = torch.Generator(device="cuda").manual_seed(seq)
     q, k, v = (torch.randn(2, 3, seq, head_dim, device="cuda", generator=g).to(dtype)

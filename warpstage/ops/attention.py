@@ -67,6 +67,10 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], lse, o_desc)
 
 
+NATIVE_HEAD_DIMS = FlashAttentionWgmma.head_dims
+"""Head dimensions a kernel takes as they are (64 and 128 both kernels, 192 and 256 the wgmma
+kernel); another D up to 256 is zero-padded to the next of these."""
+
 SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
@@ -75,6 +79,10 @@ WGMMA_DEFAULTS = {
     (128, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
+    (192, False): dict(tile_n=112, num_stages=2),
+    (192, True): dict(tile_n=112, num_stages=2, persistent=False),
+    (256, False): dict(tile_n=80, num_stages=2),
+    (256, True): dict(tile_n=80, num_stages=2, persistent=False),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
 (benchmarks/attention.py --sweep, 2026-12-01 19:51-20:52 UTC, bf16; RESULTS.md), every variant
@@ -176,7 +184,8 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
     ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H, S_k, D); fp16 or bf16, all one dtype and device;
-    D up to 128 (64 and 128 natively; other sizes zero-padded to the next one, a copy); any
+    D up to 256 (64, 128, 192 and 256 natively; other sizes zero-padded to the next one, a
+    copy; D > 128 runs on the wgmma kernel only, so it needs an sm_90 GPU or the simulator); any
     strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``
     (a bool): key j is masked for query i when j > i (top-left aligned). ``scale``: None
     (1/sqrt(D)) or a finite real number. Returns a new contiguous (B, H, S_q, D) tensor of q's
@@ -219,14 +228,15 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
                             "x.to(torch.bfloat16) / x.astype(ml_dtypes.bfloat16) (or float16) "
                             "each of them")
     batch, heads, seq_q, head_dim = tq.shape
-    if not 0 < head_dim <= 128 or tq.shape[3] != head_dim:
+    if not 0 < head_dim <= NATIVE_HEAD_DIMS[-1]:
         raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; the kernels take D "
-                            "up to 128 (64 and 128 natively, smaller ones padded). Fix: split "
-                            "the heads' D into parts of at most 128, or use SDPA for D > 128")
-    if head_dim not in (64, 128):
+                            f"up to {NATIVE_HEAD_DIMS[-1]} ({', '.join(map(str, NATIVE_HEAD_DIMS))}"
+                            " natively, other sizes padded). Fix: split the heads' D into parts "
+                            f"of at most {NATIVE_HEAD_DIMS[-1]}, or use SDPA")
+    if head_dim not in NATIVE_HEAD_DIMS:
         # zero columns change neither q.k nor the real columns of P V: pad D to the next
         # kernel size, keep the scale of the real D, and cut the output back
-        padded = 64 if head_dim < 64 else 128
+        padded = next(d for d in NATIVE_HEAD_DIMS if d > head_dim)
         scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
         out = flash_attention(*(_pad_last(x, padded) for x in (q, k, v)), causal=causal,
                               scale=scale, causal_align=causal_align, return_lse=return_lse,
@@ -264,21 +274,24 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
                             "Fix: mma='auto'")
     tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
     align = causal_align if causal and tk.shape[2] != seq_q else "top_left"
-    needs_wgmma = return_lse or kv_group > 1 or align != "top_left"
+    needs_wgmma = (return_lse or kv_group > 1 or align != "top_left"
+                   or head_dim not in FlashAttention.head_dims)
     if needs_wgmma and mma == "mma.sync":
         raise ArgumentError("flash_attention(mma='mma.sync'): the mma.sync kernel has no "
-                            "return_lse, grouped K/V heads or bottom-right causal alignment. "
-                            "Fix: mma='auto'")
+                            "return_lse, grouped K/V heads, bottom-right causal alignment or "
+                            f"head dimensions above {FlashAttention.head_dims[-1]} (D = "
+                            f"{head_dim}). Fix: mma='auto'")
     if needs_wgmma and mma == "auto" and not tma_ok and (_wgmma_device(tq) or tq.device != "cuda"):
         # only the wgmma kernel has these features: give it TMA-readable copies
         q, k, v = (_copy(x) for x in (q, k, v))
         tq, tk, tv = _describe("q", q), _describe("k", k), _describe("v", v)
         tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
     if needs_wgmma and not (tma_ok and (_wgmma_device(tq) or tq.device != "cuda")):
-        raise ArgumentError("flash_attention: return_lse, grouped K/V heads and bottom-right "
-                            "causal alignment need the wgmma kernel (an sm_90 GPU, or the "
-                            "simulator) and TMA-compatible tensors. Fix: run on an H100/H200, "
-                            "or repeat k and v to H_q heads and leave the other options out")
+        raise ArgumentError("flash_attention: return_lse, grouped K/V heads, bottom-right "
+                            f"causal alignment and D > {FlashAttention.head_dims[-1]} need the "
+                            "wgmma kernel (an sm_90 GPU, or the simulator) and TMA-compatible "
+                            "tensors. Fix: run on an H100/H200, or repeat k and v to H_q heads "
+                            "and leave the other options out")
     if mma == "wgmma" and not tma_ok:
         raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors (it "
                             "needs a 16-byte aligned base, D contiguous and the other strides "

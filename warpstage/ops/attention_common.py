@@ -58,10 +58,14 @@ class AttentionPolicy:
     largest term, 1), and ptxas drops the ~3 range fix-up instructions around each MUFU.EX2."""
 
     # -- configuration (host side) -------------------------------------------------------------
+    head_dims = (64, 128)
+    """The head dimensions D the policy's kernel takes (subclasses widen it)."""
+
     def check_operands(self, head_dim, dtype) -> None:
-        """ValueError unless D is 64 or 128 and the dtype fp16 or bf16."""
-        if head_dim not in (64, 128):
-            raise ValueError(f"{self.policy_name}: head_dim must be 64 or 128, got {head_dim!r}")
+        """ValueError unless D is one of ``head_dims`` and the dtype fp16 or bf16."""
+        if head_dim not in self.head_dims or isinstance(head_dim, bool):
+            dims = ", ".join(map(str, self.head_dims[:-1])) + f" or {self.head_dims[-1]}"
+            raise ValueError(f"{self.policy_name}: head_dim must be {dims}, got {head_dim!r}")
         if dtype not in _DTYPES:
             raise ValueError(f"{self.policy_name}: dtype must be ws.Float16 or ws.BFloat16, got "
                              f"{dtype!r}")

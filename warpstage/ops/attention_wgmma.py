@@ -32,7 +32,9 @@ BOX_COLS = 64                  # columns per TMA box: 128 bytes of a 16-bit dtyp
 class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
-    ``head_dim``: D, 64 or 128. ``dtype``: ``ws.Float16`` or ``ws.BFloat16``. ``causal``: mask
+    ``head_dim``: D, 64, 128, 192 or 256 (``D / 64`` TMA boxes per row; at D = 192 and 256
+    shared memory holds 2 stages of at most 112 and 80 keys). ``dtype``: ``ws.Float16`` or
+    ``ws.BFloat16``. ``causal``: mask
     key j > query i (top-left aligned). ``softmax_scale``: default 1/sqrt(D). ``tile_n``: keys
     per stage, a multiple of 16 in [16, 256] (the N of the S = Q K^T wgmma). ``num_stages``:
     depth of the K ring and of the V ring (``split_kv``) or of the joint K/V ring (at least 2
@@ -68,6 +70,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
 
     producer_threads = 128
     policy_name = "FlashAttentionWgmma"
+    head_dims = (64, 128, 192, 256)
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store")
