@@ -136,6 +136,15 @@ SWEEPS = {
         (256, True): [dict(tile_n=80, persistent=False), dict(tile_n=80),
                       dict(tile_n=64, persistent=False)],
     },
+    # session 4: part of P's exponentials on the FMA pipe (ws.math.exp2_poly)
+    "poly": {
+        (64, False): [dict(consumer_wgs=3, poly_exp2=k) for k in (0, 1, 2, 3, 4)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, poly_exp2=k)
+                     for k in (0, 1, 2, 3)],
+        (128, False): [dict(poly_exp2=k) for k in (0, 1, 2)],
+        (128, True): [dict(persistent=False, poly_exp2=k) for k in (0, 1, 2)],
+        (256, False): [dict(tile_n=64, poly_exp2=k) for k in (0, 1)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

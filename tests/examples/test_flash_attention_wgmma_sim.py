@@ -48,6 +48,8 @@ CASES = [
     (1, 1, 150, 150, 192, True, "bfloat16", None, {}),        # D = 192: three TMA boxes
     (1, 1, 100, 180, 256, False, "float16", None, {}),        # D = 256: four boxes, 80 keys
     (1, 1, 130, 130, 256, True, "bfloat16", None, dict(persistent=True, tile_n=64)),
+    (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, poly_exp2=3)),
+    (1, 1, 140, 140, 128, False, "float16", None, dict(poly_exp2=8)),
 ]
 
 
@@ -158,6 +160,7 @@ def test_nan_filled_shared_memory_and_races(monkeypatch):
 
 @pytest.mark.parametrize("fields, match", [
     (dict(head_dim=96), "head_dim"), (dict(tile_n=40), "tile_n"),
+    (dict(poly_exp2=9), "poly_exp2"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "overlap=True needs"), (dict(mma_regs=256), "register split"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),
     (dict(dtype=ws.Float32), "dtype")])

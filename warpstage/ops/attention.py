@@ -79,10 +79,10 @@ WGMMA_DEFAULTS = {
     (128, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
-    (192, False): dict(tile_n=112, num_stages=2),
-    (192, True): dict(tile_n=112, num_stages=2, persistent=False),
-    (256, False): dict(tile_n=80, num_stages=2),
-    (256, True): dict(tile_n=80, num_stages=2, persistent=False),
+    (192, False): dict(tile_n=96, num_stages=2),
+    (192, True): dict(tile_n=96, num_stages=2, persistent=False),
+    (256, False): dict(tile_n=64, num_stages=2),
+    (256, True): dict(tile_n=64, num_stages=2, persistent=False),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
 (benchmarks/attention.py --sweep, 2026-12-01 19:51-20:52 UTC, bf16; RESULTS.md), every variant
@@ -90,18 +90,33 @@ with split K/V rings, ping-pong turns, ftz exp2, the P V wait below the softmax 
 TMA-store epilogue. D=128: 128-key tiles, persistent: 658 TFLOP/s at S=4096 (1.00x cuDNN), 540
 at S=1024 (1.07x); causal one CTA per tile: 578 (1.05x), 370 (1.07x). D=64: 3 consumer
 warpgroups (192-row tiles), persistent: 481 (1.02x) and 371 (0.97x); causal 411 (1.04x) and
-246 (1.04x)."""
+246 (1.04x). D=192 and 256 (session 4, 22:47 UTC, sweep "wide", device time): 96- and 64-key
+tiles (2 stages fill shared memory): 722 and 702 TFLOP/s at S=4096 (1.03x and 0.96x cuDNN),
+685 and 717 at S=2048; causal one CTA per tile: 616 and 626 (0.99x, 0.97x); the wider 112- and
+80-key tiles were 6-14% slower.
+
+``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
+warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
+0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short")."""
+
+SHORT_SEQ = 1536
+WGMMA_SHORT = {
+    (64, True): dict(consumer_wgs=2),
+}
 
 
 @functools.lru_cache(maxsize=64)
 def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
                      tile_n=None, num_stages=None, causal_align: str = "top_left",
-                     kv_group: int = 1) -> FlashAttentionWgmma:
+                     kv_group: int = 1, short: bool = False) -> FlashAttentionWgmma:
     """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
-    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``tile_n`` / ``num_stages`` overriding."""
+    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (S_q <= ``SHORT_SEQ``)
+    ``WGMMA_SHORT``'s fields over them, and ``tile_n`` / ``num_stages`` overriding."""
     import warpstage as ws
     fields = dict(WGMMA_DEFAULTS[(head_dim, causal)], causal_align=causal_align,
                   kv_group=kv_group)
+    if short:
+        fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
     if tile_n is not None:
         fields["tile_n"] = tile_n
     if num_stages is not None:
@@ -302,7 +317,8 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     if mma == "wgmma" or needs_wgmma or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
                                          and _wgmma_device(tq)):
         fa = wgmma_policy_for(head_dim, dtype, causal, scale, tile_n=tile_n,
-                              num_stages=num_stages, causal_align=align, kv_group=kv_group)
+                              num_stages=num_stages, causal_align=align, kv_group=kv_group,
+                              short=seq_q <= SHORT_SEQ)
         launch_wgmma(fa, q, k, v, o, (tq, tk, tv), lse)
         return (o, lse) if return_lse else o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"

@@ -258,11 +258,21 @@ class AttentionPolicy:
                 m = ws.math.select(m == _NEG_INF, 0.0, m)
             m_new.append(m)
             alpha.append(ws.math.exp2(self.scaled(m_i[r] - m), approx=approx))
-        p = [ws.math.exp2(self.scaled(x[i] - m_new[(i >> 1) & 1]), approx=approx)
-             for i in range(len(x))]
+        p = [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
         l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
                  for r in ws.static_range(2)]
         return self.fragments(p), m_new, l_new, alpha
+
+    poly_exp2 = 0
+    """P elements of every 8 whose exponential runs on the FMA pipe (``ws.math.exp2_poly``)
+    instead of the MUFU; 0 in the policies that have no such field."""
+
+    def exp2_of(self, i: int, x):
+        """2^x for P's element ``i`` (static): ``ws.math.exp2_poly`` for ``poly_exp2`` of every
+        8 elements, else ``ws.math.exp2`` (``approx`` with ``fast_exp2``)."""
+        if ws.static(i % 8 < self.poly_exp2):
+            return ws.math.exp2_poly(x)
+        return ws.math.exp2(x, approx=self.fast_exp2)
 
     def scaled(self, d):
         """``d * exp2_scale`` (no multiply when the scale is 1: the scores were scaled first)."""

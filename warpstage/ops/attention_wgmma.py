@@ -56,7 +56,10 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     give 0). ``kv_group``: query heads per K/V head (grouped-query attention: query head h reads
     K/V head h // kv_group, no copies). ``late_wait``: end the basic block after the softmax
     with a never-taken branch so that ptxas keeps the P V wait below the softmax (it hoists it
-    above otherwise; docs/performance.md). ``tma_store``: the epilogue writes O through shared
+    above otherwise; docs/performance.md). ``poly_exp2``: of every 8 elements of P, how many
+    take their exponential from ``ws.math.exp2_poly`` (FMA and integer pipes, relative error
+    1e-4) instead of the MUFU's ``ex2``, which at D = 64 is as busy as the tensor cores
+    (FlashAttention-4's exponential emulation). ``tma_store``: the epilogue writes O through shared
     memory and one TMA store per 64 x 64 block of each consumer warpgroup
     (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
     when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
@@ -73,7 +76,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     head_dims = (64, 128, 192, 256)
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "late_wait", "tma_store")
+                  "late_wait", "tma_store", "poly_exp2")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -83,7 +86,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
-                 tma_store=None):
+                 tma_store=None, poly_exp2=0):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -121,6 +124,12 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                              f"an int >= 1, got {kv_group!r}")
         self.kv_group = kv_group
         self.late_wait = bool(late_wait)
+        if (isinstance(poly_exp2, bool) or not isinstance(poly_exp2, int)
+                or not 0 <= poly_exp2 <= 8):
+            raise ValueError(f"FlashAttentionWgmma: poly_exp2 (P elements of every 8 whose "
+                             f"exponential runs on the FMA pipe) must be an int in [0, 8], got "
+                             f"{poly_exp2!r}. Fix: poly_exp2=0 (all on the MUFU)")
+        self.poly_exp2 = poly_exp2
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
