@@ -145,6 +145,14 @@ SWEEPS = {
         (128, True): [dict(persistent=False, poly_exp2=k) for k in (0, 1, 2)],
         (256, False): [dict(tile_n=64, poly_exp2=k) for k in (0, 1)],
     },
+    # session 4: the exponent as one FFMA while the warp's rows allow it (fma_scores)
+    "fma": {
+        (64, False): [dict(consumer_wgs=3), dict(consumer_wgs=3, fma_scores=True)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_scores=True)],
+        (128, False): [dict(), dict(fma_scores=True)],
+        (128, True): [dict(persistent=False), dict(persistent=False, fma_scores=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

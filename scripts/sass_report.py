@@ -110,7 +110,9 @@ def compile_attention(args):
     fields = {}
     for item in filter(None, (args.policy or "").split(",")):
         k, v = item.split("=")
-        fields[k.strip()] = int(v)
+        v = v.strip()
+        fields[k.strip()] = {"True": True, "False": False, "None": None}.get(v) if v in (
+            "True", "False", "None") else (int(v) if v.lstrip("-").isdigit() else v)
     fa = FlashAttentionWgmma(head_dim=args.head_dim, causal=args.causal, **fields)
     x = np.zeros((1, 1, 256, args.head_dim), ml_dtypes.bfloat16)
     q_box, kv_box = fa.descriptor_boxes()

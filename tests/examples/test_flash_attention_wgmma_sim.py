@@ -50,6 +50,8 @@ CASES = [
     (1, 1, 130, 130, 256, True, "bfloat16", None, dict(persistent=True, tile_n=64)),
     (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, poly_exp2=3)),
     (1, 1, 140, 140, 128, False, "float16", None, dict(poly_exp2=8)),
+    (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, fma_scores=True)),
+    (1, 2, 130, 170, 128, False, "float16", 0.3, dict(fma_scores=True)),
 ]
 
 
@@ -254,6 +256,19 @@ def test_large_magnitude_scores_give_no_nan(sim_target, mma):
             for x in (q, k))
     out = flash_attention(q, k, v, causal=True, mma=mma)
     got = to_float64(out)
+    assert np.isfinite(got).all()
+    want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
+    assert np.abs(got - want).max() < 0.05
+
+
+def test_fma_scores_take_the_exact_form_for_large_scores(sim_target):
+    """With ``fma_scores`` the warp vote sends rows with |m c| >= 2^15 (scores ~1e11 here) to
+    the exact (s - m) c: still no NaN, same answer as the default policy."""
+    q, k, v = (randn((1, 1, 70, 64), "bfloat16", seed=50 + i) for i in range(3))
+    q, k = ((x.astype(np.float32) * np.float32(4e4)).astype(numpy_dtype("bfloat16"))
+            for x in (q, k))
+    case = (1, 1, 70, 70, 64, True, "bfloat16", None, dict(fma_scores=True))
+    got = to_float64(run_case(case, q, k, v))
     assert np.isfinite(got).all()
     want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
     assert np.abs(got - want).max() < 0.05

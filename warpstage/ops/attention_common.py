@@ -258,10 +258,39 @@ class AttentionPolicy:
                 m = ws.math.select(m == _NEG_INF, 0.0, m)
             m_new.append(m)
             alpha.append(ws.math.exp2(self.scaled(m_i[r] - m), approx=approx))
-        p = [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
+        p = self.exponentials(x, m_new)
         l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
                  for r in ws.static_range(2)]
         return self.fragments(p), m_new, l_new, alpha
+
+    fma_scores = False
+    """Take ``p = 2^(s c - m c)`` as one FFMA per score when it is exact enough (the
+    policies that have no such field: never)."""
+    FMA_SAFE = 32768.0
+    """|m c| below which the single-FMA form is used: the rounding of m c (at most 2^-9 here)
+    shifts a whole row's exponents alike, which the normalization cancels."""
+
+    def exponentials(self, x, m_new) -> list:
+        """P's elements ``2^((x_i - m_r) c)`` for row half r = (i / 2) % 2 (``exp2_of``), as
+        ``(x_i - m_r) * c`` (exact near the max for any finite scores), or with ``fma_scores``
+        as one FFMA ``x_i c - m_r c`` when every row of the warp has |m c| < ``FMA_SAFE``
+        (``fma_exponentials``)."""
+        if ws.static(self.fma_scores and self.exp2_scale != 1.0):
+            return self.fma_exponentials(x, m_new)
+        return [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
+
+    @ws.jit
+    def fma_exponentials(self, x, m_new):
+        """``exponentials`` with ``fma_scores``: a warp vote picks the single-FFMA form (the
+        common case) or the exact two-instruction one (scores of magnitude ~1e5 and more)."""
+        c = self.exp2_scale
+        mc = [m * c for m in m_new]
+        if ws.arch.vote_all(ws.math.max(ws.math.abs(mc[0]), ws.math.abs(mc[1])) < self.FMA_SAFE):
+            p = [self.exp2_of(i, ws.math.fma(x[i], c, -mc[(i >> 1) & 1]))
+                 for i in range(len(x))]
+        else:
+            p = [self.exp2_of(i, (x[i] - m_new[(i >> 1) & 1]) * c) for i in range(len(x))]
+        return p
 
     poly_exp2 = 0
     """P elements of every 8 whose exponential runs on the FMA pipe (``ws.math.exp2_poly``)

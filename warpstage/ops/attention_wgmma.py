@@ -59,7 +59,9 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     above otherwise; docs/performance.md). ``poly_exp2``: of every 8 elements of P, how many
     take their exponential from ``ws.math.exp2_poly`` (FMA and integer pipes, relative error
     1e-4) instead of the MUFU's ``ex2``, which at D = 64 is as busy as the tensor cores
-    (FlashAttention-4's exponential emulation). ``tma_store``: the epilogue writes O through shared
+    (FlashAttention-4's exponential emulation). ``fma_scores``: the exponent ``s c - m c`` as
+    one FFMA per score while every row of the warp has |m c| < 2^15, the exact ``(s - m) c``
+    otherwise (``AttentionPolicy.exponentials``). ``tma_store``: the epilogue writes O through shared
     memory and one TMA store per 64 x 64 block of each consumer warpgroup
     (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
     when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
@@ -76,7 +78,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     head_dims = (64, 128, 192, 256)
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "late_wait", "tma_store", "poly_exp2")
+                  "late_wait", "tma_store", "poly_exp2", "fma_scores")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -86,7 +88,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
-                 tma_store=None, poly_exp2=0):
+                 tma_store=None, poly_exp2=0, fma_scores=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -130,6 +132,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                              f"exponential runs on the FMA pipe) must be an int in [0, 8], got "
                              f"{poly_exp2!r}. Fix: poly_exp2=0 (all on the MUFU)")
         self.poly_exp2 = poly_exp2
+        self.fma_scores = bool(fma_scores)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
