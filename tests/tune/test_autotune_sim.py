@@ -105,7 +105,6 @@ def test_the_watchdog_kills_a_hanging_candidate_and_the_run_goes_on(cache_dir):
     configs = [tk.Tiles("slow", 32), tk.Tiles("sleepy", 64, spin=True), tk.Tiles("fast", 64)]
     tuned = ws.autotune(configs, timer=tk.FakeTimer(), jobs=1, isolation="process",
                         watchdog_s=3.0, progress=False)(tk.scale)
-    tuned.startup_s = 120.0
     x, y = tk.data()
     tuned(x, y)
     c = by_name(tuned.report)
@@ -165,3 +164,18 @@ def test_the_summary_line_on_stderr_and_silence(cache_dir, capsys):
     ws.autotune(GOOD, timer=tk.FakeTimer(), jobs=1, progress=False, name="quiet")(tk.scale)(
         *tk.data())
     assert capsys.readouterr().err == ""
+
+
+def test_the_tune_command_shows_and_clears_the_winners(cache_dir):
+    ws.autotune(GOOD, timer=tk.FakeTimer(), jobs=1, progress=False, name="shown")(tk.scale)(
+        *tk.data())
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    show = subprocess.run([sys.executable, "-m", "warpstage", "tune", "show"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert show.returncode == 0, show.stderr
+    assert "1 tuning record" in show.stdout and "shown on sim" in show.stdout
+    assert "best Tiles('fast'): 1.0000 ms; 3 of 3 timed" in show.stdout
+    clear = subprocess.run([sys.executable, "-m", "warpstage", "tune", "clear"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert "removed 1 tuning record" in clear.stdout
+    assert ws.tune.all_records() == []

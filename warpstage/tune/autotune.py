@@ -90,20 +90,30 @@ class Tuned:
         self._configs, self.key_fn, self.prune = configs, key, prune
         self.budget_s, self.strategy, self._progress = budget_s, strategy, progress
         self.name = name or getattr(target, "__qualname__", repr(target))
-        self.fn_ref = function_ref(target)
-        self.device_target = _target()
-        self.timer = timer or default_timer(self.device_target)
-        on_gpu = self.device_target == "cuda"
-        self.warmup = 3 if warmup is None and on_gpu else (warmup or 0)
-        self.rep = (20 if on_gpu else 1) if rep is None else rep
+        self._options = (timer, warmup, rep, isolation, watchdog_s)
         self.jobs = jobs
-        self.isolation = isolation or ("process" if on_gpu else "none")
-        self.watchdog_s = watchdog_s or (30.0 if on_gpu else 120.0)
-        self.startup_s = max(self.watchdog_s, 120.0)
         self.arch = "sm_90a"
+        self._ready = False
         self._winners: dict = {}
         self.report: Optional[TuneReport] = None
         functools.update_wrapper(self, target, updated=())
+
+    def _setup(self) -> None:
+        """The target-dependent defaults, at the first call (not at import: a module may define
+        a tuned function before it is importable by name, or before the GPU is probed)."""
+        if self._ready:
+            return
+        timer, warmup, rep, isolation, watchdog_s = self._options
+        self.fn_ref = function_ref(self.target)
+        self.device_target = _target()
+        on_gpu = self.device_target == "cuda"
+        self.timer = timer or default_timer(self.device_target)
+        self.warmup = (3 if on_gpu else 0) if warmup is None else warmup
+        self.rep = (20 if on_gpu else 1) if rep is None else rep
+        self.isolation = isolation or ("process" if on_gpu else "none")
+        self.watchdog_s = watchdog_s or (30.0 if on_gpu else 120.0)
+        self.startup_s = max(self.watchdog_s, 120.0)
+        self._ready = True
 
     def progress_on(self) -> bool:
         if self._progress is not None:
@@ -140,6 +150,7 @@ class Tuned:
         hit = self._winners.get(key)
         if hit is not None:
             return hit
+        self._setup()
         space = self._space(args, kwargs)
         digests = [records.config_digest(c) for c in space]
         rkey = records.record_key(_device_name(self.device_target), _fn_id(self.target),

@@ -9,13 +9,18 @@ import pickle
 import sys
 
 
+def _send(out, line) -> None:
+    out.write(base64.b64encode(pickle.dumps(line)) + b"\n")
+    out.flush()
+
+
 def _main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)                           # the candidates' own prints go to stderr
     job = pickle.loads(sys.stdin.buffer.read())
     from warpstage.tune.capture import capture_launches
     from warpstage.tune.portable import resolve, unpack
-    from warpstage.tune.workers import make_call
+    from warpstage.tune.workers import READY, make_call
     target = resolve(job["target"])
     args, kwargs = unpack(job["args"])
     timer = unpack(job["timer"]) if job.get("timer") else None
@@ -23,6 +28,7 @@ def _main() -> int:
     if job.get("device_target"):
         import warpstage
         warpstage.set_target(job["device_target"])
+    _send(out, (READY, True, None))
     for index, blob, launch in job["items"]:
         try:
             config = unpack(blob)
@@ -34,8 +40,7 @@ def _main() -> int:
             line = (index, True, payload)
         except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
             line = (index, False, f"{type(e).__name__}: {e}")
-        out.write(base64.b64encode(pickle.dumps(line)) + b"\n")
-        out.flush()
+        _send(out, line)
         if not line[1] and job["mode"] == "time" and on_gpu:
             return 3
     return 0

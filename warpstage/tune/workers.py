@@ -11,8 +11,8 @@ prints go to stderr). After a failed timing on the GPU a worker stops (a trapped
 the CUDA context unusable); the parent starts a new one for the remaining candidates.
 
 The watchdog is the parent's ``run``: a worker that writes no line within ``timeout_s`` of its
-previous one (``startup_s`` for the first: importing, loading the arguments, creating a CUDA
-context) is killed, its current candidate recorded as hung, and a new worker takes the rest.
+previous one (``startup_s`` for its first, the ``READY`` line it writes once it has imported
+and loaded the arguments) is killed, its current candidate recorded as hung, and a new worker takes the rest.
 A worker that exits before finishing records its current candidate as failed with the exit
 status (a crash, or a trap that killed it). So a hanging or trapping candidate costs at most
 its timeout and a worker start; the parent process never waits on the GPU itself.
@@ -28,7 +28,10 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-__all__ = ["run", "make_call"]
+__all__ = ["run", "make_call", "READY"]
+
+READY = -1
+"""The index of the line a worker writes once it has imported and loaded the arguments."""
 
 
 def make_call(kind: str, target, config, args: tuple, kwargs: dict, launch, position: int):
@@ -125,8 +128,11 @@ def _read(fd, live, on_result, stop) -> None:
     *lines, w[2] = w[2].split(b"\n")
     for line in lines:
         index, ok, payload = pickle.loads(base64.b64decode(line))
+        w[3], w[4] = time.perf_counter(), True
+        if index == READY:
+            continue
         w[1] = [it for it in w[1] if it[0] != index]
-        w[3], w[4], w[5] = time.perf_counter(), True, not ok
+        w[5] = not ok
         on_result(index, ok, payload)
     if not w[1]:
         stop(fd, None)
