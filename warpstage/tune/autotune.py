@@ -113,6 +113,14 @@ class Tuned:
         self.isolation = isolation or ("process" if on_gpu else "none")
         self.watchdog_s = watchdog_s or (30.0 if on_gpu else 120.0)
         self.startup_s = max(self.watchdog_s, 120.0)
+        self.max_smem = None                # the target's limit; on the GPU the device's
+        if on_gpu:
+            from ..core.target import TARGETS
+            from ..runtime.target import device_properties
+            props = device_properties(0)
+            self.max_smem = props.max_smem_per_block_optin
+            if props.arch in TARGETS:
+                self.arch = props.arch
         self._ready = True
 
     def progress_on(self) -> bool:

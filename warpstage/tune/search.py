@@ -80,12 +80,15 @@ class _Run:
                                  self.launches[c.index], self.t.position)
 
     def _job(self, mode: str, data: bool):
+        """The job a worker needs for ``mode``, or None when something cannot travel (then the
+        step runs in this process)."""
         blob = pack_args(self.args, self.kwargs, data) if self.ref else None
-        if blob is None:
+        timer = pack_config(self.t.timer) if mode == "time" else None
+        if blob is None or (mode == "time" and timer is None):
             return None
         return dict(mode=mode, kind=self.t.kind, target=self.ref, args=blob,
                     position=self.t.position, device_target=self.t.device_target,
-                    warmup=self.t.warmup, rep=self.t.rep, timer=pack_config(self.t.timer))
+                    warmup=self.t.warmup, rep=self.t.rep, timer=timer)
 
     def _items(self, cands):
         packed = [(c.index, pack_config(c.config), self.launches[c.index]) for c in cands]
@@ -140,7 +143,7 @@ class _Run:
         for c in cands:
             if c.status != "compiled":
                 continue
-            problems = launch_problems(c.resources, self.t.arch)
+            problems = launch_problems(c.resources, self.t.arch, self.t.max_smem)
             if not problems and self.t.prune is not None:
                 verdict = self.t.prune(c.config, c.resources)
                 if verdict:
