@@ -55,34 +55,46 @@ def reference(name, args):
 
 
 def first_process(out_dir: str) -> dict:
-    import torch
-    import warpstage as ws
     from warpstage.ops.tune_spaces import tuner
     results = {}
     for (name, (op, flops)), args in zip(ops().items(), inputs()):
-        op(*args)                                   # compile the shipped default first
-        torch.cuda.synchronize()
-        default_s = seconds_per_call(lambda: op(*args), 50, 5)
-        t0 = time.perf_counter()
-        got = op(*args, tune=True)
-        torch.cuda.synchronize()
-        tune_wall = time.perf_counter() - t0
-        report = tuner("attention" if name == "flash_attention" else "matmul").report
-        tuned_s = seconds_per_call(lambda: op(*args, tune=True), 50, 5)
-        ref = reference(name, args)
-        err = float((got.float() - ref).abs().max() / ref.abs().max())
-        print(f"\n== {name}: {len(report.candidates)} candidates ==\n{report.table()}", flush=True)
-        results[name] = dict(
-            candidates=len(report.candidates), timed=report.count("timed"),
-            dropped=[[repr(c.config), c.status, c.reason] for c in report.dropped()],
-            wall_s=tune_wall, compile_s=report.compile_s, timing_s=report.timing_s,
-            best=repr(report.best.config), best_index=report.best.index,
-            default_ms=default_s * 1e3, tuned_ms=tuned_s * 1e3,
-            default_tflops=flops / default_s / 1e12, tuned_tflops=flops / tuned_s / 1e12,
-            speedup=default_s / tuned_s, rel_err=err)
+        try:
+            results[name] = one_op(name, op, flops, args)
+        except Exception:  # noqa: BLE001 - a benchmark: show it and go on to the next op
+            import traceback
+            traceback.print_exc()
+            t = tuner("attention" if name == "flash_attention" else "matmul")
+            if t.report is not None:
+                print(t.report.table())
     with open(os.path.join(out_dir, "autotune_first.json"), "w") as f:
         json.dump(results, f, indent=1)
     return results
+
+
+def one_op(name, op, flops, args) -> dict:
+    """The default's time, the tuning run, the winner's time and error for one op."""
+    import torch
+    from warpstage.ops.tune_spaces import tuner
+    op(*args)                                   # compile the shipped default first
+    torch.cuda.synchronize()
+    default_s = seconds_per_call(lambda: op(*args), 50, 5)
+    t0 = time.perf_counter()
+    got = op(*args, tune=True)
+    torch.cuda.synchronize()
+    tune_wall = time.perf_counter() - t0
+    report = tuner("attention" if name == "flash_attention" else "matmul").report
+    tuned_s = seconds_per_call(lambda: op(*args, tune=True), 50, 5)
+    ref = reference(name, args)
+    err = float((got.float() - ref).abs().max() / ref.abs().max())
+    print(f"\n== {name}: {len(report.candidates)} candidates ==\n{report.table()}", flush=True)
+    return dict(
+        candidates=len(report.candidates), timed=report.count("timed"),
+        dropped=[[repr(c.config), c.status, c.reason] for c in report.dropped()],
+        wall_s=tune_wall, compile_s=report.compile_s, timing_s=report.timing_s,
+        best=repr(report.best.config), best_index=report.best.index,
+        default_ms=default_s * 1e3, tuned_ms=tuned_s * 1e3,
+        default_tflops=flops / default_s / 1e12, tuned_tflops=flops / tuned_s / 1e12,
+        speedup=default_s / tuned_s, rel_err=err)
 
 
 def second_process() -> None:

@@ -1,6 +1,7 @@
 """The autotuner's parts on their own: the launch-limit checks, what travels to a worker
 (configurations that do not pickle, CUDA tensors as stand-ins), the local search's features,
 the default key, and the options' errors."""
+import os
 import pickle
 
 import ml_dtypes
@@ -103,3 +104,35 @@ def test_an_empty_space_and_a_misused_launch_are_errors():
         ws.autotune([1], progress=False)(tk.scale_kernel)(*tk.data())
     with pytest.raises(ws.ArgumentError, match="config_param='cfgx' is not a parameter"):
         ws.autotune([1], config_param="cfgx")(tk.scale_kernel)
+
+
+def test_a_decorated_function_travels_through_its_tuned_object(cache_dir):
+    import tune_kernels as tk
+    assert portable.function_ref(tk.decorated.target) == ("tune_kernels", "decorated")
+    assert portable.resolve(("tune_kernels", "decorated")) is tk.decorated.target
+    x, y = tk.data()
+    tk.decorated(x, y)
+    assert tk.decorated.report.best.config.name == "fast" and (y == 2 * x).all()
+
+
+def test_candidates_of_a_worker_that_never_gets_ready_run_in_this_process(cache_dir,
+                                                                          monkeypatch):
+    import subprocess
+    import sys
+    import tune_kernels as tk
+    from warpstage.tune import workers
+
+    def broken(job):
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        proc.stdin.close()
+        os.set_blocking(proc.stdout.fileno(), False)
+        return proc
+    monkeypatch.setattr(workers, "_spawn", broken)
+    configs = [tk.Tiles("slow", 32), tk.Tiles("fast", 64)]
+    tuned = ws.autotune(configs, timer=tk.FakeTimer(), jobs=2, isolation="process",
+                        progress=False)(tk.scale)
+    x, y = tk.data()
+    tuned(x, y)
+    assert tuned.report.best.config.name == "fast" and (y == 2 * x).all()
+    assert ws.tune.COUNTS["compiles"] == 2 and ws.tune.COUNTS["timings"] == 2

@@ -97,3 +97,9 @@ def grid_scale(x, y, *, config):
 def data(n=100):
     x = np.arange(n, dtype=np.float32)
     return x, np.zeros(n, np.float32)
+
+
+@ws.autotune([Tiles("slow", 32), Tiles("fast", 64)], timer=FakeTimer(), jobs=1, progress=False)
+def decorated(x, y, *, config):
+    """The module attribute is the Tuned object; workers find the function through it."""
+    scale(x, y, config=config)

@@ -223,7 +223,7 @@ def _check_register_pool(cta, calls, op, action, count) -> None:
         raise DeadlockError(
             f"setmaxnreg.{action} {count} at {where(op)}: the warpgroups' register counts add "
             f"up to 128 x ({split}) = {need} registers, more than an SM's {SM_REGISTERS}; on the "
-            "GPU this setmaxnreg waits forever for registers. Fix: lower the counts so that 128 "
+            "GPU a setmaxnreg.inc of this CTA waits for them forever. Fix: lower the counts so that 128 "
             f"x their sum is at most {SM_REGISTERS} (e.g. producer 40, two consumers 232).",
             where=where(op))
 

@@ -34,13 +34,20 @@ def function_ref(fn) -> Optional[tuple]:
         found = _resolve(module, qualname)
     except Exception:  # noqa: BLE001 - not importable by name
         return None
-    return (module, qualname) if found is fn else None
+    # a function decorated with @ws.autotune is found as its Tuned object, which wraps it
+    return (module, qualname) if found is fn or _unwrap(found) is fn else None
+
+
+def _unwrap(obj):
+    from .autotune import Tuned
+    return obj.target if isinstance(obj, Tuned) else obj
 
 
 def resolve(ref: tuple):
-    """The object a ``function_ref`` names (in a worker)."""
+    """The function or kernel a ``function_ref`` names (in a worker): a ``Tuned`` found under
+    the name gives the function it wraps."""
     from ..precompile import _resolve
-    return _resolve(*ref)
+    return _unwrap(_resolve(*ref))
 
 
 def _is_kernel(x) -> bool:

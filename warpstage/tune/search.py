@@ -124,19 +124,20 @@ class _Run:
                 c.status, c.reason = _verdict(payload, "compile error")
             self.progress.update(self.report)
 
+        here = cands
         if job is not None and items is not None:
-            left = workers.run(job, items, self.jobs, self.t.watchdog_s, self.t.startup_s, done,
-                               self._deadline())
+            left, unready = workers.run(job, items, self.jobs, self.t.watchdog_s,
+                                        self.t.startup_s, done, self._deadline())
             self._skip([by_index[i] for i in left], "time budget spent")
-        else:
-            for c in cands:
-                if self._over():
-                    self._skip([c], "time budget spent")
-                    continue
-                try:
-                    done(c.index, True, capture_launches(self._call(c)))
-                except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
-                    done(c.index, False, f"{type(e).__name__}: {e}")
+            here = [by_index[i] for i in unready]
+        for c in here:
+            if self._over():
+                self._skip([c], "time budget spent")
+                continue
+            try:
+                done(c.index, True, capture_launches(self._call(c)))
+            except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
+                done(c.index, False, f"{type(e).__name__}: {e}")
         self.report.compile_s += time.perf_counter() - t0
 
     def prune(self, cands: List[Candidate]) -> None:
@@ -170,20 +171,21 @@ class _Run:
 
         job = self._job("time", data=True) if self.t.isolation == "process" else None
         items = self._items(todo) if job is not None else None
+        here = todo
         if job is not None and items is not None:
-            left = workers.run(job, items, 1, self.t.watchdog_s, self.t.startup_s, done,
-                               self._deadline())
+            left, unready = workers.run(job, items, 1, self.t.watchdog_s, self.t.startup_s,
+                                        done, self._deadline())
             self._skip([by_index[i] for i in left], "time budget spent")
-        else:
-            for c in todo:
-                if self._over():
-                    self._skip([c], "time budget spent")
-                    continue
-                try:
-                    ms = self.t.timer.measure(self._call(c), c.config, self.t.warmup, self.t.rep)
-                    done(c.index, True, float(ms))
-                except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
-                    done(c.index, False, f"{type(e).__name__}: {e}")
+            here = [by_index[i] for i in unready]
+        for c in here:
+            if self._over():
+                self._skip([c], "time budget spent")
+                continue
+            try:
+                ms = self.t.timer.measure(self._call(c), c.config, self.t.warmup, self.t.rep)
+                done(c.index, True, float(ms))
+            except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
+                done(c.index, False, f"{type(e).__name__}: {e}")
         self.report.timing_s += time.perf_counter() - t0
 
     def evaluate(self, cands: List[Candidate]) -> None:

@@ -61,13 +61,16 @@ def _spawn(job: dict):
 
 def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: float,
         on_result: Callable[[int, bool, object], None],
-        deadline: Optional[float] = None) -> List[int]:
+        deadline: Optional[float] = None) -> Tuple[List[int], List[int]]:
     """Run ``items`` (candidates: (index, packed config, launch)) of ``job`` in up to ``jobs``
     workers (round-robin). ``on_result(index, ok, payload)`` is called as each arrives:
-    payload the Resources / milliseconds, or the reason text when not ok. Returns the indices
-    left undone because ``deadline`` (a ``time.perf_counter()`` value) passed."""
+    payload the Resources / milliseconds, or the reason text when not ok. Returns (the indices
+    left undone because ``deadline``, a ``time.perf_counter()`` value, passed; those of a
+    worker that died or hung before it was ready, which says nothing about the candidates: the
+    caller runs them in-process)."""
     chunks = [items[w::jobs] for w in range(min(jobs, len(items)))]
     sel = selectors.DefaultSelector()
+    unready: List[int] = []
     # fd -> [proc, remaining items, buffer, last line's time, any line yet, last line a failure]
     live: Dict[int, list] = {}
 
@@ -77,13 +80,17 @@ def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: f
         sel.register(proc.stdout, selectors.EVENT_READ)
 
     def stop(fd, reason: Optional[str], restart: bool = True):
-        proc, remaining = live[fd][0], live[fd][1]
+        live_entry = live[fd]
+        proc, remaining = live_entry[0], live_entry[1]
         sel.unregister(proc.stdout)
         del live[fd]
         if proc.poll() is None:
             proc.kill()
         proc.wait()
         proc.stdout.close()
+        if remaining and reason is not None and not live_entry[4]:
+            unready.extend(it[0] for it in remaining)      # it never got to a candidate
+            return
         if remaining and reason is not None:
             on_result(remaining[0][0], False, reason.format(status=proc.returncode))
             remaining = remaining[1:]
@@ -98,7 +105,7 @@ def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: f
             left = [it[0] for w in live.values() for it in w[1]]
             for fd in list(live):
                 stop(fd, None, restart=False)
-            return left
+            return left, unready
         waits = [(w[3] + (timeout_s if w[4] else startup_s)) - now for w in live.values()]
         wait = max(0.0, min(waits + ([deadline - now] if deadline is not None else [])))
         for key, _ in sel.select(timeout=min(wait, 1.0)):
@@ -109,7 +116,7 @@ def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: f
                 limit = timeout_s if w[4] else startup_s
                 stop(fd, f"hung: no result within {limit:g} s; the worker process was killed "
                          "(watchdog)")
-    return []
+    return [], unready
 
 
 def _read(fd, live, on_result, stop) -> None:
