@@ -90,3 +90,24 @@ def test_the_tuned_gemm_launch_runs_the_chosen_policy_in_the_simulator(tmp_path,
         np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=2e-1)
     finally:
         ws.set_target(None)
+
+
+def test_an_attention_candidates_fields_reach_the_wgmma_kernel_in_the_simulator(tmp_path,
+                                                                                monkeypatch):
+    from warpstage.ops.attention import reference
+    ws.set_target("sim")
+    try:
+        rng = np.random.default_rng(1)
+        q, k, v = (rng.standard_normal((1, 1, 80, 64)).astype(BF16) for _ in range(3))
+        config = ts.AttentionTuning((("num_stages", 3), ("persistent", False), ("tile_n", 64)))
+        got = ts.tuned_attention(q, k, v, True, config=config)
+        np.testing.assert_allclose(got.astype(np.float64), reference(q, k, v, True),
+                                   atol=3e-2, rtol=3e-2)
+        fa = wgmma_policy_for(64, "BFloat16", True, 0.125, overrides=config.fields)
+        assert (fa.tile_n, fa.num_stages, fa.persistent) == (64, 3, False)
+        from warpstage.tune.capture import capture_launches
+        launched = capture_launches(lambda: ts.tuned_attention(q, k, v, True, config=config))
+        default = wgmma_policy_for(64, "BFloat16", True, 0.125)
+        assert launched.launches[0].dynamic_smem == fa.smem_bytes != default.smem_bytes
+    finally:
+        ws.set_target(None)
