@@ -10,10 +10,11 @@ version and shape class, so later calls and later processes take it at once.
   one stage less, tile-order bands (group) 4, 8 and 16, raster along M and along N (24), and
   the ping-pong schedule with tile_n 128, groups 4 and 8 (2): 26 configurations, the shipped
   default first.
-- Attention (``attention_space``, the wgmma kernel): tile_n 64 and 128, ring depths 2 and 3,
-  2 or 3 consumer warpgroups, persistent or one CTA per tile: 16 combinations, those the
-  policy refuses (shared memory, register split) and those equal to the shipped default left
-  out, the shipped default first (14 for D = 128, 16 for D = 64).
+- Attention (``attention_space``, the wgmma kernel, D padded as the host pads it): tile_n 64,
+  128 and the shipped one, ring depths 2 and 3, 2 or 3 consumer warpgroups, persistent or one
+  CTA per tile; those the policy refuses (shared memory, register split) and those equal to
+  the shipped default left out, the shipped default first: 14 configurations for D = 128, 16
+  for D = 64, 10 for D = 192 and 6 for D = 256 (where most rings do not fit).
 
 Shape classes: each extent rounded up to a power of two, with dtypes, transposes (which stride
 is 1), batching, causality and head dimension, so that nearby shapes share a winner.
@@ -116,18 +117,19 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
                     return_lse=False) -> list:
     """The wgmma kernel's candidates for these tensors (see the module docstring), shipped
     default first; combinations the policy refuses are left out."""
-    from .attention import WGMMA_DEFAULTS
+    from .attention import NATIVE_HEAD_DIMS, WGMMA_DEFAULTS
     from .attention_wgmma import FlashAttentionWgmma
     import warpstage as ws
     tq = as_tensor_arg(q, "q")
-    d = tq.shape[3] if tq.shape[3] in (64, 128) else (64 if tq.shape[3] < 64 else 128)
+    d = next(n for n in NATIVE_HEAD_DIMS if n >= tq.shape[3])     # the host pads D to it
     dtype = ws.Float16 if str(tq.dtype) == "f16" else ws.BFloat16
     from ..frontend.static_key import static_key
     shipped = WGMMA_DEFAULTS[(d, bool(causal))]
     seen = {static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                            **shipped))}
     space = [AttentionTuning(())]
-    for tile_n, stages, wgs, persistent in itertools.product((128, 64), (2, 3), (2, 3),
+    widths = tuple(dict.fromkeys((128, 64, shipped["tile_n"])))
+    for tile_n, stages, wgs, persistent in itertools.product(widths, (2, 3), (2, 3),
                                                              (True, False)):
         fields = dict(tile_n=tile_n, num_stages=stages, consumer_wgs=wgs, persistent=persistent)
         try:
