@@ -116,8 +116,5 @@ class ProgressLine:
 
     @staticmethod
     def _write(text: str) -> None:
-        try:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        from ..progress import _write      # stderr, ignoring a closed or broken stream
+        _write(text)

@@ -57,6 +57,14 @@ def _verdict(reason: str, default: str) -> tuple:
     return default, reason
 
 
+def _compiled(c: Candidate, resources) -> None:
+    c.status, c.resources = "compiled", resources
+
+
+def _timed(c: Candidate, ms: float) -> None:
+    c.status, c.ms = "timed", ms
+
+
 class _Run:
     def __init__(self, tuned, configs, args, kwargs, launches, key):
         self.t, self.args, self.kwargs, self.launches = tuned, args, kwargs, launches
@@ -110,34 +118,48 @@ class _Run:
                 c.status, c.reason = "skipped", reason
 
     # -- the steps -----------------------------------------------------------------------------
-    def compile(self, cands: List[Candidate]) -> None:
-        t0 = time.perf_counter()
-        job, items = self._job("compile", data=False), self._items(cands)
+    def _step(self, cands: List[Candidate], job, jobs: int, here, done) -> None:
+        """Run ``cands`` in ``jobs`` workers (``job``; None: it cannot travel), else, and for the
+        candidates of a worker that never got ready, ``here(candidate)`` in this process;
+        ``done(index, ok, payload)`` records each result."""
         by_index = {c.index: c for c in cands}
-
-        def done(index, ok, payload):
-            c = by_index[index]
-            COUNTS["compiles"] += 1
-            if ok:
-                c.status, c.resources = "compiled", payload
-            else:
-                c.status, c.reason = _verdict(payload, "compile error")
-            self.progress.update(self.report)
-
-        here = cands
-        if job is not None and items is not None:
-            left, unready = workers.run(job, items, self.jobs, self.t.watchdog_s,
-                                        self.t.startup_s, done, self._deadline())
+        items = self._items(cands) if job is not None else None
+        local = cands
+        if items is not None:
+            left, unready = workers.run(job, items, jobs, self.t.watchdog_s, self.t.startup_s,
+                                        done, self._deadline())
             self._skip([by_index[i] for i in left], "time budget spent")
-            here = [by_index[i] for i in unready]
-        for c in here:
+            local = [by_index[i] for i in unready]
+        for c in local:
             if self._over():
                 self._skip([c], "time budget spent")
                 continue
             try:
-                done(c.index, True, capture_launches(self._call(c)))
+                done(c.index, True, here(c))
             except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
                 done(c.index, False, f"{type(e).__name__}: {e}")
+
+    def _recorder(self, cands: List[Candidate], counter: str, on_ok, failed: str):
+        """``done(index, ok, payload)`` for one step: counts it in ``COUNTS[counter]``, stores
+        a result with ``on_ok(candidate, payload)``, a failure as ``failed`` (or 'hung' /
+        'failed', ``_verdict``), and updates the progress line."""
+        by_index = {c.index: c for c in cands}
+
+        def done(index, ok, payload):
+            c = by_index[index]
+            COUNTS[counter] += 1
+            if ok:
+                on_ok(c, payload)
+            else:
+                c.status, c.reason = _verdict(payload, failed)
+            self.progress.update(self.report, force=counter == "timings")
+        return done
+
+    def compile(self, cands: List[Candidate]) -> None:
+        t0 = time.perf_counter()
+        done = self._recorder(cands, "compiles", _compiled, "compile error")
+        self._step(cands, self._job("compile", data=False), self.jobs,
+                   lambda c: capture_launches(self._call(c)), done)
         self.report.compile_s += time.perf_counter() - t0
 
     def prune(self, cands: List[Candidate]) -> None:
@@ -158,34 +180,13 @@ class _Run:
         if not todo:
             return
         t0 = time.perf_counter()
-        by_index = {c.index: c for c in todo}
+        done = self._recorder(todo, "timings", _timed, "failed")
 
-        def done(index, ok, payload):
-            c = by_index[index]
-            COUNTS["timings"] += 1
-            if ok:
-                c.status, c.ms = "timed", payload
-            else:
-                c.status, c.reason = _verdict(payload, "failed")
-            self.progress.update(self.report, force=True)
-
+        def here(c):
+            return float(self.t.timer.measure(self._call(c), c.config, self.t.warmup,
+                                              self.t.rep))
         job = self._job("time", data=True) if self.t.isolation == "process" else None
-        items = self._items(todo) if job is not None else None
-        here = todo
-        if job is not None and items is not None:
-            left, unready = workers.run(job, items, 1, self.t.watchdog_s, self.t.startup_s,
-                                        done, self._deadline())
-            self._skip([by_index[i] for i in left], "time budget spent")
-            here = [by_index[i] for i in unready]
-        for c in here:
-            if self._over():
-                self._skip([c], "time budget spent")
-                continue
-            try:
-                ms = self.t.timer.measure(self._call(c), c.config, self.t.warmup, self.t.rep)
-                done(c.index, True, float(ms))
-            except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
-                done(c.index, False, f"{type(e).__name__}: {e}")
+        self._step(todo, job, 1, here, done)
         self.report.timing_s += time.perf_counter() - t0
 
     def evaluate(self, cands: List[Candidate]) -> None:
