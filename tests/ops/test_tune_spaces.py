@@ -46,10 +46,10 @@ def test_the_attention_space_has_the_default_first_and_distinct_valid_policies(d
     q = np.zeros((1, 2, 128, d), BF16)
     space = ts.attention_space(q, q, q, causal)
     assert len(space) >= least and space[0] == ts.AttentionTuning(())
-    keys = [static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1,
+    keys = [static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1, short=True,
                                         overrides=c.fields)) for c in space]
     assert len(set(keys)) == len(keys)
-    assert keys[0] == static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1))
+    assert keys[0] == static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1, short=True))
     assert any(dict(c.fields).get("tile_n") == 64 for c in space)
 
 
@@ -59,7 +59,7 @@ def test_shape_classes_round_extents_up_to_powers_of_two():
     assert ts.matmul_shape_class(a, b) == ts.matmul_shape_class(np.zeros((400, 64), BF16),
                                                               np.zeros((64, 200), BF16))
     q = np.zeros((1, 3, 100, 64), BF16)
-    assert ts.attention_shape_class(q, q, q, True)[-3:] == (4, 128, 128)
+    assert ts.attention_shape_class(q, q, q, True)[-4:] == (4, 128, True, 128)
 
 
 def test_tune_true_refuses_policy_arguments():
@@ -104,11 +104,11 @@ def test_an_attention_candidates_fields_reach_the_wgmma_kernel_in_the_simulator(
         got = ts.tuned_attention(q, k, v, True, config=config)
         np.testing.assert_allclose(got.astype(np.float64), reference(q, k, v, True),
                                    atol=3e-2, rtol=3e-2)
-        fa = wgmma_policy_for(64, "BFloat16", True, 0.125, overrides=config.fields)
+        fa = wgmma_policy_for(64, "BFloat16", True, 0.125, short=True, overrides=config.fields)
         assert (fa.tile_n, fa.num_stages, fa.persistent) == (64, 3, False)
         from warpstage.tune.capture import capture_launches
         launched = capture_launches(lambda: ts.tuned_attention(q, k, v, True, config=config))
-        default = wgmma_policy_for(64, "BFloat16", True, 0.125)
+        default = wgmma_policy_for(64, "BFloat16", True, 0.125, short=True)
         assert launched.launches[0].dynamic_smem == fa.smem_bytes != default.smem_bytes
     finally:
         ws.set_target(None)

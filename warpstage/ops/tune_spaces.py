@@ -14,7 +14,7 @@ version and shape class, so later calls and later processes take it at once.
   128 and the shipped one, ring depths 2 and 3, 2 or 3 consumer warpgroups, persistent or one
   CTA per tile; those the policy refuses (shared memory, register split) and those equal to
   the shipped default left out, the shipped default first: 14 configurations for D = 128, 16
-  for D = 64, 10 for D = 192 and 6 for D = 256 (where most rings do not fit).
+  for D = 64, 12 for D = 192 and 4 for D = 256 (where most rings do not fit).
 
 Shape classes: each extent rounded up to a power of two, with dtypes, transposes (which stride
 is 1), batching, causality and head dimension, so that nearby shapes share a winner.
@@ -105,26 +105,30 @@ def tuned_matmul(a, b, out=None, out_dtype=None, epilogue=None, *, config: Matmu
 def attention_shape_class(q, k, v, causal=False, scale=None, causal_align="top_left",
                           return_lse=False) -> tuple:
     """The attention's tuning key: dtype, head dimension, causality and alignment, whether the
-    LSE is returned, K/V heads per query head, and B x H, S_q, S_k rounded up to powers of
-    two."""
+    LSE is returned, K/V heads per query head, B x H, S_q, S_k rounded up to powers of two, and
+    whether S_q is short (``SHORT_SEQ``: the shipped defaults differ there)."""
     tq, tk = as_tensor_arg(q, "q"), as_tensor_arg(k, "k")
     b, h, s_q, d = tq.shape
+    from .attention import SHORT_SEQ
     return ("attention", str(tq.dtype), d, bool(causal), causal_align, bool(return_lse),
-            h // max(1, tk.shape[1]), _pow2(b * h), _pow2(s_q), _pow2(tk.shape[2]))
+            h // max(1, tk.shape[1]), _pow2(b * h), _pow2(s_q), s_q <= SHORT_SEQ,
+            _pow2(tk.shape[2]))
 
 
 def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
                     return_lse=False) -> list:
     """The wgmma kernel's candidates for these tensors (see the module docstring), shipped
     default first; combinations the policy refuses are left out."""
-    from .attention import NATIVE_HEAD_DIMS, WGMMA_DEFAULTS
+    from .attention import NATIVE_HEAD_DIMS, SHORT_SEQ, WGMMA_DEFAULTS, WGMMA_SHORT
     from .attention_wgmma import FlashAttentionWgmma
     import warpstage as ws
     tq = as_tensor_arg(q, "q")
     d = next(n for n in NATIVE_HEAD_DIMS if n >= tq.shape[3])     # the host pads D to it
     dtype = ws.Float16 if str(tq.dtype) == "f16" else ws.BFloat16
     from ..frontend.static_key import static_key
-    shipped = WGMMA_DEFAULTS[(d, bool(causal))]
+    shipped = dict(WGMMA_DEFAULTS[(d, bool(causal))])
+    if tq.shape[2] <= SHORT_SEQ:                                # as wgmma_policy_for's short
+        shipped.update(WGMMA_SHORT.get((d, bool(causal)), {}))
     seen = {static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                            **shipped))}
     space = [AttentionTuning(())]
