@@ -5,7 +5,7 @@ dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-t
 """
 from .api import RecompileWarning, compile, explain, jit, kernel
 from .compiled import CompiledKernel
-from .errors import (ArgumentError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
+from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
                      DeviceError, LaunchError, LivelockError, OperandError, OutOfBoundsError,
                      PtxasError, RaceError, SimulatorError, StaticAssertionError,
                      UnboundVariableError, UnsupportedError, WarpstageError)
@@ -25,6 +25,8 @@ from .launch import get_target, set_target
 from .options import CompileOptions
 from .persist import load
 from .runtime import cache
+from . import tune
+from .tune import autotune
 
 __version__ = "0.1.0"
 
@@ -50,5 +52,5 @@ __all__ = [
     "DeadlockError", "DeviceError", "LaunchError", "LivelockError", "OperandError",
     "OutOfBoundsError", "PtxasError", "RaceError", "SimulatorError", "UnsupportedError",
     "UnboundVariableError", "StaticAssertionError",
-    "__version__", "load", "cache",
+    "__version__", "load", "cache", "tune", "autotune", "AutotuneError",
 ]

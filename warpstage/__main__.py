@@ -4,6 +4,8 @@
   warpstage info          versions, target, ptxas found
   warpstage cache info    the disk cache's folder, number of entries and size
   warpstage cache clear   remove every entry of the disk cache
+  warpstage tune show     the autotuner's stored winners (ws.autotune; docs/autotune.md)
+  warpstage tune clear    remove them: the next tuned call tunes again
   warpstage compile MODULE[:FUNCTION] [--jobs N]
                           pre-build the specializations FUNCTION() lists (default
                           warpstage_specializations) into the disk cache, in N processes;
@@ -140,6 +142,28 @@ def cache_cmd(action: str) -> int:
     return 0
 
 
+def tune_cmd(action: str) -> int:
+    from warpstage.runtime import cache
+    from warpstage.tune import records
+    if cache.path() is None:
+        print("the disk cache is off (WARPSTAGE_CACHE_DIR is set but empty): no tuning records")
+        return 0
+    if action == "clear":
+        n = records.clear()
+        print(f"removed {n} tuning record{'' if n == 1 else 's'} from {cache.path()}")
+        return 0
+    found = records.all_records()
+    print(f"{len(found)} tuning record{'' if len(found) == 1 else 's'} in {cache.path()}")
+    for r in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.get("stored", 0)))
+        print(f"  {r.get('name')} on {r.get('device')} ({when}), key {r.get('key')}")
+        print(f"    best {r.get('best')}: {r.get('best_ms', 0):.4f} ms; {r.get('timed')} of "
+              f"{r.get('candidates')} timed in {r.get('wall_s', 0):.1f} s (compile "
+              f"{r.get('compile_s', 0):.1f} s, timing {r.get('timing_s', 0):.1f} s), "
+              f"{len(r.get('dropped', []))} dropped")
+    return 0
+
+
 def _requests(spec: str):
     """The requests (warpstage/precompile.py) that MODULE[:FUNCTION] returns."""
     module_name, _, function = spec.partition(":")
@@ -198,6 +222,9 @@ def main(argv=None) -> int:
     c = sub.add_parser("cache", help="the disk cache of compiled kernels (WARPSTAGE_CACHE_DIR)")
     c.add_argument("action", choices=["info", "clear"], help="info: folder, entries, size; "
                    "clear: remove every entry")
+    t = sub.add_parser("tune", help="the autotuner's winners (ws.autotune) in the disk cache")
+    t.add_argument("action", choices=["show", "clear"], help="show: every stored winner; "
+                   "clear: remove them (the next call tunes again)")
     pc = sub.add_parser("compile", help="pre-build specializations into the disk cache")
     pc.add_argument("spec", metavar="MODULE[:FUNCTION]",
                     help="a module or .py file and the function listing the specializations "
@@ -211,6 +238,8 @@ def main(argv=None) -> int:
         return info()
     if args.cmd == "cache":
         return cache_cmd(args.action)
+    if args.cmd == "tune":
+        return tune_cmd(args.action)
     if args.cmd == "compile":
         return compile_cmd(args.spec, args.jobs)
     p.print_help()

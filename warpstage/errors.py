@@ -106,3 +106,8 @@ class UnboundVariableError(WarpstageError, UnboundLocalError):
 
 class StaticAssertionError(CompilationError, AssertionError):
     """An ``assert`` on static values failed while compiling the kernel."""
+
+
+class AutotuneError(WarpstageError, RuntimeError):
+    """``ws.autotune`` found no configuration that compiled, fit the launch limits and ran; the
+    message lists each candidate's reason (docs/autotune.md)."""

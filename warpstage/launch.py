@@ -34,8 +34,16 @@ def launch(kernel, values, grid, block, smem, stream, cluster=None):
     return launch_specialized(ck, leaves, target, grid, block, smem, stream, cluster)
 
 
+capture = None
+"""While the autotuner records a candidate's launches (warpstage/tune/capture.py): a function
+``capture(ck, target, grid, block, smem)`` called instead of launching."""
+
+
 def launch_specialized(ck, leaves, target, grid, block, smem, stream, cluster=None):
-    """Launch the specialization ``ck`` with its ABI ``leaves`` on ``target``."""
+    """Launch the specialization ``ck`` with its ABI ``leaves`` on ``target`` (or hand it to
+    ``capture`` while one is set)."""
+    if capture is not None:
+        return capture(ck, target, grid, block, max(smem, ck.dynamic_smem))
     if ck.dynamic_smem > smem:
         smem = ck.dynamic_smem
     if target == "cuda":

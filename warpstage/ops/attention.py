@@ -108,15 +108,18 @@ WGMMA_SHORT = {
 @functools.lru_cache(maxsize=64)
 def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
                      tile_n=None, num_stages=None, causal_align: str = "top_left",
-                     kv_group: int = 1, short: bool = False) -> FlashAttentionWgmma:
+                     kv_group: int = 1, short: bool = False,
+                     overrides: tuple = ()) -> FlashAttentionWgmma:
     """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
     ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (S_q <= ``SHORT_SEQ``)
-    ``WGMMA_SHORT``'s fields over them, and ``tile_n`` / ``num_stages`` overriding."""
+    ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
+    autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding."""
     import warpstage as ws
     fields = dict(WGMMA_DEFAULTS[(head_dim, causal)], causal_align=causal_align,
                   kv_group=kv_group)
     if short:
         fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
+    fields.update(overrides)
     if tile_n is not None:
         fields["tile_n"] = tile_n
     if num_stages is not None:
@@ -174,13 +177,30 @@ def _wgmma_device(ta) -> bool:
 
 
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
-                    return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto"):
+                    return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto",
+                    tune=False):
+    if tune is not False:
+        return _tuned(q, k, v, causal, scale, causal_align, return_lse, tune,
+                      (tile_n, num_stages, None if mma in ("auto", "wgmma") else mma))
     op = _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma)
     if op is not None:      # torch tensors: the torch.library op, so torch.compile sees one op
         return op(q, k, v, causal, scale, causal_align, tile_n, num_stages, mma)
     return flash_attention_eager(q, k, v, causal, scale, causal_align=causal_align,
                                  return_lse=return_lse, tile_n=tile_n, num_stages=num_stages,
                                  mma=mma)
+
+
+def _tuned(q, k, v, causal, scale, causal_align, return_lse, tune, given):
+    """``flash_attention(..., tune=True)``: the wgmma kernel with the autotuned policy
+    (warpstage/ops/tune_spaces.py)."""
+    from ..tracebacks import _user_error
+    if tune is not True or any(x is not None for x in given):
+        raise _user_error(ArgumentError(
+            f"flash_attention: tune={tune!r} with tile_n / num_stages or mma='mma.sync'; "
+            "expected tune=True alone (it tunes the wgmma kernel's policy) or tune=False. Fix: "
+            "drop those arguments, or tune=False"))
+    from .tune_spaces import tuner
+    return tuner("attention")(q, k, v, causal, scale, causal_align, return_lse)
 
 
 def _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma):
@@ -194,7 +214,7 @@ def _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stag
 
 def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
                           return_lse: bool = False, tile_n=None, num_stages=None,
-                          mma: str = "auto"):
+                          mma: str = "auto", policy=None):
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
@@ -226,6 +246,12 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     (2^31, where it was measured faster), else 'mma.sync' (the simulator included:
     the wgmma kernel runs there only when asked for).
 
+    ``policy``: None, or a dict of ``FlashAttentionWgmma`` fields over the measured defaults
+    for the wgmma kernel (the autotuner's candidates, ``tune_spaces.attention_space``).
+    ``flash_attention(..., tune=True)`` chooses them per shape class with ``ws.autotune``
+    (docs/autotune.md): the first call of a class compiles and times the space, the winner is
+    kept on disk; ``tune=False`` (default) keeps the shipped defaults.
+
     Raises ArgumentError for shapes, dtypes or devices the kernel does not take and for
     arguments of the wrong type (``causal`` not a bool, ``scale`` not a finite number,
     ``tile_n`` / ``num_stages`` not None or an int), ValueError (from the policy) for a
@@ -253,9 +279,10 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
         # kernel size, keep the scale of the real D, and cut the output back
         padded = next(d for d in NATIVE_HEAD_DIMS if d > head_dim)
         scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-        out = flash_attention(*(_pad_last(x, padded) for x in (q, k, v)), causal=causal,
-                              scale=scale, causal_align=causal_align, return_lse=return_lse,
-                              tile_n=tile_n, num_stages=num_stages, mma=mma)
+        out = flash_attention_eager(*(_pad_last(x, padded) for x in (q, k, v)), causal=causal,
+                                    scale=scale, causal_align=causal_align,
+                                    return_lse=return_lse, tile_n=tile_n,
+                                    num_stages=num_stages, mma=mma, policy=policy)
         if return_lse:
             return out[0][..., :head_dim], out[1]
         return out[..., :head_dim]
@@ -318,7 +345,8 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
                                          and _wgmma_device(tq)):
         fa = wgmma_policy_for(head_dim, dtype, causal, scale, tile_n=tile_n,
                               num_stages=num_stages, causal_align=align, kv_group=kv_group,
-                              short=seq_q <= SHORT_SEQ)
+                              short=seq_q <= SHORT_SEQ,
+                              overrides=tuple(sorted((policy or {}).items())))
         launch_wgmma(fa, q, k, v, o, (tq, tk, tv), lse)
         return (o, lse) if return_lse else o
     copy = "cp.async" if _cp_async_ok(tk) and _cp_async_ok(tv) else "ld/st"

@@ -213,7 +213,7 @@ def _shapes(ta, tb):
 
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-           raster="M", group=None, schedule="cooperative", splits=None):
+           raster="M", group=None, schedule="cooperative", splits=None, tune=False):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -229,6 +229,11 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     separate work units into an f32 workspace and added by a second kernel (split-K,
     ``matmul_splitk.py``; cooperative schedule only; None: chosen per shape, 1: none).
 
+    ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
+    shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations;
+    the first call of a class compiles and times them, the winner is kept on disk for later
+    calls and processes; docs/autotune.md). It cannot be combined with the policy arguments.
+
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
     mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range.
@@ -237,6 +242,10 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     call goes through the PyTorch custom op ``torch.ops.warpstage.matmul`` (warpstage/torch.py:
     a fake implementation for torch.compile; no autograd formula, there is no backward), so
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
+    if tune is not False:
+        return _tuned(a, b, out, out_dtype, epilogue, tune,
+                      (tile_n, num_stages, group, splits, raster != "M",
+                       schedule != "cooperative"))
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
                        schedule, splits)
     if op is not None:
@@ -244,6 +253,17 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
                         num_stages=num_stages, raster=raster, group=group, schedule=schedule,
                         splits=splits)
+
+
+def _tuned(a, b, out, out_dtype, epilogue, tune, given):
+    """``matmul(..., tune=True)``: the autotuned policy (warpstage/ops/tune_spaces.py)."""
+    if tune is not True or any(x is not None and x is not False for x in given):
+        raise _user_error(ArgumentError(
+            f"ws.ops.matmul: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
+            "splits, raster, schedule); expected tune=True alone (the tuner chooses them) or "
+            "tune=False. Fix: drop the policy arguments, or tune=False"))
+    from .tune_spaces import tuner
+    return tuner("matmul")(a, b, out, out_dtype, epilogue)
 
 
 def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,

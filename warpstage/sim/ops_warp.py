@@ -21,8 +21,13 @@ do not exist and are ignored in the mask.
   continues without waiting. bar.arrive is ``.aligned``: the whole warp must execute it.
 - nvvm.setmaxnreg: checks that the whole warp executes it and that every warp of a warpgroup
   executes the same sequence of setmaxnreg (action, count) — at the CTA's end, also that no warp
-  of the warpgroup skipped one; otherwise a no-op (the simulator
-  has no register file).
+  of the warpgroup skipped one — and that the counts the warpgroups have set add up to at most
+  the SM's register file (128 threads x count, summed over warpgroups, <= ``SM_REGISTERS``):
+  on the GPU a setmaxnreg.inc past that waits for registers that never come (PTX ISA,
+  setmaxnreg: the request blocks until enough registers are available), so the simulator
+  raises ``DeadlockError``; otherwise a no-op (the simulator has no register file). A
+  warpgroup that has not executed setmaxnreg yet is not counted (its count at launch is
+  ptxas' choice), so the check never refuses a split the GPU could run.
 - nvvm.fence: a no-op (the simulator's memory is sequentially consistent), except that
   fence.proxy.async tells the race detector (when on) that the warp's generic writes are fenced.
 - nvvm.smem_base: address 0 of the CTA's shared memory (shared pointers are byte offsets).
@@ -32,12 +37,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BarrierError
+from ..errors import BarrierError, DeadlockError
 from ..ir.core import Operation
 from ..ir.ops_sync import FULL_MASK
 from .compiler import where
 from .dtypes import LANES, register_dtype
 from .registry import handler
+
+SM_REGISTERS = 65536
+"""32-bit registers per SM on sm_80 / sm_90 (CUDA C++ Programming Guide, "Technical
+Specifications per Compute Capability"): the most all warpgroups of a CTA can hold together."""
 from .ops_sync import dynamic_barrier_id
 from .scheduler import barrier_arrive
 from .warp import LANE_IDS
@@ -198,7 +207,25 @@ def _setmaxnreg(op: Operation, cx):
                     f"setmaxnreg.{a} {n} at {where(other_op)}; every warp of a warpgroup must "
                     "execute the same setmaxnreg. Fix: branch on the warpgroup index "
                     "(ws.arch.warpgroup_idx()), not on the warp index.", where=where(op))
+        _check_register_pool(w.cta, calls, op, action, count)
     return setmaxnreg
+
+
+def _check_register_pool(cta, calls, op, action, count) -> None:
+    """DeadlockError when the warpgroups' latest setmaxnreg counts need more registers than an
+    SM has (128 threads per warpgroup)."""
+    latest = {}
+    for warp, seq in calls.items():
+        latest[warp // 4] = seq[-1][1]
+    need = 128 * sum(latest.values())
+    if need > SM_REGISTERS:
+        split = " + ".join(f"{n} (warpgroup {g})" for g, n in sorted(latest.items()))
+        raise DeadlockError(
+            f"setmaxnreg.{action} {count} at {where(op)}: the warpgroups' register counts add "
+            f"up to 128 x ({split}) = {need} registers, more than an SM's {SM_REGISTERS}; on the "
+            "GPU a setmaxnreg.inc of this CTA waits for them forever. Fix: lower the counts so that 128 "
+            f"x their sum is at most {SM_REGISTERS} (e.g. producer 40, two consumers 232).",
+            where=where(op))
 
 
 def _whole_warpgroups(cta, calls) -> None:

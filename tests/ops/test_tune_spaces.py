@@ -1,0 +1,114 @@
+"""The spaces ws.ops.matmul(tune=True) and ws.ops.flash_attention(tune=True) search
+(warpstage/ops/tune_spaces.py): sizes, the shipped default first, every candidate a policy the
+kernel accepts; the tuned launch functions run in the simulator; tune=True refuses policy
+arguments."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import warpstage as ws
+from warpstage.frontend.static_key import static_key
+from warpstage.ops import tune_spaces as ts
+from warpstage.ops.attention import wgmma_policy_for
+from warpstage.ops.matmul_host import choose_config, policy_for
+
+BF16 = ml_dtypes.bfloat16
+
+
+class ByIndexTimer:
+    """Fake times: the later a candidate in the space, the faster."""
+
+    def __init__(self, space):
+        self.space = space
+
+    def measure(self, run, config, warmup, rep):
+        run()
+        return 10.0 - self.space.index(config)
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (256, 512, 128), (64, 4096, 4096)])
+def test_the_gemm_space_has_the_shipped_default_first_and_only_valid_policies(shape):
+    m, n, k = shape
+    a, b = np.zeros((m, k), BF16), np.zeros((k, n), BF16)
+    space = ts.matmul_space(a, b)
+    assert len(space) >= 24 and len(set(space)) == len(space)
+    tile_n, group, _ = choose_config(m, n, k, 1, 2)
+    assert (space[0].tile_n, space[0].group) == (tile_n, group)
+    for c in space:
+        policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, c.tile_n, c.num_stages,
+                   c.raster, c.group, c.schedule)          # raises for an invalid one
+
+
+@pytest.mark.parametrize("d, least", [(64, 12), (128, 12), (192, 6), (256, 4)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_attention_space_has_the_default_first_and_distinct_valid_policies(d, least,
+                                                                              causal):
+    q = np.zeros((1, 2, 128, d), BF16)
+    space = ts.attention_space(q, q, q, causal)
+    assert len(space) >= least and space[0] == ts.AttentionTuning(())
+    keys = [static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1, short=True,
+                                        overrides=c.fields)) for c in space]
+    assert len(set(keys)) == len(keys)
+    assert keys[0] == static_key(wgmma_policy_for(d, "BFloat16", causal, 0.1, short=True))
+    assert any(dict(c.fields).get("tile_n") == 64 for c in space)
+
+
+def test_shape_classes_round_extents_up_to_powers_of_two():
+    a, b = np.zeros((300, 64), BF16), np.zeros((64, 130), BF16)
+    assert ts.matmul_shape_class(a, b)[-3:] == (512, 256, 64)
+    assert ts.matmul_shape_class(a, b) == ts.matmul_shape_class(np.zeros((400, 64), BF16),
+                                                              np.zeros((64, 200), BF16))
+    q = np.zeros((1, 3, 100, 64), BF16)
+    assert ts.attention_shape_class(q, q, q, True)[-4:] == (4, 128, True, 128)
+
+
+def test_tune_true_refuses_policy_arguments():
+    a, b = np.zeros((64, 64), BF16), np.zeros((64, 64), BF16)
+    with pytest.raises(ws.ArgumentError, match="tune=True alone.*Fix: drop"):
+        ws.ops.matmul(a, b, tune=True, tile_n=128)
+    q = np.zeros((1, 1, 64, 64), BF16)
+    with pytest.raises(ws.ArgumentError, match="tune=True alone.*Fix: drop"):
+        ws.ops.flash_attention(q, q, q, tune=True, mma="mma.sync")
+
+
+def _small_tuner(fn, space, key):
+    return ws.autotune(space, key=key, timer=ByIndexTimer(space), jobs=1,
+                       progress=False)(fn)
+
+
+def test_the_tuned_gemm_launch_runs_the_chosen_policy_in_the_simulator(tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path))
+    ws.set_target("sim")
+    try:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((128, 64)).astype(BF16)
+        b = rng.standard_normal((64, 128)).astype(BF16)
+        space = [ts.MatmulTuning(128, 2, 4), ts.MatmulTuning(64, 2, 8, "N")]
+        tuned = _small_tuner(ts.tuned_matmul, space, ts.matmul_shape_class)
+        c = tuned(a, b)
+        assert tuned.report.best.config == space[1]
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=2e-1)
+    finally:
+        ws.set_target(None)
+
+
+def test_an_attention_candidates_fields_reach_the_wgmma_kernel_in_the_simulator(tmp_path,
+                                                                                monkeypatch):
+    from warpstage.ops.attention import reference
+    ws.set_target("sim")
+    try:
+        rng = np.random.default_rng(1)
+        q, k, v = (rng.standard_normal((1, 1, 80, 64)).astype(BF16) for _ in range(3))
+        config = ts.AttentionTuning((("num_stages", 3), ("persistent", False), ("tile_n", 64)))
+        got = ts.tuned_attention(q, k, v, True, config=config)
+        np.testing.assert_allclose(got.astype(np.float64), reference(q, k, v, True),
+                                   atol=3e-2, rtol=3e-2)
+        fa = wgmma_policy_for(64, "BFloat16", True, 0.125, short=True, overrides=config.fields)
+        assert (fa.tile_n, fa.num_stages, fa.persistent) == (64, 3, False)
+        from warpstage.tune.capture import capture_launches
+        launched = capture_launches(lambda: ts.tuned_attention(q, k, v, True, config=config))
+        default = wgmma_policy_for(64, "BFloat16", True, 0.125, short=True)
+        assert launched.launches[0].dynamic_smem == fa.smem_bytes != default.smem_bytes
+    finally:
+        ws.set_target(None)

@@ -1,0 +1,105 @@
+"""Kernels, a policy and a fake timer for the autotuner's tests (importable by name, so the
+tuner's worker processes find them: pytest puts this folder on sys.path)."""
+import numpy as np
+
+import warpstage as ws
+
+
+class Tiles:
+    """A test policy: ``threads`` per CTA; ``smem`` bytes of shared memory the kernel reserves;
+    ``deadlock``: every thread waits on an mbarrier nobody arrives at; ``regs``: (producer,
+    consumer) setmaxnreg counts for warpgroup 0 and the others; ``spin``: the kernel loops
+    forever, writing memory (a hang the simulator cannot see through: the watchdog must end
+    it); ``name``: the fake timer's key."""
+
+    def __init__(self, name, threads=64, smem=0, deadlock=False, regs=None, spin=False):
+        self.name, self.threads, self.smem = name, threads, smem
+        self.deadlock, self.regs, self.spin = deadlock, regs, spin
+
+    def __repr__(self):
+        return f"Tiles({self.name!r})"
+
+
+@ws.kernel
+def scale_kernel(cfg: ws.Static[Tiles], x: ws.Tensor, y: ws.Tensor, n: ws.Int32):
+    """y = 2 x over n elements, written one element per thread."""
+    if ws.static(cfg.smem > 0):
+        buf = ws.smem.allocate(ws.smem.Array(ws.Uint8, (cfg.smem,)))
+        buf[0] = ws.Uint8(0)
+    if ws.static(cfg.deadlock):
+        bar = ws.smem.allocate(ws.smem.MbarrierArray[1])
+        if ws.arch.thread_idx()[0] == 0:
+            bar[0].init(1)
+            ws.arch.fence_mbarrier_init()
+        ws.arch.sync_threads()
+        bar[0].wait(0)                          # nobody arrives: a deadlock
+    if ws.static(cfg.regs is not None):
+        if ws.arch.thread_idx()[0] < 128:
+            ws.arch.setmaxnreg_decrease(cfg.regs[0])
+        else:
+            ws.arch.setmaxnreg_increase(cfg.regs[1])
+    if ws.static(cfg.spin):
+        k = ws.Int32(0)
+        while x[0] >= 0.0:                      # x[0] is 0 and nobody writes x: forever,
+            k = k + 1                           # with a loop state that keeps changing
+            y[1] = ws.Float32(k)
+    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+    if i < n:
+        y[i] = x[i] * 2.0
+
+
+def scale(x, y, *, config):
+    """A launch function: y = 2 x with ``config``'s block size."""
+    n = x.shape[0]
+    scale_kernel[(-(-n // config.threads),), config.threads](config, x, y, n)
+
+
+def grid_for(config, x, y, n):
+    return (-(-n // config.threads),)
+
+
+def block_for(config, x, y, n):
+    return config.threads
+
+
+FAKE_MS = {"slow": 3.0, "fast": 1.0, "medium": 2.0, "huge": 0.1, "stuck": 0.2, "split": 0.3,
+           "sleepy": 0.4}
+
+
+class FakeTimer:
+    """Runs the candidate once (so it must work) and reports FAKE_MS[config.name]."""
+
+    def measure(self, run, config, warmup, rep):
+        run()
+        return FAKE_MS[config.name]
+
+
+class Grid:
+    """A policy with two fields for the local search: fake time = (a - 3)^2 + (b - 2)^2 + 1."""
+
+    def __init__(self, a, b):
+        self.a, self.b, self.threads = a, b, 32
+
+    def __repr__(self):
+        return f"Grid({self.a}, {self.b})"
+
+
+class GridTimer:
+    def measure(self, run, config, warmup, rep):
+        run()
+        return float((config.a - 3) ** 2 + (config.b - 2) ** 2 + 1)
+
+
+def grid_scale(x, y, *, config):
+    scale_kernel[(-(-x.shape[0] // 32),), 32](Tiles("grid"), x, y, x.shape[0])
+
+
+def data(n=100):
+    x = np.arange(n, dtype=np.float32)
+    return x, np.zeros(n, np.float32)
+
+
+@ws.autotune([Tiles("slow", 32), Tiles("fast", 64)], timer=FakeTimer(), jobs=1, progress=False)
+def decorated(x, y, *, config):
+    """The module attribute is the Tuned object; workers find the function through it."""
+    scale(x, y, config=config)

@@ -1,0 +1,21 @@
+"""The autotuner (``ws.autotune``; docs/autotune.md): chooses a static configuration per tuning
+key by compiling candidates in parallel, dropping those that cannot run, timing the rest, and
+keeping the winner on disk.
+
+- ``autotune.py``: the decorator and the ``Tuned`` object (key, memory, disk record, call);
+- ``search.py``: one tuning run (strategies, budget) and ``COUNTS``;
+- ``capture.py``: a candidate's launches recorded without running (its compile step);
+- ``resources.py``: the compiler's resource report and the launch-limit checks;
+- ``workers.py``: worker processes and the watchdog; ``portable.py``: what travels to them;
+- ``timing.py``: timers; ``records.py``: winners on disk; ``report.py``: reports, progress.
+"""
+from .autotune import Tuned, autotune, default_key
+from .records import all_records, clear
+from .report import Candidate, TuneReport
+from .resources import KernelResources, Resources, launch_problems
+from .search import COUNTS, features
+from .timing import CudaEventTimer, WallTimer
+
+__all__ = ["autotune", "Tuned", "default_key", "COUNTS", "Candidate", "TuneReport",
+           "Resources", "KernelResources", "launch_problems", "CudaEventTimer", "WallTimer",
+           "features", "all_records", "clear"]

@@ -1,0 +1,138 @@
+"""What a worker process needs to rebuild a candidate: the tuned function by name, the
+configurations and the arguments as bytes.
+
+- A function (or ``@ws.kernel``) travels as (module, qualified name), found again with
+  ``importlib`` (precompile.py's rule: not for ``__main__`` or locally defined functions).
+- A configuration is pickled; a policy object that does not pickle (one holding a class made at
+  run time, like a shared-storage struct) travels as its class and the values of its
+  ``__init__`` parameters read from its attributes of the same names, accepted only when the
+  rebuilt object has the same static key (so the worker compiles the same kernel).
+- Arguments are pickled. For the compile step a CUDA torch tensor travels as a stand-in
+  (shape, strides, dtype, device), rebuilt with ``torch.empty_strided`` on the device: compiling
+  reads no data. For timing the data itself travels (the worker times on copies).
+
+Each ``pack_*`` returns None for what cannot travel; the autotuner then works in-process.
+"""
+from __future__ import annotations
+
+import inspect
+import pickle
+from typing import Optional
+
+__all__ = ["function_ref", "resolve", "pack_config", "pack_args", "unpack"]
+
+
+def function_ref(fn) -> Optional[tuple]:
+    """(module, qualname) of ``fn`` (a function or a ``@ws.kernel``) if a worker can import it
+    by that name and gets the same object, else None."""
+    from ..precompile import _resolve
+    target = getattr(fn, "fn", fn) if _is_kernel(fn) else fn
+    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    if not module or module == "__main__" or "<locals>" in qualname:
+        return None
+    try:
+        found = _resolve(module, qualname)
+    except Exception:  # noqa: BLE001 - not importable by name
+        return None
+    # a function decorated with @ws.autotune is found as its Tuned object, which wraps it
+    return (module, qualname) if found is fn or _unwrap(found) is fn else None
+
+
+def _unwrap(obj):
+    from .autotune import Tuned
+    return obj.target if isinstance(obj, Tuned) else obj
+
+
+def resolve(ref: tuple):
+    """The function or kernel a ``function_ref`` names (in a worker): a ``Tuned`` found under
+    the name gives the function it wraps."""
+    from ..precompile import _resolve
+    return _unwrap(_resolve(*ref))
+
+
+def _is_kernel(x) -> bool:
+    from ..api import Kernel
+    return isinstance(x, Kernel)
+
+
+def _construct(cls, kwargs):
+    return cls(**kwargs)
+
+
+def pack_config(config) -> Optional[bytes]:
+    """``config`` as bytes a worker can unpickle into an equal configuration, or None."""
+    try:
+        return pickle.dumps(("config", config))
+    except Exception:  # noqa: BLE001 - fall back to the constructor's arguments
+        pass
+    cls = type(config)
+    try:
+        params = [p for p in inspect.signature(cls.__init__).parameters.values()][1:]
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            return None
+        kwargs = {p.name: getattr(config, p.name) for p in params}
+        blob = pickle.dumps((_construct, cls, kwargs))
+        from ..frontend.static_key import static_key
+        if static_key(_construct(cls, kwargs)) != static_key(config):
+            return None
+        return blob
+    except Exception:  # noqa: BLE001 - no attribute for a parameter, unpicklable values
+        return None
+
+
+class _TorchStandIn:
+    """A CUDA torch tensor's shape, strides and dtype: rebuilt uninitialized in the worker."""
+
+    def __init__(self, t):
+        self.shape, self.stride = tuple(t.shape), tuple(t.stride())
+        self.dtype, self.device = str(t.dtype).replace("torch.", ""), str(t.device)
+
+    def rebuild(self):
+        import torch
+        return torch.empty_strided(self.shape, self.stride, dtype=getattr(torch, self.dtype),
+                                   device=self.device)
+
+
+def _stand_ins(x):
+    t = type(x)
+    if t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter") \
+            and x.device.type == "cuda":
+        return _TorchStandIn(x)
+    if t in (tuple, list):
+        return t(_stand_ins(v) for v in x)
+    if t is dict:
+        return {k: _stand_ins(v) for k, v in x.items()}
+    return x
+
+
+def _rebuild(x):
+    if type(x) is _TorchStandIn:
+        return x.rebuild()
+    if type(x) in (tuple, list):
+        return type(x)(_rebuild(v) for v in x)
+    if type(x) is dict:
+        return {k: _rebuild(v) for k, v in x.items()}
+    return x
+
+
+def pack_args(args: tuple, kwargs: dict, data: bool) -> Optional[bytes]:
+    """(args, kwargs) as bytes, or None when they do not pickle. ``data`` False: CUDA torch
+    tensors as stand-ins (compile step); True: with their contents (timing)."""
+    try:
+        if data:
+            return pickle.dumps(("data", args, kwargs))
+        return pickle.dumps(("stand-ins", _stand_ins(args), _stand_ins(kwargs)))
+    except Exception:  # noqa: BLE001 - lambdas, open files, ...
+        return None
+
+
+def unpack(blob: bytes):
+    """The object ``pack_config`` / ``pack_args`` packed (in a worker)."""
+    x = pickle.loads(blob)
+    if type(x) is tuple and len(x) == 2 and x[0] == "config":
+        return x[1]
+    if type(x) is tuple and len(x) == 3 and x[0] is _construct:
+        return _construct(x[1], x[2])
+    if type(x) is tuple and len(x) == 3 and x[0] in ("data", "stand-ins"):
+        return _rebuild(x[1]), _rebuild(x[2])
+    return x

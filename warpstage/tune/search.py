@@ -1,0 +1,251 @@
+"""One tuning run: compile the candidates (in worker processes when the function and the
+configurations can travel, warpstage/tune/portable.py), drop those that cannot run (the launch
+limits, then the user's ``prune``), time the rest, keep the fastest.
+
+Strategies: 'exhaustive' compiles and times every candidate. 'local' is a cheap search for large
+spaces: it starts from the first configuration (put the shipped default first), evaluates it and
+its neighbours (the configurations that differ from it in exactly one field, ``features``),
+moves to the fastest, and repeats from there until no neighbour is faster; each round's
+compiles run in parallel. ``budget_s`` bounds the run's wall time in either strategy: what is
+not reached by then is skipped and the fastest so far wins.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Dict, List
+
+from . import workers
+from .capture import capture_launches
+from .portable import pack_args, pack_config
+from .report import Candidate, ProgressLine, TuneReport
+from .resources import launch_problems
+from .timing import copy_args
+
+__all__ = ["run_tuning", "features", "COUNTS"]
+
+COUNTS = {"compiles": 0, "timings": 0, "tunings": 0, "record_hits": 0}
+"""Per process: candidates the autotuner compiled and timed, tuning runs, and winners read from
+a disk record (tests use it to prove that a second process compiles and times nothing)."""
+
+
+def features(config) -> Dict[str, str]:
+    """The fields of a configuration, as text, for the local search's neighbourhood: a
+    dataclass's fields, else the (name, value) pairs of ``__static_key__()``, else the plain
+    attributes."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    key = getattr(config, "__static_key__", None)
+    if key is not None:
+        k = key()
+        if isinstance(k, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in k):
+            return {str(n): repr(v) for n, v in k}
+    attrs = getattr(config, "__dict__", None)
+    if attrs:
+        return {n: repr(v) for n, v in attrs.items()
+                if isinstance(v, (int, float, str, bool, type(None), tuple))}
+    return {"value": repr(config)}
+
+
+def _verdict(reason: str, default: str) -> tuple:
+    """(status, reason) of a failed step: 'hung' / 'failed' for the watchdog's and a dead
+    worker's reasons (workers.py prefixes them so), else ``default``."""
+    for status in ("hung", "failed"):
+        if reason.startswith(status + ": "):
+            return status, reason[len(status) + 2:]
+    return default, reason
+
+
+def _compiled(c: Candidate, resources) -> None:
+    c.status, c.resources = "compiled", resources
+
+
+def _timed(c: Candidate, ms: float) -> None:
+    c.status, c.ms = "timed", ms
+
+
+class _Run:
+    def __init__(self, tuned, configs, args, kwargs, launches, key):
+        self.t, self.args, self.kwargs, self.launches = tuned, args, kwargs, launches
+        self.report = TuneReport(tuned.name, key, [Candidate(i, c) for i, c in enumerate(configs)],
+                                 strategy=tuned.strategy)
+        self.progress = ProgressLine(tuned.name, len(configs), tuned.progress_on())
+        self.t0 = time.perf_counter()
+        self.deadline = None if tuned.budget_s is None else self.t0 + tuned.budget_s
+        self.copies = None              # the in-process copies of the arguments
+        self.ref = tuned.fn_ref
+        self.jobs = tuned.jobs or os.cpu_count() or 1
+
+    def _copies(self):
+        if self.copies is None:
+            self.copies = (copy_args(self.args), copy_args(self.kwargs))
+        return self.copies
+
+    def _call(self, c: Candidate):
+        args, kwargs = self._copies()
+        return workers.make_call(self.t.kind, self.t.target, c.config, args, kwargs,
+                                 self.launches[c.index], self.t.position)
+
+    def _job(self, mode: str, data: bool):
+        """The job a worker needs for ``mode``, or None when something cannot travel (then the
+        step runs in this process)."""
+        blob = pack_args(self.args, self.kwargs, data) if self.ref else None
+        timer = pack_config(self.t.timer) if mode == "time" else None
+        if blob is None or (mode == "time" and timer is None):
+            return None
+        return dict(mode=mode, kind=self.t.kind, target=self.ref, args=blob,
+                    position=self.t.position, device_target=self.t.device_target,
+                    warmup=self.t.warmup, rep=self.t.rep, timer=timer)
+
+    def _items(self, cands):
+        packed = [(c.index, pack_config(c.config), self.launches[c.index]) for c in cands]
+        return None if any(p[1] is None for p in packed) else packed
+
+    def _deadline(self):
+        """The budget's end, once a candidate has been timed (a run always times one)."""
+        if self.deadline is None or not any(c.ms is not None for c in self.report.candidates):
+            return None
+        return self.deadline
+
+    def _over(self) -> bool:
+        d = self._deadline()
+        return d is not None and time.perf_counter() > d
+
+    def _skip(self, cands, reason: str) -> None:
+        for c in cands:
+            if c.status in ("pending", "compiled"):
+                c.status, c.reason = "skipped", reason
+
+    # -- the steps -----------------------------------------------------------------------------
+    def _step(self, cands: List[Candidate], job, jobs: int, here, done) -> None:
+        """Run ``cands`` in ``jobs`` workers (``job``; None: it cannot travel), else, and for the
+        candidates of a worker that never got ready, ``here(candidate)`` in this process;
+        ``done(index, ok, payload)`` records each result."""
+        by_index = {c.index: c for c in cands}
+        items = self._items(cands) if job is not None else None
+        local = cands
+        if items is not None:
+            left, unready = workers.run(job, items, jobs, self.t.watchdog_s, self.t.startup_s,
+                                        done, self._deadline())
+            self._skip([by_index[i] for i in left], "time budget spent")
+            local = [by_index[i] for i in unready]
+        for c in local:
+            if self._over():
+                self._skip([c], "time budget spent")
+                continue
+            try:
+                done(c.index, True, here(c))
+            except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
+                done(c.index, False, f"{type(e).__name__}: {e}")
+
+    def _recorder(self, cands: List[Candidate], counter: str, on_ok, failed: str):
+        """``done(index, ok, payload)`` for one step: counts it in ``COUNTS[counter]``, stores
+        a result with ``on_ok(candidate, payload)``, a failure as ``failed`` (or 'hung' /
+        'failed', ``_verdict``), and updates the progress line."""
+        by_index = {c.index: c for c in cands}
+
+        def done(index, ok, payload):
+            c = by_index[index]
+            COUNTS[counter] += 1
+            if ok:
+                on_ok(c, payload)
+            else:
+                c.status, c.reason = _verdict(payload, failed)
+            self.progress.update(self.report, force=counter == "timings")
+        return done
+
+    def compile(self, cands: List[Candidate]) -> None:
+        t0 = time.perf_counter()
+        done = self._recorder(cands, "compiles", _compiled, "compile error")
+        self._step(cands, self._job("compile", data=False), self.jobs,
+                   lambda c: capture_launches(self._call(c)), done)
+        self.report.compile_s += time.perf_counter() - t0
+
+    def prune(self, cands: List[Candidate]) -> None:
+        for c in cands:
+            if c.status != "compiled":
+                continue
+            problems = launch_problems(c.resources, self.t.arch, self.t.max_smem)
+            if not problems and self.t.prune is not None:
+                verdict = self.t.prune(c.config, c.resources)
+                if verdict:
+                    problems = [verdict if isinstance(verdict, str) else
+                                f"prune() dropped it ({c.resources})"]
+            if problems:
+                c.status, c.reason = "pruned", "; ".join(problems)
+
+    def time(self, cands: List[Candidate]) -> None:
+        todo = [c for c in cands if c.status == "compiled"]
+        if not todo:
+            return
+        t0 = time.perf_counter()
+        done = self._recorder(todo, "timings", _timed, "failed")
+
+        def here(c):
+            return float(self.t.timer.measure(self._call(c), c.config, self.t.warmup,
+                                              self.t.rep))
+        job = self._job("time", data=True) if self.t.isolation == "process" else None
+        self._step(todo, job, 1, here, done)
+        self.report.timing_s += time.perf_counter() - t0
+
+    def evaluate(self, cands: List[Candidate]) -> None:
+        cands = [c for c in cands if c.status == "pending"]
+        if not cands:
+            return
+        if self._over():
+            self._skip(cands, "time budget spent")
+            return
+        self.compile(cands)
+        self.prune(cands)
+        self.time(cands)
+
+    # -- strategies ----------------------------------------------------------------------------
+    def exhaustive(self) -> None:
+        cands = self.report.candidates
+        size = max(8, 4 * self.jobs) if self.t.budget_s is not None else len(cands)
+        for start in range(0, len(cands), size):
+            self.evaluate(cands[start:start + size])
+
+    def local(self) -> None:
+        cands = self.report.candidates
+        feats = [features(c.config) for c in cands]
+
+        def neighbours(i):
+            return [c for j, c in enumerate(cands) if j != i and set(feats[j]) == set(feats[i])
+                    and sum(feats[j][k] != feats[i][k] for k in feats[i]) == 1]
+
+        current = cands[0]
+        self.evaluate([current] + neighbours(0))
+        while not self._over():
+            best = self.best()
+            if best is None or best is current:
+                break
+            current = best
+            fresh = [c for c in neighbours(best.index) if c.status == "pending"]
+            if not fresh:
+                break
+            self.evaluate(fresh)
+        self._skip(cands, "not visited by the local search")
+
+    def best(self):
+        timed = [c for c in self.report.candidates if c.ms is not None]
+        return min(timed, key=lambda c: (c.ms, c.index)) if timed else None
+
+    def run(self) -> TuneReport:
+        COUNTS["tunings"] += 1
+        (self.local if self.t.strategy == "local" else self.exhaustive)()
+        r = self.report
+        r.best = self.best()
+        if r.best is not None:
+            r.best_config, r.best_ms = r.best.config, r.best.ms
+        r.wall_s = time.perf_counter() - self.t0
+        self.progress.finish(r)
+        return r
+
+
+def run_tuning(tuned, configs, args, kwargs, launches, key) -> TuneReport:
+    """Tune ``tuned`` (an ``autotune.Tuned``) over ``configs`` for these arguments;
+    ``launches``: per configuration, the kernel launch shape (grid, block, smem, stream) or
+    None for a launch function."""
+    return _Run(tuned, configs, args, kwargs, launches, key).run()
