@@ -28,6 +28,7 @@ from __future__ import annotations
 import __future__
 import ast
 import inspect
+import linecache
 import sys
 import types
 import weakref
@@ -89,10 +90,19 @@ def _source(fn):
         raise UnsupportedError(f"cannot compile a lambda ({code.co_filename}:"
                                f"{code.co_firstlineno}) as a kernel or device function.\n"
                                "Fix: write it as a `def` function.")
+    # linecache directly, as inspect.findsource does after inspect.getmodule, which stats every
+    # module in sys.modules the first time (~100 ms of a first compile in a big process);
+    # fn.__globals__ lets linecache ask the module's loader (zip imports, notebooks).
+    file = code.co_filename
+    linecache.checkcache(file)
+    lines = linecache.getlines(file, fn.__globals__)
+    first = code.co_firstlineno                     # the first decorator's line, if any
+    if not lines or not 0 < first <= len(lines):
+        raise _no_source(fn, f"its source is not available (no lines for {file}:{first})")
     try:
-        return inspect.getsourcelines(code)
-    except (OSError, TypeError) as e:
-        raise _no_source(fn, f"its source is not available ({e})") from None
+        return inspect.getblock(lines[first - 1:]), first
+    except (IndentationError, SyntaxError) as e:    # tokenizing a file changed since import
+        raise _no_source(fn, f"its source does not tokenize ({e})") from None
 
 
 def _parse(fn):
