@@ -132,11 +132,15 @@ if gpu:
     from warpstage.runtime import driver        # cuda.bindings' import, once per process
     driver.context()
     driver_s = time.perf_counter() - td
-if what == "trivial":
+if what.startswith("trivial"):
     @ws.kernel
     def trivial(n: ws.Int32):
         pass
-    kern = trivial
+
+    @ws.kernel
+    def trivial_b(n: ws.Int32):             # another key: cold where the cache's facts exist
+        pass
+    kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
 else:
     kern = attention.flash_attention_kernel
@@ -191,7 +195,9 @@ def fresh_process_rows() -> None:
     """First calls in fresh processes: FlashAttention D=64 and D=128 (mma.sync, bf16, (1, 8,
     1024, D); on the GPU ``ws.ops.flash_attention``, else ``ws.compile`` of its kernel) with an
     empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
-    cold. 'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
+    cold, first in an empty cache folder (the machine's facts of the key — source digest, LLVM
+    and ptxas versions — are computed: libLLVM loads and ``ptxas --version`` runs before the
+    trace) and last, as another kernel, with the facts stored (what a new kernel costs). 'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
     the launch' subtracts the second call's, which is a memory-cache hit. 'driver' (GPU only) is
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed
     before the first call and not part of it. Stages: trace (passes included), lower, ptx,
@@ -209,7 +215,8 @@ def fresh_process_rows() -> None:
                                  ("attention", 64, "flash_attention D=64, cold"),
                                  ("attention", 64, "flash_attention D=64, disk hit"),
                                  ("attention", 128, "flash_attention D=128, cold"),
-                                 ("attention", 128, "flash_attention D=128, disk hit")):
+                                 ("attention", 128, "flash_attention D=128, disk hit"),
+                                 ("trivial_b", 0, "trivial kernel, cold, facts stored")):
             r, err = _result(_fresh(script, env, what, dim))
             print(f"  {label:34} failed: {err}" if err else _row(label, r))
 

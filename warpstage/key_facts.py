@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 
 from .options import CompileOptions
 from .runtime import cache
@@ -69,7 +70,25 @@ def toolchain(options: CompileOptions) -> tuple:
     loads libLLVM (tens of ms; a disk hit never needs it) nor runs ``ptxas --version``."""
     from .backend.ptxas_tool import find_ptxas
     path = find_ptxas(options)
-    return _llvm_version(), (_ptxas_version(path) if path else "driver-jit")
+    if path is None:
+        return _llvm_version(), "driver-jit"
+    ptxas = None
+    if _llvm_version.cache_info().currsize == 0:
+        # the first key of the process: where the facts are not stored yet (an empty cache
+        # folder), ``ptxas --version`` then runs while libLLVM loads instead of after it
+        ptxas = threading.Thread(target=_quietly, args=(_ptxas_version, path), daemon=True)
+        ptxas.start()
+    llvm = _llvm_version()
+    if ptxas is not None:
+        ptxas.join()
+    return llvm, _ptxas_version(path)          # cached by the thread; its error raises here
+
+
+def _quietly(fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception:       # raised again by the caller's own call, in the caller's thread
+        pass
 
 
 def stamp(paths) -> tuple:
