@@ -127,14 +127,14 @@ def _decode(data: bytes, where: str) -> dict:
         raise CacheFormatError(f"{where}: not a warpstage cache entry (expected the {MAGIC!r} "
                                f"header, got {data[:len(MAGIC)]!r} in {len(data)} bytes)")
     nhead, nblob = _HEAD.unpack_from(data, len(MAGIC))
-    body = data[fixed:-_DIGEST]
+    body = memoryview(data)[fixed:-_DIGEST]         # slices without copying
     if len(body) != nhead + nblob:
         raise CacheFormatError(f"{where}: truncated or padded entry (expected {nhead + nblob} "
                                f"bytes of header and data, got {len(body)})")
     if hashlib.sha256(body).digest() != data[-_DIGEST:]:
         raise CacheFormatError(f"{where}: checksum mismatch (the file is corrupt)")
     try:
-        header = json.loads(body[:nhead].decode())
+        header = json.loads(str(body[:nhead], "utf-8"))
         entry = dict(header["entry"])
         for name, offset, size, *kind in header["blobs"]:
             if not (isinstance(name, str) and type(offset) is int and type(size) is int and
@@ -143,8 +143,8 @@ def _decode(data: bytes, where: str) -> dict:
                                  f"{nblob} bytes of data")
             if kind not in ([], ["text"]):
                 raise ValueError(f"blob {name!r} has the unknown kind {kind!r}")
-            data = body[nhead + offset:nhead + offset + size]
-            entry[name] = data.decode() if kind else bytes(data)
+            blob = body[nhead + offset:nhead + offset + size]
+            entry[name] = str(blob, "utf-8") if kind else bytes(blob)
     except (ValueError, KeyError, TypeError) as e:
         raise CacheFormatError(f"{where}: malformed header ({e})") from None
     return entry
