@@ -13,10 +13,10 @@ import pytest
 
 import warpstage as ws
 from warpstage.backend import find_ptxas
-from warpstage.runtime import cache
+from warpstage.runtime import cache, cache_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-pytestmark = pytest.mark.skipif(cache.fcntl is None, reason="no fcntl.flock on this platform")
+pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock here")
 
 RANK = """
 import hashlib, json, os, sys, time

@@ -1,6 +1,7 @@
-"""The disk cache's per-key lock (runtime/cache.py ``locked``) across processes: mutual exclusion,
-a killed holder releases it at once, a held-too-long lock times out with a warning, the lock file
-is gone after release, and readers racing writers in other processes never see a partial entry."""
+"""The disk cache's per-key lock (runtime/cache.py ``locked``, runtime/cache_lock.py) across
+processes: mutual exclusion, a killed holder releases it at once, a held-too-long lock times out
+with a warning, the holder may take it again, the lock file is gone after release, and readers
+racing writers in other processes never see a partial entry."""
 import json
 import os
 import signal
@@ -11,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from warpstage.runtime import cache
+from warpstage.runtime import cache, cache_lock
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(cache.fcntl is None, reason="no fcntl.flock on this platform")
+pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock on this platform")
 
 HOLDER = """
 import json, os, sys, time
-from warpstage.runtime import cache
+from warpstage.runtime import cache, cache_lock
 key, log, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
 with cache.locked(key) as held:
     start = time.time()
@@ -76,12 +77,24 @@ def test_a_killed_holder_releases_the_lock_at_once(tmp_path):
 
 
 def test_a_lock_held_past_the_timeout_warns_and_lets_the_caller_build():
+    import threading
     key = cache.disk_key(("slow",))
-    with cache.locked(key) as first:                # flock: a second open file conflicts, also
-        assert first                                # within one process
+    taken, done = threading.Event(), threading.Event()
+
+    def hold():                     # another thread: its flock conflicts like another process's
+        with cache.locked(key):
+            taken.set()
+            done.wait(30)
+    t = threading.Thread(target=hold)
+    t.start()
+    assert taken.wait(30)
+    try:
         with pytest.warns(RuntimeWarning, match="waited 0 s for another process"):
             with cache.locked(key, timeout=0.05) as second:
                 assert not second
+    finally:
+        done.set()
+        t.join()
 
 
 def test_no_lock_without_a_disk_cache(monkeypatch):
@@ -100,7 +113,7 @@ def test_an_unwritable_folder_gives_no_lock_and_no_error(tmp_path, monkeypatch):
 
 READER = """
 import sys, time
-from warpstage.runtime import cache
+from warpstage.runtime import cache, cache_lock
 key, n = sys.argv[1], int(sys.argv[2])
 seen, bad, end = set(), 0, time.monotonic() + 3
 while time.monotonic() < end and len(seen) < n:
@@ -114,7 +127,7 @@ print(len(seen), bad)
 
 WRITER = """
 import sys
-from warpstage.runtime import cache
+from warpstage.runtime import cache, cache_lock
 key, w = sys.argv[1], int(sys.argv[2])
 for _ in range(40):
     cache.put(key, {"writer": w, "text": str(w) * 50_000, "cubin": bytes([w]) * 200_000})
@@ -142,3 +155,22 @@ def test_long_text_values_are_stored_raw_and_read_back_as_str(tmp_path):
     assert cache.get(key) == entry
     data = (Path(cache.path()) / (key + cache.SUFFIX)).read_bytes()
     assert entry["ptx"].encode() in data                # raw UTF-8, not JSON-escaped
+
+
+def test_the_holder_may_take_its_lock_again_and_other_threads_wait():
+    import threading
+    key = cache.disk_key(("re-entrant",))
+    order = []
+
+    def other():
+        with cache.locked(key, timeout=30) as held:
+            order.append(("other", held))
+    with cache.locked(key) as outer:
+        with cache.locked(key, timeout=0.05) as inner:      # no wait, no warning
+            assert outer and inner
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.2)
+        order.append(("holder", True))
+    t.join()
+    assert order == [("holder", True), ("other", True)]     # the thread waited for the release

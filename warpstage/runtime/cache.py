@@ -24,7 +24,6 @@ Standard library only (no CUDA, no LLVM).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -35,12 +34,9 @@ import time
 import warnings
 from typing import Optional
 
-try:
-    import fcntl
-except ImportError:         # not POSIX (Windows): no per-key lock, only atomic writes
-    fcntl = None
 
 from ..options import env_cache_dir
+from .cache_lock import lock_file
 
 __all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
            "read_entry", "get_fact", "put_fact", "locked", "CacheFormatError", "SUFFIX",
@@ -238,7 +234,6 @@ def put(key: str, entry: dict) -> bool:
         return False
 
 
-@contextlib.contextmanager
 def locked(key: str, timeout: Optional[float] = None):
     """Hold the lock of ``key`` (an exclusive ``fcntl.flock`` on ``<key>.wsl`` in the cache
     folder) for the ``with`` body; yields True when it is held, False when it is not (the disk
@@ -250,59 +245,14 @@ def locked(key: str, timeout: Optional[float] = None):
     ``get(key)`` again (a process it waited for may have stored the entry) and builds only if
     that misses. A holder that dies releases the lock with its file descriptor (the kernel
     drops ``flock`` locks of closed files), so a lock is never stale; the file is removed on
-    release. Local file systems only: ``flock`` over NFS is not relied on."""
+    release. Local file systems only: ``flock`` over NFS is not relied on.
+
+    Re-entrant within a thread (a nested ``locked(key)`` of the holder yields True at once:
+    ``flock`` would make it wait for itself); another thread of the same process waits like
+    another process."""
     file = _file(key)
-    fd = None
-    if file is not None and fcntl is not None:
-        fd = _acquire(file[:-len(SUFFIX)] + LOCK_SUFFIX,
-                      LOCK_TIMEOUT if timeout is None else timeout)
-    try:
-        yield fd is not None
-    finally:
-        if fd is not None:
-            _release(file[:-len(SUFFIX)] + LOCK_SUFFIX, fd)
-
-
-def _acquire(lock_file: str, timeout: float) -> Optional[int]:
-    deadline = time.monotonic() + timeout
-    delay = 0.001
-    while True:
-        try:
-            os.makedirs(os.path.dirname(lock_file), exist_ok=True)
-            fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            return None                     # unwritable: build without the lock
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            if time.monotonic() >= deadline:
-                warnings.warn(f"warpstage: waited {timeout:.0f} s for another process to build "
-                              f"the disk cache entry locked by {lock_file}; building it here "
-                              "too. Fix: if no warpstage process is compiling, remove that "
-                              "file.", RuntimeWarning, stacklevel=4)
-                return None
-            time.sleep(delay)
-            delay = min(2 * delay, 0.02)
-            continue
-        except OSError:                     # no locking on this file system
-            os.close(fd)
-            return None
-        try:                                # the file locked must still be the lock file: a
-            same = os.path.samestat(os.fstat(fd), os.stat(lock_file))   # releaser unlinks it
-        except OSError:
-            same = False
-        if same:
-            return fd
-        os.close(fd)
-
-
-def _release(lock_file: str, fd: int) -> None:
-    try:
-        os.unlink(lock_file)                # before unlocking: a waiter then sees a new file
-    except OSError:
-        pass
-    os.close(fd)
+    return lock_file(None if file is None else file[:-len(SUFFIX)] + LOCK_SUFFIX,
+                     LOCK_TIMEOUT if timeout is None else timeout)
 
 
 def get_fact(key: str) -> Optional[dict]:
