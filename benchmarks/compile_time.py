@@ -197,7 +197,8 @@ def fresh_process_rows() -> None:
     empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
     cold, first in an empty cache folder (the machine's facts of the key — source digest, LLVM
     and ptxas versions — are computed: libLLVM loads and ``ptxas --version`` runs before the
-    trace) and last, as another kernel, with the facts stored (what a new kernel costs). 'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
+    trace) and last, as another kernel, with the facts stored (what a new kernel costs).
+    'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
     the launch' subtracts the second call's, which is a memory-cache hit. 'driver' (GPU only) is
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed
     before the first call and not part of it. Stages: trace (passes included), lower, ptx,
