@@ -1,8 +1,9 @@
 """Compile-time figures: `import warpstage`, per-stage cold compile of each example kernel, and
 the cost of a cache-hit call; then first calls in fresh processes, cold and from the disk cache
-(:func:`fresh_process_rows`).
+(:func:`fresh_process_rows`), and several processes sharing one empty disk cache
+(:func:`shared_cache_rows`).
 
-    PYTHONPATH=. python benchmarks/compile_time.py
+    PYTHONPATH=. python benchmarks/compile_time.py [main] [attention] [fresh] [shared]
 
 Stages: trace (Python -> IR, passes included), lower (IR -> LLVM IR), ptx (LLVM O3 + NVPTX),
 ptxas (PTX -> cubin), load (cuModuleLoadData, GPU only). "cold" is the first compile of the
@@ -13,6 +14,7 @@ GPU a full launch (classify + lookup + pack + cuLaunchKernel), without one the l
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import statistics
 import subprocess
@@ -111,25 +113,37 @@ def attention_compile_time():
 
 
 FRESH = r"""
-import json, sys, time
+import json, os, sys, time
 t0 = time.perf_counter()
 import warpstage as ws
 from warpstage.ops import attention
 t1 = time.perf_counter()
 what, head_dim = sys.argv[1], int(sys.argv[2])
+barrier = sys.argv[3] if len(sys.argv) > 3 else None
 gpu = ws.get_target() == "cuda"
 sync = lambda: None
+driver_s = 0.0
 if gpu:
     import torch
     sync = torch.cuda.synchronize
     torch.zeros(1, device="cuda")               # CUDA context and torch's CUDA init: not ours
     sync()
-t2 = time.perf_counter()
-if what == "trivial":
+    td = time.perf_counter()
+    try:                                        # cuda.bindings' import, once per process
+        from warpstage.runtime import driver
+        driver.context()
+        driver_s = time.perf_counter() - td
+    except Exception:                           # the driver module changed: left in the call
+        driver_s = float("nan")
+if what.startswith("trivial"):
     @ws.kernel
     def trivial(n: ws.Int32):
         pass
-    kern = trivial
+
+    @ws.kernel
+    def trivial_b(n: ws.Int32):             # another key: cold where the cache's facts exist
+        pass
+    kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
 else:
     kern = attention.flash_attention_kernel
@@ -137,12 +151,16 @@ else:
         q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
                    for _ in range(3))
         sync()
-        t2 = time.perf_counter()
         run = lambda: attention.flash_attention(q, k, v, mma="mma.sync")
     else:
         fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
         T = ws.Tensor[ws.BFloat16, 4]
         run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
+if barrier:                                     # shared-cache rows: every rank starts at once
+    open(f"{barrier}.ready.{os.getpid()}", "w").close()
+    while not os.path.exists(barrier):
+        time.sleep(0.001)
+t2 = time.perf_counter()
 run(); sync()
 t3 = time.perf_counter()
 run(); sync()
@@ -151,44 +169,98 @@ stages = {}
 for ck in kern._cache.values():
     for name, seconds in ck.timings.items():
         stages[name] = stages.get(name, 0.0) + seconds
-print(json.dumps({"import": t1 - t0, "first": t3 - t2, "second": t4 - t3, "stages": stages,
-                  "traced": kern.trace_count, "gpu": gpu}))
+print(json.dumps({"import": t1 - t0, "driver": driver_s, "first": t3 - t2, "second": t4 - t3,
+                  "stages": stages, "traced": kern.trace_count, "gpu": gpu}))
 """
+
+
+def _fresh(script, env, what, dim, barrier=None):
+    args = [sys.executable, script, what, str(dim)] + ([barrier] if barrier else [])
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate()
+    if proc.returncode:
+        return None, (err.strip().splitlines() or ["?"])[-1]
+    return json.loads(out.strip().splitlines()[-1]), None
+
+
+def _row(label, r):
+    stages = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in r["stages"].items())
+    return (f"  {label:34} {1e3 * r['import']:6.0f} | {1e3 * r['driver']:6.1f} | "
+            f"{1e3 * r['first']:8.1f} | {1e3 * r['second']:6.2f} | "
+            f"{1e3 * (r['first'] - r['second']):8.1f} | traced {r['traced']}: {stages}")
 
 
 def fresh_process_rows() -> None:
     """First calls in fresh processes: FlashAttention D=64 and D=128 (mma.sync, bf16, (1, 8,
     1024, D); on the GPU ``ws.ops.flash_attention``, else ``ws.compile`` of its kernel) with an
     empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
-    cold. 'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
-    the launch' subtracts the second call's, which is a memory-cache hit."""
-    import json
+    cold, first in an empty cache folder (the machine's facts of the key — source digest, LLVM
+    and ptxas versions — are computed: libLLVM loads and ``ptxas --version`` runs before the
+    trace) and last, as another kernel, with the facts stored (what a new kernel costs).
+    'first call' is the call's wall time (launch and kernel included, synchronized), 'beyond
+    the launch' subtracts the second call's, which is a memory-cache hit. 'driver' (GPU only) is
+    warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed
+    before the first call and not part of it. Stages: trace (passes included), lower, ptx,
+    ptxas, load (cuModuleLoadData); for a disk hit disk_key, disk_read, disk (check + unpack)."""
     import tempfile
-    print("first call in a fresh process (ms): import | first call | second call | beyond the "
-          "launch | stages")
+    print("first call in a fresh process (ms): import | driver | first call | second call | "
+          "beyond the launch | stages")
     with tempfile.TemporaryDirectory() as folder:
         env = dict(os.environ, PYTHONPATH=ROOT, WARPSTAGE_CACHE_DIR=os.path.join(folder, "cache"))
         script = os.path.join(folder, "first_call.py")     # a file: kernels need their source
         with open(script, "w") as f:
             f.write(FRESH)
         for what, dim, label in (("trivial", 0, "trivial kernel, cold"),
+                                 ("trivial", 0, "trivial kernel, disk hit"),
                                  ("attention", 64, "flash_attention D=64, cold"),
                                  ("attention", 64, "flash_attention D=64, disk hit"),
                                  ("attention", 128, "flash_attention D=128, cold"),
-                                 ("attention", 128, "flash_attention D=128, disk hit")):
-            out = subprocess.run([sys.executable, script, what, str(dim)], env=env,
-                                 capture_output=True, text=True)
-            if out.returncode:
-                print(f"  {label:32} failed: {out.stderr.strip().splitlines()[-1:]}")
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            stages = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in r["stages"].items())
-            print(f"  {label:32} {1e3 * r['import']:6.0f} | {1e3 * r['first']:8.1f} | "
-                  f"{1e3 * r['second']:6.2f} | {1e3 * (r['first'] - r['second']):8.1f} | "
-                  f"traced {r['traced']}: {stages}")
+                                 ("attention", 128, "flash_attention D=128, disk hit"),
+                                 ("trivial_b", 0, "trivial kernel, cold, facts stored")):
+            r, err = _result(_fresh(script, env, what, dim))
+            print(f"  {label:34} failed: {err}" if err else _row(label, r))
+
+
+def shared_cache_rows(ranks: int = 4) -> None:
+    """``ranks`` fresh processes sharing one empty disk cache start the same first call at the
+    same moment (FlashAttention D=64, as in ``fresh_process_rows``), like the ranks of a job:
+    one compiles, the others wait on the entry's lock and read it. 'traced' summed over the
+    ranks is the number of compiles (1 when the lock works; ``ranks`` without it)."""
+    import tempfile
+    print(f"shared disk cache, {ranks} processes at once, flash_attention D=64 (ms): import | "
+          "driver | first call | second call | beyond the launch | stages")
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, PYTHONPATH=ROOT, WARPSTAGE_CACHE_DIR=os.path.join(folder, "cache"))
+        script = os.path.join(folder, "first_call.py")
+        with open(script, "w") as f:
+            f.write(FRESH)
+        barrier = os.path.join(folder, "go")
+        procs = [_fresh(script, env, "attention", 64, barrier) for _ in range(ranks)]
+        deadline = time.monotonic() + 120
+        while (len([n for n in os.listdir(folder) if n.startswith("go.ready.")]) < ranks
+               and time.monotonic() < deadline and all(p.poll() is None for p in procs)):
+            time.sleep(0.01)
+        open(barrier, "w").close()
+        results = [_result(p) for p in procs]
+        for i, (r, err) in enumerate(results):
+            print(f"  rank {i}: failed: {err}" if err else _row(f"rank {i}", r))
+        done = [r for r, err in results if r]
+        print(f"  compiles across the {ranks} ranks: {sum(r['traced'] for r in done)} "
+              f"(slowest first call {1e3 * max(r['first'] for r in done):.0f} ms)" if done else
+              "  no rank finished")
 
 
 if __name__ == "__main__":
-    main()
-    attention_compile_time()
-    fresh_process_rows()
+    which = sys.argv[1:] or ["main", "attention", "fresh", "shared"]
+    if "main" in which:
+        main()
+    if "attention" in which:
+        attention_compile_time()
+    if "fresh" in which:
+        fresh_process_rows()
+    if "shared" in which:
+        shared_cache_rows()

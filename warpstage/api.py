@@ -277,20 +277,30 @@ class Kernel:
         specs = self.specs(values, placeholders)
         key = (tuple(s.key for s in specs), block, target)
         entry = self._cache.get(key)
-        if entry is not None and guards_hold(entry.guards):
-            pass                                                # composites: a hit without binders
-        elif (entry := persist.lookup(self, specs, block, target)) is None:   # disk (cuda/compile)
-            entry = self._trace(specs, block, key)
-            STAGE_COUNTS["trace"] += 1
-            self._cache[key] = entry
-            persist.store(self, entry, specs, block, target)
-        else:
-            self._note_recompile(key, specs)
-            self._cache[key] = entry
+        if entry is None or not guards_hold(entry.guards):      # else composites: a hit
+            entry = self._from_disk_or_trace(specs, block, target, key)   # without binders
         leaves = []
         for spec, v in zip(specs, values):
             spec.host_leaves(v, leaves)
         return entry, leaves
+
+    def _from_disk_or_trace(self, specs, block, target, key) -> CompiledKernel:
+        """The specialization from the disk cache (cuda/compile targets), else traced, compiled
+        and stored. Processes missing the same entry at once build it once: the build holds
+        the entry's lock, and a process that waited for it reads what the other stored."""
+        entry = persist.lookup(self, specs, block, target)
+        if entry is None:
+            with persist.building(self, specs, block, target):
+                entry = persist.lookup(self, specs, block, target, after_wait=True)
+                if entry is None:
+                    entry = self._trace(specs, block, key)
+                    STAGE_COUNTS["trace"] += 1
+                    self._cache[key] = entry
+                    persist.store(self, entry, specs, block, target)
+                    return entry
+        self._note_recompile(key, specs)
+        self._cache[key] = entry
+        return entry
 
     def _trace(self, specs, block, key) -> CompiledKernel:
         t0 = time.perf_counter()

@@ -2,8 +2,8 @@
 
 Stages run on demand and are kept: ``.ir`` (traced), ``.llvm_ir`` (lowered), ``.ptx`` (LLVM's
 NVPTX backend), ``.cubin`` (ptxas, whole program). ``.sass`` needs nvdisasm/cuobjdump.
-``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load; disk for a disk-cache
-hit). ``STAGE_COUNTS`` counts, per process, how many times each stage really ran (tests use it to
+``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load; for a disk-cache hit
+disk_key, disk_read and disk: computing the key, reading the file, checking and unpacking it). ``STAGE_COUNTS`` counts, per process, how many times each stage really ran (tests use it to
 prove that a cache hit did no work).
 
 A CompiledKernel from the disk cache or ``ws.load`` has no IR module (``.module`` is None):
@@ -135,7 +135,7 @@ class CompiledKernel:
         cubin = self.cubin
         if cubin is None:
             return None
-        from .backend.ptxas import find_cuda_tool
+        from .backend.ptxas_tool import find_cuda_tool
         tool = find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")
         if tool is None:
             return None

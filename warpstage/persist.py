@@ -21,9 +21,8 @@ disk hit does not rebuild (``.ir`` returns the stored text, ``.module`` is None)
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
-import hashlib
 import os
 import sys
 import time
@@ -37,98 +36,16 @@ from .frontend.facts import class_lookup
 from .frontend.guards import CELL, CLASS, GLOBAL
 from .frontend.static_key import UnkeyableError, code_key, is_stable, static_key
 from .ir.types import parse_type
+from .key_facts import fingerprint, toolchain
 from .options import CompileOptions
 from .runtime import cache
 
-__all__ = ["spec_key", "lookup", "store", "save", "load", "entry_of", "compiled_from_entry",
-           "stable_guards", "resolve_guards", "FORMAT"]
+__all__ = ["spec_key", "lookup", "building", "store", "save", "load", "entry_of",
+           "compiled_from_entry", "stable_guards", "resolve_guards", "FORMAT"]
 
 FORMAT = 1
 DISK_TARGETS = ("cuda", "compile")
 _MISSING = object()
-
-
-@functools.lru_cache(maxsize=None)
-def _fingerprint() -> str:
-    """warpstage's version and a digest of its source files, so that editing the compiler (a
-    source checkout) never reuses a cubin built by the old code. Computed once per process;
-    a fresh process stats the files and reuses the digest stored for identical (path, mtime,
-    size) stamps (``cache.get_fact``) instead of reading and hashing them again."""
-    from . import __version__
-    root = os.path.dirname(os.path.abspath(__file__))
-    files = []
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in names if f.endswith(".py")):
-            p = os.path.join(folder, name)
-            st = os.stat(p)
-            files.append((os.path.relpath(p, root), st.st_mtime_ns, st.st_size))
-    def digest():
-        h = hashlib.sha256()
-        for rel, _, _ in files:
-            h.update(rel.encode())
-            with open(os.path.join(root, rel), "rb") as f:
-                h.update(f.read())
-        return f"{__version__}+{h.hexdigest()[:16]}"
-    return _fact("sources", (__version__, root, tuple(files)), digest)
-
-
-def _toolchain(options: CompileOptions) -> tuple:
-    """(LLVM's and llvmlite's versions, the version of the ptxas that would be used, or
-    'driver-jit').
-
-    Both are stored as facts (``cache.get_fact``) keyed by the stamps (path, mtime, size) of the
-    binaries they describe, llvmlite's shared library and ptxas, so a fresh process neither
-    loads libLLVM (tens of ms; a disk hit never needs it) nor runs ``ptxas --version``."""
-    from .backend.ptxas import find_ptxas
-    path = find_ptxas(options)
-    return _llvm_version(), (_ptxas_version(path) if path else "driver-jit")
-
-
-def _stamp(paths) -> tuple:
-    out = []
-    for p in paths:
-        st = os.stat(p)
-        out.append((os.path.realpath(p), st.st_mtime_ns, st.st_size))
-    return tuple(out)
-
-
-def _fact(what: str, stamp: tuple, compute) -> str:
-    key = cache.disk_key((what, stamp))
-    fact = cache.get_fact(key)
-    if fact is not None and isinstance(fact.get(what), str):
-        return fact[what]
-    value = compute()
-    cache.put_fact(key, {what: value})
-    return value
-
-
-@functools.lru_cache(maxsize=None)
-def _llvm_version() -> str:
-    import importlib.util
-
-    def ask_llvm():
-        from .backend import llvm_version
-        return llvm_version()
-    spec = importlib.util.find_spec("llvmlite")         # finds it without importing it
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    binding = os.path.join(folders[0], "binding") if folders else ""
-    try:
-        libs = sorted(os.path.join(binding, n) for n in os.listdir(binding)
-                      if n.startswith(("libllvmlite", "llvmlite")) and not n.endswith(".py"))
-    except OSError:
-        libs = []
-    if not libs:
-        return ask_llvm()
-    return _fact("llvm", _stamp(libs + [os.path.join(folders[0], "_version.py")]), ask_llvm)
-
-
-@functools.lru_cache(maxsize=None)
-def _ptxas_version(path: str) -> str:
-    def ask_ptxas():
-        from .backend.ptxas import ptxas_version
-        return ptxas_version(path)
-    return _fact("ptxas", _stamp([path]), ask_ptxas)
 
 
 def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
@@ -138,7 +55,7 @@ def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
         return None
     fn = kernel.fn
     opts = kernel.options
-    parts = (_fingerprint(), _toolchain(opts),
+    parts = (fingerprint(), toolchain(opts),
              tuple(sorted(dataclasses.asdict(opts).items())), "ptx", tuple(block),
              (fn.__module__, fn.__qualname__, code_key(fn.__code__)),
              tuple(s.key for s in specs))
@@ -290,7 +207,7 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
     ``specs``/``options`` default to the stored explain rows / options. Raises KeyError,
     TypeError or ValueError for an entry that lacks a field or has a malformed one."""
-    from .backend.ptxas import CubinResult, Resources
+    from .backend.ptxas_tool import CubinResult, Resources
     t0 = time.perf_counter()
     abi = [(s, parse_type(t)) for s, t in entry["abi"]]
     if specs is None:
@@ -321,15 +238,22 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
 
 # -- the disk cache, as Kernel.specialize uses it -------------------------------------------------
 
-def lookup(kernel, specs: list, block: tuple, target: str) -> Optional[CompiledKernel]:
+def lookup(kernel, specs: list, block: tuple, target: str,
+           after_wait: bool = False) -> Optional[CompiledKernel]:
     """The specialization from the disk cache, or None (other target, absent, stale guards,
-    unreadable entry)."""
+    unreadable entry). ``after_wait``: the second look, inside ``building`` (the simulator
+    target and unkeyable specializations, which ``building`` does not lock, skip it)."""
     if target not in DISK_TARGETS:
         return None
+    t0 = time.perf_counter()
     key = spec_key(kernel, specs, block)
+    if after_wait and (key is None or cache.path() is None):
+        return None
+    t1 = time.perf_counter()
     entry = cache.get(key) if key is not None else None
     if entry is None or entry.get("format") != FORMAT:
         return None
+    t2 = time.perf_counter()
     bad = problem(entry)
     if bad is not None:
         cache.discard(key, bad)
@@ -342,8 +266,23 @@ def lookup(kernel, specs: list, block: tuple, target: str) -> Optional[CompiledK
     except (KeyError, TypeError, ValueError) as e:
         cache.discard(key, f"field {e}")    # damaged, though it passed the checksum: rebuild it
         return None
+    ck.timings.update(disk_key=t1 - t0, disk_read=t2 - t1, disk=time.perf_counter() - t2)
     STAGE_COUNTS["disk_hit"] += 1
     return ck
+
+
+@contextlib.contextmanager
+def building(kernel, specs: list, block: tuple, target: str):
+    """Hold the disk cache's lock of this specialization (``cache.locked``) for the ``with``
+    body, in which the caller looks it up again and, on a miss, traces, compiles and
+    ``store``s it; nothing is locked for the simulator target or an unkeyable
+    specialization."""
+    key = spec_key(kernel, specs, block) if target in DISK_TARGETS else None
+    if key is None:
+        yield False
+        return
+    with cache.locked(key) as held:
+        yield held
 
 
 def store(kernel, ck: CompiledKernel, specs: list, block: tuple, target: str) -> bool:

@@ -4,7 +4,7 @@
     ptx = emit_ptx(llvm_ir, options)          # str, '.target sm_90a'
     result = assemble(ptx, options, ["k"])    # CubinResult: cubin, resources, warnings, log
 
-The names are loaded on first use (PEP 562): a disk-cache hit needs ``backend.ptxas``'s data
+The names are loaded on first use (PEP 562): a disk-cache hit needs ``backend.ptxas_tool``'s data
 classes and version query, not LLVM, whose import (llvmlite loads libLLVM) costs tens of ms.
 """
 import importlib
@@ -14,9 +14,9 @@ import types
 __all__ = ["lower", "emit_ptx", "find_ptxas", "assemble", "ptxas_version", "llvm_version",
            "CubinResult", "Resources"]
 
-_HOME = {"lower": ".lower", "emit_ptx": ".ptx", "llvm_version": ".ptx", "find_ptxas": ".ptxas",
-         "assemble": ".ptxas", "ptxas_version": ".ptxas", "CubinResult": ".ptxas",
-         "Resources": ".ptxas"}
+_HOME = {"lower": ".lower", "emit_ptx": ".ptx", "llvm_version": ".ptx", "assemble": ".ptxas",
+         "find_ptxas": ".ptxas_tool", "ptxas_version": ".ptxas_tool",
+         "CubinResult": ".ptxas_tool", "Resources": ".ptxas_tool"}
 
 
 class _Backend(types.ModuleType):

@@ -3,122 +3,25 @@
 Whole-program compilation is what makes ptxas honour ``setmaxnreg`` (with ``.maxntid`` and
 ``.minnctapersm`` on the entry); nvJitLink compiles relocatably and ignores it (warning C7504).
 
-``find_ptxas`` searches, in order: ``options.ptxas`` (set from WARPSTAGE_PTXAS by options.py),
-the ``nvidia-cuda-nvcc`` wheel (``nvidia/cu13/bin/ptxas``; ``nvidia/cuda_nvcc/bin/ptxas`` for
-CUDA 12 wheels), ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, then ``PATH``.
+Finding ptxas (``find_ptxas``, its search order) and the result types live in ``ptxas_tool.py``,
+which a disk-cache hit imports without this module; they are re-exported here.
 """
 from __future__ import annotations
 
-import functools
-import importlib.util
+import importlib.util  # noqa: F401  (tests patch importlib.util.find_spec through this module)
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable
 
-from ..errors import CompilationError, PtxasError
+from ..errors import PtxasError
 from ..options import CompileOptions
+from .ptxas_tool import CubinResult, Resources, find_cuda_tool, find_ptxas, ptxas_version
 
-__all__ = ["find_ptxas", "assemble", "ptxas_version", "Resources", "CubinResult"]
-
-
-@dataclass(frozen=True)
-class Resources:
-    """Per-function resource usage reported by ``ptxas -v``.
-
-    ``registers`` per thread; ``shared_bytes`` static shared memory per CTA (dynamic smem is a
-    launch parameter and not included); ``spill_stores``/``spill_loads``/``stack_frame`` bytes
-    per thread; ``barriers`` named barriers used; ``const_bytes`` bytes of constant bank 0
-    (kernel parameters and constants).
-    """
-
-    registers: int = 0
-    shared_bytes: int = 0
-    spill_stores: int = 0
-    spill_loads: int = 0
-    stack_frame: int = 0
-    barriers: int = 0
-    const_bytes: int = 0
-
-
-@dataclass
-class CubinResult:
-    """A cubin and what ptxas said: ``resources`` per entry name, ``warnings`` (each a line:
-    ptxas warnings and numbered diagnostics such as C7508, "setmaxnreg ignored"), the full
-    ``log``, and the wall ``seconds`` taken."""
-
-    cubin: bytes
-    log: str
-    resources: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
-    seconds: float = 0.0
-
-
-def _executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-@functools.lru_cache(maxsize=None)
-def find_cuda_tool(name: str) -> Optional[str]:
-    """The first executable ``name`` (ptxas, nvdisasm, cuobjdump) in the NVIDIA wheels
-    (``nvidia/cu13/bin``, ``nvidia/cuda_nvcc/bin``), CUDA_HOME, CUDA_PATH, PATH order (cached per
-    process), or None."""
-    candidates = []
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):          # a broken or shadowing 'nvidia' module
-        spec = None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        candidates += [os.path.join(root, "cu13", "bin", name),
-                       os.path.join(root, "cuda_nvcc", "bin", name)]
-    # The toolkit's own variables; reading them here (not in options.py) keeps the search in one
-    # place, and they name an installation rather than configure warpstage.
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        home = os.environ.get(var)
-        if home:
-            candidates.append(os.path.join(home, "bin", name))
-    for c in candidates:
-        if _executable(c):
-            return c
-    return shutil.which(name)
-
-
-def _search_ptxas() -> Optional[str]:
-    return find_cuda_tool("ptxas")
-
-
-def find_ptxas(options: CompileOptions) -> Optional[str]:
-    """Path of the ptxas to use, or None if there is none.
-
-    Raises CompilationError if ``options.ptxas`` is set but names no executable (a typo in
-    WARPSTAGE_PTXAS should not silently fall back to another ptxas).
-    """
-    if options.ptxas:
-        found = options.ptxas if _executable(options.ptxas) else shutil.which(options.ptxas)
-        if found is None:
-            raise CompilationError(
-                f"ptxas not found at {options.ptxas!r} (CompileOptions.ptxas / WARPSTAGE_PTXAS); "
-                "expected an executable ptxas. Fix the path, or unset it to search the "
-                "nvidia-cuda-nvcc wheel, CUDA_HOME and PATH")
-        return found
-    return _search_ptxas()
-
-
-@functools.lru_cache(maxsize=None)
-def ptxas_version(path: str) -> str:
-    """ptxas's version line, e.g. 'Cuda compilation tools, release 13.0, V13.0.88'."""
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise PtxasError(f"could not run {path} --version: {e}", str(e)) from e
-    for line in out.stdout.splitlines():
-        if "release" in line:
-            return line.strip()
-    return out.stdout.strip()
+__all__ = ["find_ptxas", "find_cuda_tool", "assemble", "parse_resources", "ptxas_version",
+           "Resources", "CubinResult"]
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import __future__
 import ast
 import inspect
+import linecache
 import sys
 import types
 import weakref
@@ -82,26 +83,61 @@ def _no_source(fn, why: str) -> UnsupportedError:
         f"Fix: define {fn.__name__} in a .py file and import it (Jupyter cells also work).")
 
 
-def _source(fn):
-    """(lines, first line number) of fn's definition, decorators included."""
+def _source(fn, tokenize: bool = False):
+    """(lines, first line number) of fn's definition, decorators included. ``tokenize``: find
+    the block's end with inspect.getblock rather than from the code's positions."""
     code = fn.__code__
     if fn.__name__ == "<lambda>":
         raise UnsupportedError(f"cannot compile a lambda ({code.co_filename}:"
                                f"{code.co_firstlineno}) as a kernel or device function.\n"
                                "Fix: write it as a `def` function.")
+    # linecache directly, as inspect.findsource does after inspect.getmodule, which stats every
+    # module in sys.modules the first time (~100 ms of a first compile in a big process);
+    # fn.__globals__ lets linecache ask the module's loader (zip imports, notebooks).
+    file = code.co_filename
+    linecache.checkcache(file)
+    lines = linecache.getlines(file, fn.__globals__)
+    first = code.co_firstlineno                     # the first decorator's line, if any
+    if not lines or not 0 < first <= len(lines):
+        raise _no_source(fn, f"its source is not available (no lines for {file}:{first})")
+    last = None if tokenize else _last_line(code)
+    if last is not None and first <= last <= len(lines):
+        return lines[first - 1:last], first
     try:
-        return inspect.getsourcelines(code)
-    except (OSError, TypeError) as e:
-        raise _no_source(fn, f"its source is not available ({e})") from None
+        return inspect.getblock(lines[first - 1:]), first
+    except (IndentationError, SyntaxError) as e:    # tokenizing a file changed since import
+        raise _no_source(fn, f"its source does not tokenize ({e})") from None
 
 
-def _parse(fn):
-    lines, first = _source(fn)
+def _last_line(code):
+    """The last source line of ``code``'s definition: the largest end line of its instructions
+    and those of the code nested in it (co_positions, Python >= 3.11), or None where positions
+    are not recorded (``-X no_debug_ranges``). Finding the block's end with inspect.getblock
+    would tokenize, whose first use compiles tokenize's regular expressions (~10 ms)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    last = None
+    for _, end, _, _ in positions():
+        if end is not None and (last is None or end > last):
+            last = end
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            inner = _last_line(c)
+            if inner is not None and (last is None or inner > last):
+                last = inner
+    return last
+
+
+def _parse(fn, tokenize: bool = False):
+    lines, first = _source(fn, tokenize)
     text = "".join(lines)
     indented = bool(lines) and lines[0][:1] in (" ", "\t")
     try:
         tree = ast.parse("if 1:\n" + text if indented else text)
     except SyntaxError as e:
+        if not tokenize:        # the positions' extent fell short (a body that is a docstring)
+            return _parse(fn, tokenize=True)
         raise _no_source(fn, f"the source found for it does not parse ({e.msg}); the file may "
                              "have changed since it was imported") from None
     node = tree.body[0].body[0] if indented else tree.body[0]

@@ -2,7 +2,9 @@
 
 ``path()`` is ``WARPSTAGE_CACHE_DIR`` or ``~/.cache/warpstage`` (read by ``options.env_cache_dir``
 at each call). An entry is a dict of plain data (JSON: str, int, float, bool, None, lists, dicts)
-whose top-level ``bytes`` values (the cubin) are stored raw. The file format (``.wsc``):
+whose top-level ``bytes`` values (the cubin) are stored raw, and so are its long ``str`` values
+(IR, LLVM IR and PTX text, UTF-8), which JSON would escape and a reader would unescape. The file
+format (``.wsc``):
 
     b"WSCACHE1" | header length (u64 LE) | blob length (u64 LE) | header (UTF-8 JSON)
                 | blobs (raw bytes) | SHA-256 of header + blobs (32 bytes)
@@ -12,6 +14,11 @@ same folder and ``os.replace`` it over the entry: readers see the old entry or t
 half of one, also with several processes writing the same key. A truncated, corrupt or
 unreadable entry is a miss (the caller rebuilds it and ``put`` overwrites it). A cache that
 cannot be written warns once and is skipped: compiling never fails because of the cache.
+
+Processes that miss the same key at once (the ranks of a job, ``warpstage compile`` workers)
+serialize on a per-key lock, ``locked(key)``: the first builds the entry, the others wait, then
+read it (docs/cache.md, "Several processes"). Correctness never depends on the lock (writes are
+atomic either way); it only saves the duplicated compiles.
 
 Standard library only (no CUDA, no LLVM).
 """
@@ -27,19 +34,24 @@ import time
 import warnings
 from typing import Optional
 
+
 from ..options import env_cache_dir
+from .cache_lock import lock_file
 
 __all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
-           "read_entry", "get_fact", "put_fact", "CacheFormatError", "SUFFIX", "FACT_SUFFIX",
-           "MAX_ENTRY_BYTES", "TEMP_MAX_AGE"]
+           "read_entry", "get_fact", "put_fact", "locked", "CacheFormatError", "SUFFIX",
+           "FACT_SUFFIX", "LOCK_SUFFIX", "MAX_ENTRY_BYTES", "TEMP_MAX_AGE", "LOCK_TIMEOUT"]
 
 MAGIC = b"WSCACHE1"
 SUFFIX = ".wsc"
 FACT_SUFFIX = ".wsf"      # facts about this machine that the key needs (not kernels; see get_fact)
+LOCK_SUFFIX = ".wsl"      # a key's lock file, present while a process builds that entry
 _HEAD = struct.Struct("<QQ")
 _DIGEST = 32
 MAX_ENTRY_BYTES = 256 << 20     # no entry is larger (a cubin is a few MB at most)
 TEMP_MAX_AGE = 3600.0           # seconds after which a writer's temporary file is abandoned
+LOCK_TIMEOUT = 600.0            # seconds a process waits for another's build before building too
+_TEXT_BLOB = 1024               # str values at least this long are stored raw, as UTF-8
 _warned_unwritable = False
 
 
@@ -90,12 +102,15 @@ def _encode(entry: dict) -> bytes:
     chunks = []
     for name, value in entry.items():
         if isinstance(value, (bytes, bytearray, memoryview)):
-            data = bytes(value)
-            blobs.append([name, offset, len(data)])
-            chunks.append(data)
-            offset += len(data)
+            data, kind = bytes(value), []
+        elif isinstance(value, str) and len(value) >= _TEXT_BLOB:
+            data, kind = value.encode(), ["text"]
         else:
             plain[name] = value
+            continue
+        blobs.append([name, offset, len(data)] + kind)
+        chunks.append(data)
+        offset += len(data)
     header = json.dumps({"entry": plain, "blobs": blobs}, sort_keys=True,
                         separators=(",", ":")).encode()
     body = header + b"".join(chunks)
@@ -108,21 +123,24 @@ def _decode(data: bytes, where: str) -> dict:
         raise CacheFormatError(f"{where}: not a warpstage cache entry (expected the {MAGIC!r} "
                                f"header, got {data[:len(MAGIC)]!r} in {len(data)} bytes)")
     nhead, nblob = _HEAD.unpack_from(data, len(MAGIC))
-    body = data[fixed:-_DIGEST]
+    body = memoryview(data)[fixed:-_DIGEST]         # slices without copying
     if len(body) != nhead + nblob:
         raise CacheFormatError(f"{where}: truncated or padded entry (expected {nhead + nblob} "
                                f"bytes of header and data, got {len(body)})")
     if hashlib.sha256(body).digest() != data[-_DIGEST:]:
         raise CacheFormatError(f"{where}: checksum mismatch (the file is corrupt)")
     try:
-        header = json.loads(body[:nhead].decode())
+        header = json.loads(str(body[:nhead], "utf-8"))
         entry = dict(header["entry"])
-        for name, offset, size in header["blobs"]:
+        for name, offset, size, *kind in header["blobs"]:
             if not (isinstance(name, str) and type(offset) is int and type(size) is int and
                     0 <= offset and 0 <= size and offset + size <= nblob):
                 raise ValueError(f"blob {name!r} at {offset}+{size} lies outside the "
                                  f"{nblob} bytes of data")
-            entry[name] = bytes(body[nhead + offset:nhead + offset + size])
+            if kind not in ([], ["text"]):
+                raise ValueError(f"blob {name!r} has the unknown kind {kind!r}")
+            blob = body[nhead + offset:nhead + offset + size]
+            entry[name] = str(blob, "utf-8") if kind else bytes(blob)
     except (ValueError, KeyError, TypeError) as e:
         raise CacheFormatError(f"{where}: malformed header ({e})") from None
     return entry
@@ -159,7 +177,9 @@ def read_entry(file: str) -> dict:
         if st.st_size > MAX_ENTRY_BYTES:
             raise CacheFormatError(f"{file}: {st.st_size} bytes, over the {MAX_ENTRY_BYTES}-byte "
                                    "bound of an entry")
-        data = f.read(MAX_ENTRY_BYTES + 1)
+        data = f.read(st.st_size + 1)       # not the bound: read(n) allocates n bytes first
+    if len(data) > MAX_ENTRY_BYTES:
+        raise CacheFormatError(f"{file}: over the {MAX_ENTRY_BYTES}-byte bound of an entry")
     return _decode(data, file)
 
 
@@ -212,6 +232,27 @@ def put(key: str, entry: dict) -> bool:
                           "WARPSTAGE_CACHE_DIR to a writable folder.", RuntimeWarning,
                           stacklevel=2)
         return False
+
+
+def locked(key: str, timeout: Optional[float] = None):
+    """Hold the lock of ``key`` (an exclusive ``fcntl.flock`` on ``<key>.wsl`` in the cache
+    folder) for the ``with`` body; yields True when it is held, False when it is not (the disk
+    cache is off, the folder cannot be written, the platform has no ``flock``, or another
+    process held it past ``timeout`` seconds, default ``LOCK_TIMEOUT``: a ``RuntimeWarning``
+    names the lock file and the body runs anyway).
+
+    Meant for build-then-``put``: a process that misses ``get(key)`` takes the lock, calls
+    ``get(key)`` again (a process it waited for may have stored the entry) and builds only if
+    that misses. A holder that dies releases the lock with its file descriptor (the kernel
+    drops ``flock`` locks of closed files), so a lock is never stale; the file is removed on
+    release. Local file systems only: ``flock`` over NFS is not relied on.
+
+    Re-entrant within a thread (a nested ``locked(key)`` of the holder yields True at once:
+    ``flock`` would make it wait for itself); another thread of the same process waits like
+    another process."""
+    file = _file(key)
+    return lock_file(None if file is None else file[:-len(SUFFIX)] + LOCK_SUFFIX,
+                     LOCK_TIMEOUT if timeout is None else timeout)
 
 
 def get_fact(key: str) -> Optional[dict]:
