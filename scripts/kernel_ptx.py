@@ -8,7 +8,8 @@ The configurations cover the GEMM (``ws.ops`` ``matmul_kernel``: both schedules,
 f16/bf16/f32 outputs, batched, split-K) and the wgmma FlashAttention (D 64 and 128, causal or
 not, persistent or not, TMA-store or register epilogue, with a log-sum-exp, three consumer
 warpgroups, bottom-right causal). Run ``dump`` once from each tree (``PYTHONPATH`` picks which
-warpstage is imported), then ``compare``. No GPU needed (ptxas is not run: the PTX is LLVM's).
+warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled. No
+GPU needed (ptxas is not run: the PTX is LLVM's).
 """
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ def attention_ptx(fields: dict) -> str:
 
 
 def dump(out: str) -> int:
+    os.environ["WARPSTAGE_CACHE_DIR"] = ""        # the disk cache off: every kernel is compiled
     warnings.simplefilter("ignore")
     os.makedirs(out, exist_ok=True)
     jobs = [(n, matmul_ptx, f) for n, f in MATMUL.items()]
