@@ -77,7 +77,7 @@ class TmaStoreEpilogue:
         self.per_warpgroup = tile_m // 64 // warpgroups       # accumulators per warpgroup
         self.threads = 128 * warpgroups
         self.layout = TileLayout(tile_m, self.sub_cols, dtype, swizzle=128)
-        self.box = (tile_m, self.sub_cols)
+        self.box = self.layout.box                        # (tile_m, sub_cols)
         self.buffer_shape = (BUFFERS, tile_m, self.sub_cols)
         self.buffer_spec = Array(dtype, self.buffer_shape, swizzle=128)
         self.smem_bytes = BUFFERS * self.layout.nbytes
