@@ -14,6 +14,7 @@ GPU needed (ptxas is not run: the PTX is LLVM's).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 
@@ -36,6 +37,7 @@ ATTENTION = {
     "fa-d64-3wg-serial": dict(head_dim=64, consumer_wgs=3, overlap=False, pingpong=False,
                               num_stages=3),
     "fa-d128-lse-gqa": dict(head_dim=128, lse=True, kv_group=2),
+    "fa-d128-joint-ring": dict(head_dim=128, split_kv=False, pingpong=False, num_stages=2),
 }
 
 
@@ -104,12 +106,20 @@ def compare(a: str, b: str) -> int:
     names = sorted(set(os.listdir(a)) | set(os.listdir(b)))
     bad = 0
     for n in names:
-        ta, tb = (open(os.path.join(d, n)).read() if os.path.exists(os.path.join(d, n))
-                  else None for d in (a, b))
+        ta, tb = (_read(os.path.join(d, n)) for d in (a, b))
         same = ta == tb
         bad += not same
         print(f"{'identical' if same else 'DIFFERS  '}  {n}")
     return 1 if bad else 0
+
+
+def _read(path: str):
+    """The PTX at ``path`` with the entry's name suffix (``_7``: kernels compiled earlier in the
+    same process) dropped, or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return re.sub(r"(_kernel)_\d+", r"\1", f.read())
 
 
 if __name__ == "__main__":
