@@ -8,8 +8,10 @@ The configurations cover the GEMM (``ws.ops`` ``matmul_kernel``: both schedules,
 f16/bf16/f32 outputs, batched, split-K) and the wgmma FlashAttention (D 64 and 128, causal or
 not, persistent or not, TMA-store or register epilogue, with a log-sum-exp, three consumer
 warpgroups, bottom-right causal). Run ``dump`` once from each tree (``PYTHONPATH`` picks which
-warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled. No
-GPU needed (ptxas is not run: the PTX is LLVM's).
+warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled.
+``dump`` also writes ptxas' registers, spills and stack and the SASS instruction count (``.res``,
+where ptxas and nvdisasm are installed), which ``compare`` prints for the kernels whose PTX
+differs. No GPU needed.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def _dtype(ws, name):
     return getattr(ws, name) if isinstance(name, str) else name
 
 
-def matmul_ptx(fields: dict) -> str:
+def matmul_kernel(fields: dict):
     import numpy as np
     import warpstage as ws
     from warpstage.ops.matmul_kernel import Matmul, matmul_kernel
@@ -56,7 +58,7 @@ def matmul_ptx(fields: dict) -> str:
     ba, bb, bc = p.descriptor_boxes()
     return ws.compile(matmul_kernel, p, _td(ws, x, ba, p.dtype), _td(ws, x, bb, p.dtype),
                       _td(ws, c, bc, p.out_dtype), ws.Int32, ws.Int32, ws.Int32, ws.Int32,
-                      ws.Int32, (), block=(p.threads, 1, 1)).ptx
+                      ws.Int32, (), block=(p.threads, 1, 1))
 
 
 def _td(ws, arr, box, dtype):
@@ -67,7 +69,7 @@ def _td(ws, arr, box, dtype):
     return ws.tma.TensorDescriptor(arr, box)
 
 
-def attention_ptx(fields: dict) -> str:
+def attention_kernel(fields: dict):
     import numpy as np
     import ml_dtypes
     import warpstage as ws
@@ -82,34 +84,51 @@ def attention_ptx(fields: dict) -> str:
     lse_arg = ws.Tensor[ws.Float32, 3] if lse else None
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
                       TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, lse_arg, o_desc,
-                      block=(fa.threads, 1, 1)).ptx
+                      block=(fa.threads, 1, 1))
 
 
 def dump(out: str) -> int:
     os.environ["WARPSTAGE_CACHE_DIR"] = ""        # the disk cache off: every kernel is compiled
     warnings.simplefilter("ignore")
     os.makedirs(out, exist_ok=True)
-    jobs = [(n, matmul_ptx, f) for n, f in MATMUL.items()]
-    jobs += [(n, attention_ptx, f) for n, f in ATTENTION.items()]
+    jobs = [(n, matmul_kernel, f) for n, f in MATMUL.items()]
+    jobs += [(n, attention_kernel, f) for n, f in ATTENTION.items()]
     for name, fn, fields in jobs:
         try:
-            text = fn(fields)
+            ck = fn(fields)
+            text, res = ck.ptx, resources(ck)
         except Exception as e:             # the failure is the artifact
-            text = f"ERROR {type(e).__name__}: {e}\n"
-        with open(os.path.join(out, name + ".ptx"), "w") as f:
-            f.write(text)
-        print(f"{name:36s} {len(text.splitlines()):6d} lines")
+            text = res = f"ERROR {type(e).__name__}: {e}\n"
+        for ext, body in ((".ptx", text), (".res", res)):
+            with open(os.path.join(out, name + ext), "w") as f:
+                f.write(body)
+        print(f"{name:36s} {len(text.splitlines()):6d} lines  {res.strip()}")
     return 0
 
 
+def resources(ck) -> str:
+    """ptxas' registers / spills / stack and the SASS instruction count ("-" where ptxas or
+    nvdisasm is missing)."""
+    r = ck.resources
+    sass = ck.sass
+    count = len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)) if sass else "-"
+    if r is None:
+        return "no ptxas\n"
+    return (f"registers {r.registers} spill_stores {r.spill_stores} spill_loads "
+            f"{r.spill_loads} stack {r.stack_frame} sass_instructions {count}\n")
+
+
 def compare(a: str, b: str) -> int:
-    names = sorted(set(os.listdir(a)) | set(os.listdir(b)))
+    names = sorted({n[:-4] for d in (a, b) for n in os.listdir(d) if n.endswith(".ptx")})
     bad = 0
     for n in names:
-        ta, tb = (_read(os.path.join(d, n)) for d in (a, b))
-        same = ta == tb
+        same = _read(os.path.join(a, n + ".ptx")) == _read(os.path.join(b, n + ".ptx"))
         bad += not same
-        print(f"{'identical' if same else 'DIFFERS  '}  {n}")
+        line = f"{'identical' if same else 'DIFFERS  '}  {n}"
+        if not same:
+            res = [(_read(os.path.join(d, n + ".res")) or "-").strip() for d in (a, b)]
+            line += f"\n      {res[0]}\n   -> {res[1]}"
+        print(line)
     return 1 if bad else 0
 
 
