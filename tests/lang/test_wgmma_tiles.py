@@ -10,6 +10,8 @@ import warpstage as ws
 from warpstage.ir.swizzle import swizzle_offset
 from warpstage.lang.wgmma import TileLayout
 
+from tma_kit import init_barrier
+
 L = ws.layout
 
 
@@ -66,10 +68,7 @@ def load_two_boxes(cfg: ws.Static[TwoBoxes], desc, out: ws.Tensor, r0: ws.Int32,
     back through LAYOUT.element_layout (logical (r, c) -> swizzled element offset)."""
     s = ws.smem.allocate(cfg.Storage)
     tid = ws.arch.thread_idx()[0]
-    if tid == 0:
-        s.bar[0].init(1)
-        ws.arch.fence_mbarrier_init()
-    ws.arch.sync_threads()
+    init_barrier(s.bar[0], tid)
     if tid == 0:
         s.bar[0].arrive_expect_tx(LAYOUT.nbytes)
         ws.tma.load_tile(desc, LAYOUT, s.tile, (r0, c0), s.bar[0])
