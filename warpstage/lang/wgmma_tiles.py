@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..frontend.source import user_location
 from ..frontend.trace import Origin, builder
-from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_offset
+from ..ir.swizzle import SWIZZLE_MODES, swizzle_align
 from .layout_int import mul
 from .layout_swizzle import smem_layout_atom, tile_to_shape
 from .operands import operand_error, pointer_operand, static_int
