@@ -110,3 +110,29 @@ def mma(b, tile, flag, operands=None, results=(f32,) * 4, **kw):
 ])
 def test_verifier_errors(body, message):
     assert message in bad(body)
+
+
+@pytest.mark.parametrize("n", [8, 16, 72, 256])
+def test_accumulator_tv_is_the_ptx_isa_register_fragment(n):
+    # PTX ISA "Register Fragments", wgmma D: register v of lane l of warp w holds row
+    # 16 w + l / 4 + 8 ((v / 2) % 2), column 8 (v / 4) + 2 (l % 4) + v % 2
+    from warpstage.ir.ops_wgmma import accumulator_tv
+
+    (t_shape, v_shape), (t_stride, v_stride) = accumulator_tv(n)
+
+    def index(x, shape, stride):
+        out = 0
+        for s, d in zip(shape, stride):
+            out, x = out + (x % s) * d, x // s
+        return out
+
+    seen = set()
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        for v in range(n // 2):
+            row = 16 * w + lane // 4 + 8 * ((v // 2) % 2)
+            col = 8 * (v // 4) + 2 * (lane % 4) + v % 2
+            idx = index(t, t_shape, t_stride) + index(v, v_shape, v_stride)
+            assert (idx % 64, idx // 64) == (row, col), (t, v)
+            seen.add(idx)
+    assert seen == set(range(64 * n))

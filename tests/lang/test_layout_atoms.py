@@ -1,6 +1,8 @@
-"""The accumulator thread-value layouts of ws.layout against independent definitions of the
-same PTX ISA fragment tables: ws.mma.c_coords (ir/ops_mma.py) and the simulator's wgmma
-fragment (sim/wgmma_layout.py). ws.wgmma.accumulator_coords is computed from the TV layout."""
+"""The accumulator thread-value layouts of ws.layout: the mma.sync one against an independent
+definition of the same PTX ISA fragment table (ws.mma.c_coords, ir/ops_mma.py); the wgmma one,
+defined once in ir/ops_wgmma.py (accumulator_tv, checked against the PTX ISA formula in
+tests/ir/test_ir_wgmma.py), as ws.layout evaluates it against the simulator's numpy evaluation
+(sim/wgmma_layout.py). ws.wgmma.accumulator_coords is computed from the TV layout."""
 import pytest
 
 import warpstage as ws

@@ -286,6 +286,23 @@ def test_accumulator_and_a_fragment_coordinates_follow_the_ptx_figures():
     assert seen == {(r, c) for r in range(64) for c in range(24)}       # each element once
 
 
+@ws.kernel
+def dynamic_tid_coords(out: ws.Tensor):
+    """out[t, v] = (row, col) of register v of thread t for a dynamic tid (256 threads: the
+    second warpgroup's tid is 128 + its index, which accumulator_coords ignores)."""
+    t = ws.arch.thread_idx()[0]
+    for v, (r, c) in enumerate(ws.wgmma.accumulator_coords(24, t)):
+        out[t, v, 0] = r
+        out[t, v, 1] = c
+
+
+def test_accumulator_coords_of_a_dynamic_thread_index_are_the_static_ones():
+    out = np.full((256, 12, 2), -1, np.int32)
+    dynamic_tid_coords[1, 256](out)
+    want = np.array([ws.wgmma.accumulator_coords(24, t % 128) for t in range(256)], np.int32)
+    np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.skipif("align" not in getattr(ws.smem.SmemArray, "__slots__", ()),
                     reason="shared arrays do not carry their alignment")
 def test_swizzled_tile_alignment_is_checked_while_compiling(tmp_path):

@@ -37,7 +37,7 @@ from .ops import ASYNC, COLL, P, R, WAITS, _types
 from .types import PointerType, ScalarType, i1, u64
 
 __all__ = ["descriptor_fields", "decode_descriptor", "DESCRIPTOR_ADDRESS_MASK",
-           "accumulator_base", "accumulator_offset", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+           "accumulator_tv", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
@@ -66,16 +66,17 @@ def decode_descriptor(desc: int) -> dict:
             "swizzle": _SPAN[(desc >> 62) & 3]}
 
 
-def accumulator_base(warp, lane):
-    """(row, col) of element 0 of the m64nN accumulator fragment of lane ``lane`` of warp
-    ``warp`` (0..3) of the warpgroup (PTX ISA "Register Fragments", wgmma D; also the A register
-    fragment, as m64n16). Ints, numpy arrays and traced scalars alike."""
-    return 16 * warp + lane // 4, 2 * (lane % 4)
-
-
-def accumulator_offset(i: int):
-    """(row, col) of element ``i`` of that fragment relative to element 0."""
-    return 8 * ((i // 2) % 2), 8 * (i // 4) + i % 2
+def accumulator_tv(n: int) -> tuple:
+    """The m64nNk16 D fragment (also the A register fragment, as m64n16) as a thread-value
+    layout ``(shape, stride)``: thread ``t`` (0..127 of the warpgroup) and register ``v``
+    (0..n/2-1) hold element ``row + 64 * col`` of the 64 x ``n`` tile at ``crd2idx((t, v))``,
+    the column-major split of ``t`` over ``(4, 8, 4)`` (lane % 4, lane / 4, warp) and of ``v``
+    over ``(2, 2, n / 8)``. So register v of lane l of warp w is row
+    ``16 w + l / 4 + 8 ((v / 2) % 2)``, column ``8 (v / 4) + 2 (l % 4) + v % 2`` (PTX ISA
+    "Register Fragments", wgmma D; CuTe's ``CLayout_64xN``). The one definition:
+    ``ws.layout.wgmma_accumulator_tv`` wraps it and the simulator evaluates it
+    (``sim/wgmma_layout.py``). ``n``: a multiple of 8 in [8, 256] (not checked here)."""
+    return ((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))
 
 
 def _static(op: Operation, name: str, allowed) -> Optional[str]:

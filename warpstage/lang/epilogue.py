@@ -33,6 +33,7 @@ from .scalars import BFloat16, Float16, Float32
 from .smem import Array
 from .sync import fence_proxy_async
 from . import tma as _tma
+from .wgmma import accumulator_coords
 from .wgmma_tiles import TileLayout
 
 __all__ = ["TmaStoreEpilogue"]
@@ -76,7 +77,7 @@ class TmaStoreEpilogue:
         self.per_warpgroup = tile_m // 64 // warpgroups       # accumulators per warpgroup
         self.threads = 128 * warpgroups
         self.layout = TileLayout(tile_m, self.sub_cols, dtype, swizzle=128)
-        self.box = (tile_m, self.sub_cols)
+        self.box = self.layout.box                        # (tile_m, sub_cols)
         self.buffer_shape = (BUFFERS, tile_m, self.sub_cols)
         self.buffer_spec = Array(dtype, self.buffer_shape, swizzle=128)
         self.smem_bytes = BUFFERS * self.layout.nbytes
@@ -113,7 +114,7 @@ class TmaStoreEpilogue:
                                 "pass ws.wgmma.wait_group(0, acc)")
         bar = self.barrier_id if barrier_id is None else barrier_id
         wg, warp, lane = tid // 128, (tid // 32) % 4, tid % 32
-        col = 2 * (lane % 4)                              # element i: col + 8 (i // 4) + i % 2
+        frag = accumulator_coords(self.tile_n, tid)       # (row, col) of each register
         per_sub = self.sub_cols // 2                      # accumulator registers per sub-tile
         count = self.tile_n // self.sub_cols
         leader = tid == 0
@@ -126,7 +127,7 @@ class TmaStoreEpilogue:
             buf = buffers[j % BUFFERS]
             for blk, acc in enumerate(accs):
                 block0 = (wg * self.per_warpgroup + blk) * 64
-                self._write(buf, acc, j, block0, warp, lane, col, per_sub, transform)
+                self._write(buf, acc, j, block0, frag, warp, lane, per_sub, transform)
             fence_proxy_async()
             _if_then(leader, lambda: _tma.wait_group(0, read=True))
             barrier_sync(bar, self.threads)
@@ -138,20 +139,16 @@ class TmaStoreEpilogue:
                 _tma.commit_group()
             _if_then(leader, issue)
 
-    def _write(self, buf, acc, j, block0, warp, lane, col, per_sub, transform) -> None:
-        """Sub-tile ``j`` of one accumulator (rows ``block0`` ..) into ``buf``: the transform,
-        then stmatrix (16-bit outputs) or st.shared (f32)."""
-        row = block0 + 16 * warp + lane // 4               # element i: row + 8 ((i // 2) % 2)
-        vals = []
-        for i in range(j * per_sub, (j + 1) * per_sub):
-            x = acc[i]
-            if transform is not None:
-                x = transform(x, row + 8 * ((i // 2) % 2), col + 8 * (i // 4) + i % 2)
-            vals.append(x)
+    def _write(self, buf, acc, j, block0, frag, warp, lane, per_sub, transform) -> None:
+        """Sub-tile ``j`` of one accumulator (rows ``block0`` ..; register i at ``frag[i]`` in
+        the block) into ``buf``: the transform, then stmatrix (16-bit outputs) or st.shared
+        (f32)."""
+        regs = range(j * per_sub, (j + 1) * per_sub)
+        vals = [acc[i] if transform is None else
+                transform(acc[i], block0 + frag[i][0], frag[i][1]) for i in regs]
         if self.dtype is Float32:
-            for t, x in enumerate(vals):
-                i = j * per_sub + t
-                buf[row + 8 * ((i // 2) % 2), col + 8 * (i // 4) - j * self.sub_cols + i % 2] = x
+            for i, x in zip(regs, vals):
+                buf[block0 + frag[i][0], frag[i][1] - j * self.sub_cols] = x
         else:
             self._stmatrix(buf, Fragment(Float32, vals).to(self.dtype), block0, warp, lane)
 

@@ -10,11 +10,14 @@ Sources: PTX ISA "Matrix Fragments for mma.m16n8k16" (accumulator: ``(g, 2t+i%2)
 ``(g+8, ...)`` with ``g = lane >> 2``, ``t = lane & 3``) and "Register Fragments" of
 ``wgmma.mma_async`` m64nNk16 (D: row ``16*warp + lane/4 + 8*((i/2)%2)``, column
 ``8*(i/4) + 2*(lane%4) + i%2``); the same as CuTe's ``SM80_16x8_Row`` and ``CLayout_64xN``.
-``tests/lang/test_layout_atoms.py`` checks them against ``ws.mma.c_coords`` and
-``ws.wgmma.accumulator_coords``.
+The wgmma layout's one definition is ``ir.ops_wgmma.accumulator_tv`` (``ir/`` imports nothing
+of ``lang/``, and the simulator evaluates the same tuples); ``tests/ir/test_ir_wgmma.py`` checks
+it against the PTX ISA formula, ``tests/lang/test_layout_atoms.py`` the mma.sync one against
+``ws.mma.c_coords`` and both evaluations of the wgmma one against each other.
 """
 from __future__ import annotations
 
+from ..ir.ops_wgmma import accumulator_tv
 from .layout_core import Layout, cosize, slice_and_offset
 from .layout_int import add, flatten, floordiv, is_static, mod, unflatten_like
 from .operands import operand_error, static_int
@@ -39,11 +42,12 @@ def wgmma_tile(n: int) -> tuple:
 
 def wgmma_accumulator_tv(n: int) -> Layout:
     """The wgmma m64nNk16 D fragment over the 64 x ``n`` tile (128 threads x ``n/2``
-    registers): ``((4, 8, 4), (2, 2, n/8)) : ((128, 1, 16), (64, 8, 512))``. ``n``: a static
-    multiple of 8 in [8, 256]."""
+    registers): ``((4, 8, 4), (2, 2, n/8)) : ((128, 1, 16), (64, 8, 512))``, the layout
+    ``ir.ops_wgmma.accumulator_tv`` defines for the simulator too. ``n``: a static multiple of 8
+    in [8, 256]; OperandError otherwise."""
     n = static_int(n, "ws.layout.wgmma_accumulator_tv()'s n", range(8, 257, 8),
                    "a multiple of 8 in [8, 256]", "pass the wgmma's N")
-    return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))
+    return Layout(*accumulator_tv(n))
 
 
 def coordinate_layouts(tv: Layout, rows: int) -> tuple:

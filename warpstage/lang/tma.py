@@ -35,13 +35,15 @@ from __future__ import annotations
 from ..frontend.trace import builder
 from ..ir.swizzle import swizzle_align
 from ..runtime.tensormap import TensorDescriptor
+from .layout_int import add
 from .mbarrier import Mbarrier
 from .operands import dynamic_i32, operand_error, pointer_operand, static_int
 from .scalars import DTYPES, Scalar
 from .smem import SmemArray
+from .wgmma_tiles import TileLayout
 
-__all__ = ["TensorDescriptor", "TmaDescriptor", "TensorMap", "load", "store", "commit_group",
-           "wait_group", "prefetch_descriptor", "bulk_copy", "SMEM_ALIGN"]
+__all__ = ["TensorDescriptor", "TmaDescriptor", "TensorMap", "load", "load_tile", "store",
+           "commit_group", "wait_group", "prefetch_descriptor", "bulk_copy", "SMEM_ALIGN"]
 
 SMEM_ALIGN = 128
 """Bytes a TMA tensor copy's shared-memory address must be aligned to (without swizzle)."""
@@ -262,6 +264,25 @@ def load(desc, dst, coords, bar) -> None:
                             "pass storage.bars[i] (or pipe.producer_get_barrier(state))")
     xs = _coords(d, coords, what)
     builder(what).tma_load(d.map.value, tile.ptr.value, bar.ptr.value, xs, d.box, d.smem_bytes)
+
+
+def load_tile(desc, layout, tile, coords, bar) -> None:
+    """Load a wgmma smem tile by TMA as ``layout.blocks`` boxes: ``layout`` is the tile's
+    ``ws.wgmma.TileLayout`` (``desc``'s box: ``layout.box``, one column block; leading box
+    dimensions of 1 allowed), ``tile`` its smem array (``layout.shape``), ``coords`` the
+    coordinates of the tile's element (0, 0) in ``desc``'s tensor (elements, outermost first;
+    the last is the column). Box ``blk`` comes from column ``coords[-1] + blk *
+    layout.block_cols`` into ``layout.block(tile, blk)``; all complete on ``bar`` (announce
+    ``layout.nbytes``). Raises OperandError as ``load`` does, or for a ``layout`` that is not
+    a TileLayout."""
+    if not isinstance(layout, TileLayout):
+        raise operand_error("ws.tma.load_tile()'s layout", type(layout).__name__,
+                            "a ws.wgmma.TileLayout (the smem tile's layout)",
+                            "pass the TileLayout the tile was allocated with")
+    coords = tuple(coords)
+    for blk in range(layout.blocks):
+        col = add(coords[-1], blk * layout.block_cols)
+        load(desc, layout.block(tile, blk), coords[:-1] + (col,), bar)
 
 
 def store(desc, src, coords) -> None:

@@ -222,19 +222,24 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
 
 # -- fragment layouts ---------------------------------------------------------------------------
 def accumulator_coords(n: int, tid=None) -> list:
-    """[(row, col)] of each of the n/2 accumulator registers of thread ``tid`` (its index in
-    the warpgroup, 0..127; default this thread's, dynamic) in the 64 x n tile: element i is row
-    ``16*(tid//32) + (tid%32)//4 + 8*((i//2)%2)``, column ``8*(i//4) + 2*(tid%4) + i%2`` (PTX
-    ISA "Register Fragments": wgmma D, m64nNk16), i.e. the TV layout
-    ``ws.layout.wgmma_accumulator_tv(n)``, from which this is computed. Python ints for an int
-    ``tid``."""
+    """[(row, col)] of each of the n/2 accumulator registers of thread ``tid`` in the 64 x n
+    tile of its warpgroup: element i is row ``16*warp + lane//4 + 8*((i//2)%2)``, column
+    ``8*(i//4) + 2*(lane%4) + i%2`` with ``warp = (tid//32)%4``, ``lane = tid%32`` (PTX ISA
+    "Register Fragments": wgmma D, m64nNk16), i.e. the TV layout
+    ``ws.layout.wgmma_accumulator_tv(n)``, from which this is computed. ``tid``: None (this
+    thread: ``warp_idx() % 4`` and ``lane_idx()``), a static index in [0, 128) (Python ints
+    result), or a dynamic thread index (Int32; its warpgroup is ignored: only ``tid % 128``
+    counts). Raises OperandError for another n or static tid."""
     n = _n(n, "ws.wgmma.accumulator_coords()")
     if tid is None:
         from .arch import lane_idx, warp_idx
         warp, lane = warp_idx() % 4, lane_idx()
+    elif isinstance(tid, Scalar):
+        warp, lane = mod(floordiv(tid, 32), 4), mod(tid, 32)
     else:
         tid = static_int(tid, "ws.wgmma.accumulator_coords()'s tid", range(128),
-                         "a thread index in [0, 128) or None", "omit tid inside a kernel")
+                         "a thread index in [0, 128), a dynamic Int32 or None",
+                         "omit tid inside a kernel")
         warp, lane = tid // 32, tid % 32
     # the thread's coordinate (lane % 4, lane / 4, warp) in ws.layout.wgmma_accumulator_tv(n)
     thread = (mod(lane, 4), floordiv(lane, 4), warp)

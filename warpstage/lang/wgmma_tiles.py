@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ..frontend.source import user_location
 from ..frontend.trace import Origin, builder
-from ..ir.swizzle import SWIZZLE_MODES, swizzle_align, swizzle_offset
+from ..ir.swizzle import SWIZZLE_MODES, swizzle_align
+from .layout_int import mul
+from .layout_swizzle import smem_layout_atom, tile_to_shape
 from .operands import operand_error, pointer_operand, static_int
 from .scalars import BFloat16, Float16, Scalar, Uint64
 
@@ -58,9 +60,12 @@ class TileLayout:
     For wgmma, a K-major operand is (rows = M or N, cols = K) and an MN-major one (rows = K,
     cols = M or N). ``shape`` is the smem array to allocate ((rows, cols) when one block,
     else (blocks, rows, block_cols)), ``align`` its alignment (8 * span bytes when swizzled),
-    ``spec`` that field type (``ws.smem.Array[dtype, shape, align]``). ``offset(r, c)`` is the
-    element offset of logical element (r, c) in that array, swizzle applied (static or dynamic
-    indices). rows must be a multiple of 8 and cols of span / element size."""
+    ``spec`` that field type (``ws.smem.Array[dtype, shape, align]``). ``element_layout`` is the
+    tile as a ``ws.layout`` (logical (r, c) -> element offset in that array, swizzled):
+    ``tile_to_shape(smem_layout_atom(swizzle, dtype), (rows, cols))``, i.e.
+    ``Sw o (rows, (span/eb, blocks)) : (span/eb, (1, rows span/eb))``; ``offset(r, c)`` evaluates
+    it (static or dynamic indices). rows must be a multiple of 8 and cols of span / element
+    size."""
 
     def __init__(self, rows: int, cols: int, dtype, swizzle: int = 0):
         what = "ws.wgmma.TileLayout"
@@ -80,6 +85,10 @@ class TileLayout:
                       else (self.blocks, self.rows, self.block_cols))
         self.align = swizzle_align(self.swizzle)
         self.nbytes = self.rows * self.cols * self.eb
+        # (r, c) -> element offset: the span-wide K-major swizzle atom tiled over the tile,
+        # column blocks outermost (CuTe's tile_to_shape of Layout_K_SW*_Atom)
+        self.element_layout = tile_to_shape(smem_layout_atom(self.swizzle, dtype),
+                                            (self.rows, self.cols))
 
     @property
     def spec(self):
@@ -88,13 +97,25 @@ class TileLayout:
 
     def byte_offset(self, r, c, swizzled: bool = True):
         """Byte offset of element (r, c) from the tile's start (swizzled unless told not)."""
-        off = (c // self.block_cols) * (self.rows * self.span) + r * self.span \
-            + (c % self.block_cols) * self.eb
-        return swizzle_offset(off, self.swizzle) if swizzled else off
+        lay = self.element_layout if swizzled else self.element_layout.outer
+        return mul(lay(r, c), self.eb)
 
     def offset(self, r, c):
-        """Element offset of (r, c) in the tile's array (flat), swizzle applied."""
-        return self.byte_offset(r, c) // self.eb
+        """Element offset of (r, c) in the tile's array (flat), swizzle applied:
+        ``element_layout(r, c)``."""
+        return self.element_layout(r, c)
+
+    @property
+    def box(self) -> tuple:
+        """The TMA box (outermost first, elements) of one column block: ``(rows, block_cols)``,
+        the sub-layout ``element_layout`` maps to one contiguous ``rows x span`` bytes; the tile
+        is ``blocks`` such boxes side by side (``ws.tma.load_tile``)."""
+        return (self.rows, self.block_cols)
+
+    def block(self, tile, blk: int):
+        """Column block ``blk`` (static, < ``blocks``) of ``tile``, an smem array of ``shape``:
+        ``tile[blk]``, or ``tile`` itself when the tile is one block."""
+        return tile if self.blocks == 1 else tile[blk]
 
     def descriptor_offsets(self, major: str) -> tuple:
         """(LBO, SBO) in bytes of this tile as a ``major`` ("K" or "MN") wgmma operand."""

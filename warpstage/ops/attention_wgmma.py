@@ -202,11 +202,11 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     @property
     def o_box(self) -> tuple:
         """The TMA box of o's descriptor (``tma_store``): one warpgroup's 64 rows x 64 columns."""
-        return (1, 1, 64, BOX_COLS)
+        return (1, 1) + self.out.box
 
     def descriptor_boxes(self) -> tuple:
         """The TMA boxes (outermost first) of the q and of the k/v descriptors."""
-        return (1, 1, self.tile_m, BOX_COLS), (1, 1, self.tile_n, BOX_COLS)
+        return (1, 1) + self.q_layout.box, (1, 1) + self.kv_layout.box
 
     def elements(self, frag) -> list:
         """The elements of a wgmma f32 accumulator fragment (already in the shared order)."""
@@ -327,9 +327,8 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         if ws.arch.elect_one():
             bar = storage.q_bar[0]
             bar.arrive_expect_tx(self.q_layout.nbytes)
-            for blk in ws.static_range(self.blocks):
-                ws.tma.load(q_desc, self.block(storage.q, blk),
-                            (b, h, m_block * self.tile_m, blk * BOX_COLS), bar)
+            ws.tma.load_tile(q_desc, self.q_layout, storage.q, (b, h, m_block * self.tile_m, 0),
+                             bar)
         if ws.static(self.split_kv):
             hk = h // self.kv_group                         # the query head's K/V head (GQA)
             kst = self.load_tile(k_desc, storage.k, b, hk, 0, k_pipe, kst)
@@ -344,8 +343,10 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                     bar = k_pipe.producer_get_barrier(kst)
                     for blk in ws.static_range(self.blocks):
                         coords = (b, h // self.kv_group, tile * self.tile_n, blk * BOX_COLS)
-                        ws.tma.load(k_desc, self.block(storage.k[kst.index], blk), coords, bar)
-                        ws.tma.load(v_desc, self.block(storage.v[kst.index], blk), coords, bar)
+                        ws.tma.load(k_desc, self.kv_layout.block(storage.k[kst.index], blk),
+                                    coords, bar)
+                        ws.tma.load(v_desc, self.kv_layout.block(storage.v[kst.index], blk),
+                                    coords, bar)
                 k_pipe.producer_commit(kst)
                 kst = kst.advance()
         return kst, vst
@@ -357,15 +358,10 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         pipe.producer_acquire(state)
         if ws.arch.elect_one():
             bar = pipe.producer_get_barrier(state)
-            for blk in ws.static_range(self.blocks):
-                ws.tma.load(desc, self.block(ring[state.index], blk),
-                            (b, h, tile * self.tile_n, blk * BOX_COLS), bar)
+            ws.tma.load_tile(desc, self.kv_layout, ring[state.index],
+                             (b, h, tile * self.tile_n, 0), bar)
         pipe.producer_commit(state)
         return state.advance()
-
-    def block(self, tile, blk):
-        """Column block ``blk`` (64 columns, one TMA box) of a Q/K/V tile array."""
-        return tile if ws.static(self.blocks == 1) else tile[blk]
 
 
 @ws.jit

@@ -169,10 +169,9 @@ class Matmul(MatmulConsumer):
         (M, K) tensor when K-major, else as its (K, M) transpose; B as (K, N) when MN-major,
         else as (N, K); C as (M, N). Batched: a leading box dimension of 1; split-K: C is the
         (batches x splits, M, N) f32 workspace, so its box has the leading 1 too."""
-        a = (TILE_M, TILE_K) if self.a_major == "K" else (TILE_K, 64)
-        b = (self.tile_n, TILE_K) if self.b_major == "K" else (TILE_K, 64)
         pre = (1,) if self.batched else ()
-        return pre + a, pre + b, ((1,) if self.batched or self.split_k else ()) + self.out.box
+        return (pre + self.a_layout.box, pre + self.b_layout.box,
+                ((1,) if self.batched or self.split_k else ()) + self.out.box)
 
     def tiles(self, m: int, n: int, batches: int = 1, splits: int = 1) -> int:
         """Work units of an M x N (x batches) problem: output tiles, times ``splits`` K ranges."""
@@ -207,43 +206,27 @@ class Matmul(MatmulConsumer):
                 pipeline.producer_acquire(state)
                 if ws.arch.elect_one():
                     bar = pipeline.producer_get_barrier(state)
-                    self.load_a(a_desc, storage.a[state.index], m_blk * TILE_M,
-                                (k0 + kt) * TILE_K, batch, bar)
-                    self.load_b(b_desc, storage.b[state.index], n_blk * self.tile_n,
-                                (k0 + kt) * TILE_K, batch, bar)
+                    self.load_operand(a_desc, self.a_layout, self.a_major,
+                                      storage.a[state.index], m_blk * TILE_M,
+                                      (k0 + kt) * TILE_K, batch, bar)
+                    self.load_operand(b_desc, self.b_layout, self.b_major,
+                                      storage.b[state.index], n_blk * self.tile_n,
+                                      (k0 + kt) * TILE_K, batch, bar)
                 state = state.advance()
         pipeline.producer_tail(state)
 
-    def load_a(self, desc, tile, m0, k0, batch, bar) -> None:
-        """A's 128 x 64 tile at (m0, k0): one box (M, K) K-major; two 64 x 64 boxes of the
-        (K, M) transpose MN-major."""
-        if self.a_major == "K":
-            ws.tma.load(desc, tile, self.coords(batch, m0, k0), bar)
-        else:
-            for blk in range(TILE_M // 64):
-                ws.tma.load(desc, block(self.a_layout, tile, blk),
-                            self.coords(batch, k0, m0 + 64 * blk), bar)
-
-    def load_b(self, desc, tile, n0, k0, batch, bar) -> None:
-        """B's 64 x tile_n tile at (k0, n0): one box of the (N, K) transpose K-major; tile_n / 64
-        boxes of (K, N) MN-major."""
-        if self.b_major == "K":
-            ws.tma.load(desc, tile, self.coords(batch, n0, k0), bar)
-        else:
-            for blk in range(self.tile_n // 64):
-                ws.tma.load(desc, block(self.b_layout, tile, blk),
-                            self.coords(batch, k0, n0 + 64 * blk), bar)
+    def load_operand(self, desc, layout, major, tile, mn0, k0, batch, bar) -> None:
+        """A's 128 x 64 or B's 64 x tile_n tile (``layout``: a_layout / b_layout) at M or N
+        index ``mn0``, K index ``k0``: the box(es) of ``layout`` from the (M or N, K) tensor
+        K-major, from its (K, M or N) transpose MN-major."""
+        rc = (mn0, k0) if major == "K" else (k0, mn0)
+        ws.tma.load_tile(desc, layout, tile, self.coords(batch, *rc), bar)
 
     def coords(self, batch, row, col) -> tuple:
         return (batch, row, col) if self.batched else (row, col)
 
 
 TILE_NS = (64, 128, 192, 256)
-
-
-def block(layout: TileLayout, tile, blk: int):
-    """Column block ``blk`` (64 columns: one TMA box) of a stage's tile."""
-    return tile if layout.blocks == 1 else tile[blk]
 
 
 def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:

@@ -5,23 +5,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.ops_wgmma import accumulator_base, accumulator_offset, decode_descriptor
+from ..ir.ops_wgmma import accumulator_tv, decode_descriptor
 from ..ir.swizzle import swizzle_offset
 from .dtypes import LANES
 
 __all__ = ["FRAGMENT", "fragment_coords", "decode_descriptor", "operand_addresses"]
 
-_LANE = np.arange(LANES)
+_THREADS = 4 * LANES                     # a warpgroup
+
+
+def _layout_index(x, shape: tuple, stride: tuple):
+    """``crd2idx`` of the 1-D coordinates ``x`` (an int array) in the flat layout
+    ``shape:stride``: ``x`` split column-major over ``shape``, dotted with ``stride``."""
+    idx = np.zeros_like(x)
+    for s, d in zip(shape, stride):
+        idx = idx + (x % s) * d
+        x = x // s
+    return idx
 
 
 def fragment_coords(n: int) -> tuple:
     """(rows, cols): int arrays of shape (4 warps, n/2 elements, 32 lanes) giving the D-matrix
-    position of each register of an m64nN accumulator fragment."""
-    i = np.arange(n // 2)[None, :, None]
-    row0, col0 = accumulator_base(np.arange(4)[:, None, None], _LANE[None, None, :])
-    drow, dcol = accumulator_offset(i)
-    rows = row0 + drow
-    return rows, np.broadcast_to(col0 + dcol, rows.shape)
+    position of each register of an m64nN accumulator fragment: the thread-value layout
+    ``ir.ops_wgmma.accumulator_tv(n)`` evaluated at every (thread, register)."""
+    (t_shape, v_shape), (t_stride, v_stride) = accumulator_tv(n)
+    idx = (_layout_index(np.arange(_THREADS)[:, None], t_shape, t_stride)
+           + _layout_index(np.arange(n // 2)[None, :], v_shape, v_stride))    # (thread, reg)
+    idx = np.ascontiguousarray(idx.reshape(4, LANES, n // 2).transpose(0, 2, 1))  # (warp, reg, lane)
+    return idx % 64, idx // 64
 
 
 FRAGMENT = {n: fragment_coords(n) for n in range(8, 257, 8)}
