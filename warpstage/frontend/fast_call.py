@@ -60,8 +60,9 @@ _READ_TORCH = '''\
 
 _READ_ADAPTED = '''\
         a{i} = _adapt({v})
-        if a{i} is None or a{i}.device != "cuda" or a{i}.device_index:
+        if a{i} is None or a{i}.device != "cuda":
             {miss}
+        e{i} = a{i}.device_index or 0
         p{i} = a{i}.data_ptr
         h{i} = a{i}.shape
         s{i} = a{i}.strides
@@ -69,8 +70,9 @@ _READ_ADAPTED = '''\
 
 _TENSOR = ('''\
     if type({v}) is _Tensor:
-        if not {v}.is_cuda or {v}.get_device():
+        if not {v}.is_cuda:
             {miss}
+        e{i} = {v}.get_device()
 ''' + _READ_TORCH + "        d{i} = {v}.dtype\n    else:\n" + _READ_ADAPTED
            + "        d{i} = (a{i}.kind, a{i}.dtype)\n")
 
@@ -97,25 +99,31 @@ _AUTO = '''\
         else:
             {miss}
         c{i} = ({v},)
+        e{i} = None
     elif t{i} is float:
         if not -_F32_MAX <= {v} <= _F32_MAX and {v} == {v} and {v} not in (_INF, -_INF):
             {miss}
         g{i} = 2
         c{i} = ({v},)
+        e{i} = None
     elif t{i} is bool:
         g{i} = 3
         c{i} = ({v},)
+        e{i} = None
     elif {v} is None:
         g{i} = 4
         c{i} = ()
-    elif t{i} is _Tensor and {v}.is_cuda and not {v}.get_device():
+        e{i} = None
+    elif t{i} is _Tensor and {v}.is_cuda:
+        e{i} = {v}.get_device()
 ''' + _READ_TORCH + '''\
         g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
         c{i} = None
     elif t{i} is _Descriptor:
         a{i} = {v}.tensor_arg
-        if a{i}.kind != "torch" or a{i}.device != "cuda" or a{i}.device_index:
+        if a{i}.kind != "torch" or a{i}.device != "cuda":
             {miss}
+        e{i} = a{i}.device_index
         g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
         c{i} = False
     else:
@@ -125,7 +133,7 @@ _AUTO = '''\
 '''
 
 _LOOKUP = '''\
-    sig = (L.block{sig},)
+    sig = (L.block, dev{sig},)
     last_sig, hit = L.last                  # one attribute: threads see a matching pair
     if sig != last_sig:
         hit = _memo.get(sig)
@@ -138,7 +146,7 @@ _LOOKUP = '''\
 '''
 
 _GIVEN = '''\
-    sig = (L.block{sig},)
+    sig = (L.block, dev{sig},)
     launcher, guards, smem, torch_stream{xs} = hit
 '''
 
@@ -146,7 +154,7 @@ _FINISH = '''\
 {auto_leaves}\
     stream = L.stream
     if stream is None:
-        stream = _raw_stream(0) if torch_stream else 0
+        stream = _raw_stream(dev) if torch_stream else 0
     elif type(stream) is not int:
         stream = _stream_handle(stream)
     if smem < L.smem:
@@ -171,6 +179,28 @@ def kind_of(annotation, self_rule: bool):
 
 def _tuple(items) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def device_source(kinds) -> str:
+    """The generated lines that set ``dev``, the GPU the launch runs on: the device of its
+    tensors (``e{i}`` per tensor or descriptor, None for an auto parameter given no tensor), 0
+    without tensors; tensors on two devices miss (the full path names both)."""
+    tensors = [i for i, k in enumerate(kinds) if k == "tensor"]
+    autos = [i for i, k in enumerate(kinds) if k == "auto"]
+    if not tensors and not autos:
+        return "    dev = 0\n"
+    if tensors:
+        lines = [f"    dev = e{tensors[0]}\n"]
+        others = [f"e{i} != dev" for i in tensors[1:]]
+        others += [f"(e{i} is not None and e{i} != dev)" for i in autos]
+        if others:
+            lines.append(f"    if {' or '.join(others)}:\n        {{miss}}\n")
+        return "".join(lines)
+    lines = ["    dev = None\n"]
+    for i in autos:
+        lines.append(f"    if e{i} is not None:\n        if dev is None:\n            dev = e{i}\n"
+                     f"        elif e{i} != dev:\n            {{miss}}\n")
+    return "".join(lines) + "    if dev is None:\n        dev = 0\n"
 
 
 def call_source(kinds, name: str = "kernel") -> str:
@@ -217,6 +247,7 @@ def call_source(kinds, name: str = "kernel") -> str:
                   auto_leaves="".join(auto_leaves))
     target = '    if _target() != "cuda":\n        {miss}\n'
     finish = _FINISH.format(**fields)
+    reads.append(device_source(kinds))
     body = (target + "".join(reads) + _LOOKUP.format(**fields) + finish
             + f"    launcher.launch(L.grid, L.block, smem, stream, {_tuple(leaves)})\n")
     arity = (f"    if {names[-1]} is _NA or more or kwargs:\n" if names else
@@ -235,7 +266,7 @@ def call_source(kinds, name: str = "kernel") -> str:
               + f"    return sig, smem, stream, {_tuple(leaves)}\n")
     lookup = (_HEAD.format(fn="fast_lookup", hit="", params="".join(", " + v for v in names),
                            doc=f"The call signature of {name} and its memo entry (or None).")
-              + target + "".join(reads) + f"    sig = (L.block{fields['sig']},)\n"
+              + target + "".join(reads) + f"    sig = (L.block, dev{fields['sig']},)\n"
               + "    return sig, _memo.get(sig)\n")
     return (call.replace("{miss}", f"return _miss(L, {args}, None)") + "\n\n"
             + values.replace("{miss}", "return None") + "\n\n"
@@ -355,7 +386,7 @@ class FastCall:
         before = list(leaves) if sig is not None and target == "cuda" else None
         result = launch_specialized(ck, leaves, target, launch.grid, launch.block, launch.smem,
                                     launch.stream)
-        if before is not None and ck._cuda is not None:
+        if before is not None and ck._devices:
             self.fill(launch, args, sig, ck, before)
         return result
 
@@ -373,8 +404,8 @@ class FastCall:
         """Store the memo entry for ``sig`` without launching (a prepared launch's first bind,
         warpstage/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
         ck, leaves = self.kernel.specialize(list(args), launch.block, "cuda")
-        if ck._cuda is None:
-            ck.cuda_launcher()
+        if sig[1] not in ck._devices:           # sig[1]: the device (device_source)
+            ck.cuda_launcher(sig[1])
         self.fill(launch, args, sig, ck, list(leaves))
 
     def fill(self, launch, args, sig, ck, leaves) -> None:
@@ -387,7 +418,11 @@ class FastCall:
         tensor_type = self.torch.Tensor if self.torch is not None else _NoTensor
         tensors = [x if type(x) is TensorArg else x.tensor_arg for x in leaves
                    if type(x) is TensorArg or type(x) is TensorMapArg]
-        entry = (ck._cuda[2], ck.guards, ck.dynamic_smem,
+        device = (tensors[0].device_index or 0) if tensors else 0   # one, as the launch checked
+        loaded = ck._devices.get(device)
+        if loaded is None or device != sig[1]:
+            return
+        entry = (loaded[2], ck.guards, ck.dynamic_smem,
                  any(t.kind == "torch" for t in tensors),       # launch on torch's stream
                  *tensor_tails(self.kinds, args, tensor_type))
         stream = current_stream(tensors) if launch.stream is None else stream_handle(launch.stream)

@@ -48,7 +48,9 @@ __all__ = ["Launcher", "BoundLaunch", "LaunchLimits", "LAUNCH_PATHS", "normalize
 
 Dim3 = Tuple[int, int, int]
 LAUNCH_PATHS = ("ctypes", "bindings")
-_INVALID_CONTEXT = 201      # CUDA_ERROR_INVALID_CONTEXT: no current context on this thread
+# cuLaunchKernel's answers when the calling thread's current context is not the function's
+# (another device's, or none): the launch is made again with the right one pushed (Launcher._call)
+_WRONG_CONTEXT = frozenset({201, 400})   # CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE
 
 
 class LaunchLimits(NamedTuple):
@@ -125,11 +127,12 @@ def check_cluster_dims(grid: Dim3, cluster: Dim3, max_cluster_size: int = 8) -> 
                           f"allowed (the portable cluster size on sm_90)")
 
 
-def launch_limits(function=None) -> LaunchLimits:
-    """The limits of device 0, and of ``function`` when given (``cuFuncGetAttribute``)."""
+def launch_limits(function=None, device: int = 0) -> LaunchLimits:
+    """The limits of device ``device``, and of ``function`` (loaded there) when given
+    (``cuFuncGetAttribute``)."""
     from .target import device_properties
 
-    p = device_properties(0)
+    p = device_properties(device)
     kernel_max = regs = 0
     if function is not None:
         attrs = driver.func_attributes(function)
@@ -143,7 +146,10 @@ class Launcher:
     parameters have the types ``param_ctypes``, in order: ctypes simple types, ``ir.types``
     ``ScalarType``/``PointerType``, or ctypes Structure/Array types for by-value blobs (see the
     ABI table in the module docstring). ``limits`` overrides the device/kernel limits (tests);
-    ``param_names`` name parameters in errors. Cheap to call repeatedly, from any thread.
+    ``param_names`` name parameters in errors. ``device``: the ordinal of the GPU whose primary
+    context holds ``function`` (its module was loaded there); the launch runs there whichever
+    context is current (docs/distributed.md, "Devices"). Cheap to call repeatedly, from any
+    thread.
 
     ``path`` picks the driver call (docs/launch.md): 'ctypes' calls libcuda's ``cuLaunchKernel``
     directly (runtime/raw_launch.py), 'bindings' calls it through cuda-bindings; None takes
@@ -152,7 +158,9 @@ class Launcher:
     """
 
     def __init__(self, function, param_ctypes: Sequence, limits: Optional[LaunchLimits] = None,
-                 param_names: Optional[Sequence[str]] = None, path: Optional[str] = None):
+                 param_names: Optional[Sequence[str]] = None, path: Optional[str] = None,
+                 device: int = 0):
+        self.device = device
         if path is None:
             from ..options import env_launch_path
             path = env_launch_path()
@@ -200,7 +208,7 @@ class Launcher:
 
     def _thread_slot(self):
         """This thread's packing buffer and its ``void*[]`` (see :meth:`_new_slot`)."""
-        driver.context()            # first launch on this thread: make the primary context current
+        driver.ensure_context(self.device)  # a thread's first launch: a context if it has none
         self._tls.slot = self._new_slot()
         return self._tls.slot
 
@@ -211,15 +219,17 @@ class Launcher:
             raise LaunchError(f"dynamic shared memory must be an int number of bytes; got "
                               f"{smem_bytes!r}")
         if self._limits is None:
-            self._limits = launch_limits(self.function)
+            with driver.on_device(self.device):
+                self._limits = launch_limits(self.function, self.device)
         check_launch_dims(g, b, self._limits, smem_bytes)
         if self._cu is None:
             self._cu = driver.cuda()
-            driver.context()
+            driver.ensure_context(self.device)
             self._cuLaunchKernel = self._cu.cuLaunchKernel
             self._choose_path()
         if smem_bytes > self._smem_allowed:
-            driver.set_max_dynamic_smem(self.function, smem_bytes)
+            with driver.on_device(self.device):
+                driver.set_max_dynamic_smem(self.function, smem_bytes, self.device)
             self._smem_allowed = smem_bytes
         self._dims = g + b
         # Lists are stored as tuples: they never compare equal again, so a list the caller
@@ -331,13 +341,23 @@ class Launcher:
                 stream = bindings_stream(self._cu, stream_handle)
             err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
                                         slot[1], 0)
-        if err == _INVALID_CONTEXT and raw is not None and self._cu is not None:
-            driver.context()            # a thread that never launched: make the context current
-            err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
-                      None)
+        if err in _WRONG_CONTEXT and self._cu is not None:
+            err = self._call_on_device(dims, smem_bytes, stream, slot)
         if err:
             driver.check(err, f"launching a kernel on grid {dims[:3]}, block "
                               f"{dims[3:]} (cuLaunchKernel)", LaunchError)
+
+    def _call_on_device(self, dims, smem_bytes: int, stream, slot) -> int:
+        """The driver call again with this Launcher's device's primary context pushed: the
+        calling thread had another device's context current (or none). ``stream`` is the value
+        the first call passed. Returns the CUresult."""
+        gx, gy, gz, bx, by, bz = dims
+        with driver.on_device(self.device):
+            if self._raw is not None:
+                return self._raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                 slot[2], None)
+            return self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                        slot[1], 0)[0]
 
     def bind(self, grid, block, smem_bytes: int, values: Sequence) -> "BoundLaunch":
         """A :class:`BoundLaunch` of this kernel with ``values`` packed once into a buffer of its
@@ -366,6 +386,9 @@ class Launcher:
             self._ex_key = key
         params = self._pack(values)[1]
         err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
+        if err in _WRONG_CONTEXT:
+            with driver.on_device(self.device):
+                err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
         if err:
             driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
                               f"{self._dims[3:]}, cluster {cluster} (cuLaunchKernelEx)",
