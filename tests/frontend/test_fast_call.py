@@ -448,3 +448,21 @@ def test_a_descriptor_annotation_reads_like_no_annotation(fake_gpu):
     for args in [(d, d, 1), (d, 3, 1), (d, 3, 1), (torch.zeros(4), 3, 1)]:
         assert _run(k, fake_gpu, (1, 32), args) == _run(full, fake_gpu, (1, 32), args)
     assert _sig_count(k) == 3
+
+
+def _inner(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
+    pass
+
+
+_inner_kernel = ws.kernel(_inner)
+
+
+def _launches_inner(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
+    _inner_kernel[1, 32]                    # the configuration the host launched last
+
+
+def test_the_cached_launch_object_is_refused_inside_a_trace(fake_gpu):
+    x = torch.zeros(16)
+    _inner_kernel[1, 32](x, 1, 2, 1)        # kern[1, 32] now returns its cached launch object
+    with pytest.raises(ws.CompilationError, match="kernels cannot launch kernels"):
+        ws.kernel(_launches_inner)[1, 32](x, 1, 2, 1)

@@ -323,7 +323,15 @@ class Launcher:
                 self._pack_into(slot[0], 0, *values)
             except (AttributeError, struct.error, OverflowError, TypeError):
                 slot = self._pack(values)       # first launch on this thread, or a bad value
-        self._call(self._dims, smem_bytes, stream_handle, slot)
+        raw = self._raw                         # _call's ctypes branch, inlined
+        stream = _C_POINTERS.get(stream_handle) if stream_handle else None
+        if raw is None or (stream is None and stream_handle):
+            return self._call(self._dims, smem_bytes, stream_handle, slot)
+        gx, gy, gz, bx, by, bz = self._dims
+        if raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2], None):
+            # refused, so nothing was launched: _call tries again (another device's context)
+            # and explains an error that stays
+            self._call(self._dims, smem_bytes, stream_handle, slot)
 
     def _call(self, dims, smem_bytes: int, stream_handle: int, slot) -> None:
         """The driver call for checked ``dims`` (grid + block) with a packed ``slot``."""
