@@ -37,12 +37,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import warpstage as ws  # noqa: E402
 
-
-@ws.kernel
-def four(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t3[i] = t0[i] + t1[i] + t2[i]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_kernels import eight, four, tensor_read_rows  # noqa: E402  (not a package)
 
 
 @ws.kernel
@@ -50,14 +46,6 @@ def three(a: ws.Tensor, b: ws.Tensor, out: ws.Tensor, n: ws.Int32):
     i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
     if i < n:
         out[i] = a[i] + b[i]
-
-
-@ws.kernel
-def eight(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, t4: ws.Tensor,
-          t5: ws.Tensor, t6: ws.Tensor, t7: ws.Tensor, n: ws.Int32, m: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t7[i] = t0[i] + t1[i] + t2[i] + t3[i] + t4[i] + t5[i] + t6[i] + m
 
 
 def timed(fn, calls: int, reps: int):
@@ -147,15 +135,8 @@ def rows_for(torch, calls: int, reps: int, ctypes_entry):
         ("step: read 1 torch tensor (7 reads, fake is_cuda/get_device)",
          lambda: (type(t0), t0.is_cuda, t0.get_device(), t0.stride(), t0.data_ptr(), t0.shape,
                   t0.dtype)),
-        ("  is_cuda (C getter, a real tensor)", lambda: real.is_cuda),
-        ("  get_device() (C, real)", lambda: real.get_device()),
-        ("  stride()", lambda: real.stride()),
-        ("  data_ptr()", lambda: real.data_ptr()),
-        ("  shape", lambda: real.shape),
-        ("  dtype", lambda: real.dtype),
-        ("  (not read) device: a torch.device", lambda: real.device),
-        ("  (not read) _cdata: the TensorImpl address", lambda: real._cdata),
-        ("  (not read) __dlpack_device__()", lambda: real.__dlpack_device__()),
+        *[(name + " (a real tensor: C getters)" if i == 0 else name, fn)
+          for i, (name, fn) in enumerate(tensor_read_rows(real))],
         ("step: call signature + memo lookup",
          lambda: memo.get((block, *sig[1:]))),
         ("step: guards_hold (this kernel's guards)", lambda: guards_hold(guards)),

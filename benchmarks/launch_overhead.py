@@ -41,6 +41,9 @@ sys.path.insert(0, ROOT)
 import warpstage as ws  # noqa: E402
 from warpstage.runtime import driver, raw_launch, target  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_kernels import eight, four, four_empty  # noqa: E402  (benchmarks/ is not a package)
+
 PTX_BODY = """
 .visible .entry empty(
     .param .u64 empty_x,
@@ -53,30 +56,10 @@ PTX_BODY = """
 
 
 @ws.kernel
-def four(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t3[i] = t0[i] + t1[i] + t2[i]
-
-
-@ws.kernel
-def four_empty(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    pass                     # the same call with no GPU work: a row the GPU cannot bound
-
-
-@ws.kernel
 def four_bare(t0, t1, t2, t3, n):
     i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
     if i < n:
         t3[i] = t0[i] + t1[i] + t2[i]
-
-
-@ws.kernel
-def eight(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, t4: ws.Tensor,
-          t5: ws.Tensor, t6: ws.Tensor, t7: ws.Tensor, n: ws.Int32, m: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t7[i] = t0[i] + t1[i] + t2[i] + t3[i] + t4[i] + t5[i] + t6[i] + m
 
 
 @ws.kernel

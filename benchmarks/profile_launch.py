@@ -29,19 +29,10 @@ import warpstage as ws  # noqa: E402
 from warpstage.frontend.guards import guards_hold  # noqa: E402
 from warpstage.runtime import launcher as launcher_module, raw_launch  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_kernels import four, four_empty, tensor_read_rows  # noqa: E402  (not a package)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@ws.kernel
-def four(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t3[i] = t0[i] + t1[i] + t2[i]
-
-
-@ws.kernel
-def four_empty(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    pass
 
 
 def per_call(rows, calls: int, rounds: int = 7) -> list:
@@ -113,15 +104,7 @@ def main(argv=None) -> int:
         ("step: read 1 tensor, all 7 reads",
          lambda: (type(t0), t0.is_cuda, t0.get_device(), t0.stride(), t0.data_ptr(), t0.shape,
                   t0.dtype)),
-        ("  is_cuda", lambda: t0.is_cuda),
-        ("  get_device()", lambda: t0.get_device()),
-        ("  stride()", lambda: t0.stride()),
-        ("  data_ptr()", lambda: t0.data_ptr()),
-        ("  shape", lambda: t0.shape),
-        ("  dtype", lambda: t0.dtype),
-        ("  (not read) device: a torch.device", lambda: t0.device),
-        ("  (not read) _cdata", lambda: t0._cdata),
-        ("  (not read) __dlpack_device__()", lambda: t0.__dlpack_device__()),
+        *tensor_read_rows(t0),
         ("step: call signature + memo lookup", lambda: memo.get((block, *sig[1:]))),
         ("step: guards_hold", lambda: guards_hold(guards)),
         ("step: torch current stream (raw)", lambda: raw_stream(0)),
