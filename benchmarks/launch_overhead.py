@@ -10,7 +10,9 @@ runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch
 
 - warpstage ``kern[8, 128](t0, t1, t2, t3, n)``: 4 torch tensors + 1 int, the call written in
   full in the loop; with annotated and bare parameters; with the driver call through ctypes
-  (default) and through cuda-bindings (``Launcher.set_path``);
+  (default) and through cuda-bindings (``Launcher.set_path``); the same parameters with an empty
+  body (no GPU work, so the GPU's time per kernel cannot bound the row); with 2 or more GPUs, the
+  empty body on 4 tensors of cuda:1 while cuda:0 is current (issue 17's placement);
 - the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` and ``p(*args)``;
 - 3 tensors + 1 int (``examples/vector_add.py``), 8 tensors + 2 ints, 2 TMA descriptors + 2 ints
   (descriptors built once, as ``ws.ops.flash_attention`` keeps them);
@@ -39,6 +41,9 @@ sys.path.insert(0, ROOT)
 import warpstage as ws  # noqa: E402
 from warpstage.runtime import driver, raw_launch, target  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_kernels import eight, four, four_empty  # noqa: E402  (benchmarks/ is not a package)
+
 PTX_BODY = """
 .visible .entry empty(
     .param .u64 empty_x,
@@ -51,25 +56,10 @@ PTX_BODY = """
 
 
 @ws.kernel
-def four(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, n: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t3[i] = t0[i] + t1[i] + t2[i]
-
-
-@ws.kernel
 def four_bare(t0, t1, t2, t3, n):
     i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
     if i < n:
         t3[i] = t0[i] + t1[i] + t2[i]
-
-
-@ws.kernel
-def eight(t0: ws.Tensor, t1: ws.Tensor, t2: ws.Tensor, t3: ws.Tensor, t4: ws.Tensor,
-          t5: ws.Tensor, t6: ws.Tensor, t7: ws.Tensor, n: ws.Int32, m: ws.Int32):
-    i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
-    if i < n:
-        t7[i] = t0[i] + t1[i] + t2[i] + t3[i] + t4[i] + t5[i] + t6[i] + m
 
 
 @ws.kernel
@@ -152,16 +142,22 @@ def warpstage_rows(torch, function, scratch):
     table = [
         ("ws kern[8, 128](t0, t1, t2, t3, n)  (ctypes driver call)", four, (8, 128), args4),
         ("  the same, bare parameters (def k(t0, t1, t2, t3, n))", four_bare, (8, 128), args4),
+        ("  the same parameters, empty body", four_empty, (8, 128), args4),
         ("  the same, cuda-bindings driver call", four_bindings, (8, 128), args4),
         ("ws vector_add[4, 256](a, b, out, n): 3 tensors + 1 int", vector_add, (4, 256),
          (a, b, out, 1000)),
         ("ws kern[8, 128](8 tensors, n, m)", eight, (8, 128), (*ts, n, 1)),
         ("ws kern[1, 128](2 TMA descriptors, r0, c0)", descriptors, (1, 128), descs),
     ]
+    if torch.cuda.device_count() >= 2:                  # issue 17: a launch on another device
+        us = [torch.ones(n, device="cuda:1") for _ in range(4)]
+        table.append(("ws kern[8, 128](4 tensors on cuda:1, n), cuda:0 current",
+                      ws.kernel(four_empty.fn), (8, 128), (*us, n)))    # its own miss count
     for name, kern, config, args in table:
         kern[config](*args)
         _count_misses(kern)
-        rows.append((name, _in_full(kern, config, args), torch.cuda.synchronize))
+        sync = (lambda: torch.cuda.synchronize(1)) if "cuda:1" in name else torch.cuda.synchronize
+        rows.append((name, _in_full(kern, config, args), sync))
         misses[name] = kern
     rows.insert(3, ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)",
                     _loop(prepared), torch.cuda.synchronize))

@@ -11,12 +11,20 @@ cuda:0: a numpy array's memory behind ``__cuda_array_interface__``, as cupy expo
 
 The driver call is libcuda's C entry as runtime/raw_launch.py calls it, replaced by
 :func:`fake_cu_launch_kernel`, which reads the ``void*[]`` it is given the way the driver does and
-records what the kernel would receive in ``DRIVER_LAUNCHES``."""
+records what the kernel would receive in ``DRIVER_LAUNCHES``.
+
+Two pretend GPUs of one architecture, cuda:0 and cuda:1: each has its own modules (a Launcher per
+device and compiled kernel) and current stream (``RAW_STREAM + index``); ``CURRENT`` is the
+calling thread's current device, and a launch of a function of another device fails as the
+driver's does (CUDA_ERROR_INVALID_HANDLE) unless its device's context is pushed
+(``driver.on_device``), which ``PUSHES`` counts."""
+import contextlib
 import ctypes
 import hashlib
 import types
 
 from warpstage import persist
+from warpstage.errors import DeviceError
 from warpstage.compiled import CompiledKernel
 from warpstage.ir.types import TensorMapType
 from warpstage.runtime import driver, launcher as launcher_module, raw_launch
@@ -29,6 +37,9 @@ LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 6553
 ENCODED = []                          # the descriptors encoded (by fake_encode), in order
 DRIVER_LAUNCHES = []                  # what fake_cu_launch_kernel received, decoded
 _LAUNCHERS = {}                       # pretend CUfunction address -> its Launcher
+CURRENT = [0]                         # the device whose context is current on the thread
+PUSHES = []                           # the devices on_device pushed, in order
+DEVICES = 2
 
 
 class FakeCudaArray:
@@ -77,6 +88,8 @@ def fake_cu_launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params
     """cuLaunchKernel as the driver sees it: C values only (runtime/raw_launch.py); reads each
     kernelParams[i] pointer and unpacks the parameter bytes there."""
     launcher = _LAUNCHERS[function.value]
+    if launcher.device != CURRENT[0]:
+        return 400                    # CUDA_ERROR_INVALID_HANDLE: another context's function
     n = len(launcher.param_offsets)
     values = ()
     if n:
@@ -89,8 +102,24 @@ def fake_cu_launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params
         assert type(d) is int and 0 <= d < 2 ** 31
     assert extra is None
     DRIVER_LAUNCHES.append(((gx, gy, gz), (bx, by, bz), smem, stream.value if stream else 0,
-                            values))
+                            values, launcher.device))
     return 0
+
+
+@contextlib.contextmanager
+def fake_on_device(ordinal):
+    """driver.on_device on the pretend GPUs: makes ``ordinal`` current for the body."""
+    if not 0 <= ordinal < DEVICES:
+        raise DeviceError(f"CUDA device {ordinal} does not exist; this machine has {DEVICES} "
+                          f"device(s), numbered 0..{DEVICES - 1}")
+    before = CURRENT[0]
+    if before != ordinal:
+        PUSHES.append(ordinal)
+    CURRENT[0] = ordinal
+    try:
+        yield None
+    finally:
+        CURRENT[0] = before
 
 
 def fake_encode(desc):
@@ -123,26 +152,36 @@ def install(monkeypatch, torch) -> list:
     monkeypatch.setattr(raw_launch, "_fn", fake_cu_launch_kernel)
     del DRIVER_LAUNCHES[:]
     monkeypatch.setattr(target_module, "_override", "cuda")
-    monkeypatch.setitem(target_module._properties, 0, types.SimpleNamespace(   # an H200's
-        sm_count=132, cc_major=9, cc_minor=0, compute_capability=(9, 0), name="pretend GPU"))
+    for index in range(DEVICES):                                    # H200s
+        monkeypatch.setitem(target_module._properties, index, types.SimpleNamespace(
+            sm_count=132, cc_major=9, cc_minor=0, compute_capability=(9, 0), arch="sm_90a",
+            name="pretend GPU"))
     monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
     monkeypatch.setattr(persist, "store", lambda *a, **k: False)
     monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())
     monkeypatch.setattr(driver, "context", lambda: None)
-    monkeypatch.setattr(driver, "set_max_dynamic_smem", lambda function, nbytes: None)
+    monkeypatch.setattr(driver, "ensure_context", lambda ordinal=0: None)
+    monkeypatch.setattr(driver, "on_device", fake_on_device)
+    CURRENT[0] = 0
+    del PUSHES[:]
+    monkeypatch.setattr(driver, "set_max_dynamic_smem", lambda function, nbytes, device=0: None)
     monkeypatch.setattr(tensormap, "_encode_tiled", fake_encode)
     del ENCODED[:]
 
-    def cuda_launcher(self):
-        if self._cuda is None:
+    def cuda_launcher(self, device=0):
+        if device not in self._devices:
+            if not 0 <= device < DEVICES:
+                raise DeviceError(f"CUDA device {device} does not exist")
             params = [ctypes.c_ubyte * 128 if isinstance(t, TensorMapType) else t  # as compiled.py
                       for _, t in self.abi]
             launcher = launcher_module.Launcher(0x7000 + 64 * len(_LAUNCHERS), params,
-                                                limits=LIMITS)
+                                                limits=LIMITS, device=device)
             _LAUNCHERS[launcher.handle] = launcher
             launcher.ck = self
-            self._cuda = (None, None, launcher)
-        return None, self._cuda[2]
+            self._devices[device] = (None, None, launcher)
+            if device == 0:
+                self._cuda = self._devices[0]
+        return None, self._devices[device][2]
     monkeypatch.setattr(CompiledKernel, "cuda_launcher", cuda_launcher)
     launches = []
     real_launch = launcher_module.Launcher.launch

@@ -24,7 +24,7 @@ from .frontend import binding_time as bt
 from .frontend.guards import collect_guards, guards_hold
 from .frontend.specialize import call_device_function, trace_kernel
 from .frontend.static_key import code_key
-from .frontend.trace import maybe_current
+from .frontend.trace import _state as _trace_state, maybe_current
 from .launch_config import _NOT_GIVEN, _Launch, _dim3, _full_call
 from .options import CompileOptions, default_options
 from .tracebacks import _user_error, _user_stacklevel
@@ -360,6 +360,9 @@ class Kernel:
             "@ws.jit device function called from a kernel.")
 
     def __getitem__(self, config) -> "_Launch":
+        last = self._last_launch
+        if last is not None and last[0] == config and _trace_state.__dict__.get("ctx") is None:
+            return last[1]                      # the launch hot path: checked when it was made
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched (kern[...]) from inside "
                                    "traced code; kernels cannot launch kernels.\nFix: call a "

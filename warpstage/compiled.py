@@ -48,7 +48,8 @@ class CompiledKernel:
         self._llvm_ir: Optional[str] = None
         self._ptx: Optional[str] = None
         self._cubin = None
-        self._cuda = None       # (module handle, function handle, Launcher)
+        self._cuda = None       # device 0's (module handle, function handle, Launcher)
+        self._devices: dict = {}    # device ordinal -> its (module, function, Launcher)
         # bytes of dynamic shared memory the kernel's ws.smem.allocate calls need (the launch
         # passes at least this much)
         self.dynamic_smem = module.kernels[0].attrs.get("dynamic_smem", 0) if module else 0
@@ -163,26 +164,57 @@ class CompiledKernel:
         from .loaded import StoredLaunch
         return StoredLaunch(self, config)
 
-    def cuda_launcher(self):
-        """(function handle, Launcher), loading the module into the current context once."""
-        if self._cuda is None:
-            from .runtime import driver
-            from .runtime.launcher import Launcher
-            r = self._assemble()
-            t0 = time.perf_counter()
-            with progress.stage(self.name, "load"):
-                if r:
-                    mod = driver.load_module(r.cubin, is_ptx=False)
-                else:
-                    mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True)
-                fn = driver.get_function(mod, self.name)
-            self.timings["load"] = time.perf_counter() - t0
-            # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
-            from ctypes import c_ubyte
-            from .ir.types import TensorMapType
-            types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in self.abi]
-            self._cuda = (mod, fn, Launcher(fn, types))
-        return self._cuda[1], self._cuda[2]
+    def cuda_launcher(self, device: int = 0):
+        """(function handle, Launcher) on GPU ``device`` (an ordinal), loading the module into
+        that device's primary context once (one module per device and context; the compiled
+        code, in memory and on disk, is shared by every device of the architecture). Raises
+        ``DeviceError`` when the device's architecture is not the one compiled for."""
+        entry = self._devices.get(device)
+        if entry is None:
+            entry = self._devices[device] = self._load(device)
+            if device == 0:
+                self._cuda = entry
+        return entry[1], entry[2]
+
+    def _load(self, device: int):
+        from .runtime import driver
+        from .runtime.launcher import Launcher
+        from .runtime.target import device_properties
+        props = device_properties(device)
+        if not _runs_on(self.options.arch, props.cc_major, props.cc_minor):
+            from .errors import DeviceError
+            raise DeviceError(
+                f"kernel {self.name} was compiled for {self.options.arch}; its tensors are on "
+                f"cuda:{device} ({props.name}, {props.arch}), which cannot run it. Fix: compile "
+                f"with arch='{props.arch}' (ws.kernel(arch=...)), or use a GPU of the "
+                f"architecture compiled for.")
+        r = self._assemble()
+        t0 = time.perf_counter()
+        with progress.stage(self.name, "load"), driver.on_device(device):
+            if r:
+                mod = driver.load_module(r.cubin, is_ptx=False, device=device)
+            else:
+                mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True, device=device)
+            fn = driver.get_function(mod, self.name)
+        self.timings["load"] = time.perf_counter() - t0
+        # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
+        from ctypes import c_ubyte
+        from .ir.types import TensorMapType
+        types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in self.abi]
+        return (mod, fn, Launcher(fn, types, device=device))
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} block={self.block} slots={len(self.abi)}>"
+
+
+def _runs_on(arch: str, major: int, minor: int) -> bool:
+    """Whether a cubin for ``arch`` ('sm_90a', 'sm_80') runs on compute capability
+    ``major.minor``: an 'a' (architecture-specific) target on exactly that one, else on the same
+    major with an equal or higher minor (CUDA C Programming Guide, "Binary Compatibility")."""
+    digits = arch[3:].rstrip("a")
+    if not digits.isdigit() or len(digits) < 2:
+        return True                     # not ours to judge: the driver's load error says it
+    want_major, want_minor = int(digits[:-1]), int(digits[-1])
+    if arch.endswith("a"):
+        return (want_major, want_minor) == (major, minor)
+    return want_major == major and want_minor <= minor

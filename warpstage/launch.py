@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from .errors import ArgumentError
 
-__all__ = ["launch", "launch_specialized", "cuda_values", "stream_handle", "set_target",
-           "get_target"]
+__all__ = ["launch", "launch_specialized", "cuda_values", "launch_device", "stream_handle",
+           "set_target", "get_target"]
 
 
 from .runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
@@ -92,27 +92,51 @@ def _tensormap_slots(ck) -> tuple:
 def cuda_values(ck, leaves) -> tuple:
     """(Launcher, the tensors ordering the launch) for the specialization ``ck``, with its ABI
     ``leaves`` turned into launch values in place (a tensor's TensorArg -> its address, a TMA
-    descriptor -> its encoded 128-byte map). Raises ``ArgumentError`` for a tensor that is not
-    on cuda:0."""
+    descriptor -> its encoded 128-byte map). The Launcher is the one of the GPU the tensors are
+    on (:func:`launch_device`). Raises ``ArgumentError`` for a tensor in host memory or tensors
+    on two GPUs."""
     TensorArg, require_device, current_stream, TensorMapArg = _rt or _runtime()
-    launcher = ck._cuda[2] if ck._cuda is not None else ck.cuda_launcher()[1]
-    tensors = []
+    tensors, names = [], []
     for i in ck.pointer_slots:
         leaf = leaves[i]
         if type(leaf) is TensorArg:
-            if leaf.device != "cuda" or leaf.device_index:
-                require_device(leaf, ck.abi[i][0].split(".")[0])
+            if leaf.device != "cuda":
+                require_device(leaf, _slot_param(ck, i))
             tensors.append(leaf)
+            names.append(_slot_param(ck, i))
             leaves[i] = leaf.data_ptr
     for i in _tensormap_slots(ck):
         leaf = leaves[i]
         if type(leaf) is TensorMapArg:          # a descriptor's tensor orders the launch too
             ta = leaf.tensor_arg
-            if ta.device == "cuda" and ta.device_index:
-                require_device(ta, ck.abi[i][0].split(".")[0])
             leaves[i] = leaf.desc.encode()      # kept in the descriptor; explains a CPU tensor
             tensors.append(ta)
+            names.append(_slot_param(ck, i))
+    device = launch_device(tensors, names)
+    entry = ck._devices.get(device)
+    launcher = entry[2] if entry is not None else ck.cuda_launcher(device)[1]
     return launcher, tensors
+
+
+def _slot_param(ck, slot: int) -> str:
+    return ck.abi[slot][0].split(".")[0]
+
+
+def launch_device(tensors, names) -> int:
+    """The GPU ordinal a launch runs on: the device of its tensors (``TensorArg``s on 'cuda',
+    named ``names`` in errors), 0 without tensors. Raises ``ArgumentError`` naming two
+    parameters on different GPUs: a kernel reads its tensors through one device's memory."""
+    device = None
+    for ta, name in zip(tensors, names):
+        index = ta.device_index or 0
+        if device is None:
+            device, first = index, name
+        elif index != device:
+            raise ArgumentError(
+                f"parameter {first!r} is on cuda:{device} and parameter {name!r} on "
+                f"cuda:{index}; a launch runs on one GPU, the device of its tensor arguments. "
+                f"Fix: move them to one device first, e.g. {name}.to('cuda:{device}').")
+    return 0 if device is None else device
 
 
 def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):

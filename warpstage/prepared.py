@@ -73,6 +73,7 @@ class PreparedLaunch:
             self._torch_stream = any(t.kind == "torch" for t in tensors)
             self._guards = ck.guards
         self._bound = launcher.bind(L.grid, L.block, smem, values)
+        self._device = launcher.device                  # torch's stream of this GPU
         self._fixed_stream = None if L.stream is None else stream_handle(L.stream)
         self._raw_stream = None
         if self._torch_stream and self._fixed_stream is None:
@@ -93,7 +94,7 @@ class PreparedLaunch:
                 self._bind(self.args)
             stream = self._fixed_stream
             if stream is None:
-                stream = self._raw_stream(0) if self._raw_stream is not None else 0
+                stream = self._raw_stream(self._device) if self._raw_stream is not None else 0
             self._bound.launch(stream)
         except Exception as e:
             if self._launch.kernel.options.debug:

@@ -155,9 +155,9 @@ def test_a_changed_global_recompiles(fake_gpu):
     assert k.trace_count == 3
 
 
-@pytest.mark.parametrize("device, message", [(1, "cuda:1"), (-1, "CPU torch tensor")])
-def test_a_tensor_on_another_device_raises_after_a_hit(fake_gpu, device, message):
-    k = ws.kernel(_mixed)
+@pytest.mark.parametrize("device, message", [(-1, "CPU torch tensor")])
+def test_a_tensor_in_host_memory_raises_after_a_hit(fake_gpu, device, message):
+    k = ws.kernel(_mixed)        # tensors on another GPU: tests/frontend/test_fast_call_devices.py
     x = torch.zeros(16)
     k[1, 32](x, 1, 2, 1)
     other = torch.zeros(16)
@@ -408,8 +408,8 @@ def test_descriptor_keys_of_the_binders_match_classify(fake_gpu):
             assert keys == [spec.key] and leaves == full == [d.tensormap]
 
 
-@pytest.mark.parametrize("device, message", [(1, "cuda:1"), (-1, "describes a cpu tensor")])
-def test_a_descriptor_on_another_device_raises_after_a_hit(fake_gpu, device, message):
+@pytest.mark.parametrize("device, message", [(-1, "describes a cpu tensor")])
+def test_a_descriptor_in_host_memory_raises_after_a_hit(fake_gpu, device, message):
     D = ws.tma.TensorDescriptor
     k = ws.kernel(_tma)
     x = torch.zeros(32, 64)
@@ -448,3 +448,21 @@ def test_a_descriptor_annotation_reads_like_no_annotation(fake_gpu):
     for args in [(d, d, 1), (d, 3, 1), (d, 3, 1), (torch.zeros(4), 3, 1)]:
         assert _run(k, fake_gpu, (1, 32), args) == _run(full, fake_gpu, (1, 32), args)
     assert _sig_count(k) == 3
+
+
+def _inner(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
+    pass
+
+
+_inner_kernel = ws.kernel(_inner)
+
+
+def _launches_inner(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
+    _inner_kernel[1, 32]                    # the configuration the host launched last
+
+
+def test_the_cached_launch_object_is_refused_inside_a_trace(fake_gpu):
+    x = torch.zeros(16)
+    _inner_kernel[1, 32](x, 1, 2, 1)        # kern[1, 32] now returns its cached launch object
+    with pytest.raises(ws.CompilationError, match="kernels cannot launch kernels"):
+        ws.kernel(_launches_inner)[1, 32](x, 1, 2, 1)

@@ -1,6 +1,7 @@
 """The Launcher's two driver calls (runtime/raw_launch.py, runtime/launcher.py): libcuda's
 cuLaunchKernel through ctypes and cuda-bindings' wrapper, with fakes of both that decode the
 ``void*[]`` they receive the way the driver does. No GPU needed."""
+import contextlib
 import ctypes
 
 import pytest
@@ -52,6 +53,7 @@ def fake_driver(monkeypatch):
     raw.result = 0
     monkeypatch.setattr(driver, "cuda", lambda: bindings)
     monkeypatch.setattr(driver, "context", lambda: None)
+    monkeypatch.setattr(driver, "ensure_context", lambda ordinal=0: None)
     monkeypatch.setattr(raw_launch, "_fn", raw)
     return bindings, raw_calls, raw
 
@@ -113,16 +115,22 @@ def test_a_bound_launch_keeps_its_own_buffer(fake_driver):
         bound.rebind([1, 2 ** 40, 3.0, 4, bytes(16)])     # i32 cannot hold it
 
 
-def test_a_thread_without_a_current_context_makes_it_current_and_retries(fake_driver,
-                                                                         monkeypatch):
+@pytest.mark.parametrize("error", [201, 400])   # CUDA_ERROR_INVALID_CONTEXT, _INVALID_HANDLE
+def test_a_thread_with_another_context_pushes_the_launchers_and_retries(fake_driver, monkeypatch,
+                                                                        error):
     bindings, raw_calls, raw = fake_driver
-    launcher = bindings.launcher = Launcher(0xF00, TYPES, limits=LIMITS, path="ctypes")
+    launcher = bindings.launcher = Launcher(0xF00, TYPES, limits=LIMITS, path="ctypes", device=1)
     bound = launcher.bind(1, 32, 0, VALUES)
     made_current = []
-    monkeypatch.setattr(driver, "context", lambda: made_current.append(1))
-    results = iter([201, 0])                              # CUDA_ERROR_INVALID_CONTEXT, then OK
+
+    @contextlib.contextmanager
+    def on_device(ordinal):
+        made_current.append(ordinal)
+        yield
+    monkeypatch.setattr(driver, "on_device", on_device)
+    results = iter([error, 0])                            # the wrong context, then OK
     real = raw_launch._fn
     monkeypatch.setattr(raw_launch, "_fn", None)
     launcher._raw = lambda *a: real(*a) * 0 + next(results)
     bound.launch(0)
-    assert made_current == [1] and len(raw_calls) == 2
+    assert made_current == [1] and len(raw_calls) == 2    # device 1's context, pushed

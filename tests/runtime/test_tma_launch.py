@@ -225,5 +225,6 @@ def test_a_loaded_kernel_launches_with_the_maps_on_torchs_stream(tmp_path, fake_
     assert fake_gpu[-1][5] == (fake_encode(src), fake_encode(dst), 8, 0)
     other = torch.zeros(64, 64)
     other._test_device = 1
-    with pytest.raises(ws.ArgumentError, match="parameter 'src' is on GPU cuda:1"):
+    with pytest.raises(ws.ArgumentError, match="parameter 'src' is on cuda:1 and parameter "
+                                               "'dst' on cuda:0"):
         ck[1, 128](D(other, (8, 32)), dst, 8, 0)

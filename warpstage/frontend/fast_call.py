@@ -21,7 +21,8 @@ target) misses and takes the full path, which checks, explains and raises; and b
 is stored, ``fast_call.values`` (the same source, ending in a return instead of the launch) must
 reproduce the full path's launch for that call exactly (values, shared memory, stream).
 
-Writing and compiling the source costs about 2 ms per kernel, once (at its first
+The source is written by frontend/fast_call_source.py (its templates, per parameter kind).
+Writing and compiling it costs about 2 ms per kernel, once (at its first
 ``kern[grid, block]``). The source is kept as ``FastCall.call.source`` and in ``linecache``, so a
 traceback under ``debug=True`` shows its lines.
 """
@@ -30,217 +31,14 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-import textwrap
 
-from ..lang.scalars import Scalar
-from ..lang.tensor import Tensor, TensorSpec
 from ..runtime.tensormap import TensorDescriptor, TensorMapArg
 from ..runtime.tensors import as_tensor_arg
-from .binders import _F32_MAX, _INF, _range_of, descriptor_key
-from .binding_time import _StaticAnnotation
+from .binders import _F32_MAX, _INF, descriptor_key
+from .fast_call_source import call_source, device_source, kind_of
 from .static_key import UnkeyableError, static_key
 
-__all__ = ["FastCall", "kind_of", "call_source", "make_call", "tensor_tails"]
-
-_HEAD = '''\
-def {fn}(L{hit}{params}):
-    """{doc}"""
-'''
-
-# reading a tensor argument into s (strides), p (address), h (shape): a plain torch tensor
-# inline, anything else through the tensor adapter (one call)
-_READ_TORCH = '''\
-        try:
-            s{i} = {v}.stride()
-        except RuntimeError:
-            {miss}
-        p{i} = {v}.data_ptr()
-        h{i} = {v}.shape
-'''
-
-_READ_ADAPTED = '''\
-        a{i} = _adapt({v})
-        if a{i} is None or a{i}.device != "cuda" or a{i}.device_index:
-            {miss}
-        p{i} = a{i}.data_ptr
-        h{i} = a{i}.shape
-        s{i} = a{i}.strides
-'''
-
-_TENSOR = ('''\
-    if type({v}) is _Tensor:
-        if not {v}.is_cuda or {v}.get_device():
-            {miss}
-''' + _READ_TORCH + "        d{i} = {v}.dtype\n    else:\n" + _READ_ADAPTED
-           + "        d{i} = (a{i}.kind, a{i}.dtype)\n")
-
-_SCALAR = '''\
-    t{i} = type({v})
-    if ({not_number}) or not _lo{i} <= {v} <= _hi{i}:
-        {miss}
-'''
-
-_STATIC = '''\
-    try:
-        k{i} = _static_key({v})
-    except _Unkeyable:
-        {miss}
-'''
-
-_AUTO = '''\
-    t{i} = type({v})
-    if t{i} is int:
-        if -2147483648 <= {v} <= 2147483647:
-            g{i} = 0
-        elif -9223372036854775808 <= {v} <= 9223372036854775807:
-            g{i} = 1
-        else:
-            {miss}
-        c{i} = ({v},)
-    elif t{i} is float:
-        if not -_F32_MAX <= {v} <= _F32_MAX and {v} == {v} and {v} not in (_INF, -_INF):
-            {miss}
-        g{i} = 2
-        c{i} = ({v},)
-    elif t{i} is bool:
-        g{i} = 3
-        c{i} = ({v},)
-    elif {v} is None:
-        g{i} = 4
-        c{i} = ()
-    elif t{i} is _Tensor and {v}.is_cuda and not {v}.get_device():
-''' + _READ_TORCH + '''\
-        g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
-        c{i} = None
-    elif t{i} is _Descriptor:
-        a{i} = {v}.tensor_arg
-        if a{i}.kind != "torch" or a{i}.device != "cuda" or a{i}.device_index:
-            {miss}
-        g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
-        c{i} = False
-    else:
-''' + _READ_ADAPTED + '''\
-        g{i} = (a{i}.kind, a{i}.dtype, h{i}, s{i}, p{i} & 15)
-        c{i} = None
-'''
-
-_LOOKUP = '''\
-    sig = (L.block{sig},)
-    last_sig, hit = L.last                  # one attribute: threads see a matching pair
-    if sig != last_sig:
-        hit = _memo.get(sig)
-        if hit is None:
-            return _miss(L, {args}, sig)
-        L.last = (sig, hit)
-    launcher, guards, smem, torch_stream{xs} = hit
-    if guards and not _guards_hold(guards):
-        return _miss(L, {args}, sig)
-'''
-
-_GIVEN = '''\
-    sig = (L.block{sig},)
-    launcher, guards, smem, torch_stream{xs} = hit
-'''
-
-_FINISH = '''\
-{auto_leaves}\
-    stream = L.stream
-    if stream is None:
-        stream = _raw_stream(0) if torch_stream else 0
-    elif type(stream) is not int:
-        stream = _stream_handle(stream)
-    if smem < L.smem:
-        smem = L.smem
-'''
-
-
-def kind_of(annotation, self_rule: bool):
-    """How the generated call path reads a parameter: 'static', 'tensor', 'auto',
-    ('scalar', lo, hi, is_float) for an annotated scalar (what ``bind_scalar`` accepts), or None
-    when it cannot (the kernel then always takes the full path)."""
-    if self_rule or isinstance(annotation, _StaticAnnotation):
-        return "static"
-    if isinstance(annotation, type) and issubclass(annotation, Scalar) and annotation.ir_type is not None:
-        return ("scalar", *_range_of(annotation.ir_type), annotation.ir_type.is_float)
-    if annotation is Tensor or isinstance(annotation, TensorSpec):
-        return "tensor"
-    if annotation is None or annotation is TensorDescriptor:   # the full path reads both alike
-        return "auto"
-    return None
-
-
-def _tuple(items) -> str:
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-
-
-def call_source(kinds, name: str = "kernel") -> str:
-    """The Python source of two functions for parameters of ``kinds``:
-
-    ``fast_call(L, v0, ..., /, *more, **kwargs)``, the ``__call__`` of a launch object ``L``:
-    launches on a memo hit; else ``_miss(L, args, sig)`` (the full path; ``sig`` None when the
-    arguments cannot be read inline), or ``_full(L, given, more, kwargs)`` for another arity or
-    keywords; errors are re-raised without warpstage's frames, as ``_Launch.__call__`` does.
-
-    ``fast_values(L, hit, v0, ...)``: what ``fast_call`` would launch with the memo entry
-    ``hit``, as ``(sig, smem, stream, values)``, or None.
-
-    ``fast_lookup(L, v0, ...)``: ``(sig, memo entry or None)``, or ``(None, None)`` when the
-    arguments cannot be read inline (prepared launches, warpstage/prepared.py).
-    """
-    names = [f"v{i}" for i in range(len(kinds))]
-    args = _tuple(names)
-    reads, sig, xs, leaves, auto_leaves = [], [], [], [], []
-    for i, kind in enumerate(kinds):
-        v = f"v{i}"
-        if kind == "tensor":
-            reads.append(_TENSOR.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"d{i}, h{i}, s{i}, p{i} & 15")
-            xs.append(f"x{i}")
-            leaves.append(f"p{i}, *x{i}")
-        elif kind == "static":
-            reads.append(_STATIC.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"k{i}")
-        elif kind == "auto":
-            reads.append(_AUTO.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"g{i}")
-            xs.append(f"x{i}")
-            auto_leaves.append(f"    if c{i} is None:\n        c{i} = (p{i}, *x{i})\n"  # tensor
-                               f"    elif c{i} is False:\n"                           # descriptor
-                               f"        c{i} = ({v}._encoded or {v}.encode(),)\n")
-            leaves.append(f"*c{i}")
-        else:
-            types = ("int", "float", "bool") if kind[3] else ("int", "bool")
-            reads.append(_SCALAR.format(v=v, i=i, miss="{miss}",
-                                        not_number=" and ".join(f"t{i} is not {t}" for t in types)))
-            leaves.append(v)                    # the key part is the annotation's
-    fields = dict(sig="".join(", " + x for x in sig), xs="".join(", " + x for x in xs), args=args,
-                  auto_leaves="".join(auto_leaves))
-    target = '    if _target() != "cuda":\n        {miss}\n'
-    finish = _FINISH.format(**fields)
-    body = (target + "".join(reads) + _LOOKUP.format(**fields) + finish
-            + f"    launcher.launch(L.grid, L.block, smem, stream, {_tuple(leaves)})\n")
-    arity = (f"    if {names[-1]} is _NA or more or kwargs:\n" if names else
-             "    if more or kwargs:\n") + f"        return _full(L, {args}, more, kwargs)\n"
-    call = (_HEAD.format(fn="fast_call", hit="",
-                         params="".join(f", {v}=_NA" for v in names) + (", /" if names else "")
-                         + ", *more, **kwargs",
-                         doc=f"Launch {name}: the generated call path (frontend/fast_call.py).")
-            + "    try:\n" + textwrap.indent(arity + body, "    ")
-            + "    except Exception as e:\n"
-            + "        if L.kernel.options.debug:\n            raise\n"
-            + "        raise _user_error(e) from None\n")
-    values = (_HEAD.format(fn="fast_values", hit=", hit", params="".join(", " + v for v in names),
-                           doc=f"What fast_call would launch for {name} with the entry hit.")
-              + target + "".join(reads) + _GIVEN.format(**fields) + finish
-              + f"    return sig, smem, stream, {_tuple(leaves)}\n")
-    lookup = (_HEAD.format(fn="fast_lookup", hit="", params="".join(", " + v for v in names),
-                           doc=f"The call signature of {name} and its memo entry (or None).")
-              + target + "".join(reads) + f"    sig = (L.block{fields['sig']},)\n"
-              + "    return sig, _memo.get(sig)\n")
-    return (call.replace("{miss}", f"return _miss(L, {args}, None)") + "\n\n"
-            + values.replace("{miss}", "return None") + "\n\n"
-            + lookup.replace("{miss}", "return None, None"))
-
+__all__ = ["FastCall", "kind_of", "call_source", "device_source", "make_call", "tensor_tails"]
 
 def make_call(kinds, name: str, namespace: dict):
     """The generated call path ``fast_call`` for parameters of ``kinds`` (see :func:`kind_of`),
@@ -355,7 +153,7 @@ class FastCall:
         before = list(leaves) if sig is not None and target == "cuda" else None
         result = launch_specialized(ck, leaves, target, launch.grid, launch.block, launch.smem,
                                     launch.stream)
-        if before is not None and ck._cuda is not None:
+        if before is not None and ck._devices:
             self.fill(launch, args, sig, ck, before)
         return result
 
@@ -373,8 +171,8 @@ class FastCall:
         """Store the memo entry for ``sig`` without launching (a prepared launch's first bind,
         warpstage/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
         ck, leaves = self.kernel.specialize(list(args), launch.block, "cuda")
-        if ck._cuda is None:
-            ck.cuda_launcher()
+        if sig[1] not in ck._devices:           # sig[1]: the device (device_source)
+            ck.cuda_launcher(sig[1])
         self.fill(launch, args, sig, ck, list(leaves))
 
     def fill(self, launch, args, sig, ck, leaves) -> None:
@@ -387,7 +185,11 @@ class FastCall:
         tensor_type = self.torch.Tensor if self.torch is not None else _NoTensor
         tensors = [x if type(x) is TensorArg else x.tensor_arg for x in leaves
                    if type(x) is TensorArg or type(x) is TensorMapArg]
-        entry = (ck._cuda[2], ck.guards, ck.dynamic_smem,
+        device = (tensors[0].device_index or 0) if tensors else 0   # one, as the launch checked
+        loaded = ck._devices.get(device)
+        if loaded is None or device != sig[1]:
+            return
+        entry = (loaded[2], ck.guards, ck.dynamic_smem,
                  any(t.kind == "torch" for t in tensors),       # launch on torch's stream
                  *tensor_tails(self.kinds, args, tensor_type))
         stream = current_stream(tensors) if launch.stream is None else stream_handle(launch.stream)

@@ -4,9 +4,13 @@ This module and its siblings in ``runtime/`` are the only places that import ``c
 and only when a function here is first called. Every cuda-bindings call returns a tuple
 ``(CUresult, *outputs)``; :func:`check` turns a failed ``CUresult`` into ``DeviceError``.
 
-Context policy: warpstage uses the **primary context** of device 0 (``cuDevicePrimaryCtxRetain``),
-the same context the CUDA runtime, torch and cupy use, so their device pointers are valid in our
-kernels and ours in theirs. It is made current once per thread (``cuCtxSetCurrent``).
+Context policy: warpstage uses the **primary context** of each device (``cuDevicePrimaryCtxRetain``),
+the context the CUDA runtime, torch and cupy use, so their device pointers are valid in our
+kernels and ours in theirs. A module is loaded into the primary context of the device it runs on
+(:func:`load_module`), which is pushed for the load and popped after it (:func:`on_device`), so
+the calling thread's current context, which torch's current device is, never changes under the
+user. A thread with no current context at all gets device ``ordinal``'s primary context, as the
+CUDA runtime does lazily (:func:`ensure_context`). See docs/distributed.md ("Devices").
 
 Modules are never unloaded implicitly: a ``Function`` keeps its ``Module`` alive, and the kernel
 cache keeps functions for the life of the process.
@@ -15,13 +19,15 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import DeviceError, LaunchError
 
 __all__ = [
-    "cuda", "check", "device", "context", "Module", "Function", "load_module", "get_function",
+    "cuda", "check", "device", "context", "primary_context", "ensure_context", "on_device",
+    "Module", "Function", "load_module", "get_function",
     "function_handle",
     "set_max_dynamic_smem", "FuncAttributes", "func_attributes", "mem_alloc", "mem_free",
     "memcpy_htod", "memcpy_dtoh", "synchronize", "DEFAULT_DYNAMIC_SMEM_LIMIT",
@@ -34,7 +40,7 @@ _JIT_LOG_BYTES = 64 * 1024
 
 _driver = None
 _lock = threading.Lock()
-_primary = None        # the retained primary context of device 0 (a CUcontext)
+_primary: dict = {}    # device ordinal -> its retained primary context (a CUcontext)
 _tls = threading.local()
 
 
@@ -90,30 +96,75 @@ def device(ordinal: int = 0):
     return dev
 
 
-def context():
-    """Make the primary context of device 0 current on the calling thread and return it.
+def primary_context(ordinal: int = 0):
+    """The primary context of device ``ordinal``, retained on first use
+    (``cuDevicePrimaryCtxRetain``, never released: the process keeps it until exit, as the CUDA
+    runtime does). Raises ``DeviceError`` without a usable GPU or for a device that does not
+    exist."""
+    ctx = _primary.get(ordinal)
+    if ctx is None:
+        d = cuda()
+        with _lock:
+            ctx = _primary.get(ordinal)
+            if ctx is None:
+                dev = device(ordinal)
+                err, ctx = d.cuDevicePrimaryCtxRetain(dev)
+                check(err, f"retaining the primary context of device {ordinal}")
+                _primary[ordinal] = ctx
+    return ctx
 
-    The first call in the process retains the primary context (``cuDevicePrimaryCtxRetain``,
-    never released: the process keeps it until exit, like the CUDA runtime does). The first call
-    on each thread makes it current (``cuCtxSetCurrent``); later calls cost one attribute read.
-    Raises ``DeviceError`` without a usable GPU.
+
+def context():
+    """Make the primary context of device 0 current on the calling thread and return it (the
+    memory helpers below and tests; launches use :func:`ensure_context` and :func:`on_device`).
+
+    The first call on each thread makes it current (``cuCtxSetCurrent``); later calls cost one
+    attribute read. Raises ``DeviceError`` without a usable GPU.
     """
     ctx = getattr(_tls, "ctx", None)
     if ctx is not None:
         return ctx
-    global _primary
     d = cuda()
-    if _primary is None:
-        with _lock:
-            if _primary is None:
-                dev = device(0)
-                err, ctx = d.cuDevicePrimaryCtxRetain(dev)
-                check(err, "retaining the primary context of device 0")
-                _primary = ctx
-    err, = d.cuCtxSetCurrent(_primary)
+    primary = primary_context(0)
+    err, = d.cuCtxSetCurrent(primary)
     check(err, "making the primary context of device 0 current")
-    _tls.ctx = _primary
-    return _primary
+    _tls.ctx = primary
+    return primary
+
+
+def _current_context():
+    err, ctx = cuda().cuCtxGetCurrent()
+    check(err, "reading the current context (cuCtxGetCurrent)")
+    return ctx if ctx is not None and int(ctx) else None
+
+
+def ensure_context(ordinal: int = 0) -> None:
+    """Give the calling thread a current context if it has none: the primary context of device
+    ``ordinal`` (``cuCtxSetCurrent``), as the CUDA runtime does on a thread's first call. A
+    thread that has one (torch's current device, say) keeps it. Raises ``DeviceError``."""
+    if _current_context() is None:
+        err, = cuda().cuCtxSetCurrent(primary_context(ordinal))
+        check(err, f"making the primary context of device {ordinal} current")
+
+
+@contextmanager
+def on_device(ordinal: int):
+    """Run the body with device ``ordinal``'s primary context current on this thread: pushed
+    (``cuCtxPushCurrent``) when another context is current, popped (``cuCtxPopCurrent``) after,
+    so the thread's current context is what it was. Raises ``DeviceError``."""
+    d = cuda()
+    primary = primary_context(ordinal)
+    current = _current_context()
+    if current is not None and int(current) == int(primary):
+        yield primary
+        return
+    err, = d.cuCtxPushCurrent(primary)
+    check(err, f"making the primary context of device {ordinal} current (cuCtxPushCurrent)")
+    try:
+        yield primary
+    finally:
+        err, _ = d.cuCtxPopCurrent()
+        check(err, f"restoring the context current before device {ordinal}'s (cuCtxPopCurrent)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,16 +187,21 @@ class Function:
     module: Module
 
 
-def load_module(image: bytes, is_ptx: bool) -> Module:
+def load_module(image: bytes, is_ptx: bool, device: int = 0) -> Module:
     """Load a cubin (``cuModuleLoadData``) or PTX (``cuModuleLoadDataEx``, the driver's PTX JIT —
-    the fallback when no ptxas is installed) into the primary context.
+    the fallback when no ptxas is installed) into the primary context of ``device`` (made
+    current for the load only: :func:`on_device`).
 
     ``image``: the cubin bytes, or the PTX text (bytes or str; a NUL terminator is appended when
     missing — the driver reads PTX as a C string). Raises ``DeviceError`` carrying the driver's
     JIT error log when the PTX does not compile.
     """
+    with on_device(device):
+        return _load_module(image, is_ptx)
+
+
+def _load_module(image, is_ptx: bool) -> Module:
     d = cuda()
-    context()
     if not is_ptx:
         err, mod = d.cuModuleLoadData(bytes(image))
         check(err, "loading a cubin module (cuModuleLoadData)")
@@ -188,7 +244,7 @@ def function_handle(function):
     return function.handle if isinstance(function, Function) else function
 
 
-def set_max_dynamic_smem(function, nbytes: int) -> None:
+def set_max_dynamic_smem(function, nbytes: int, device: int = 0) -> None:
     """Allow ``function`` to launch with ``nbytes`` bytes of dynamic shared memory.
 
     Only needed above 48 KiB (``DEFAULT_DYNAMIC_SMEM_LIMIT``); calls ``cuFuncSetAttribute(
@@ -200,7 +256,7 @@ def set_max_dynamic_smem(function, nbytes: int) -> None:
     from .target import device_properties
 
     d = cuda()
-    optin = device_properties(0).max_smem_per_block_optin
+    optin = device_properties(device).max_smem_per_block_optin
     static = func_attributes(function).static_smem_bytes
     if static + nbytes > optin:
         raise LaunchError(

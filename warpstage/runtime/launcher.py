@@ -27,7 +27,7 @@ ABI — for each ``param_ctypes[i]``, what ``values[i]`` must be and how it is p
 A value the type cannot hold raises ``ArgumentError`` naming the parameter; nothing is launched.
 
 Grid and block are checked against the device limits before launching (:func:`check_launch_dims`,
-a pure function); the check runs only when grid, block or shared memory differ from the previous
+a pure function in runtime/launch_dims.py); the check runs only when grid, block or shared memory differ from the previous
 launch, so a repeated launch costs three comparisons.
 """
 from __future__ import annotations
@@ -35,10 +35,12 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-from typing import NamedTuple, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from ..errors import ArgumentError, LaunchError
 from . import driver, raw_launch
+from .launch_dims import (Dim3, LaunchLimits, check_cluster_dims, check_launch_dims, launch_limits,
+                          normalize_dims)
 from .params import _param_layout, float_to_bf16_bits
 from .raw_launch import _POINTERS as _C_POINTERS
 from .streams import _STREAMS, bindings_stream, current_stream, torch_stream_reader
@@ -46,96 +48,10 @@ from .streams import _STREAMS, bindings_stream, current_stream, torch_stream_rea
 __all__ = ["Launcher", "BoundLaunch", "LaunchLimits", "LAUNCH_PATHS", "normalize_dims", "check_launch_dims", "check_cluster_dims",
            "current_stream", "torch_stream_reader", "launch_limits", "float_to_bf16_bits"]
 
-Dim3 = Tuple[int, int, int]
 LAUNCH_PATHS = ("ctypes", "bindings")
-_INVALID_CONTEXT = 201      # CUDA_ERROR_INVALID_CONTEXT: no current context on this thread
-
-
-class LaunchLimits(NamedTuple):
-    """What a launch may ask for. Threads per CTA, CTAs per grid dimension, bytes of shared
-    memory. ``kernel_max_threads``/``num_regs`` describe one kernel (0 when unknown)."""
-
-    max_threads_per_block: int
-    max_block_dims: Dim3
-    max_grid_dims: Dim3
-    max_smem_per_block_optin: int
-    kernel_max_threads: int = 0
-    num_regs: int = 0
-
-
-def normalize_dims(dims, what: str) -> Dim3:
-    """``dims`` (an int or a sequence of 1-3 ints) as a 3-tuple padded with 1s.
-
-    ``what`` ('grid', 'block' or 'cluster') names it in the ``LaunchError`` raised for anything
-    else.
-    """
-    if isinstance(dims, int) and not isinstance(dims, bool):
-        return (dims, 1, 1)
-    if isinstance(dims, (tuple, list)) and 1 <= len(dims) <= 3 and all(
-            isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        return tuple(dims) + (1,) * (3 - len(dims))
-    raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints (x, y, z); got {dims!r}. "
-                      f"Fix: kernel[(grid_x, grid_y), (threads, 1, 1)](...)")
-
-
-_AXES = "xyz"
-
-
-def check_launch_dims(grid: Dim3, block: Dim3, limits: LaunchLimits, smem_bytes: int = 0) -> None:
-    """Raise ``LaunchError`` unless ``grid`` (CTAs), ``block`` (threads) and ``smem_bytes``
-    (dynamic shared memory, bytes) fit ``limits``. Pure: no driver call."""
-    for what, dims in (("grid", grid), ("block", block)):
-        for axis, d in zip(_AXES, dims):
-            if d < 1:
-                raise LaunchError(f"{what} {dims} has {axis} = {d}; every dimension must be at "
-                                  f"least 1. Fix: skip the launch when there is no work.")
-    for axis, d, m in zip(_AXES, grid, limits.max_grid_dims):
-        if d > m:
-            raise LaunchError(f"grid {grid} has {d} CTAs along {axis}; the device allows at most "
-                              f"{m}. Fix: put the large dimension on x (up to "
-                              f"{limits.max_grid_dims[0]}) or loop inside the kernel.")
-    threads = block[0] * block[1] * block[2]
-    if threads > limits.max_threads_per_block:
-        raise LaunchError(f"block {block} has {threads} threads; the device allows at most "
-                          f"{limits.max_threads_per_block} per block")
-    for axis, d, m in zip(_AXES, block, limits.max_block_dims):
-        if d > m:
-            raise LaunchError(f"block {block} has {d} threads along {axis}; the device allows "
-                              f"at most {m} along {axis}")
-    if limits.kernel_max_threads and threads > limits.kernel_max_threads:
-        regs = f" (it uses {limits.num_regs} registers per thread)" if limits.num_regs else ""
-        raise LaunchError(f"block {block} has {threads} threads; this kernel can run at most "
-                          f"{limits.kernel_max_threads} per block{regs}. Fix: launch fewer "
-                          f"threads, or lower register use.")
-    if smem_bytes < 0 or smem_bytes > limits.max_smem_per_block_optin:
-        raise LaunchError(f"the launch asks for {smem_bytes} bytes of dynamic shared memory; the "
-                          f"device allows 0 to {limits.max_smem_per_block_optin} bytes per CTA")
-
-
-def check_cluster_dims(grid: Dim3, cluster: Dim3, max_cluster_size: int = 8) -> None:
-    """Raise ``LaunchError`` unless every grid dimension is a multiple of the cluster's and the
-    cluster has at most ``max_cluster_size`` CTAs (8 is the portable limit on sm_90)."""
-    for axis, g, c in zip(_AXES, grid, cluster):
-        if c < 1 or g % c:
-            raise LaunchError(f"grid {grid} is not a whole number of clusters {cluster} along "
-                              f"{axis}; each grid dimension must be a multiple of the cluster's")
-    size = cluster[0] * cluster[1] * cluster[2]
-    if size > max_cluster_size:
-        raise LaunchError(f"cluster {cluster} has {size} CTAs; at most {max_cluster_size} are "
-                          f"allowed (the portable cluster size on sm_90)")
-
-
-def launch_limits(function=None) -> LaunchLimits:
-    """The limits of device 0, and of ``function`` when given (``cuFuncGetAttribute``)."""
-    from .target import device_properties
-
-    p = device_properties(0)
-    kernel_max = regs = 0
-    if function is not None:
-        attrs = driver.func_attributes(function)
-        kernel_max, regs = attrs.max_threads_per_block, attrs.num_regs
-    return LaunchLimits(p.max_threads_per_block, p.max_block_dims, p.max_grid_dims,
-                        p.max_smem_per_block_optin, kernel_max, regs)
+# cuLaunchKernel's answers when the calling thread's current context is not the function's
+# (another device's, or none): the launch is made again with the right one pushed (Launcher._call)
+_WRONG_CONTEXT = frozenset({201, 400})   # CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE
 
 
 class Launcher:
@@ -143,7 +59,10 @@ class Launcher:
     parameters have the types ``param_ctypes``, in order: ctypes simple types, ``ir.types``
     ``ScalarType``/``PointerType``, or ctypes Structure/Array types for by-value blobs (see the
     ABI table in the module docstring). ``limits`` overrides the device/kernel limits (tests);
-    ``param_names`` name parameters in errors. Cheap to call repeatedly, from any thread.
+    ``param_names`` name parameters in errors. ``device``: the ordinal of the GPU whose primary
+    context holds ``function`` (its module was loaded there); the launch runs there whichever
+    context is current (docs/distributed.md, "Devices"). Cheap to call repeatedly, from any
+    thread.
 
     ``path`` picks the driver call (docs/launch.md): 'ctypes' calls libcuda's ``cuLaunchKernel``
     directly (runtime/raw_launch.py), 'bindings' calls it through cuda-bindings; None takes
@@ -152,7 +71,9 @@ class Launcher:
     """
 
     def __init__(self, function, param_ctypes: Sequence, limits: Optional[LaunchLimits] = None,
-                 param_names: Optional[Sequence[str]] = None, path: Optional[str] = None):
+                 param_names: Optional[Sequence[str]] = None, path: Optional[str] = None,
+                 device: int = 0):
+        self.device = device
         if path is None:
             from ..options import env_launch_path
             path = env_launch_path()
@@ -200,7 +121,7 @@ class Launcher:
 
     def _thread_slot(self):
         """This thread's packing buffer and its ``void*[]`` (see :meth:`_new_slot`)."""
-        driver.context()            # first launch on this thread: make the primary context current
+        driver.ensure_context(self.device)  # a thread's first launch: a context if it has none
         self._tls.slot = self._new_slot()
         return self._tls.slot
 
@@ -211,15 +132,17 @@ class Launcher:
             raise LaunchError(f"dynamic shared memory must be an int number of bytes; got "
                               f"{smem_bytes!r}")
         if self._limits is None:
-            self._limits = launch_limits(self.function)
+            with driver.on_device(self.device):
+                self._limits = launch_limits(self.function, self.device)
         check_launch_dims(g, b, self._limits, smem_bytes)
         if self._cu is None:
             self._cu = driver.cuda()
-            driver.context()
+            driver.ensure_context(self.device)
             self._cuLaunchKernel = self._cu.cuLaunchKernel
             self._choose_path()
         if smem_bytes > self._smem_allowed:
-            driver.set_max_dynamic_smem(self.function, smem_bytes)
+            with driver.on_device(self.device):
+                driver.set_max_dynamic_smem(self.function, smem_bytes, self.device)
             self._smem_allowed = smem_bytes
         self._dims = g + b
         # Lists are stored as tuples: they never compare equal again, so a list the caller
@@ -313,7 +236,15 @@ class Launcher:
                 self._pack_into(slot[0], 0, *values)
             except (AttributeError, struct.error, OverflowError, TypeError):
                 slot = self._pack(values)       # first launch on this thread, or a bad value
-        self._call(self._dims, smem_bytes, stream_handle, slot)
+        raw = self._raw                         # _call's ctypes branch, inlined
+        stream = _C_POINTERS.get(stream_handle) if stream_handle else None
+        if raw is None or (stream is None and stream_handle):
+            return self._call(self._dims, smem_bytes, stream_handle, slot)
+        gx, gy, gz, bx, by, bz = self._dims
+        if raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2], None):
+            # refused, so nothing was launched: _call tries again (another device's context)
+            # and explains an error that stays
+            self._call(self._dims, smem_bytes, stream_handle, slot)
 
     def _call(self, dims, smem_bytes: int, stream_handle: int, slot) -> None:
         """The driver call for checked ``dims`` (grid + block) with a packed ``slot``."""
@@ -331,13 +262,23 @@ class Launcher:
                 stream = bindings_stream(self._cu, stream_handle)
             err, = self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
                                         slot[1], 0)
-        if err == _INVALID_CONTEXT and raw is not None and self._cu is not None:
-            driver.context()            # a thread that never launched: make the context current
-            err = raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream, slot[2],
-                      None)
+        if err in _WRONG_CONTEXT and self._cu is not None:
+            err = self._call_on_device(dims, smem_bytes, stream, slot)
         if err:
             driver.check(err, f"launching a kernel on grid {dims[:3]}, block "
                               f"{dims[3:]} (cuLaunchKernel)", LaunchError)
+
+    def _call_on_device(self, dims, smem_bytes: int, stream, slot) -> int:
+        """The driver call again with this Launcher's device's primary context pushed: the
+        calling thread had another device's context current (or none). ``stream`` is the value
+        the first call passed. Returns the CUresult."""
+        gx, gy, gz, bx, by, bz = dims
+        with driver.on_device(self.device):
+            if self._raw is not None:
+                return self._raw(self._raw_function, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                 slot[2], None)
+            return self._cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, smem_bytes, stream,
+                                        slot[1], 0)[0]
 
     def bind(self, grid, block, smem_bytes: int, values: Sequence) -> "BoundLaunch":
         """A :class:`BoundLaunch` of this kernel with ``values`` packed once into a buffer of its
@@ -366,6 +307,9 @@ class Launcher:
             self._ex_key = key
         params = self._pack(values)[1]
         err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
+        if err in _WRONG_CONTEXT:
+            with driver.on_device(self.device):
+                err, = self._cu.cuLaunchKernelEx(self._ex_config, self.handle, params, 0)
         if err:
             driver.check(err, f"launching a kernel on grid {self._dims[:3]}, block "
                               f"{self._dims[3:]}, cluster {cluster} (cuLaunchKernelEx)",

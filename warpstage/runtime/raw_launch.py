@@ -15,8 +15,9 @@ made once per packing buffer.
 The exported symbol ``cuLaunchKernel`` is the legacy-default-stream version, the one cuda-bindings
 resolves by default (``cuGetProcAddress`` without ``CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM``)
 and the one torch's launches use; stream 0 means the same stream on both paths. Both paths call
-into the one ``libcuda`` of the process, so the primary context made current by
-``driver.context()`` is the context this call launches in.
+into the one ``libcuda`` of the process and launch in the calling thread's current context; when
+that is not the function's (another device's), the Launcher pushes its device's primary context
+and launches again (``Launcher._call_on_device``, docs/distributed.md).
 
 Which path :class:`~warpstage.runtime.launcher.Launcher` uses: this one when libcuda loads and
 ``WARPSTAGE_LAUNCH`` is not ``bindings`` (``options.env_launch_path``), else cuda-bindings; tests

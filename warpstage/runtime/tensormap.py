@@ -404,7 +404,7 @@ def _encode_tiled(desc: TensorDescriptor) -> bytes:
     """``cuTensorMapEncodeTiled`` for ``desc``, dimensions reversed to innermost first."""
     from . import driver
     cu = driver.cuda()
-    driver.context()
+    driver.ensure_context(desc.tensor_arg.device_index or 0)  # a context if the thread has none
     T = cu.CUtensorMapDataType
     dims = [cu.cuuint64_t(n) for n in reversed(desc.shape)]
     strides = [cu.cuuint64_t(s) for s in reversed(desc._byte_strides()[:-1])]

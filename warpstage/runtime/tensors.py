@@ -355,8 +355,8 @@ _MOVE_HINT = {
 def require_device(arg: TensorArg, param_name: str, device_index: int = 0) -> None:
     """Raise ``ArgumentError`` unless ``arg`` is in GPU memory of device ``device_index``.
 
-    The cuda target launches on device 0 (the primary context of ordinal 0; CUDA_VISIBLE_DEVICES
-    picks which physical GPU that is).
+    A launch runs on the device of its tensors (docs/distributed.md, "Devices"); this checks one
+    tensor against a given device (CUDA_VISIBLE_DEVICES picks which physical GPU an ordinal is).
     """
     if arg.device != "cuda":
         what = {"torch": "CPU torch tensor", "numpy": "CPU numpy array"}.get(
