@@ -27,7 +27,7 @@ def _wrap(t, value, name):
         return Pointer._wrap(value, Origin(f"parameter {name}"))
     return DTYPES[t]._wrap(value, Origin(f"parameter {name}"))
 
-DEBUG = SimpleNamespace(debug=True)
+DEBUG = SimpleNamespace(device_asserts=True)
 
 
 def _params(fn, types):

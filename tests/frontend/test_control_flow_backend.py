@@ -17,7 +17,7 @@ llvm = pytest.importorskip("llvmlite.binding")
 from warpstage.options import CompileOptions  # noqa: E402
 from warpstage.passes.pipeline import run_passes  # noqa: E402
 
-OPTIONS = CompileOptions(debug=True)
+OPTIONS = CompileOptions(device_asserts=True)
 
 CASES = [
     (ifs.elif_chain, ("i32",)), (ifs.and_or_not, ("i32", "i32")),
