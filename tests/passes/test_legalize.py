@@ -140,3 +140,26 @@ def test_smem_alloc_at_offset_zero_is_the_base_itself():
     legalize(m)
     assert [op.name for op in m.kernels[0].walk()][:2] == ["nvvm.smem_base", "ptr.to_int"]
     assert m.kernels[0].body.block.ops[0].results[0].type == PointerType(u8, "shared")
+
+
+@pytest.mark.parametrize("divisor", [1, 3, 8, -3])
+def test_signed_floor_ops_by_a_constant_follow_python(divisor):
+    values = list(range(-20, 12)) + [2 ** 31 - 1, -2 ** 31, 12345, -98765]
+    n = -(-len(values) // LANES) * LANES
+    xs = np.resize(np.array(values, np.int32), n)
+    q, r = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    m, (pa, pq, pr), b = _kernel([PointerType(i32, "global")] * 3)
+    i = b.binary("add", b.binary("mul", b.sreg("ctaid.x", i32), b.constant(i32, LANES)),
+                 b.sreg("tid.x", i32))
+    x, c = b.load(b.ptr_offset(pa, i)), b.constant(i32, divisor)
+    b.store(b.ptr_offset(pq, i), b.binary("floordiv", x, c))
+    b.store(b.ptr_offset(pr, i), b.binary("mod", x, c))
+    b.return_()
+    legalize(m)
+    names = [op.name for op in m.kernels[0].walk()]
+    assert ("arith.xor" in names) == (divisor < 0)     # a positive divisor needs no sign test
+    mem = sim.Memory()
+    sim.run(m, "k", (n // LANES,), (LANES,), [mem.register(v) for v in (xs, q, r)], mem,
+            echo=False)
+    assert q[:len(values)].tolist() == [v // divisor for v in values]
+    assert r[:len(values)].tolist() == [v % divisor for v in values]
