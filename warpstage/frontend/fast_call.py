@@ -23,7 +23,7 @@ reproduce the full path's launch for that call exactly (values, shared memory, s
 
 Writing and compiling the source costs about 2 ms per kernel, once (at its first
 ``kern[grid, block]``). The source is kept as ``FastCall.call.source`` and in ``linecache``, so a
-traceback under ``debug=True`` shows its lines.
+traceback under ``compiler_frames=True`` shows its lines.
 """
 from __future__ import annotations
 
