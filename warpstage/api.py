@@ -315,7 +315,7 @@ class Kernel:
                 run_passes(module)
             guards = collect_guards(reached, facts)
         except Exception as e:
-            if self.options.debug:          # keep warpstage's frames when debugging warpstage
+            if self.options.compiler_frames:     # keep warpstage's frames when debugging warpstage
                 raise
             raise _user_error(e) from None
         self.trace_count += 1
@@ -393,7 +393,8 @@ class Kernel:
 
 
 def kernel(fn=None, **options):
-    """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel`` or ``@ws.kernel(debug=True)``)."""
+    """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel``, or ``@ws.kernel(**options)``
+    with CompileOptions fields, e.g. ``@ws.kernel(device_asserts=True)``)."""
     def wrap(f):
         opts = default_options().with_(**options) if options else None
         return Kernel(f, opts)
@@ -451,7 +452,7 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
                                 placeholders=True)
         ck.cubin
     except Exception as e:
-        if kern.options.debug:
+        if kern.options.compiler_frames:
             raise
         raise _user_error(e) from None
     return ck

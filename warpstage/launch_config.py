@@ -59,7 +59,7 @@ class _Launch:
             values = k._bind(args, kwargs)
             return launch(k, values, self.grid, self.block, self.smem, self.stream, self.cluster)
         except Exception as e:
-            if k.options.debug:
+            if k.options.compiler_frames:
                 raise
             raise _user_error(e) from None
 
@@ -77,7 +77,7 @@ class _Launch:
         try:
             return PreparedLaunch(self, args)
         except Exception as e:
-            if k.options.debug:
+            if k.options.compiler_frames:
                 raise
             raise _user_error(e) from None
 

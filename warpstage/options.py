@@ -1,11 +1,23 @@
-"""Compile options: one frozen dataclass, passed down explicitly, hashed into the cache key.
+"""Compile options: one frozen dataclass, passed down explicitly, in two groups.
+
+- Code-generation options (``arch``, ``ptx_version``, ``opt_level``, ``device_asserts``,
+  ``ptxas``): they change the IR, PTX or cubin, so ``CompileOptions.codegen_key()`` is hashed into
+  the disk key (``persist.spec_key``).
+- Debug and runtime options (``compiler_frames``, ``max_specializations``): they change what
+  the host does around a compile (tracebacks, the recompile warning), never the code, so they are
+  not hashed: two kernels differing only in them share disk entries. Process-wide settings of the
+  same kind live outside the options: the simulator's race detector (``ws.set_target(races=)``,
+  ``WARPSTAGE_SIM_RACES``) and the progress line (``WARPSTAGE_PROGRESS``).
+
+``debug`` used to mean both device asserts and compiler frames; ``debug=True`` (the spelling
+``@ws.kernel(debug=True)`` documented) still sets both, with a DeprecationWarning.
 
 This is the only module that reads environment variables:
 
   WARPSTAGE_TARGET      'cuda' or 'sim' (default: cuda when a GPU is usable, else sim)
   WARPSTAGE_PTXAS       path to the ptxas executable
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
-  WARPSTAGE_DEBUG       '1' turns on device-side asserts
+  WARPSTAGE_DEBUG       '1' turns on device-side asserts (``device_asserts``)
   WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
@@ -13,29 +25,62 @@ This is the only module that reads environment variables:
 """
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, replace
+import warnings
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Optional
 
-__all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas",
+__all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target", "env_cache_dir", "env_ptxas",
            "env_sim_races", "env_launch_path", "env_progress"]
+
+
+_RUNTIME = {"runtime": True}
 
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """How to compile. ``arch`` is the PTX target (sm_90a); ``opt_level`` LLVM's -O level;
-    ``debug`` enables device asserts; ``max_specializations`` the count after which a kernel warns
-    about recompiles; ``ptxas`` an explicit ptxas path (None: search)."""
+    """How to compile.
+
+    Code generation (hashed into the disk key): ``arch`` the PTX target (sm_90a);
+    ``ptx_version`` the PTX ISA version LLVM emits; ``opt_level`` LLVM's -O level;
+    ``device_asserts`` compiles a dynamic ``assert`` into a device check (printf of file:line,
+    then trap) instead of dropping it; ``ptxas`` an explicit ptxas path (None: search).
+
+    Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
+    warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
+    users see their own lines only); ``max_specializations`` the count after which a kernel
+    warns about recompiles (RecompileWarning).
+
+    ``debug`` (deprecated, a constructor argument only): True sets both ``device_asserts`` and
+    ``compiler_frames``, as it did, with a DeprecationWarning."""
 
     arch: str = "sm_90a"
     ptx_version: str = "+ptx80"
     opt_level: int = 3
-    debug: bool = False
+    device_asserts: bool = False
     ptxas: Optional[str] = None
-    max_specializations: int = 8
+    compiler_frames: bool = field(default=False, metadata=_RUNTIME)
+    max_specializations: int = field(default=8, metadata=_RUNTIME)
+    debug: InitVar[Optional[bool]] = None
+
+    def __post_init__(self, debug):
+        if debug is not None:
+            warnings.warn("CompileOptions(debug=...) / @ws.kernel(debug=...) is deprecated: it "
+                          "meant two things, now two options. Fix: device_asserts=True (device "
+                          "checks for dynamic asserts) and/or compiler_frames=True (warpstage's "
+                          "frames in tracebacks)", DeprecationWarning, stacklevel=_caller_level())
+            object.__setattr__(self, "device_asserts", bool(debug))
+            object.__setattr__(self, "compiler_frames", bool(debug))
 
     def with_(self, **changes) -> "CompileOptions":
+        """A copy with ``changes`` (field names; ``debug`` as in the constructor)."""
+        changes.setdefault("debug", None)
         return replace(self, **changes)
+
+    def codegen_key(self) -> tuple:
+        """The code-generation options as sorted (name, value) pairs: what the disk key hashes."""
+        return tuple((name, getattr(self, name)) for name in CODEGEN_FIELDS)
 
 
 def env_target() -> Optional[str]:
@@ -63,8 +108,30 @@ def env_sim_races() -> bool:
     return os.environ.get("WARPSTAGE_SIM_RACES", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _caller_level() -> int:
+    """The warnings stacklevel of the first frame outside warpstage and dataclasses (whose
+    generated ``__init__`` is ``<string>``): the user's ``@ws.kernel(debug=True)`` or
+    ``CompileOptions(debug=True)`` line."""
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (frame.f_code.co_filename.startswith(here)
+                                 or frame.f_code.co_filename in (dataclasses.__file__, "<string>")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+CODEGEN_FIELDS = tuple(sorted(f.name for f in dataclasses.fields(CompileOptions)
+                              if not f.metadata.get("runtime")))
+"""The options hashed into the disk key (they change the generated code)."""
+RUNTIME_FIELDS = tuple(sorted(f.name for f in dataclasses.fields(CompileOptions)
+                              if f.metadata.get("runtime")))
+"""The debug and runtime options: not hashed; changing them never recompiles."""
+
+
 def default_options() -> CompileOptions:
-    return CompileOptions(debug=os.environ.get("WARPSTAGE_DEBUG", "") == "1", ptxas=env_ptxas())
+    return CompileOptions(device_asserts=os.environ.get("WARPSTAGE_DEBUG", "") == "1",
+                          ptxas=env_ptxas())
 
 
 def env_launch_path() -> str:

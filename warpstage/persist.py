@@ -1,7 +1,8 @@
 """Compiled kernels on disk: the disk cache's key and entries, ``CompiledKernel.save``, ``ws.load``.
 
 One specialization is keyed (``spec_key``) by: warpstage's version and a digest of its own source
-files, LLVM's and ptxas' versions (or 'driver-jit' without ptxas), every CompileOptions field, the
+files, LLVM's and ptxas' versions (or 'driver-jit' without ptxas), the code-generation options
+(``CompileOptions.codegen_key``: not the debug/runtime ones, which never change the code), the
 target ('ptx' for both 'cuda' and 'compile': they build the same PTX and cubin), the block shape,
 the kernel's module, qualified name and code digest, and each parameter's Spec key.
 
@@ -56,7 +57,7 @@ def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
     fn = kernel.fn
     opts = kernel.options
     parts = (fingerprint(), toolchain(opts),
-             tuple(sorted(dataclasses.asdict(opts).items())), "ptx", tuple(block),
+             opts.codegen_key(), "ptx", tuple(block),
              (fn.__module__, fn.__qualname__, code_key(fn.__code__)),
              tuple(s.key for s in specs))
     if fn.__defaults__ or fn.__kwdefaults__:

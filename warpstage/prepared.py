@@ -97,7 +97,7 @@ class PreparedLaunch:
                 stream = self._raw_stream(self._device) if self._raw_stream is not None else 0
             self._bound.launch(stream)
         except Exception as e:
-            if self._launch.kernel.options.debug:
+            if self._launch.kernel.options.compiler_frames:
                 raise
             raise _user_error(e) from None
 

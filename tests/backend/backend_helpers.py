@@ -8,6 +8,7 @@ import llvmlite.binding as llvm
 from warpstage.backend import emit_ptx, lower
 from warpstage.ir import Builder, Function, Module
 from warpstage.options import CompileOptions
+from warpstage.passes.legalize import legalize
 
 OPTIONS = CompileOptions()
 
@@ -29,6 +30,9 @@ class KernelBuilder:
 
 
 def compile_module(module, options=OPTIONS):
+    """Legalize (hand-built modules may hold arith.floordiv/mod, wgmma.descriptor), lower, check
+    the LLVM IR, emit PTX; returns (llvm_ir, ptx)."""
+    legalize(module)
     ll = lower(module, options)
     mod = llvm.parse_assembly(ll)
     mod.verify()

@@ -4,15 +4,17 @@ import pytest
 from backend_helpers import KernelBuilder
 from warpstage.backend.lower import CONTROL_OPS, RULES
 from warpstage.errors import UnsupportedError
-from warpstage.ir import OPS, SCALAR_TYPES, PointerType, bf16, f16, f32, f64, i1, i32, i64, u32
+from warpstage.ir import OPS, SCALAR_TYPES, PointerType, bf16, f16, f32, f64, i1, i32, i64, u32, \
+    u64
 from warpstage.ir.ops import BINARY, CMP_PREDICATES, TERMINATORS, UNARY_MATH
 
 TYPES = [i32, u32, i64, f32, f16, bf16]
 BITWISE = ("and", "or", "xor", "shl", "shr")
 
 
-def test_every_op_has_a_lowering():
-    assert set(OPS) == set(RULES) | set(CONTROL_OPS) | set(TERMINATORS)
+def test_every_primitive_op_has_a_lowering_and_no_legalized_one_does():
+    primitive = {n for n, d in OPS.items() if not d.legalized}
+    assert primitive == set(RULES) | set(CONTROL_OPS) | set(TERMINATORS)
 
 
 def binary_kernel(kind, t):
@@ -47,6 +49,36 @@ def test_signed_floordiv_corrects_toward_minus_infinity():
     assert "sdiv" in ll and "srem" in ll and "udiv" not in ll
     ll, _ = binary_kernel("floordiv", u32)
     assert "udiv" in ll and "srem" not in ll
+
+
+@pytest.mark.parametrize("t,needle", [(f32, "copysign.f32"), (f64, "copysign.f64"),
+                                      (f16, None), (bf16, None)], ids=str)
+def test_copysign_lowers_to_ptx_copysign(t, needle):
+    k = KernelBuilder([PointerType(t), t, t])
+    out, a, b = k.args
+    k.b.store(out, k.b.create("math.copysign", (a, b)).result)
+    ll, ptx = k.finish()
+    assert "llvm.copysign" in ll
+    if needle:
+        assert needle in ptx
+
+
+def test_ordered_not_equal_is_fcmp_one():
+    k = KernelBuilder([PointerType(i1), f32, f32])
+    out, a, b = k.args
+    k.b.store(out, k.b.cmp("one", a, b))
+    ll, _ = k.finish()
+    assert "fcmp one float" in ll
+
+
+def test_ptr_to_int_is_ptrtoint_of_the_shared_address():
+    k = KernelBuilder([PointerType(u64)])
+    (out,) = k.args
+    base = k.b.ptr_offset(k.b.smem_base(), k.b.constant(i32, 48))
+    k.b.store(out, k.b.create("ptr.to_int", (base,)).result)
+    ll, ptx = k.finish()
+    assert "ptrtoint" in ll
+    assert "mov.b64 \t%rd2, __ws_dynamic_smem;" in ptx and "%rd2, 48;" in ptx
 
 
 def test_shift_amount_is_clamped_not_poison():

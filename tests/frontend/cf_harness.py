@@ -27,7 +27,7 @@ def _wrap(t, value, name):
         return Pointer._wrap(value, Origin(f"parameter {name}"))
     return DTYPES[t]._wrap(value, Origin(f"parameter {name}"))
 
-DEBUG = SimpleNamespace(debug=True)
+DEBUG = SimpleNamespace(device_asserts=True)
 
 
 def _params(fn, types):
@@ -103,11 +103,14 @@ def run_sim(fn, args, types, result_type="i32", module=None):
     """Run ``fn(*args)`` traced as a one-thread kernel in the simulator; returns the stored
     result as a Python number. An ``args`` entry that is a numpy array is passed by pointer (its
     type in ``types`` is '*f32' ...). ``module``: a module already traced with ``trace(...,
-    store=...)``."""
+    store=...)``. The module goes through the pass pipeline first, as a launch's does (the
+    simulator runs primitives only: ``//`` and ``%`` are legalized there)."""
     from warpstage import sim
+    from warpstage.passes.pipeline import run_passes
     rt = ir.SCALAR_TYPES[result_type]
     if module is None:
         module, _ = trace(fn, *types, store=rt)
+    run_passes(module)
     out = np.zeros(1, dtype=np.int32 if rt == ir.i32 else np.float32)
     mem = sim.Memory()
     values = [mem.register(a) if isinstance(a, np.ndarray) else a for a in args]

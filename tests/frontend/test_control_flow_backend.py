@@ -15,8 +15,9 @@ backend = pytest.importorskip("warpstage.backend")
 llvm = pytest.importorskip("llvmlite.binding")
 
 from warpstage.options import CompileOptions  # noqa: E402
+from warpstage.passes.pipeline import run_passes  # noqa: E402
 
-OPTIONS = CompileOptions(debug=True)
+OPTIONS = CompileOptions(device_asserts=True)
 
 CASES = [
     (ifs.elif_chain, ("i32",)), (ifs.and_or_not, ("i32", "i32")),
@@ -32,7 +33,7 @@ CASES = [
 
 
 def _compile(module):
-    ll = backend.lower(module, OPTIONS)
+    ll = backend.lower(run_passes(module), OPTIONS)
     llvm.parse_assembly(ll).verify()
     return backend.emit_ptx(ll, OPTIONS)
 

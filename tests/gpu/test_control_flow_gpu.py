@@ -17,6 +17,7 @@ from cf_programs import programs  # noqa: E402
 from warpstage import ir  # noqa: E402
 from warpstage.backend import assemble, emit_ptx, lower  # noqa: E402
 from warpstage.options import CompileOptions  # noqa: E402
+from warpstage.passes.pipeline import run_passes  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +30,7 @@ def gpu_runner(module, floats):
     from warpstage.runtime import driver
     from warpstage.runtime.launcher import Launcher
     opts = CompileOptions()
-    cubin = assemble(emit_ptx(lower(module, opts), opts), opts, ["k"]).cubin
+    cubin = assemble(emit_ptx(lower(run_passes(module), opts), opts), opts, ["k"]).cubin
     fn = driver.get_function(driver.load_module(cubin, is_ptx=False), "k")
     rt = ir.f32 if floats else ir.i32
     launcher = Launcher(fn, [ir.i32, ir.i32, ir.PointerType(rt)])

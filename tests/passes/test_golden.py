@@ -1,8 +1,9 @@
 """Golden IR files (tests/passes/golden/*.wsir), FileCheck-style.
 
 Each file is IR text (``warpstage.ir.parse``) with comment lines: ``// RUN: <stage>`` picks what
-runs on the parsed module (``dce``, ``kernel_attrs``, ``passes``: the whole pipeline, ``llvm``:
-``backend.lower``, ``ptx``: LLVM IR then PTX); ``// CHECK: text`` lines must appear in the output
+runs on the parsed module (``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
+pipeline, ``llvm``:
+the passes then ``backend.lower``, ``ptx``: LLVM IR then PTX); ``// CHECK: text`` lines must appear in the output
 in order, ``// CHECK-SAME: text`` on the line of the previous match, after it, and
 ``// CHECK-NOT: text`` nowhere between the previous match and the next.
 """
@@ -15,6 +16,7 @@ from warpstage.ir import parse, print_module, verify
 from warpstage.options import CompileOptions
 from warpstage.passes.dce import dead_code_elimination
 from warpstage.passes.kernel_attrs import kernel_attributes
+from warpstage.passes.legalize import legalize
 from warpstage.passes.pipeline import run_passes
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -31,9 +33,10 @@ def _ir_after(pass_fn):
 STAGES = {
     "dce": _ir_after(dead_code_elimination),
     "kernel_attrs": _ir_after(kernel_attributes),
+    "legalize": _ir_after(legalize),
     "passes": _ir_after(run_passes),
-    "llvm": lambda m: lower(m, CompileOptions()),
-    "ptx": lambda m: emit_ptx(lower(m, CompileOptions()), CompileOptions()),
+    "llvm": lambda m: lower(run_passes(m), CompileOptions()),
+    "ptx": lambda m: emit_ptx(lower(run_passes(m), CompileOptions()), CompileOptions()),
 }
 
 

@@ -152,8 +152,8 @@ def test_key_changes_with_static_values_not_dynamic_values():
     assert key_of(k, a, 4, 10) != key_of(k, a, 8, 10)           # static value: new key
     assert key_of(k, a, 4, 10) != key_of(k, ws.Tensor[ws.Float16, 1], 4, 10)
     assert key_of(k, a, 4, 10) != key_of(k, a, 4, 10, block=(256, 1, 1))
-    debug = ws.kernel(debug=True)(_tiled)
-    assert key_of(debug, a, 4, 10) != key_of(k, a, 4, 10)
+    asserts = ws.kernel(device_asserts=True)(_tiled)
+    assert key_of(asserts, a, 4, 10) != key_of(k, a, 4, 10)
 
 
 def test_changing_static_argument_misses_dynamic_hits():

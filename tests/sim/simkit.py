@@ -5,6 +5,7 @@ import numpy as np
 
 from warpstage import ir, sim
 from warpstage.ir import Builder, Function, Location, Module, PointerType
+from warpstage.passes.legalize import legalize
 
 FILE = "kern.py"
 
@@ -84,7 +85,9 @@ def sptr(t):
 
 
 def launch(module, grid, block, args, memory=None, smem_bytes=0, name=None, **kw):
-    """Run the module's (only) kernel; numpy arrays in ``args`` are registered in ``memory``."""
+    """Run the module's (only) kernel, legalized (``passes.legalize``: hand-built modules may hold
+    arith.floordiv/mod); numpy arrays in ``args`` are registered in ``memory``."""
+    legalize(module)
     memory = memory or sim.Memory()
     flat = [memory.register(a) if isinstance(a, np.ndarray) else a for a in args]
     kname = name or module.kernels[0].name

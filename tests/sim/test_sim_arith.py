@@ -351,3 +351,22 @@ if given is not None:
         for kind in BINARY:
             got = run_elementwise([i32, i32], i32, lambda k, x, y: k.b.binary(kind, x, y), [a, b])
             assert got == [int_ref(kind, i32, x, y) for x, y in zip(a, b)], kind
+
+
+def test_copysign_and_the_ordered_not_equal():
+    nan = float("nan")
+    a = [1.5, -2.0, 0.0, -0.0, math.inf, nan, 3.0, -4.0]
+    b = [-1.0, 3.0, -0.0, 5.0, -1.0, -1.0, nan, -nan]
+    got = run_elementwise([f64, f64], f64,
+                          lambda k, x, y: k.b.create("math.copysign", (x, y)).result, [a, b])
+    want = [math.copysign(x, y) for x, y in zip(a, b)]
+    assert [struct.pack("<d", g) for g in got if g == g] == \
+        [struct.pack("<d", w) for w in want if w == w]
+    assert math.isnan(got[5]) and math.copysign(1, got[5]) < 0
+    one = run_elementwise([f32, f32], i1, lambda k, x, y: k.b.cmp("one", x, y), [a, b])
+    une = run_elementwise([f32, f32], i1, lambda k, x, y: k.b.cmp("ne", x, y), [a, b])
+    assert one == [x != y and x == x and y == y for x, y in zip(a, b)]
+    assert une == [x != y for x, y in zip(a, b)] and one != une
+    ints = run_elementwise([i32, i32], i1, lambda k, x, y: k.b.cmp("one", x, y),
+                           [[1, 2, -3], [1, 3, 3]])
+    assert ints == [False, True, True]

@@ -39,6 +39,7 @@ from llvmlite.ir.values import FunctionAttributes, MDValue
 
 from ..errors import CompilationError, WarpstageError
 from ..ir import core
+from ..ir.opdef import unlowered_op_message
 from ..ir.types import PointerType, ScalarType, TensorMapType
 from ..ir.verifier import verify
 from ..options import CompileOptions
@@ -204,8 +205,8 @@ class _FunctionLowering(LoweringContext):
         control = self.control.get(op.name)
         rule = RULES.get(op.name)
         if control is None and rule is None:
-            raise CompilationError(f"internal error: no lowering for op {op.name}"
-                                   + (f" at {op.loc}" if op.loc else ""),
+            raise CompilationError(unlowered_op_message(op.name, "the backend")
+                                   + (f" (at {op.loc})" if op.loc else ""),
                                    str(op.loc) if op.loc else None)
         try:
             results = control(op) if control is not None else rule(self, op)

@@ -9,21 +9,18 @@ Precise semantics per op:
 
 - add/sub/mul: ints wrap modulo 2**bits; floats IEEE, rounded to nearest even.
 - div: ints C division (truncate toward zero); floats IEEE ``a / b`` (``div.rn``). Integer
-  division by zero and INT_MIN / -1 are undefined (also for rem/floordiv/mod), as in CUDA C.
-- rem: ints C remainder (sign of a); floats C ``fmod`` (see ``fmod``).
-- floordiv: signed ints Python ``//`` (toward -inf); unsigned as div; floats Python ``//``
-  (``(a - fmod(a, b)) / b`` corrected toward -inf, so ``a == (a // b) * b + a % b`` with ``%``
-  below; ``1.0 // 0.1`` is 9.0, not ``floor(1.0 / 0.1)`` = 10.0); ``b == 0`` gives
-  ``floor(a / b)`` (Python raises ZeroDivisionError).
-- mod: signed ints Python ``%`` (sign of b); unsigned as rem; floats Python ``%``: ``fmod``
-  then ``+ b`` when the signs of the remainder and b differ; a zero result has the sign of b.
+  division by zero and INT_MIN / -1 are undefined (also for rem), as in CUDA C.
+- rem: ints C remainder (sign of a); floats C ``fmod`` (see ``fmod``; 16-bit floats in f32).
+- floordiv/mod (Python ``//``/``%``) are not lowered here: ``passes/legalize_arith.py``
+  rewrites them into the primitives above and below before the backend sees them.
 - shl/shr: the amount is read as unsigned and clamped to the width, as PTX ``shl``/``shr`` do
   (PTX ISA "Logic and Shift Instructions"): amounts >= bits give 0 (shl, logical shr) or the
   sign fill (arithmetic shr), never LLVM poison.
 - min/max: ints signed/unsigned; floats IEEE-754 minNum/maxNum (a NaN operand yields the other).
 - neg: ints ``0 - a``; floats flip the sign bit. not: bitwise complement (logical on i1).
 - cmp: ints signed/unsigned; floats ordered (false if either is NaN) except ``ne``, which is
-  unordered (true if either is NaN), so ``x != x`` detects NaN as in Python.
+  unordered (true if either is NaN), so ``x != x`` detects NaN as in Python; ``one`` is the
+  ordered not-equal (``fcmp one``; on ints ``ne``).
 - cast: see ``convert``. bitcast: the bits reinterpreted.
 """
 from __future__ import annotations
@@ -33,13 +30,14 @@ from llvmlite import ir
 from ..ir.core import Operation
 from ..ir.types import ScalarType
 from .context import LoweringContext
-from .llvm_types import constant, llvm_type
+from .llvm_types import F32, constant, llvm_type
 
 __all__ = ["RULES", "convert", "fmod"]
 
-_ICMP_SIGNED = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ICMP_SIGNED = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+                "one": "!="}
 _FCMP = {"eq": ("==", True), "ne": ("!=", False), "lt": ("<", True), "le": ("<=", True),
-         "gt": (">", True), "ge": (">=", True)}
+         "gt": (">", True), "ge": (">=", True), "one": ("!=", True)}
 
 
 def convert(ctx: LoweringContext, x: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
@@ -106,55 +104,6 @@ def fmod(ctx: LoweringContext, a: ir.Value, b_: ir.Value) -> ir.Value:
     return b.select(b.and_(b_inf, a_fin), a, r)
 
 
-def _in_f32(ctx, fn, t: ScalarType, *args):
-    """fn(*args) computed in f32 for 16-bit floats (then rounded back), in t otherwise."""
-    if t.bits != 16:
-        return fn(ctx, *args)
-    b = ctx.builder
-    wide = [b.fpext(a, ir.FloatType()) for a in args]
-    return b.fptrunc(fn(ctx, *wide), args[0].type)
-
-
-def _python_mod_float(ctx, a, b_):
-    b = ctx.builder
-    zero = ir.Constant(a.type, 0.0)
-    r = fmod(ctx, a, b_)
-    fix = b.and_(b.fcmp_ordered("!=", r, zero),
-                 b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", b_, zero)))
-    r = b.select(fix, b.fadd(r, b_), r)
-    signed_zero = ctx.call_intrinsic(f"llvm.copysign.{a.type.intrinsic_name}", a.type, [zero, b_])
-    return b.select(b.fcmp_ordered("==", r, zero), signed_zero, r)
-
-
-def _python_floordiv_float(ctx, a, b_):
-    """Python's float ``a // b`` (CPython ``float_floor_div``); see the module docstring."""
-    b = ctx.builder
-    t = a.type
-    sfx = t.intrinsic_name
-    zero, one, half = (ir.Constant(t, v) for v in (0.0, 1.0, 0.5))
-    m = fmod(ctx, a, b_)
-    div = b.fdiv(b.fsub(a, m), b_)
-    fix = b.and_(b.fcmp_ordered("!=", m, zero),
-                 b.xor(b.fcmp_ordered("<", m, zero), b.fcmp_ordered("<", b_, zero)))
-    div = b.select(fix, b.fsub(div, one), div)
-    fl = ctx.call_intrinsic(f"llvm.floor.{sfx}", t, [div])
-    fl = b.select(b.fcmp_ordered(">", b.fsub(div, fl), half), b.fadd(fl, one), fl)
-    quotient = b.fdiv(a, b_)
-    res = b.select(b.fcmp_ordered("==", div, zero),
-                   ctx.call_intrinsic(f"llvm.copysign.{sfx}", t, [zero, quotient]), fl)
-    by_zero = ctx.call_intrinsic(f"llvm.floor.{sfx}", t, [quotient])
-    return b.select(b.fcmp_ordered("==", b_, zero), by_zero, res)
-
-
-def _floor_fix(ctx, a, b_):
-    """(r, fix) for signed floor division: r = a srem b; fix = r != 0 and sign(r) != sign(b)."""
-    b = ctx.builder
-    zero = ir.Constant(a.type, 0)
-    r = b.srem(a, b_)
-    fix = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, b_), zero))
-    return r, fix
-
-
 def _shift(ctx, kind, t: ScalarType, a, amount):
     b = ctx.builder
     width = ir.Constant(a.type, t.bits)
@@ -177,11 +126,9 @@ def _binary(ctx: LoweringContext, op: Operation) -> list:
         if kind in simple:
             return [simple[kind](a, c)]
         if kind == "rem":
-            return [_in_f32(ctx, fmod, t, a, c)]
-        if kind == "mod":
-            return [_in_f32(ctx, _python_mod_float, t, a, c)]
-        if kind == "floordiv":
-            return [_in_f32(ctx, _python_floordiv_float, t, a, c)]
+            if t.bits != 16:
+                return [fmod(ctx, a, c)]
+            return [b.fptrunc(fmod(ctx, b.fpext(a, F32), b.fpext(c, F32)), a.type)]
         if kind in ("min", "max"):
             return [ctx.call_intrinsic(f"llvm.{kind}num.{sfx}", a.type, [a, c])]
         raise ctx.unsupported(f"no float lowering for arith.{kind}")
@@ -196,16 +143,6 @@ def _binary(ctx: LoweringContext, op: Operation) -> list:
     if kind in ("min", "max"):
         name = f"llvm.{'s' if signed else 'u'}{kind}.{a.type.intrinsic_name}"
         return [ctx.call_intrinsic(name, a.type, [a, c])]
-    if kind == "floordiv":
-        if not signed:
-            return [b.udiv(a, c)]
-        _, fix = _floor_fix(ctx, a, c)
-        return [b.sub(b.sdiv(a, c), b.zext(fix, a.type))]
-    if kind == "mod":
-        if not signed:
-            return [b.urem(a, c)]
-        r, fix = _floor_fix(ctx, a, c)
-        return [b.select(fix, b.add(r, c), r)]
     raise ctx.unsupported(f"no integer lowering for arith.{kind}")
 
 
@@ -256,6 +193,5 @@ def _bitcast(ctx, op):
 
 RULES = {"arith.constant": _constant, "arith.neg": _neg, "arith.not": _not, "arith.cmp": _cmp,
          "arith.select": _select, "arith.cast": _cast, "arith.bitcast": _bitcast}
-RULES.update({f"arith.{k}": _binary for k in ("add", "sub", "mul", "div", "rem", "floordiv",
-                                               "mod", "and", "or", "xor", "shl", "shr", "min",
-                                               "max")})
+RULES.update({f"arith.{k}": _binary for k in ("add", "sub", "mul", "div", "rem", "and", "or",
+                                               "xor", "shl", "shr", "min", "max")})

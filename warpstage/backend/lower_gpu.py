@@ -17,6 +17,8 @@ trap, pointer arithmetic, loads and stores.
 - ptr.offset (p, i): ``p + i`` elements of p's pointee (GEP); i is sign-extended (signed types)
   or zero-extended (unsigned) to 64 bits first. No ``inbounds``: a pointer past its allocation
   is allowed as long as it is not dereferenced.
+- ptr.to_int (p): ``ptrtoint`` to i64: the address in p's own state space (a shared pointer
+  gives its offset in the CTA's shared window, as ``mov.u32``/``cvta.to.shared`` would).
 - mem.load / mem.store: one naturally aligned access in p's address space (``ld.global``,
   ``ld.shared``, ...; PTX ISA ``ld``/``st``). i1 is a byte in memory: stored as 0/1, and any
   non-zero byte loads as true.
@@ -93,6 +95,11 @@ def _ptr_offset(ctx: LoweringContext, op: Operation) -> list:
     return [b.gep(p, [i], source_etype=elem)]
 
 
+def _ptr_to_int(ctx: LoweringContext, op: Operation) -> list:
+    (p,) = ctx.operands(op)
+    return [ctx.builder.ptrtoint(p, I64)]
+
+
 def _load(ctx: LoweringContext, op: Operation) -> list:
     (p,) = ctx.operands(op)
     t: ScalarType = op.results[0].type
@@ -113,4 +120,5 @@ def _store(ctx: LoweringContext, op: Operation) -> list:
 
 
 RULES = {"nvvm.sreg": _sreg, "nvvm.barrier": _barrier, "gpu.printf": _printf, "gpu.trap": _trap,
-         "ptr.offset": _ptr_offset, "mem.load": _load, "mem.store": _store}
+         "ptr.offset": _ptr_offset, "ptr.to_int": _ptr_to_int, "mem.load": _load,
+         "mem.store": _store}

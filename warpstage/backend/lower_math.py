@@ -26,7 +26,8 @@ instruction's page gives its error bound; "ulp" is of the f32 result):
   with exact ex2 and division; the approximate ex2/div add a little. ``approx=True``:
   ``tanh.approx.f32`` (relative error about 2^-11).
 - floor/ceil: ``cvt.rmi`` / ``cvt.rpi``. abs: ``abs`` (ints: wraps, abs(INT_MIN) == INT_MIN;
-  unsigned: identity). fma: ``fma.rn`` (one rounding).
+  unsigned: identity). fma: ``fma.rn`` (one rounding). copysign(a, b): ``llvm.copysign`` ->
+  PTX ``copysign`` (f32/f64; 16-bit floats by their sign bit): exact, NaNs included.
 
 f64: sqrt (``sqrt.rn.f64``), rsqrt (``1 / sqrt`` with two roundings), abs, floor, ceil and fma.
 f64 exp/exp2/log/log2/sin/cos/tanh raise UnsupportedError: PTX has no f64 approximations and
@@ -166,6 +167,12 @@ def _fma(ctx: LoweringContext, op: Operation) -> list:
     return [ctx.call_intrinsic(f"llvm.fma.{a.type.intrinsic_name}", a.type, [a, c, d])]
 
 
+def _copysign(ctx: LoweringContext, op: Operation) -> list:
+    a, c = ctx.operands(op)
+    return [ctx.call_intrinsic(f"llvm.copysign.{a.type.intrinsic_name}", a.type, [a, c])]
+
+
 RULES = {f"math.{k}": _unary for k in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs",
                                         "floor", "ceil", "sin", "cos", "tanh")}
 RULES["math.fma"] = _fma
+RULES["math.copysign"] = _copysign

@@ -10,10 +10,8 @@ mma_async and does not move memory accesses across fences and waits:
 - wgmma.commit_group: ``wgmma.commit_group.sync.aligned;``.
 - wgmma.wait_group {n} (*vals): ``wgmma.wait_group.sync.aligned n;`` with the values tied
   through, so no read of an accumulator is scheduled before the wait.
-- wgmma.descriptor {lbo, sbo, swizzle, base_offset} (p): integer arithmetic on
-  ``ptrtoint`` of the shared pointer (its shared-window address): ``((addr & 0x3FFFF) >> 4) |
-  (lbo >> 4) << 16 | (sbo >> 4) << 32 | base_offset << 49 | mode << 62`` (PTX "Matrix
-  Descriptor Format"; mode 1 = 128B, 2 = 64B, 3 = 32B swizzle).
+- wgmma.descriptor is not lowered here: ``passes/legalize_wgmma.py`` rewrites it into
+  ``ptr.to_int`` and integer ops before the backend sees it.
 - wgmma.mma_async: one asm block
   ``{ .reg .pred %ws_p; setp.ne.b32 %ws_p, $s, 0;
   wgmma.mma_async.sync.aligned.m64n<N>k16.<dtype>.<atype>.<btype> {d...}, a, b, %ws_p,
@@ -28,7 +26,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.ops_wgmma import DESCRIPTOR_ADDRESS_MASK, descriptor_fields
 from .context import LoweringContext
 from .llvm_types import I32, I64, llvm_type
 
@@ -97,16 +94,6 @@ def _wait(ctx, op):
                  [v.type for v in op.operands])
 
 
-def _descriptor(ctx, op):
-    b = ctx.builder
-    (p,) = ctx.operands(op)
-    a = op.attrs
-    addr = b.lshr(b.and_(b.ptrtoint(p, I64), ir.Constant(I64, DESCRIPTOR_ADDRESS_MASK)),
-                  ir.Constant(I64, 4))
-    fields = descriptor_fields(a["lbo"], a["sbo"], a["swizzle"], a.get("base_offset", 0))
-    return [b.or_(addr, ir.Constant(I64, fields)) if fields else addr]
-
-
 def _pack(ctx: LoweringContext, lo: ir.Value, hi: ir.Value) -> ir.Value:
     """Two 16-bit floats in one 32-bit register, ``lo`` in bits 0-15 (PTX's packing order)."""
     b = ctx.builder
@@ -168,4 +155,4 @@ def _mma(ctx, op):
 
 
 RULES = {"wgmma.fence": _fence, "wgmma.commit_group": _commit, "wgmma.wait_group": _wait,
-         "wgmma.descriptor": _descriptor, "wgmma.mma_async": _mma}
+         "wgmma.mma_async": _mma}

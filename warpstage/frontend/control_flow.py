@@ -151,8 +151,8 @@ def iter_call(f, *args, **kwargs):
 # -- assert and return -------------------------------------------------------------------------
 
 def assert_(site: Site, test, msg) -> None:
-    """``assert test(), msg()``: static — checked now; dynamic — with the debug option a device
-    check (printf of file:line and message, then trap), otherwise dropped."""
+    """``assert test(), msg()``: static — checked now; dynamic — with the ``device_asserts``
+    option a device check (printf of file:line and message, then trap), otherwise dropped."""
     ctx = maybe_current()
     point = Checkpoint()
     c = truth(test())
@@ -164,7 +164,7 @@ def assert_(site: Site, test, msg) -> None:
                 + (f": {text}" if text is not None else "") + f"\n{format_location(site.loc)}",
                 where=site.where())
         return
-    if not getattr(ctx.options if ctx is not None else None, "debug", False):
+    if not getattr(ctx.options if ctx is not None else None, "device_asserts", False):
         point.rollback()
         return
     b = builder()

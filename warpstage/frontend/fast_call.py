@@ -24,7 +24,7 @@ reproduce the full path's launch for that call exactly (values, shared memory, s
 The source is written by frontend/fast_call_source.py (its templates, per parameter kind).
 Writing and compiling it costs about 2 ms per kernel, once (at its first
 ``kern[grid, block]``). The source is kept as ``FastCall.call.source`` and in ``linecache``, so a
-traceback under ``debug=True`` shows its lines.
+traceback under ``compiler_frames=True`` shows its lines.
 """
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ def call_source(kinds, name: str = "kernel") -> str:
                          doc=f"Launch {name}: the generated call path (frontend/fast_call.py).")
             + "    try:\n" + textwrap.indent(arity + body, "    ")
             + "    except Exception as e:\n"
-            + "        if L.kernel.options.debug:\n            raise\n"
+            + "        if L.kernel.options.compiler_frames:\n            raise\n"
             + "        raise _user_error(e) from None\n")
     values = (_HEAD.format(fn="fast_values", hit=", hit", params="".join(", " + v for v in names),
                            doc=f"What fast_call would launch for {name} with the entry hit.")

@@ -44,7 +44,7 @@ def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attr
                      attrs=dict(attrs, param_names=[n for n, _ in abi]))
     module.add(fn)
     rewritten = get_rewritten(py_fn)
-    with TraceContext(module, options) as ctx:
+    with TraceContext(module, options, attrs.get("maxntid")) as ctx:
         ctx.reached.append(py_fn)
         ctx.builder.block = fn.body.block
         it = iter(fn.args)

@@ -36,9 +36,15 @@ class TraceContext:
     """State of one trace. Use as a context manager; nesting is an error (kernels do not trace
     kernels)."""
 
-    def __init__(self, module: Module, options: Any):
+    def __init__(self, module: Module, options: Any, block: Optional[tuple] = None):
         self.module = module
         self.options = options
+        self.block = tuple(block) if block else ()
+        """The launch block (x, y, z threads per CTA) the kernel is specialized for; () when
+        traced without one. Library code asks ``ws.arch.static_block_dim()``."""
+        self.dynamic_smem = 0
+        """Bytes of the CTA's dynamic shared memory reserved so far (``ws.smem.allocate``; the
+        ``smem.alloc`` ops hold the extents, the ``kernel_attributes`` pass the total)."""
         self.builder = Builder()
         self.device_functions: dict = {}   # specialization key -> ir.Function
         self.reached: list = []            # Python functions traced (kernel and @ws.jit bodies)

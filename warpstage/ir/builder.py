@@ -133,6 +133,11 @@ class Builder(GpuBuilderMixin):
         """result = the CTA's dynamic shared memory base, as ``!ptr<pointee, shared>``."""
         return self.op("nvvm.smem_base", (), (PointerType(pointee, "shared"),)).result
 
+    def smem_alloc(self, offset: int, nbytes: int) -> Value:
+        """result: ``!ptr<u8, shared>`` = bytes [offset, offset + nbytes) of the CTA's dynamic
+        shared memory (legalized into smem_base + offset)."""
+        return self.create("smem.alloc", (), {"offset": offset, "nbytes": nbytes}).result
+
     def atomic(self, kind: str, p: Value, v: Value) -> Value:
         """result = old *p; *p = old <kind> v, atomically."""
         return self.create("mem.atomic", (p, v), {"kind": kind}).result

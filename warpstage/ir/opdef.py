@@ -14,6 +14,8 @@ Who reads what:
 - DCE: ``PURE`` (an unused result of a pure op is dead);
 - the simulator: ``READS_MEMORY`` and ``WAITS`` (spin and endless-loop detection),
   ``ATOMIC`` (the race detector);
+- the legalization pass: ``legalized`` (the ops it must rewrite; the backend and the simulator
+  name the pass when handed one);
 - docs and tests: ``summary``, ``ptx``, ``signature`` (``describe_ops``).
 """
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Callable, Mapping, Optional
 
 from .core import Operation
 
-__all__ = ["Trait", "OpDef", "OPS", "define", "op_def", "ops_with", "describe_ops"]
+__all__ = ["Trait", "OpDef", "OPS", "define", "op_def", "ops_with", "describe_ops",
+           "unlowered_op_message"]
 
 
 class Trait(enum.Enum):
@@ -73,6 +76,9 @@ class OpDef:
     requires: str = ""
     """The architecture the op needs: '' (any), 'sm_NN' (NN or newer), 'sm_NNa' (exactly the
     arch-specific NN); ``core.target.Target.has`` decides, the backend checks it."""
+    legalized: bool = False
+    """Not a primitive: the legalization pass (``passes/legalize.py``) rewrites it into
+    primitives, and neither the backend nor the simulator implements it."""
 
     @property
     def attr_names(self) -> frozenset:
@@ -95,7 +101,8 @@ _BY_TRAIT: dict = {}
 
 
 def define(name: str, signature: str, summary: str, rule: Rule, traits=(), attrs=None,
-           ptx: str = "", infer: Optional[Infer] = None, requires: str = "") -> OpDef:
+           ptx: str = "", infer: Optional[Infer] = None, requires: str = "",
+           legalized: bool = False) -> OpDef:
     """Register the definition of op ``name``; a second definition of one name is an error."""
     if name in OPS:
         raise ValueError(f"op {name} defined twice")
@@ -105,7 +112,7 @@ def define(name: str, signature: str, summary: str, rule: Rule, traits=(), attrs
     if requires and not (requires.startswith("sm_") and requires[3:].rstrip("a").isdigit()):
         raise ValueError(f"op {name}: requires must be '', 'sm_NN' or 'sm_NNa', got {requires!r}")
     d = OpDef(name, signature, summary, rule, frozenset(traits), dict(attrs or {}), ptx, infer,
-              requires)
+              requires, legalized)
     OPS[name] = d
     _ATTR_NAMES[name] = frozenset(k.rstrip("?") for k in d.attrs)
     _BY_TRAIT.clear()
@@ -118,6 +125,17 @@ def op_def(name: str) -> OpDef:
         return OPS[name]
     except KeyError:
         raise KeyError(f"no op {name!r} is defined (ir.OPS)") from None
+
+
+def unlowered_op_message(name: str, consumer: str) -> str:
+    """Why ``consumer`` (the backend, the simulator) has no rule for op ``name``: for a legalized
+    op, that the module skipped the pass stage (with the fix); else that the op is unknown."""
+    d = OPS.get(name)
+    if d is not None and d.legalized:
+        return (f"op {name} is not a primitive: the legalization pass rewrites it before "
+                f"{consumer} runs. Fix: run warpstage.passes.pipeline.run_passes(module) (or "
+                "warpstage.passes.legalize.legalize(module)) on a module built by hand")
+    return f"{consumer} has no rule for op {name}"
 
 
 def ops_with(trait: Trait) -> frozenset:
@@ -142,5 +160,6 @@ def describe_ops() -> str:
         lines.append(f"  {name}{attrs} {d.signature}")
         lines.append(f"      {d.summary}" + (f" [{d.ptx}]" if d.ptx else "")
                      + (f" ({traits})" if traits else "")
-                     + (f" {d.requires}+" if d.requires else ""))
+                     + (f" {d.requires}+" if d.requires else "")
+                     + (" [legalized]" if d.legalized else ""))
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 from .core import Operation
 from .opdef import OPS, Trait, define
-from .types import PointerType, ScalarType, i1, i32
+from .types import PointerType, ScalarType, i1, i32, u64
 
 __all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS"]
 
@@ -26,7 +26,11 @@ BINARY = ("add", "sub", "mul", "div", "rem", "floordiv", "mod", "and", "or", "xo
           "shr", "min", "max")
 UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin",
               "cos", "tanh")
-CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge", "one")
+"""arith.cmp's predicates. On floats eq/lt/le/gt/ge are ordered (false if either operand is
+NaN), ``ne`` is unordered (true if either is NaN: Python's ``!=``), ``one`` is the ordered
+not-equal (false if either is NaN; LLVM ``fcmp one``, PTX ``setp.ne``); on ints ``one`` is
+``ne``. Python's operators never give ``one``: the legalization of float ``//`` and ``%`` does."""
 SREGS = {f"{base}.{d}": 32 for base in ("tid", "ctaid", "ntid", "nctaid") for d in "xyz"}
 SREGS.update({"laneid": 32, "warpid": 32, "smid": 32, "clock": 32, "clock64": 64,
               "globaltimer": 64})
@@ -128,7 +132,7 @@ def _cast(op):
 
 
 def _math(op):
-    err = _same_scalar(op, 3 if op.name == "math.fma" else 1)
+    err = _same_scalar(op, {"math.fma": 3, "math.copysign": 2}.get(op.name, 1))
     if err:
         return err
     if op.name != "math.abs" and not op.results[0].type.is_float:
@@ -188,6 +192,17 @@ def _ptr_offset(op):
         return f"expected (ptr, int) -> same ptr, got ({', '.join(_types(op.operands))}) -> {op.results[0].type}"
     if not (isinstance(i.type, ScalarType) and i.type.is_int):
         return f"expected an integer offset, got {i.type}"
+    return None
+
+
+def _ptr_to_int(op):
+    err = _arity(op, 1, 1)
+    if err:
+        return err
+    if not isinstance(op.operands[0].type, PointerType):
+        return f"expected a pointer operand, got {op.operands[0].type}"
+    if op.results[0].type != u64:
+        return f"expected result u64, got {op.results[0].type}"
     return None
 
 
@@ -315,8 +330,9 @@ _BINARY_DOC = {
     "mul": "a * b (wrapping for ints)",
     "div": "floats a / b; ints C division (toward zero)",
     "rem": "floats fmod; ints C remainder (sign of a)",
-    "floordiv": "Python // (toward -inf), floats too; legalized before lowering",
-    "mod": "Python % (sign of b); legalized before lowering",
+    "floordiv": "Python // (toward -inf), floats too; rewritten into primitives by "
+                "passes/legalize_arith.py",
+    "mod": "Python % (sign of b); rewritten into primitives by passes/legalize_arith.py",
     "and": "bitwise and (logical on i1)", "or": "bitwise or (logical on i1)",
     "xor": "bitwise xor (logical on i1)", "shl": "a << b",
     "shr": "a >> b: arithmetic for signed, logical for unsigned",
@@ -326,11 +342,12 @@ define("arith.constant", "() -> T", "a literal (int, float or bool) of scalar ty
        (P,), {"value": "int | float | bool"})
 for _k in BINARY:
     define(f"arith.{_k}", "(a: T, b: T) -> T", _BINARY_DOC[_k], _binary, (P,),
-           infer=_same_as_first)
+           infer=_same_as_first, legalized=_k in ("floordiv", "mod"))
 define("arith.neg", "(a: T) -> T", "-a", _unary, (P,), infer=_same_as_first)
 define("arith.not", "(a: T) -> T", "bitwise complement (logical on i1)", _unary, (P,),
        infer=_same_as_first)
-define("arith.cmp", "(a: T, b: T) -> i1", "a <pred> b; pred in eq ne lt le gt ge", _cmp, (P,),
+define("arith.cmp", "(a: T, b: T) -> i1", "a <pred> b; pred in eq ne lt le gt ge one (floats: ne "
+       "unordered, the others ordered)", _cmp, (P,),
        {"pred": "str"}, infer=_to_i1)
 define("arith.select", "(c: i1, a: T, b: T) -> T", "c ? a : b", _select, (P,),
        infer=lambda operands, attrs: [operands[1]])
@@ -343,6 +360,8 @@ for _k in UNARY_MATH:
            infer=_same_as_first)
 define("math.fma", "(a: T, b: T, c: T) -> T", "a * b + c with one rounding", _math, (P,),
        ptx="fma.rn", infer=_same_as_first)
+define("math.copysign", "(a: T, b: T) -> T", "the magnitude of a with the sign bit of b, on "
+       "floats (NaNs too; exact)", _math, (P,), ptx="copysign", infer=_same_as_first)
 
 define("nvvm.sreg", "() -> i32|i64", "a PTX special register (tid.x, ctaid.y, laneid, clock64, "
        "...)", _sreg, (P,), {"reg": "str"}, "Special Registers")
@@ -354,6 +373,9 @@ define("gpu.printf", "(*args) ->", "device printf (vprintf); format uses %d %f .
 define("gpu.trap", "() ->", "abort the kernel", _trap, (W,), ptx="trap")
 define("ptr.offset", "(p: ptr<T>, i: int) -> ptr<T>", "p + i elements", _ptr_offset, (P,),
        infer=_same_as_first)
+define("ptr.to_int", "(p: ptr<T, s>) -> u64", "p's address in its state space as an integer "
+       "(shared: the offset in the CTA's shared window)", _ptr_to_int, (P,),
+       ptx="State Spaces; cvta", infer=lambda operands, attrs: [u64])
 define("mem.load", "(p: ptr<T>) -> T", "*p", _load, (R,), ptx="ld",
        infer=lambda operands, attrs: [operands[0].pointee])
 define("mem.store", "(p: ptr<T>, v: T) ->", "*p = v", _store, (W,), ptx="st")

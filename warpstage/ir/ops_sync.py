@@ -9,7 +9,7 @@ from typing import Optional
 from .core import Operation
 from .opdef import define
 from .ops import ASYNC, ATOMIC, COLL, P, R, W, WAITS, _arity, _types
-from .types import PointerType, ScalarType, i1, i32, u32, u64
+from .types import PointerType, ScalarType, i1, i32, u8, u32, u64
 
 __all__ = ["SHFL_MODES", "VOTE_MODES", "FENCE_KINDS", "CP_ASYNC_SIZES", "ATOMIC_KINDS",
            "FULL_MASK", "MBARRIER_TYPE"]
@@ -127,6 +127,19 @@ def _smem_base(op):
     t = op.results[0].type
     if not isinstance(t, PointerType) or t.space != "shared":
         return f"expected a shared pointer result, got {t}"
+    return None
+
+
+def _smem_alloc(op):
+    err = _arity(op, 0, 1)
+    if err:
+        return err
+    if op.results[0].type != PointerType(u8, "shared"):
+        return f"expected result !ptr<u8, shared>, got {op.results[0].type}"
+    for name in ("offset", "nbytes"):
+        v = op.attrs.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            return f"attribute {name} must be a non-negative int (bytes), got {v!r}"
     return None
 
 
@@ -278,6 +291,11 @@ define("nvvm.barrier_arrive", "(id?: i32) ->", "bar.arrive id, count: arrive wit
        _barrier_arrive, (W,), {"id?": "int", "count": "int"}, "Parallel Synchronization: bar")
 define("nvvm.smem_base", "() -> ptr<T, shared>", "the CTA's dynamic shared memory", _smem_base,
        (P,), ptx="extern .shared")
+define("smem.alloc", "() -> ptr<u8, shared>", "bytes [offset, offset + nbytes) of the CTA's "
+       "dynamic shared memory (ws.smem.allocate); the kernel_attributes pass sums them into the "
+       "kernel's dynamic_smem, the legalization rewrites it into nvvm.smem_base + ptr.offset",
+       _smem_alloc, (P,), {"offset": "int: bytes", "nbytes": "int: bytes"}, "extern .shared",
+       lambda operands, attrs: [PointerType(u8, "shared")], legalized=True)
 define("ptr.cast", "(p: ptr<T, s>) -> ptr<U, s>", "same address, new pointee type", _ptr_cast, (P,))
 
 _MB = "Parallel Synchronization: mbarrier"

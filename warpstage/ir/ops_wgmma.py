@@ -14,7 +14,8 @@ Contracts:
                                           address >> 4, 16-29 lbo >> 4, 32-45 sbo >> 4, 49-51
                                           base_offset, 62-63 the mode of swizzle (bytes: 0 none,
                                           128 -> 1, 64 -> 2, 32 -> 3); lbo, sbo multiples of 16
-                                          in [0, 2^18)
+                                          in [0, 2^18); rewritten into ptr.to_int and integer
+                                          ops by passes/legalize_wgmma.py
   wgmma.mma_async {n, type_a, type_b, type_d, a_regs, scale_d, scale_a, scale_b, tnsp_a, tnsp_b}
       (a, b: u64, [scale_d: i1], *d_in) -> *d
                                           D = scale_a*A (64x16) @ scale_b*B (16xn) (+ D if scale_d)
@@ -207,7 +208,7 @@ define("wgmma.wait_group", "(*vals) -> (*vals)", "until at most n groups are pen
 define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix descriptor of the "
        "tile at p", _descriptor, (P,), {"lbo": "int: bytes", "sbo": "int: bytes",
                                         "swizzle": "int: bytes", "base_offset": "int"},
-       _WG + "Matrix Descriptor Format", lambda operands, attrs: [u64])
+       _WG + "Matrix Descriptor Format", lambda operands, attrs: [u64], legalized=True)
 define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64x16) @ "
        "scale_b*B (16xn) (+ D if scale_d) for one warpgroup", _mma, (R, COLL, ASYNC),
        {k: "static" for k in ("n", "type_a", "type_b", "type_d", "a_regs", "scale_d", "scale_a",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
-from ..frontend.trace import Origin, builder
+from ..frontend.trace import Origin, builder, current
 from ..frontend.source import user_location
 from .scalars import Int32, Int64
 from .sync import (_barrier_id, _thread_count, barrier_arrive, fence_acq_rel,  # noqa: F401
@@ -20,7 +20,7 @@ from .warp import (elect_one, make_warp_uniform, shfl_down_sync, shfl_sync,  # n
                    shfl_up_sync, shfl_xor_sync, sync_warp, vote_all, vote_all_sync, vote_any,
                    vote_any_sync, vote_ballot, vote_ballot_sync, vote_uni_sync)
 
-__all__ = ["thread_idx", "block_idx", "block_dim", "grid_dim", "lane_idx", "warp_idx",
+__all__ = ["thread_idx", "block_idx", "block_dim", "static_block_dim", "grid_dim", "lane_idx", "warp_idx",
            "warpgroup_idx", "sync_threads", "sync_warp", "barrier_sync", "barrier_arrive",
            "clock64", "globaltimer", "make_warp_uniform", "elect_one", "shfl_sync", "shfl_up_sync",
            "shfl_down_sync", "shfl_xor_sync", "vote_all_sync", "vote_any_sync", "vote_uni_sync",
@@ -48,6 +48,14 @@ def block_idx():
 def block_dim():
     """(x, y, z) threads per CTA, each Int32 (PTX %ntid)."""
     return _sreg3("ntid", "ws.arch.block_dim()")
+
+
+def static_block_dim() -> tuple:
+    """The launch block the kernel is being compiled for: (x, y, z) Python ints, threads per
+    CTA (static: part of the specialization, the kernel's PTX ``.maxntid``); ``()`` when it is
+    traced without a block. Unlike ``block_dim()`` (PTX %ntid, dynamic) it can size tiles and
+    pick roles while compiling. Raises CompilationError outside a kernel being compiled."""
+    return current("ws.arch.static_block_dim()").block
 
 
 def grid_dim():

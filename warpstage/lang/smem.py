@@ -23,9 +23,11 @@ simulator reports accesses outside shared memory). The field types and the layou
 are in smem_layout.py; this module holds the views, ``storage`` and ``allocate``.
 
 ``allocate`` places the storage after the kernel's earlier allocations in the dynamic shared
-memory (``nvvm.smem_base``, aligned to 1024 bytes) and records the kernel's total in
-``module.kernels[0].attrs['dynamic_smem']`` (bytes): the launch must pass at least that much
-dynamic shared memory. Views follow the value protocol (their only leaf is their base pointer),
+memory (``nvvm.smem_base``, aligned to 1024 bytes): the trace context counts the bytes
+reserved so far (``TraceContext.dynamic_smem``), and each allocation is an ``smem.alloc {offset,
+nbytes}`` op, from which the ``kernel_attributes`` pass computes the kernel's total
+(``attrs['dynamic_smem']``, bytes): the launch must pass at least that much dynamic shared
+memory. Views follow the value protocol (their only leaf is their base pointer),
 so they pass into ``@ws.jit`` functions and through control flow; the layout is static.
 
 Swizzled arrays (``swizzle=32|64|128``, the Hopper shared-memory swizzle of ``ir/swizzle.py``)
@@ -47,7 +49,7 @@ from .layout_swizzle import make_swizzle
 from .mbarrier import MbarrierArray
 from .operands import operand_error, static_int
 from .pointer import Pointer
-from .scalars import Scalar, as_dynamic
+from .scalars import Scalar
 from .smem_layout import (BASE_ALIGN, Array, ArraySpec, Layout, MbarrierSpec, _product,
                           _round_up, layout_of, size_of)
 
@@ -311,15 +313,15 @@ def _target(ctx):
 def allocate(cls_or_spec):
     """Reserve a storage class (or a single ``Array``/``MbarrierArray`` field type) in the CTA's
     dynamic shared memory and return its view. Each call takes the next aligned bytes after the
-    kernel's earlier allocations; the kernel's ``attrs['dynamic_smem']`` becomes the total.
+    kernel's earlier allocations (an ``smem.alloc`` op; the passes sum them into the kernel's
+    dynamic shared memory).
     Raises OperandError when the total exceeds the target's per-CTA limit (``core.target``:
     227 KiB on sm_90)."""
     what = "ws.smem.allocate()"
     ctx = current(what)
     spec = cls_or_spec if isinstance(cls_or_spec, (ArraySpec, MbarrierSpec)) \
         else layout_of(cls_or_spec)
-    kernel = ctx.module.kernels[0]
-    offset = _round_up(kernel.attrs.get("dynamic_smem", 0), spec.align)
+    offset = _round_up(ctx.dynamic_smem, spec.align)
     end = offset + spec.nbytes
     target = _target(ctx)
     limit = target.max_dynamic_smem
@@ -327,8 +329,6 @@ def allocate(cls_or_spec):
         raise operand_error(what, f"{spec!r} at byte {offset} (ending at {end})",
                             f"a total of at most {limit} bytes ({limit // 1024} KiB) per CTA "
                             f"on {target.arch}", "use fewer pipeline stages or smaller tiles")
-    kernel.attrs["dynamic_smem"] = end
-    base = Pointer._wrap(builder(what).smem_base(ir.u8))
-    if offset:
-        base = base + as_dynamic(offset)
+    ctx.dynamic_smem = end
+    base = Pointer._wrap(builder(what).smem_alloc(offset, spec.nbytes))
     return _view(spec, base)

@@ -19,7 +19,6 @@ import math
 
 import warpstage as ws
 
-from ..frontend.trace import current
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float16, Float32
 
@@ -148,8 +147,7 @@ class AttentionPolicy:
         ``consumer_threads``, so another block deadlocks (too few threads) or runs warps
         without a role (too many). The block is part of the specialization (the kernel's
         ``.maxntid``), so the trace knows it. OperandError with the fix."""
-        fn = current(f"{kernel}'s block check").module.kernels[0]
-        block = tuple(fn.attrs.get("maxntid") or ())
+        block = ws.arch.static_block_dim()
         if block != (self.threads, 1, 1):
             raise operand_error(
                 f"{kernel}: the launch block (threads per CTA) for {self!r}", block,

@@ -29,7 +29,6 @@ from __future__ import annotations
 import warpstage as ws
 
 from ..frontend.static_key import static_key
-from ..frontend.trace import current
 from ..lang.epilogue import TmaStoreEpilogue
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float16, Float32
@@ -296,8 +295,7 @@ def matmul_kernel(p: ws.Static[Matmul], a_desc, b_desc, c_desc, m: ws.Int32, n: 
 def check_launch(p: Matmul, a_desc, b_desc, c_desc) -> None:
     """Trace-time checks of the block (``p.threads``: the roles go by warp index, the barrier
     counts by thread) and of the three descriptors against the policy."""
-    block = tuple(current("matmul_kernel's block check").module.kernels[0].attrs.get("maxntid")
-                  or ())
+    block = ws.arch.static_block_dim()
     if block != (p.threads, 1, 1):
         raise operand_error(f"matmul_kernel: the launch block (threads per CTA) for {p!r}",
                             block, f"({p.threads}, 1, 1): {p.producer_threads} producer + "

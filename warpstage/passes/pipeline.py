@@ -10,11 +10,14 @@ from __future__ import annotations
 from ..ir import Module, verify
 from .dce import dead_code_elimination
 from .kernel_attrs import kernel_attributes
+from .legalize import legalize
 
 __all__ = ["run_passes", "PIPELINE"]
 
-PIPELINE = (dead_code_elimination, kernel_attributes)
-"""The passes, in order: DCE by traits, then the kernel attributes the remaining ops imply."""
+PIPELINE = (kernel_attributes, legalize, dead_code_elimination)
+"""The passes, in order: the kernel attributes the traced ops imply (the shared-memory total
+reads ``smem.alloc``, which legalization removes), legalization of the non-primitive ops into
+primitives, then DCE by traits (which also drops what legalization left unused)."""
 
 
 def run_passes(module: Module, verify_each: bool = False) -> Module:

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from ..errors import SimulatorError
 from ..ir.core import Block, Function, Module, Operation, Value
+from ..ir.opdef import unlowered_op_message
 from .registry import BLOCKING, BLOCKING_IF, HANDLERS
 
 __all__ = ["Program", "CompiledFunction", "FunctionCompiler", "compile_module", "where"]
@@ -137,7 +138,8 @@ class FunctionCompiler:
     def step(self, op: Operation):
         h = HANDLERS.get(op.name)
         if h is None:
-            raise SimulatorError(f"the simulator has no rule for op {op.name} (at {where(op)})")
+            raise SimulatorError(f"{unlowered_op_message(op.name, 'the simulator')} (at "
+                                 f"{where(op)})")
         return h(op, self)
 
     def block(self, block: Block) -> Callable:

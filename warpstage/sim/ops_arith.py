@@ -45,27 +45,10 @@ def _shift(t: ScalarType, left: bool):
 
 _INT_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "rem": np.fmod,
-    "floordiv": np.floor_divide, "mod": np.remainder, "and": np.bitwise_and,
-    "or": np.bitwise_or, "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum,
 }
-def _py_floordiv(a, b):
-    """Python's float ``a // b`` (backend/lower_arith.py ``_python_floordiv_float``); 16-bit
-    floats in f32, rounded back, as the backend computes them."""
-    if a.dtype.itemsize == 2:
-        return _py_floordiv(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
-    m = np.fmod(a, b)
-    div = (a - m) / b
-    div = np.where((m != 0) & ((m < 0) != (b < 0)), div - 1, div)
-    fl = np.floor(div)
-    fl = np.where(div - fl > 0.5, fl + 1, fl)
-    q = a / b
-    res = np.where(div == 0, np.copysign(np.zeros_like(q), q), fl)
-    return np.where(b == 0, np.floor(q), res).astype(q.dtype, copy=False)
-
-
 _FLOAT_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "rem": np.fmod,
-    "floordiv": _py_floordiv, "mod": np.remainder,
     "min": np.fmin, "max": np.fmax,
 }
 
@@ -229,13 +212,18 @@ def _unary_handler(op: Operation, cx):
     return unary
 
 
-for _kind in ("add", "sub", "mul", "div", "rem", "floordiv", "mod", "and", "or", "xor", "shl",
-              "shr", "min", "max"):
+for _kind in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min",
+              "max"):
     handler(f"arith.{_kind}")(_binary_handler)
 handler("arith.neg", "arith.not", *(f"math.{k}" for k in list(_MATH) + ["rsqrt"]))(_unary_handler)
 
+def _ordered_ne(a, b):
+    """a != b and neither is NaN (arith.cmp ``one``; on ints, ``ne``)."""
+    return np.not_equal(a, b) & (a == a) & (b == b)
+
+
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-        "gt": np.greater, "ge": np.greater_equal}
+        "gt": np.greater, "ge": np.greater_equal, "one": _ordered_ne}
 
 
 @handler("arith.cmp")
@@ -269,6 +257,16 @@ def _cast(op: Operation, cx):
     def cast(s, w):
         s[r] = f(s[a])
     return cast
+
+
+@handler("math.copysign")
+def _copysign(op: Operation, cx):
+    a, b = cx.slots(op.operands)
+    r = cx.slot(op.result)
+
+    def copysign(s, w):
+        s[r] = np.copysign(s[a], s[b])
+    return copysign
 
 
 @handler("math.fma")

@@ -1,4 +1,5 @@
-"""ptr.offset, mem.load, mem.store: pointer arithmetic and masked, per-lane memory access.
+"""ptr.offset, ptr.to_int, mem.load, mem.store: pointer arithmetic and masked, per-lane memory
+access.
 
 Pointers are int64 byte addresses. 'shared' pointers are offsets into the CTA's shared memory;
 'global', 'generic' and 'const' pointers address the launch's global ``Memory`` (generic
@@ -60,6 +61,16 @@ def _ptr_offset(op: Operation, cx):
     def ptr_offset(s, w):
         s[r] = s[p] + s[i].astype(np.int64, copy=False) * size
     return ptr_offset
+
+
+@handler("ptr.to_int")
+def _ptr_to_int(op: Operation, cx):
+    (p,) = cx.slots(op.operands)
+    r = cx.slot(op.result)
+
+    def ptr_to_int(s, w):
+        s[r] = s[p].astype(np.uint64)
+    return ptr_to_int
 
 
 @handler("mem.load")

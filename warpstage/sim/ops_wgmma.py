@@ -49,7 +49,6 @@ import numpy as np
 
 from ..errors import BarrierError, OutOfBoundsError, SimulatorError, UnsupportedError
 from ..ir.core import Operation
-from ..ir.ops_wgmma import DESCRIPTOR_ADDRESS_MASK, descriptor_fields
 from .compiler import where
 from .dtypes import LANES
 from .races import note_read
@@ -305,7 +304,7 @@ def _mma_async(op: Operation, cx):
     return mma_async
 
 
-# -- fence, commit, wait, descriptors -----------------------------------------------------------
+# -- fence, commit, wait ---------------------------------------------------------------------------
 def _pass_through(op, cx):
     return cx.slots(op.operands), cx.slots(op.results)
 
@@ -391,20 +390,4 @@ def _wait(op: Operation, cx):
         for i, o in zip(src, dst):
             s[o] = s[i]
     return wait_group
-
-
-@handler("wgmma.descriptor")
-def _descriptor(op: Operation, cx):
-    p = cx.slot(op.operands[0])
-    r = cx.slot(op.result)
-    a = op.attrs
-    fields = np.uint64(descriptor_fields(a["lbo"], a["sbo"], a["swizzle"],
-                                         a.get("base_offset", 0)))
-    low = np.uint64(DESCRIPTOR_ADDRESS_MASK)
-    four = np.uint64(4)
-
-    def descriptor(s, w):
-        addr = s[p].astype(np.uint64)
-        s[r] = ((addr & low) >> four) | fields
-    return descriptor
 

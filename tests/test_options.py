@@ -1,0 +1,67 @@
+"""warpstage/options.py: code-generation options are hashed into the disk key, debug and runtime
+options are not (changing them never recompiles); the deprecated ``debug`` spelling."""
+import dataclasses
+import warnings
+
+import pytest
+
+import warpstage as ws
+from warpstage import persist
+from warpstage.backend import find_ptxas
+from warpstage.compiled import STAGE_COUNTS
+from warpstage.options import CODEGEN_FIELDS, RUNTIME_FIELDS, CompileOptions
+
+needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
+T1 = ws.Tensor[ws.Float32, 1]
+
+
+def _body(a: ws.Tensor, n: ws.Int32):
+    i = ws.arch.thread_idx()[0]
+    assert i < n
+    a[i] = a[i] * 2.0
+
+
+def _key(kern):
+    return persist.spec_key(kern, kern.specs([T1, ws.Int32], placeholders=True), (128, 1, 1))
+
+
+def test_every_option_is_in_exactly_one_group():
+    names = {f.name for f in dataclasses.fields(CompileOptions)}
+    assert set(CODEGEN_FIELDS) | set(RUNTIME_FIELDS) == names
+    assert not set(CODEGEN_FIELDS) & set(RUNTIME_FIELDS)
+    assert {"compiler_frames", "max_specializations"} == set(RUNTIME_FIELDS)
+    assert [n for n, _ in CompileOptions().codegen_key()] == list(CODEGEN_FIELDS)
+
+
+@pytest.mark.parametrize("change,hashed", [
+    ({"max_specializations": 2}, False), ({"compiler_frames": True}, False),
+    ({"device_asserts": True}, True), ({"opt_level": 2}, True), ({"arch": "sm_90"}, True)])
+def test_only_code_generation_options_change_the_disk_key(change, hashed):
+    assert (_key(ws.kernel(**change)(_body)) != _key(ws.kernel(_body))) == hashed
+
+
+@needs_ptxas
+def test_changing_a_runtime_option_does_not_recompile():
+    ws.compile(ws.kernel(_body), T1, 4)
+    before = STAGE_COUNTS["trace"]
+    other = ws.kernel(max_specializations=1, compiler_frames=True)(_body)
+    ck = ws.compile(other, T1, 4)
+    assert other.trace_count == 0 and STAGE_COUNTS["trace"] == before
+    assert ck.options.max_specializations == 1 and ck.options.compiler_frames
+    asserts = ws.kernel(device_asserts=True)(_body)
+    ws.compile(asserts, T1, 4)
+    assert asserts.trace_count == 1             # a code-generation option is a new compile
+
+
+def test_debug_still_means_both_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match=r"debug=.*deprecated.*device_asserts=True") as rec:
+        opts = CompileOptions(debug=True)
+    assert rec[0].filename == __file__
+    assert opts.device_asserts and opts.compiler_frames
+    with pytest.warns(DeprecationWarning) as rec:
+        kern = ws.kernel(debug=True)(_body)
+    assert rec[0].filename == __file__ and kern.options.device_asserts
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not CompileOptions(device_asserts=True).compiler_frames
+        assert CompileOptions().with_(opt_level=1).opt_level == 1
