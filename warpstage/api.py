@@ -317,7 +317,8 @@ class Kernel:
         except Exception as e:
             if self.options.debug:          # keep warpstage's frames when debugging warpstage
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
         self.trace_count += 1
         ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
                             self.options, block, {"trace": time.perf_counter() - t0}, guards)
@@ -360,6 +361,13 @@ class Kernel:
             "@ws.jit device function called from a kernel.")
 
     def __getitem__(self, config) -> "_Launch":
+        try:
+            return self._launch_of(config)
+        except Exception as e:                  # a public entry (tracebacks.py), inline: no
+            _user_error(e)                      # wrapper call on the launch path
+            raise
+
+    def _launch_of(self, config) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched (kern[...]) from inside "
                                    "traced code; kernels cannot launch kernels.\nFix: call a "
@@ -376,6 +384,14 @@ class Kernel:
 
     def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, cluster=None,
                  **kwargs):
+        try:
+            launch = self._launch_for_call(grid, block, smem, stream, cluster)
+        except Exception as e:                  # a public entry (tracebacks.py)
+            _user_error(e)
+            raise
+        return launch(*args, **kwargs)
+
+    def _launch_for_call(self, grid, block, smem, stream, cluster) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
                                    "call a @ws.jit device function instead")
@@ -383,7 +399,7 @@ class Kernel:
             raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
                               "kern(*args, grid=..., block=...)")
         cls = _Launch if cluster is not None else self._launch_type or self._make_launch_type()
-        return cls(self, grid, block, smem, stream, cluster)(*args, **kwargs)
+        return cls(self, grid, block, smem, stream, cluster)
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
@@ -450,7 +466,8 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
     except Exception as e:
         if kern.options.debug:
             raise
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
     return ck
 
 
@@ -464,7 +481,8 @@ def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
     try:
         specs = kern.specs(values, placeholders=True)
     except WarpstageError as e:
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
     text = format_table(kern.__name__, specs, kern.param_names)
     if print_table:
         print(text)

@@ -5,7 +5,8 @@ This is the only module that reads environment variables:
   WARPSTAGE_TARGET      'cuda' or 'sim' (default: cuda when a GPU is usable, else sim)
   WARPSTAGE_PTXAS       path to the ptxas executable
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
-  WARPSTAGE_DEBUG       '1' turns on device-side asserts
+  WARPSTAGE_DEBUG       '1' turns on device-side asserts and keeps warpstage's own frames in
+                        the tracebacks of errors (warpstage/tracebacks.py)
   WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 __all__ = ["CompileOptions", "default_options", "env_target", "env_cache_dir", "env_ptxas",
-           "env_sim_races", "env_launch_path", "env_progress"]
+           "env_sim_races", "env_launch_path", "env_progress", "env_debug"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,13 @@ def env_sim_races() -> bool:
     return os.environ.get("WARPSTAGE_SIM_RACES", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def env_debug() -> bool:
+    """Whether WARPSTAGE_DEBUG is '1': device asserts on, warpstage's frames kept in tracebacks."""
+    return os.environ.get("WARPSTAGE_DEBUG", "") == "1"
+
+
 def default_options() -> CompileOptions:
-    return CompileOptions(debug=os.environ.get("WARPSTAGE_DEBUG", "") == "1", ptxas=env_ptxas())
+    return CompileOptions(debug=env_debug(), ptxas=env_ptxas())
 
 
 def env_launch_path() -> str:

@@ -98,7 +98,8 @@ class PreparedLaunch:
         except Exception as e:
             if self._launch.kernel.options.debug:
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
 
     def _rebind(self, args: tuple) -> None:
         hit = self._hit

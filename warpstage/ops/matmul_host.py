@@ -283,7 +283,8 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
                        schedule, splits)
     except (WarpstageError, ValueError) as e:
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
