@@ -102,9 +102,12 @@ class JitFunction:
 
 class _FakeTensor:
     """A tensor described by type only (``ws.Tensor[ws.BFloat16, 2]`` in ws.compile): contiguous,
-    16-byte aligned, Int32 indexing."""
+    16-byte aligned, Int32 indexing. Errors name it by ``placeholder_of`` (the type)."""
 
-    def __init__(self, dtype, ndim):
+    placeholder_of = "ws.Tensor"
+
+    def __init__(self, dtype, ndim, placeholder_of: str = ""):
+        self.placeholder_of = placeholder_of or f"ws.Tensor[ws.{dtype.__name__}, {ndim}]"
         self.data_ptr = 0
         self.shape = (2,) * ndim
         self.strides = tuple(2 ** (ndim - 1 - k) for k in range(ndim))
@@ -153,15 +156,15 @@ def _placeholders(value, ann=None):
 
 def _type_placeholder(value, ann):
     """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
-    from .lang.scalars import HostScalar, Scalar
+    from .lang.scalars import Scalar, TypePlaceholder
     from .lang.tensor import Tensor, TensorSpec
     if isinstance(value, type) and issubclass(value, Scalar) and value.ir_type is not None:
-        return HostScalar(value, 0 if not value.ir_type.is_float else 0.0)
+        return TypePlaceholder(value, 0 if not value.ir_type.is_float else 0.0)
     if isinstance(value, TensorSpec):
         if value.dtype is None or value.ndim is None:
             raise ArgumentError(f"ws.compile needs a full tensor type such as "
                                 f"ws.Tensor[ws.Float16, 2], got {value!r}")
-        return _FakeTensor(value.dtype, value.ndim)
+        return _FakeTensor(value.dtype, value.ndim, repr(value))
     if value is Tensor:
         raise ArgumentError("ws.compile needs a full tensor type such as ws.Tensor[ws.Float16, 2], "
                             "got ws.Tensor")
