@@ -172,3 +172,28 @@ def test_user_error_names_the_position_before_the_fix():
     assert lines[1] == f'  File "{__file__}", line {line_of("raise ws.LaunchError(")}'
     assert lines[-1] == "Fix: do this"
     assert err.where == f"{__file__}:{line_of('raise ws.LaunchError(')}"
+
+
+def test_a_kernel_looked_up_as_a_method_shows_no_warpstage_frame():
+    class A:
+        @ws.kernel
+        def k(self, x: ws.Tensor):
+            x[0] = 1.0
+
+    with pytest.raises(ws.CompilationError) as info:
+        A().k[1, 32](np.zeros(4, np.float32))  # marker: method lookup
+    check_user_traceback(info, "marker: method lookup")
+
+
+def test_a_rewrite_error_is_the_public_class():
+    """Its traceback names warpstage.errors.UnsupportedError, not a class inside frontend/."""
+    @ws.kernel
+    def gen(x: ws.Tensor):
+        yield 1
+
+    with pytest.raises(ws.UnsupportedError) as info:
+        gen[1, 32](np.zeros(4, np.float32))
+    assert type(info.value) is ws.UnsupportedError
+    assert "".join(traceback.format_exception_only(info.value)).startswith(
+        "warpstage.errors.UnsupportedError: test_a_rewrite_error_is_the_public_class.<locals>."
+        "gen is a generator")

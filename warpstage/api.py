@@ -356,12 +356,16 @@ class Kernel:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        raise CompilationError(
-            f"kernel {self.__qualname__} is defined as a method of {type(obj).__name__} and was "
-            f"looked up on an instance; a kernel is launched on its own, so `self` would not be "
-            "passed.\nFix: define the kernel at module level and pass the object as its first "
-            "argument (k[grid, block](obj, ...); it is static by rule 7), or make the method a "
-            "@ws.jit device function called from a kernel.")
+        try:                                    # a public entry (tracebacks.py): no frame here
+            raise CompilationError(
+                f"kernel {self.__qualname__} is defined as a method of {type(obj).__name__} and "
+                f"was looked up on an instance; a kernel is launched on its own, so `self` would "
+                "not be passed.\nFix: define the kernel at module level and pass the object as "
+                "its first argument (k[grid, block](obj, ...); it is static by rule 7), or make "
+                "the method a @ws.jit device function called from a kernel.")
+        except CompilationError as e:
+            _user_error(e)
+            raise
 
     def __getitem__(self, config) -> "_Launch":
         try:
