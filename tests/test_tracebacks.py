@@ -8,6 +8,7 @@ import traceback
 import numpy as np
 import pytest
 
+import source_lines
 import warpstage as ws
 from warpstage import tracebacks
 
@@ -17,11 +18,7 @@ PKG = os.path.dirname(os.path.abspath(ws.__file__))
 
 
 def line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for n, text in enumerate(f, 1):
-            if marker in text and "line_of(" not in text:
-                return n
-    raise AssertionError(marker)
+    return source_lines.line_of(__file__, marker)
 
 
 def check_user_traceback(info, marker, fix: bool = True):

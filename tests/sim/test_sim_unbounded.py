@@ -2,11 +2,11 @@
 counter on a flag nobody sets, a counter that never meets its bound) is stopped after
 WARPSTAGE_SIM_MAX_LOOP iterations with a LivelockError naming the loop, instead of running
 forever (docs/simulator.md, "Spin loops")."""
-import inspect
 
 import numpy as np
 import pytest
 
+import source_lines
 import warpstage as ws
 from warpstage.options import SIM_MAX_LOOP, env_sim_max_loop
 
@@ -17,8 +17,7 @@ HERE = __file__
 
 
 def line_of(marker: str) -> int:
-    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
-    return next(i + 1 for i, ln in enumerate(lines) if marker in ln and "line_of(" not in ln)
+    return source_lines.line_of(__file__, marker)
 
 
 @ws.kernel
