@@ -457,3 +457,24 @@ def test_compile_refuses_a_block_no_launch_could_use():
         with pytest.raises(ws.LaunchError, match=r"ws.compile: block .* allows at most 1024"):
             ws.compile(one, ws.Tensor[ws.Float32, 1], block=block)
     assert ws.compile(one, ws.Tensor[ws.Float32, 1], block=(1024, 1, 1)).ptx
+
+
+@ws.kernel
+def _tensor_count_static(x: ws.Tensor, n: ws.Int32, s: ws.Static[int]):
+    pass
+
+
+@pytest.mark.parametrize("args, param, got", [
+    ((ws.Int32, ws.Int32, 3), "x", "the type ws.Int32"),
+    ((ws.Tensor[ws.Float32, 1], ws.Tensor[ws.Float32, 1], 3), "n", "the type ws.Tensor[Float32, 1]"),
+    ((ws.Tensor[ws.Float32, 1], ws.Float32, 3), "n", "the type ws.Float32"),
+    ((ws.Tensor[ws.Float32, 1], ws.Int32, ws.Int32), "s", "the type ws.Int32"),
+    ((ws.Tensor[ws.Float32, 1], ws.Int64, 3), "n", "the type ws.Int64")])
+def test_compile_from_types_names_the_type_it_got(args, param, got):
+    """A placeholder stands for a type: errors show the type, not the stand-in's value (Int32(0),
+    a _FakeTensor address, the float 0.0)."""
+    with pytest.raises(ws.ArgumentError) as info:
+        ws.compile(_tensor_count_static, *args)
+    msg = str(info.value)
+    assert f"parameter '{param}'" in msg and f"got {got}." in msg, msg
+    assert "0x" not in msg and "(0)" not in msg and "0.0" not in msg and "Fix:" in msg, msg

@@ -1,5 +1,6 @@
-"""Every ```python block in docs/ is accounted for: the self-contained ones run as written (in
-the simulator, with numpy), the others parse.
+"""Every ```python block in docs/ (every page, found by walking the folder) and in README.md is
+accounted for: the self-contained ones run as written (in the simulator, with numpy), the
+others parse.
 
 Each block is preceded by an HTML comment (invisible when the Markdown is rendered):
 ``<!-- doc-test: run -->`` — written to a file of its own and imported (warpstage reads a
@@ -31,10 +32,34 @@ def python_blocks(path: str) -> list:
     return [code for _, code in doc_blocks(path)]
 
 
-DOCS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(
+    os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+"""Discovered, not listed: a page another change adds is checked without editing this file."""
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[ \t]*(\S*)", re.M)
 ALL = [(d, i, mark) for d in DOCS for i, (mark, _) in enumerate(doc_blocks(d))]
 RUN = [(d, i) for d, i, mark in ALL if mark == "run"]
 FRAGMENTS = [(d, i) for d, i, mark in ALL if mark == "fragment"]
+
+
+def test_every_python_fence_is_one_this_test_reads():
+    """A block fenced ```py, ```python3, ~~~python or indented before its fence would escape the
+    checks below (they read ```python blocks at the start of a line): each is an error."""
+    odd = []
+    for d in DOCS:
+        with open(os.path.join(ROOT, d), encoding="utf-8") as f:
+            text = f.read()
+        for m in _FENCE.finditer(text):
+            lang = m.group(1).lower()
+            if lang.startswith("py") and m.group(0) != "```python":
+                odd.append(f"{d}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0).strip()}")
+    assert not odd, f"write these fences as ```python at the line start: {odd}"
+
+
+def test_the_pages_are_discovered():
+    found = {os.path.relpath(os.path.join(dp, n), ROOT) for dp, _, names in
+             os.walk(os.path.join(ROOT, "docs")) for n in names if n.endswith(".md")}
+    assert found and found <= set(DOCS)
+    assert "docs/binding-time.md" in DOCS and "README.md" in DOCS
 
 
 def test_every_block_is_marked_run_or_fragment():

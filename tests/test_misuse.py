@@ -3,17 +3,14 @@ user's line, with the fix — never a raw Python error from inside warpstage, a 
 import numpy as np
 import pytest
 
+import source_lines
 import warpstage as ws
 
 pytestmark = pytest.mark.usefixtures("sim_target")
 
 
 def line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for n, text in enumerate(f, 1):
-            if marker in text and "line_of(" not in text:
-                return n
-    raise AssertionError(marker)
+    return source_lines.line_of(__file__, marker)
 
 
 def out(n=4):
@@ -242,6 +239,45 @@ def test_static_side_effect_in_a_dynamic_loop_is_an_error():
 
     with raises_at(ws.BindingTimeError, "marker: side effect loop", "the dict `seen`", "loop"):
         k[1, 32](out(), 0)
+
+
+LOG = []
+
+
+def test_static_side_effect_on_a_module_global_in_a_dynamic_if_is_an_error():
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        if n > 5:  # marker: global side effect
+            LOG.append(1)
+        x[0] = 1.0
+
+    with raises_at(ws.BindingTimeError, "marker: global side effect", "the list `LOG`", "Fix"):
+        k[1, 32](out(), 1)
+
+
+def test_static_side_effect_on_a_closure_variable_in_a_dynamic_loop_is_an_error():
+    seen = set()
+
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        for i in range(n):  # marker: closure side effect
+            seen.add(1)
+        x[0] = 1.0
+
+    with raises_at(ws.BindingTimeError, "marker: closure side effect", "the set `seen`", "loop"):
+        k[1, 32](out(), 3)
+
+
+def test_reading_a_global_container_in_a_dynamic_region_still_works():
+    @ws.kernel
+    def k(x: ws.Tensor, n: ws.Int32):
+        if n > 0:
+            x[0] = ws.Float32(D[1])
+        x[1] = ws.Float32(len(LOG) + 1)
+
+    o = out()
+    k[1, 32](o, 1)
+    assert o[0] == 2 and o[1] == len(LOG) + 1
 
 
 def test_changes_outside_dynamic_regions_and_to_dynamic_lists_still_work():

@@ -30,6 +30,16 @@ from .tune import autotune
 
 __version__ = "0.1.0"
 
+# the public entries of the host-side API (warpstage/tracebacks.py): an error shows the user's
+# line, not warpstage's frames. The launch object's own calls (kern[grid, block], the generated
+# fast call) do this inline.
+from .tracebacks import user_entries as _user_entries
+_user_entries(globals(), ["compile", "explain", "jit", "kernel", "load", "set_target",
+                          "get_target", "flatten", "unflatten", "struct", "CompiledKernel"])
+_user_entries(vars(layout), layout.__all__)
+_user_entries(vars(ops), ops.__all__)
+_user_entries(vars(cache), cache.__all__)
+
 
 def __getattr__(name):
     # ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import

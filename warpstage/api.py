@@ -102,9 +102,12 @@ class JitFunction:
 
 class _FakeTensor:
     """A tensor described by type only (``ws.Tensor[ws.BFloat16, 2]`` in ws.compile): contiguous,
-    16-byte aligned, Int32 indexing."""
+    16-byte aligned, Int32 indexing. Errors name it by ``placeholder_of`` (the type)."""
 
-    def __init__(self, dtype, ndim):
+    placeholder_of = "ws.Tensor"
+
+    def __init__(self, dtype, ndim, placeholder_of: str = ""):
+        self.placeholder_of = placeholder_of or f"ws.Tensor[ws.{dtype.__name__}, {ndim}]"
         self.data_ptr = 0
         self.shape = (2,) * ndim
         self.strides = tuple(2 ** (ndim - 1 - k) for k in range(ndim))
@@ -153,15 +156,15 @@ def _placeholders(value, ann=None):
 
 def _type_placeholder(value, ann):
     """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
-    from .lang.scalars import HostScalar, Scalar
+    from .lang.scalars import Scalar, TypePlaceholder
     from .lang.tensor import Tensor, TensorSpec
     if isinstance(value, type) and issubclass(value, Scalar) and value.ir_type is not None:
-        return HostScalar(value, 0 if not value.ir_type.is_float else 0.0)
+        return TypePlaceholder(value, 0 if not value.ir_type.is_float else 0.0)
     if isinstance(value, TensorSpec):
         if value.dtype is None or value.ndim is None:
             raise ArgumentError(f"ws.compile needs a full tensor type such as "
                                 f"ws.Tensor[ws.Float16, 2], got {value!r}")
-        return _FakeTensor(value.dtype, value.ndim)
+        return _FakeTensor(value.dtype, value.ndim, repr(value))
     if value is Tensor:
         raise ArgumentError("ws.compile needs a full tensor type such as ws.Tensor[ws.Float16, 2], "
                             "got ws.Tensor")
@@ -317,7 +320,8 @@ class Kernel:
         except Exception as e:
             if self.options.compiler_frames:     # keep warpstage's frames when debugging warpstage
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
         self.trace_count += 1
         ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
                             self.options, block, {"trace": time.perf_counter() - t0}, guards)
@@ -352,17 +356,28 @@ class Kernel:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        raise CompilationError(
-            f"kernel {self.__qualname__} is defined as a method of {type(obj).__name__} and was "
-            f"looked up on an instance; a kernel is launched on its own, so `self` would not be "
-            "passed.\nFix: define the kernel at module level and pass the object as its first "
-            "argument (k[grid, block](obj, ...); it is static by rule 7), or make the method a "
-            "@ws.jit device function called from a kernel.")
+        try:                                    # a public entry (tracebacks.py): no frame here
+            raise CompilationError(
+                f"kernel {self.__qualname__} is defined as a method of {type(obj).__name__} and "
+                f"was looked up on an instance; a kernel is launched on its own, so `self` would "
+                "not be passed.\nFix: define the kernel at module level and pass the object as "
+                "its first argument (k[grid, block](obj, ...); it is static by rule 7), or make "
+                "the method a @ws.jit device function called from a kernel.")
+        except CompilationError as e:
+            _user_error(e)
+            raise
 
     def __getitem__(self, config) -> "_Launch":
         last = self._last_launch
         if last is not None and last[0] == config and _trace_state.__dict__.get("ctx") is None:
             return last[1]                      # the launch hot path: checked when it was made
+        try:
+            return self._launch_of(config)
+        except Exception as e:                  # a public entry (tracebacks.py), inline: no
+            _user_error(e)                      # wrapper call on the launch path
+            raise
+
+    def _launch_of(self, config) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched (kern[...]) from inside "
                                    "traced code; kernels cannot launch kernels.\nFix: call a "
@@ -379,6 +394,14 @@ class Kernel:
 
     def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, cluster=None,
                  **kwargs):
+        try:
+            launch = self._launch_for_call(grid, block, smem, stream, cluster)
+        except Exception as e:                  # a public entry (tracebacks.py)
+            _user_error(e)
+            raise
+        return launch(*args, **kwargs)
+
+    def _launch_for_call(self, grid, block, smem, stream, cluster) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
                                    "call a @ws.jit device function instead")
@@ -386,7 +409,7 @@ class Kernel:
             raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
                               "kern(*args, grid=..., block=...)")
         cls = _Launch if cluster is not None else self._launch_type or self._make_launch_type()
-        return cls(self, grid, block, smem, stream, cluster)(*args, **kwargs)
+        return cls(self, grid, block, smem, stream, cluster)
 
     def __repr__(self) -> str:
         return f"<ws.kernel {self.__qualname__}>"
@@ -454,7 +477,8 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
     except Exception as e:
         if kern.options.compiler_frames:
             raise
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
     return ck
 
 
@@ -468,7 +492,8 @@ def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
     try:
         specs = kern.specs(values, placeholders=True)
     except WarpstageError as e:
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
     text = format_table(kern.__name__, specs, kern.param_names)
     if print_table:
         print(text)

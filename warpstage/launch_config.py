@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .core.target import target_for
 from .errors import LaunchError
 from .launch import launch
 from .tracebacks import _user_error
@@ -15,16 +16,42 @@ if TYPE_CHECKING:
     from .api import Kernel
 
 
-def _dim3(x, what: str) -> tuple:
+_FIX = {"grid": "Fix: kern[grid, block] with grid an int (CTAs) or (x, y, z), e.g. "
+               "kern[(n + 127) // 128, 128]",
+        "block": "Fix: kern[grid, block] with block an int (threads per CTA) or (x, y, z), "
+                 "e.g. kern[grid, 128]",
+        "cluster": "Fix: cluster=(x, y, z) CTAs, e.g. cluster=(2, 1, 1)"}
+
+
+def _dim3(x, what: str, limits=None) -> tuple:
+    """``x`` (an int or 1 to 3 ints) as (x, y, z), each at least 1 and at most ``limits`` (per
+    dimension); else LaunchError with the expected form and a Fix."""
     if isinstance(x, int) and not isinstance(x, bool):
         x = (x,)
     if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in x):
-        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}")
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}.\n"
+                          f"{_FIX[what]}")
     x = tuple(x) + (1,) * (3 - len(x))
     if any(v < 1 for v in x):
-        raise LaunchError(f"{what} {x} has a dimension < 1; every dimension must be at least 1")
+        raise LaunchError(f"{what} {x} has a dimension < 1; every dimension must be at least "
+                          f"1.\n{_FIX[what]} (skip the launch when there is no work)")
+    for axis, v, m in zip("xyz", x, limits or ()):
+        if v > m:
+            raise LaunchError(f"{what} {x} has {what}.{axis} = {v}; expected at most {m} along "
+                              f"{axis} (CUDA C++ Programming Guide, compute capability "
+                              f"limits).\nFix: " + ("put the large dimension on x, or loop "
+                                                    "inside the kernel" if what == "grid" else
+                                                    "launch fewer threads along " + axis))
     return x
+
+
+def _check_block(block: tuple, target) -> None:
+    threads = block[0] * block[1] * block[2]
+    if threads > target.max_threads_per_cta:
+        raise LaunchError(f"block {block} has {threads} threads; a CTA holds at most "
+                          f"{target.max_threads_per_cta} on {target.arch}.\nFix: launch fewer "
+                          "threads per CTA and more CTAs")
 
 
 class _Launch:
@@ -35,10 +62,13 @@ class _Launch:
     def __init__(self, kernel: Kernel, grid, block, smem=0, stream=None, cluster=None):
         self.kernel = kernel
         self.last = (None, None)    # the generated call path's last (call signature, memo hit)
-        self.grid = _dim3(grid, "grid")
-        self.block = _dim3(block, "block")
-        if not isinstance(smem, int) or smem < 0:
-            raise LaunchError(f"smem must be a non-negative int (bytes), got {smem!r}")
+        target = target_for(kernel.options.arch)
+        self.grid = _dim3(grid, "grid", target.max_grid)
+        self.block = _dim3(block, "block", target.max_block)
+        _check_block(self.block, target)
+        if not isinstance(smem, int) or isinstance(smem, bool) or smem < 0:
+            raise LaunchError(f"smem must be a non-negative int (bytes of dynamic shared "
+                              f"memory), got {smem!r}.\nFix: kern[grid, block, smem_bytes]")
         self.smem = smem
         self.stream = stream
         self.cluster = None
@@ -47,8 +77,8 @@ class _Launch:
             bad = [d for d, (g, n) in enumerate(zip(self.grid, c)) if g % n]
             if bad:
                 raise LaunchError(f"grid {self.grid} is not a whole number of clusters {c} (in "
-                                  f"dimension {'xyz'[bad[0]]}); make each grid dimension a "
-                                  "multiple of the cluster's")
+                                  f"dimension {'xyz'[bad[0]]}).\nFix: make each grid dimension "
+                                  "a multiple of the cluster's")
             self.cluster = c
 
     def __call__(self, *args, **kwargs):
@@ -61,7 +91,8 @@ class _Launch:
         except Exception as e:
             if k.options.compiler_frames:
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
 
 
     def prepare(self, *args):
@@ -79,7 +110,8 @@ class _Launch:
         except Exception as e:
             if k.options.compiler_frames:
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
 
 
 _NOT_GIVEN = object()     # the default of the generated call path's parameters

@@ -17,8 +17,12 @@ This is the only module that reads environment variables:
   WARPSTAGE_TARGET      'cuda' or 'sim' (default: cuda when a GPU is usable, else sim)
   WARPSTAGE_PTXAS       path to the ptxas executable
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
-  WARPSTAGE_DEBUG       '1' turns on device-side asserts (``device_asserts``)
+  WARPSTAGE_DEBUG       '1' turns on device-side asserts (``device_asserts``) and keeps
+                        warpstage's own frames in the tracebacks of errors
+                        (warpstage/tracebacks.py)
   WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
+  WARPSTAGE_SIM_MAX_LOOP  iterations one while loop may run in one warp of the simulator before
+                        it is reported as a LivelockError (default 2^24; '0': no bound)
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
                         when stderr is not a terminal (default: shown on a terminal only)
@@ -31,8 +35,9 @@ import warnings
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Optional
 
-__all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target", "env_cache_dir", "env_ptxas",
-           "env_sim_races", "env_launch_path", "env_progress"]
+__all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
+           "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_progress",
+           "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP"]
 
 
 _RUNTIME = {"runtime": True}
@@ -129,9 +134,24 @@ RUNTIME_FIELDS = tuple(sorted(f.name for f in dataclasses.fields(CompileOptions)
 """The debug and runtime options: not hashed; changing them never recompiles."""
 
 
+def env_debug() -> bool:
+    """Whether WARPSTAGE_DEBUG is '1': device asserts on, warpstage's frames kept in tracebacks."""
+    return os.environ.get("WARPSTAGE_DEBUG", "") == "1"
+
+
+SIM_MAX_LOOP = 2 ** 24
+"""The default of WARPSTAGE_SIM_MAX_LOOP (docs/simulator.md, "Spin loops")."""
+
+
+def env_sim_max_loop() -> int:
+    """WARPSTAGE_SIM_MAX_LOOP: the iterations one while loop may run in one warp of the
+    simulator (0: unbounded); SIM_MAX_LOOP when unset or not a non-negative int."""
+    v = os.environ.get("WARPSTAGE_SIM_MAX_LOOP", "").strip()
+    return int(v) if v.isdigit() else SIM_MAX_LOOP
+
+
 def default_options() -> CompileOptions:
-    return CompileOptions(device_asserts=os.environ.get("WARPSTAGE_DEBUG", "") == "1",
-                          ptxas=env_ptxas())
+    return CompileOptions(device_asserts=env_debug(), ptxas=env_ptxas())
 
 
 def env_launch_path() -> str:

@@ -99,7 +99,8 @@ class PreparedLaunch:
         except Exception as e:
             if self._launch.kernel.options.compiler_frames:
                 raise
-            raise _user_error(e) from None
+            _user_error(e)
+            raise
 
     def _rebind(self, args: tuple) -> None:
         hit = self._hit

@@ -1,35 +1,71 @@
-"""What users see of an error raised while compiling or launching a kernel: its traceback without
-warpstage's own frames (``_user_error``) and the ``warnings.warn`` stacklevel of the user's line
-(``_user_stacklevel``). Frames count as warpstage's when their file is under this package's
-folder.
+"""What users see of an error raised by warpstage: its traceback without warpstage's own frames,
+and the user's line named in its message (``_user_error``); the ``warnings.warn`` stacklevel of
+the user's line (``_user_stacklevel``); and the boundary that applies this to every public entry
+(``user_entry``, ``user_entries``). Frames count as warpstage's when their file is under this
+package's folder (the generated launch path, ``<fast call of k>``, is named inside it).
+
+Every public entry ends in the same ``except`` clause, in the entry's own frame::
+
+    except Exception as e:
+        _user_error(e)
+        raise
+
+The bare ``raise`` matters: ``raise e`` would add the frame that raises to the traceback again
+(Python records a frame each time an exception is raised in it), so the entry's own frame — an
+api.py line, or the generated fast call — would show between the user's call and the user's
+kernel line. A bare ``raise`` re-raises the exception being handled with the traceback it has
+now, which ``_user_error`` has just filtered. (JAX's ``traceback_util.api_boundary`` filters the
+same way; this also needs no ``from None``: ``_user_error`` suppresses the context itself.)
+
+``WARPSTAGE_DEBUG=1`` (or a kernel's ``debug`` option) keeps every frame, for debugging
+warpstage itself.
 """
 from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+
+
+def _in_package(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PKG)
 
 
 def _user_stacklevel() -> int:
     """The ``warnings.warn`` stacklevel of the first caller outside warpstage (the user's line)."""
-    import os
-    import sys
-    pkg = os.path.dirname(os.path.abspath(__file__))
     f, level = sys._getframe(1), 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+    while f is not None and _in_package(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     return level
 
 
+def _caller_position():
+    """(file, line) of the first frame outside warpstage on the stack (the user's call), or None."""
+    f = sys._getframe(1)
+    while f is not None and _in_package(f.f_code.co_filename):
+        f = f.f_back
+    return None if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
 def _user_error(e: Exception) -> Exception:
-    """``e`` with warpstage's own frames removed from its traceback (users see their lines).
+    """``e`` as the user sees it: warpstage's own frames removed from its traceback, its context
+    suppressed (as ``raise ... from None`` would), and, for a WarpstageError that names no
+    position, the user's line added to its message (before its ``Fix:``) and to ``e.where``:
+    the innermost user frame of the traceback, else the user frame that called into warpstage.
+    Returns ``e``; re-raise it with
+    a bare ``raise`` (the module docstring says why).
 
     The control-flow rewrite runs each ``if``/loop body of a kernel as a nested function (named
     like the kernel, frontend/rewrite.py); the frame that called it, through warpstage, only
     repeats the statement's position, so it is dropped and the body's frame shows the line."""
-    import os
     from .frontend.rewrite import is_region_code
-    pkg = os.path.dirname(os.path.abspath(__file__))
     tb = e.__traceback__
     frames = []
     while tb is not None:
-        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(pkg):
+        if not _in_package(tb.tb_frame.f_code.co_filename):
             if frames and is_region_code(tb.tb_frame.f_code) and \
                     tb.tb_frame.f_code in frames[-1].tb_frame.f_code.co_consts:
                 frames.pop()                            # the region's call site
@@ -39,4 +75,74 @@ def _user_error(e: Exception) -> Exception:
     for t in reversed(frames):
         t.tb_next = head
         head = t
+    e.__cause__ = None
+    e.__suppress_context__ = True
+    _name_position(e, (frames[-1].tb_frame.f_code.co_filename, frames[-1].tb_lineno) if frames
+                   else _caller_position())
     return e.with_traceback(head)
+
+
+def _name_position(e: Exception, position) -> None:
+    """Add ``position`` (file, line) to the message of a WarpstageError that names none."""
+    from .errors import WarpstageError
+    if position is None or not isinstance(e, WarpstageError) or e.where is not None \
+            or len(e.args) != 1 or not isinstance(e.args[0], str) or '  File "' in e.args[0]:
+        return                  # it names its position already (or is not a message)
+    from .frontend.source import format_location
+    from .ir.core import Location
+    loc = Location(*position)
+    msg, where = e.args[0], format_location(loc)
+    fix = msg.rfind("Fix:")
+    e.args = (msg.rstrip() + "\n" + where if fix < 0 else
+              msg[:fix].rstrip() + "\n" + where + "\n" + msg[fix:],)
+    e.where = str(loc)
+
+
+def _keep_frames() -> bool:
+    from .options import env_debug
+    return env_debug()
+
+
+def user_entry(fn):
+    """``fn`` as a public entry: an error it raises reaches the caller through
+    :func:`_user_error` (no warpstage frames; the caller's line in the message). Costs one
+    Python call per use and nothing more while nothing is raised."""
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if _keep_frames():
+                raise
+            _user_error(e)
+            raise
+    entry.__user_entry__ = True
+    return entry
+
+
+def user_entries(namespace: dict, names) -> None:
+    """Make the functions named ``names`` in ``namespace`` (a module's globals: a public facade
+    such as ``ws.layout``) public entries, and the public methods of its classes (those defined
+    by warpstage: ``__init__``, ``__call__``, ``__getitem__`` and every method without a leading
+    underscore). Internal code imports the unwrapped functions from their own modules."""
+    for name in names:
+        obj = namespace.get(name)
+        if isinstance(obj, type) and _in_package(getattr(sys.modules.get(obj.__module__),
+                                                         "__file__", "") or ""):
+            user_entry_methods(obj)
+        elif inspect.isfunction(obj) and obj.__module__.startswith("warpstage") and \
+                not getattr(obj, "__user_entry__", False):
+            namespace[name] = user_entry(obj)
+
+
+def user_entry_methods(cls: type) -> type:
+    """Class decorator: make the public methods of ``cls`` (see :func:`user_entries`) entries."""
+    for name, attr in list(vars(cls).items()):
+        if name not in ("__init__", "__call__", "__getitem__") and name.startswith("_"):
+            continue
+        wrap = type(attr) if isinstance(attr, (staticmethod, classmethod)) else None
+        fn = attr.__func__ if wrap is not None else attr
+        # plain functions only: a @ws.jit method (a JitFunction) is traced, not called
+        if inspect.isfunction(fn) and not getattr(fn, "__user_entry__", False):
+            setattr(cls, name, wrap(user_entry(fn)) if wrap is not None else user_entry(fn))
+    return cls

@@ -151,16 +151,16 @@ def test_example_main_runs_in_the_simulator():
 
 
 def test_policy_and_wrapper_errors():
-    with pytest.raises(ValueError, match="head_dim must be 64 or 128"):
+    with pytest.raises(ValueError, match="head_dim: expected 64 or 128"):
         FlashAttention(head_dim=96)
-    with pytest.raises(ValueError, match=r"tile_m must be 64 or 128 .*consumer warps.*Fix: "
+    with pytest.raises(ValueError, match=r"(?s)tile_m: expected 64 or 128 .*consumer warps.*Fix: "
                                          r"tile_m=128"):
         FlashAttention(head_dim=128, tile_m=256)
-    with pytest.raises(ValueError, match=r"tile_n \(keys per stage\) must be a multiple of 16"):
+    with pytest.raises(ValueError, match=r"tile_n: expected a multiple of 16 in \[16, 256\]"):
         FlashAttention(head_dim=64, tile_n=40)
-    with pytest.raises(ValueError, match="more than the SM's 65536"):
+    with pytest.raises(ValueError, match="65536 \\(the SM's registers\\)"):
         FlashAttention(head_dim=64, tile_m=128, mma_regs=256)
-    with pytest.raises(ValueError, match=r"need \d+ bytes of shared memory.*Fix: lower "
+    with pytest.raises(ValueError, match=r"(?s)need \d+ bytes.*Fix: lower "
                                          r"num_stages or tile_n"):
         FlashAttention(head_dim=128, tile_n=256, num_stages=4)
     q, k, v = qkv(1, 1, 8, 64, "float32")
@@ -204,10 +204,10 @@ def test_direct_launch_with_another_block_is_refused(threads):
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(tile_n=0), ValueError, r"tile_n \(keys per stage\) must be a multiple of 16.*got 0"),
-    (dict(tile_n=100), ValueError, r"tile_n \(keys per stage\) must be a multiple of 16"),
-    (dict(num_stages=0), ValueError, r"num_stages must be an int in \[1, 8\], got 0"),
-    (dict(num_stages=-1), ValueError, r"num_stages must be an int in \[1, 8\], got -1"),
+    (dict(tile_n=0), ValueError, r"tile_n: expected a multiple of 16 .*got 0"),
+    (dict(tile_n=100), ValueError, r"tile_n: expected a multiple of 16 in"),
+    (dict(num_stages=0), ValueError, r"num_stages: expected an int in \[1, 8\].*got 0"),
+    (dict(num_stages=-1), ValueError, r"num_stages: expected an int in \[1, 8\].*got -1"),
     (dict(tile_n=64.0), ws.ArgumentError, r"tile_n=64.0 \(float\); expected None or an int"),
     (dict(num_stages=True), ws.ArgumentError, r"num_stages=True \(bool\); expected None or"),
     (dict(causal="no"), ws.ArgumentError, r"causal='no' \(str\); expected a bool"),
@@ -234,13 +234,13 @@ def test_wrapper_takes_numpy_scalars_and_none_defaults():
 
 
 def test_policy_rejects_bad_causal_and_scale():
-    with pytest.raises(ValueError, match="causal must be a bool, got 'no'"):
+    with pytest.raises(ValueError, match="causal: expected a bool, got 'no'"):
         FlashAttention(head_dim=64, causal="no")
-    with pytest.raises(ValueError, match=r"softmax_scale must be None.*got '0.1'"):
+    with pytest.raises(ValueError, match=r"softmax_scale: expected None.*got '0.1'"):
         FlashAttention(head_dim=64, softmax_scale="0.1")
-    with pytest.raises(ValueError, match=r"softmax_scale must be None.*got inf"):
+    with pytest.raises(ValueError, match=r"softmax_scale: expected None.*got inf"):
         FlashAttention(head_dim=64, softmax_scale=float("inf"))
-    with pytest.raises(ValueError, match=r"num_stages must be an int in \[1, 8\], got True"):
+    with pytest.raises(ValueError, match=r"num_stages: expected an int in \[1, 8\].*got True"):
         FlashAttention(head_dim=64, num_stages=True)
 
 

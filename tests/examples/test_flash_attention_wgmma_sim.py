@@ -163,7 +163,8 @@ def test_nan_filled_shared_memory_and_races(monkeypatch):
 @pytest.mark.parametrize("fields, match", [
     (dict(head_dim=96), "head_dim"), (dict(tile_n=40), "tile_n"),
     (dict(poly_exp2=9), "poly_exp2"), (dict(poly_exp2=2.0), "poly_exp2"),
-    (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "overlap=True needs"), (dict(mma_regs=256), "register split"),
+    (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
+    (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),
     (dict(dtype=ws.Float32), "dtype")])
 def test_policy_errors(fields, match):

@@ -130,3 +130,24 @@ def test_a_torch_subclass_takes_the_generated_path(monkeypatch):
     k[8, 128](*ts, 1000)
     assert misses == [] and k.trace_count == 1
     assert DRIVER_LAUNCHES[-1][3] != 0           # torch's current stream (the fake's)
+
+
+class _Mode(__import__("enum").IntEnum):
+    A = 1
+    B = 2
+
+
+def _by_mode(m, x: ws.Tensor, n: ws.Int32):
+    if m is _Mode.A:
+        x[0] = 1.0
+
+
+def test_int_enum_members_are_static_on_the_fast_and_the_full_path(fake_gpu):
+    """An IntEnum member is rule 7 (static) whichever path reads it: each member is its own
+    specialization on both, the generated path never takes it for the int it equals."""
+    fast, full = ws.kernel(_by_mode), _twin(_by_mode)
+    x = FakeCudaArray(np.zeros(8, np.float32))
+    for m in (_Mode.A, _Mode.B, _Mode.A, _Mode.B, 1):
+        assert _run(fast, fake_gpu, (1, 32), (m, x, 3)) == _run(full, fake_gpu, (1, 32), (m, x, 3))
+    assert fast.trace_count == full.trace_count == 3     # A, B, and the int 1 (dynamic)
+    assert len(fast._cache) == len(full._cache) == 3

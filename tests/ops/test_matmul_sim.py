@@ -189,11 +189,17 @@ def test_dtype_errors():
     (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
     (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
     (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
-    (dict(schedule="pingpong"), "tile_n must be 64 or 128"), (dict(schedule="ws"), "schedule"),
-    (dict(split_k=True), "split_k=True writes f32 partial sums")])
+    (dict(schedule="pingpong"), "tile_n: expected 64 or 128 with schedule='pingpong'"), (dict(schedule="ws"), "schedule"),
+    (dict(split_k=True), "it writes f32 partial sums")])
 def test_policy_errors(fields, match):
-    with pytest.raises(ValueError, match=match):
-        ws.ops.Matmul(**fields)
+    """Each is an OperandError (a ValueError) in the house form: what, expected vs got, the
+    caller's line, a Fix."""
+    with pytest.raises(ValueError, match=match) as info:
+        ws.ops.Matmul(**fields)  # marker: policy line
+    assert isinstance(info.value, ws.OperandError)
+    msg = str(info.value)
+    assert msg.startswith("ws.ops.Matmul's ") and "\nFix: " in msg, msg
+    assert f'{__file__}", line ' in msg, msg
 
 
 def test_config_choice_fills_the_gpu():
@@ -217,5 +223,5 @@ def test_an_epilogue_that_is_not_an_epilogue_instance_is_an_argument_error(bad):
 @pytest.mark.parametrize("tile_n", [100, -64, 32, True])
 def test_a_tile_width_the_kernel_lacks_is_named_by_the_op(tile_n):
     a = np.zeros((4, 8), np.float16)
-    with pytest.raises(ValueError, match=r"ws.ops.matmul\): tile_n must be one of .*Fix:"):
+    with pytest.raises(ValueError, match=r"(?s)ws.ops.Matmul's tile_n: expected one of .*Fix:"):
         ws.ops.matmul(a, a.T.copy(), tile_n=tile_n)

@@ -1,11 +1,11 @@
 """Loops that can never end and read no memory are reported (LivelockError naming the loop)
 instead of hanging the simulator; Ctrl-C during a launch says where each warp is."""
-import inspect
 import signal
 
 import numpy as np
 import pytest
 
+import source_lines
 import warpstage as ws
 from warpstage.sim import SimulationInterrupted
 
@@ -15,8 +15,7 @@ HERE = __file__
 
 
 def line_of(marker: str) -> int:
-    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
-    return next(i + 1 for i, ln in enumerate(lines) if marker in ln and "line_of(" not in ln)
+    return source_lines.line_of(__file__, marker)
 
 
 @ws.kernel

@@ -110,7 +110,7 @@ def test_sim_run_argument_overrides_the_setting():
 
 
 def test_races_on_the_gpu_target_is_an_argument_error():
-    with pytest.raises(ArgumentError, match=r"race detector runs in the CPU simulator only.*"
+    with pytest.raises(ArgumentError, match=r"(?s)race detector runs in the CPU simulator only.*"
                                             r"ws.set_target\('sim', races=True\)"):
         ws.set_target("cuda", races=True)
 

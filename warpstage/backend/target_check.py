@@ -35,4 +35,4 @@ def check_target(module: Module, target: Target) -> None:
                     f"{' (the arch-specific variant)' if need.endswith('a') else ' or newer'}, "
                     f"and the kernel is compiled for {target.arch}. Fix: compile with "
                     f"arch={need!r} (CompileOptions / @ws.kernel(arch=...)), or leave the op out "
-                    f"for {target.arch}")
+                    f"for {target.arch}", where=str(op.loc) if op.loc else None)

@@ -18,11 +18,12 @@ from typing import Any, Optional
 from .. import ir
 from ..errors import ArgumentError
 from ..lang.pointer import Pointer, PointerSpec
-from ..lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, Scalar, fits)
+from ..lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, Scalar,
+                            TypePlaceholder, fits)
 from ..lang.tensor import Tensor, TensorSpec
 from ..runtime.tensormap import TensorMapArg
 from .specs import (RULES, CompositeSpec, PointerArgSpec, ScalarSpec, Spec,  # noqa: F401
-                    StaticSpec, TensorArgSpec, TensorMapSpec, _host_parts, _short,
+                    StaticSpec, TensorArgSpec, TensorMapSpec, _host_parts, _short, got_text,
                     _skeleton_static_key, tensor_key)
 from .values import has_protocol
 
@@ -46,7 +47,7 @@ class _StaticAnnotation:
         if isinstance(origin, type) and not isinstance(value, origin):
             raise ArgumentError(
                 f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
-                f"a {type(value).__name__} ({_short(value)}).\nFix: pass a "
+                f"{got_text(value)}.\nFix: pass a "
                 f"{getattr(tp, '__name__', tp)}, or change the annotation.")
 
 
@@ -188,8 +189,8 @@ def _by_dynamic_annotation(value, ann, name, tensor_adapter) -> Optional[Spec]:
     if ann is Tensor or isinstance(ann, TensorSpec):
         ta = tensor_adapter(value) if tensor_adapter is not None else None
         if ta is None:
-            raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got a "
-                                f"{type(value).__name__} ({_short(value)}).\nFix: pass a tensor: "
+            raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(ann)} but got "
+                                f"{got_text(value)}.\nFix: pass a tensor: "
                                 "a numpy array or CPU torch tensor (simulator), a torch or cupy "
                                 "CUDA tensor (GPU), or anything with __dlpack__ / __cuda_array_interface__.")
         spec = TensorArgSpec(ta, 2)
@@ -252,6 +253,10 @@ def _convert_hint(dtype) -> str:
 
 def _check_scalar(value, dtype, name) -> bool:
     t = dtype.ir_type
+    if isinstance(value, TypePlaceholder) and value.dtype is not dtype:
+        raise ArgumentError(f"parameter '{name}' is annotated {_ann_name(dtype)} but got "
+                            f"{got_text(value)}.\nFix: pass {_ann_name(dtype)}, or change the "
+                            "annotation.")
     v = value.value if isinstance(value, HostScalar) else value
     if isinstance(v, bool) or isinstance(v, int):
         if t.is_int and not fits(t, int(v)):
@@ -269,5 +274,7 @@ def _check_scalar(value, dtype, name) -> bool:
         if t.bits < 64:
             _check_float_range(v, dtype, name)
         return True
-    raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got a "
-                        f"{type(v).__name__} ({_short(v)}).\nFix: pass a Python number.")
+    raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got "
+                        f"{got_text(v)}.\nFix: pass a Python number"
+                        + (f" or the type ws.{dtype.__name__}" if getattr(
+                            type(v), "placeholder_of", None) is not None else "") + ".")

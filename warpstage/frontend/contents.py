@@ -227,18 +227,39 @@ class StaticWatch:
 
     __slots__ = ("items",)
 
-    def __init__(self):
+    def __init__(self, fns=()):
         self.items = []
         frame = _user_frame()
-        if frame is None:
-            return
-        for name, v in frame.f_locals.items():
-            if type(v) in (list, dict, set) and not name.startswith("__ws_"):
+        if frame is not None:
+            for name, v in frame.f_locals.items():
+                self._watch(name, v)
+        self.watch_code(fns)
+
+    def watch_code(self, fns) -> None:
+        """Also watch the module globals and closure cells that the region functions ``fns``
+        (and the code nested in them) name: ``log.append(x)`` on a module-level list."""
+        for fn in fns:
+            code = getattr(fn, "__code__", None)
+            if code is None:
+                continue
+            for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
                 try:
-                    if not flatten(v)[1]:
-                        self.items.append((name, v, static_key(v)))
-                except Exception:   # unkeyable contents: not watched
+                    self._watch(name, cell.cell_contents)
+                except ValueError:      # an empty cell
                     continue
+            glob = fn.__globals__
+            for name in _names(code):
+                if name in glob:
+                    self._watch(name, glob[name])
+
+    def _watch(self, name: str, v) -> None:
+        if type(v) in (list, dict, set) and not name.startswith("__ws_") and \
+                not any(v is w for _, w, _ in self.items):
+            try:
+                if not flatten(v)[1]:
+                    self.items.append((name, v, static_key(v)))
+            except Exception:   # noqa: BLE001 - unkeyable contents: not watched
+                return
 
     def changed(self):
         """(name, object) of the first watched container whose key changed, else None."""
@@ -249,3 +270,12 @@ class StaticWatch:
             except Exception:
                 return name, v
         return None
+
+
+def _names(code) -> set:
+    """The global names ``code`` and the code objects nested in it load."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _names(c)
+    return names

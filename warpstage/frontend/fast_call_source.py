@@ -231,7 +231,7 @@ def call_source(kinds, name: str = "kernel") -> str:
             + "    try:\n" + textwrap.indent(arity + body, "    ")
             + "    except Exception as e:\n"
             + "        if L.kernel.options.compiler_frames:\n            raise\n"
-            + "        raise _user_error(e) from None\n")
+            + "        _user_error(e)\n        raise\n")       # bare: no frame of its own
     values = (_HEAD.format(fn="fast_values", hit=", hit", params="".join(", " + v for v in names),
                            doc=f"What fast_call would launch for {name} with the entry hit.")
               + target + "".join(reads) + _GIVEN.format(**fields) + finish

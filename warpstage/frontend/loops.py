@@ -176,6 +176,7 @@ class _Loop:
 
     # -- range loops ---------------------------------------------------------------------------
     def run_range(self, spec: DynamicRange, body) -> None:
+        self.watch.watch_code((body,))
         lb, ub, step = spec.bounds()
         form = "for"
         carried = self.plans(identity=False)
@@ -262,6 +263,7 @@ class _Loop:
 
     # -- while loops ---------------------------------------------------------------------------
     def run_while(self, test, body) -> None:
+        self.watch.watch_code((test, body))
         carried = self.plans(identity=False)
         for _ in self.attempts():
             trace = self.trace_while(carried, test, body)

@@ -169,7 +169,7 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
     dynamic ``c``, merge the variables ``site.names`` and, with ``value_label``, the values the
     functions return (which is returned). Objects the branches change in place are merged
     too (contents.py)."""
-    watch = StaticWatch()
+    watch = StaticWatch(fns)
     site, get, set_, contents = with_contents(site, get, set_)
     names = site.names if get is not None else ()
     init = get() if get is not None else ()

@@ -115,8 +115,9 @@ def _has(nodes, kind, into_loops=True) -> bool:
     return any(isinstance(n, kind) for n in local_nodes(nodes, into_loops))
 
 
-class RewriteError(UnsupportedError):
-    """A construct the rewriter cannot handle, with its location."""
+RewriteError = UnsupportedError
+"""A construct the rewriter cannot handle, with its location: the public UnsupportedError itself
+(a subclass here would show its internal module path, warpstage.frontend..., in tracebacks)."""
 
 
 def unsupported(node: ast.AST, file: str, what: str, fix: str) -> RewriteError:

@@ -40,6 +40,15 @@ def _short(v, n=60) -> str:
     return r if len(r) <= n else r[:n - 3] + "..."
 
 
+def got_text(v) -> str:
+    """What an error says it got: 'a int (5)'; for a type that ws.compile stands in for with a
+    placeholder value ('placeholder_of': lang/scalars.TypePlaceholder, api._FakeTensor), 'the
+    type ws.Int32' — never the stand-in's value."""
+    if getattr(type(v), "placeholder_of", None) is not None:
+        return f"the type {v.placeholder_of}"
+    return f"a {type(v).__name__} ({_short(v)})"
+
+
 class Spec:
     """How one parameter (or one part of a composite parameter) binds. See module docstring."""
 

@@ -83,7 +83,7 @@ class Layout:
         c = coord[0] if len(coord) == 1 else tuple(coord)
         if has_none(c):
             return slice_and_offset(c, self)[0]
-        return crd2idx(c, self.shape, self.stride)
+        return _crd2idx(c, self.shape, self.stride)
 
     # -- queries ------------------------------------------------------------------------------
     def size(self):
@@ -110,7 +110,7 @@ class Layout:
     def get_hier_coord(self, idx):
         """The coordinate whose index is ``idx`` for a layout that is a bijection onto its
         image in stride order (``idx2crd(idx, shape, stride)``)."""
-        return idx2crd(idx, self.shape, self.stride)
+        return _idx2crd(idx, self.shape, self.stride)
 
     def get_flat_coord(self, idx) -> tuple:
         return flatten(self.get_hier_coord(idx))
@@ -249,9 +249,14 @@ def _coord_leaf(c, what):
 def crd2idx(coord, shape, stride=None):
     """The index of ``coord`` in the layout ``shape:stride`` (CuTe ``crd2idx``; ``stride``
     default: column-major compact). An int coordinate for a tuple mode is split over that mode
-    column-major. Static parts fold; only the needed multiply-adds are emitted."""
+    column-major. Static parts fold; only the needed multiply-adds are emitted. A static extent
+    below 1 in ``shape`` raises OperandError (as ``make_layout`` does)."""
     if isinstance(shape, Layout):
-        shape, stride = shape.shape, shape.stride
+        return _crd2idx(coord, shape.shape, shape.stride)
+    return _crd2idx(coord, check_shape(shape, "ws.layout.crd2idx()'s shape"), stride)
+
+
+def _crd2idx(coord, shape, stride):
     if stride is None:
         stride = prefix_product(shape)
     if is_tuple(coord):
@@ -261,16 +266,16 @@ def crd2idx(coord, shape, stride=None):
                                 "give one entry per mode (or a single int)")
         out = 0
         for c, s, d in zip(coord, shape, stride):
-            out = add(out, crd2idx(c, s, d))
+            out = add(out, _crd2idx(c, s, d))
         return out
     c = _coord_leaf(coord, "a layout coordinate")
     if is_tuple(shape):
         out = 0
         for k, (s, d) in enumerate(zip(shape, stride)):
             if k == len(shape) - 1:
-                return add(out, crd2idx(c, s, d))
+                return add(out, _crd2idx(c, s, d))
             n = product(s)
-            out = add(out, crd2idx(mod(c, n), s, d))
+            out = add(out, _crd2idx(mod(c, n), s, d))
             c = floordiv(c, n)
         return out
     return mul(c, stride)
@@ -279,10 +284,15 @@ def crd2idx(coord, shape, stride=None):
 def idx2crd(idx, shape, stride=None):
     """The coordinate of ``idx`` (CuTe ``idx2crd``). Without ``stride``: the column-major split
     over ``shape`` (the last mode takes the rest, unbounded); with ``stride``: each leaf is
-    ``(idx // stride) % shape``. Static parts fold; a power-of-two divisor is a shift/mask."""
+    ``(idx // stride) % shape``. Static parts fold; a power-of-two divisor is a shift/mask. A
+    static extent below 1 in ``shape`` raises OperandError (as ``make_layout`` does)."""
+    return _idx2crd(idx, check_shape(shape, "ws.layout.idx2crd()'s shape"), stride)
+
+
+def _idx2crd(idx, shape, stride=None):
     if stride is not None:
         if is_tuple(shape):
-            return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+            return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
         if is_static(stride) and stride == 0:
             return 0
         return mod(floordiv(idx, stride), shape)
@@ -290,10 +300,10 @@ def idx2crd(idx, shape, stride=None):
         out = []
         for k, s in enumerate(shape):
             if k == len(shape) - 1:
-                out.append(idx2crd(idx, s))
+                out.append(_idx2crd(idx, s))
                 break
             n = product(s)
-            out.append(idx2crd(mod(idx, n), s))
+            out.append(_idx2crd(mod(idx, n), s))
             idx = floordiv(idx, n)
         return tuple(out)
     return idx
@@ -374,7 +384,7 @@ def slice_and_offset(coord, layout: Layout):
     the nesting of tuple coordinates is flattened one level, as in CuTe), the offset is the
     index of the coordinate with every ``None`` read as 0."""
     shape, stride = _slice(coord, layout.shape), _slice(coord, layout.stride)
-    offset = crd2idx(_zero_nones(coord), layout.shape, layout.stride)
+    offset = _crd2idx(_zero_nones(coord), layout.shape, layout.stride)
     return Layout(shape, stride), offset
 
 

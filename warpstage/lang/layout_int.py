@@ -136,7 +136,11 @@ def mod(a, b):
 
 
 def ceil_div(a, b):
-    """ceil(a / b) for a >= 0, b > 0, folded."""
+    """ceil(a / b) for a >= 0, b > 0, folded. A static ``b`` below 1 raises OperandError."""
+    if is_static(b) and b < 1:
+        from .operands import operand_error
+        raise operand_error("ws.layout.ceil_div()'s divisor", b, "a divisor of at least 1",
+                            "divide by a positive extent")
     if is_static(a) and is_static(b):
         return -(-a // b)
     if is_static(b) and b == 1:

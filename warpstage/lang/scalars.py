@@ -45,6 +45,17 @@ class HostScalar:
         return f"{self.dtype.__name__}({self.value!r})"
 
 
+class TypePlaceholder(HostScalar):
+    """What ``ws.compile(k, ws.Int32)`` binds for the type ``ws.Int32``: a HostScalar of value 0
+    that errors describe as the type (``placeholder_of``), not as the 0 it holds."""
+
+    __slots__ = ()
+
+    @property
+    def placeholder_of(self) -> str:
+        return f"ws.{self.dtype.__name__}"
+
+
 class Scalar:
     """A dynamic scalar value (an SSA value while tracing). Subclasses fix ``ir_type``."""
 

@@ -22,6 +22,7 @@ from .attention_kernel import FlashAttention, flash_attention_kernel
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from .descriptors import descriptor, sm_count
+from .host_fixes import cast_code, contiguous_code
 
 __all__ = ["flash_attention", "launch", "launch_wgmma", "policy_for",
            "wgmma_policy_for", "tma_compatible", "reference"]
@@ -143,8 +144,9 @@ def _describe(name: str, x):
     ta = as_tensor_arg(x, name)
     if ta is None:
         raise ArgumentError(f"flash_attention: {name} is a {type(x).__name__}; expected a tensor "
-                            "(torch, numpy) of shape (B, H, S, D). Fix: pass tensors as for "
-                            "torch.nn.functional.scaled_dot_product_attention")
+                            "(torch, numpy) of shape (B, H, S, D). Fix: pass torch tensors or "
+                            "numpy arrays (as to torch.nn.functional."
+                            "scaled_dot_product_attention)")
     if ta.ndim != 4:
         raise ArgumentError(f"flash_attention: {name} has shape {tuple(ta.shape)}; expected 4 "
                             "dimensions (B, H, S, D). Fix: add the batch/head dimensions "
@@ -266,8 +268,7 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
         raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
                             f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
-                            "x.to(torch.bfloat16) / x.astype(ml_dtypes.bfloat16) (or float16) "
-                            "each of them")
+                            f"{cast_code((tq, tk, tv), 'bfloat16')} (or float16) each of them")
     batch, heads, seq_q, head_dim = tq.shape
     if not 0 < head_dim <= NATIVE_HEAD_DIMS[-1]:
         raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; the kernels take D "
@@ -339,7 +340,7 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
                             "needs a 16-byte aligned base, D contiguous and the other strides "
                             f"multiples of 8 elements; strides q {tq.strides}, k {tk.strides}, "
                             f"v {tv.strides}). Fix: mma='auto' (falls back to mma.sync) or "
-                            ".contiguous() the inputs")
+                            f"{contiguous_code((tq, tk, tv))} each input")
     work = batch * heads * seq_q * tk.shape[2] * head_dim
     if mma == "wgmma" or needs_wgmma or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
                                          and _wgmma_device(tq)):

@@ -60,42 +60,49 @@ class AttentionPolicy:
     head_dims = (64, 128)
     """The head dimensions D the policy's kernel takes (subclasses widen it)."""
 
+    def policy_error(self, name: str, got, expected: str, fix: str):
+        """The OperandError (a ValueError) of the policy's parameter ``name`` = ``got``."""
+        return operand_error(f"ws.ops.{self.policy_name}'s {name}", got, expected, fix)
+
     def check_operands(self, head_dim, dtype) -> None:
-        """ValueError unless D is one of ``head_dims`` and the dtype fp16 or bf16."""
+        """OperandError (a ValueError) unless D is one of ``head_dims`` and the dtype fp16 or
+        bf16."""
         if head_dim not in self.head_dims or isinstance(head_dim, bool):
             dims = ", ".join(map(str, self.head_dims[:-1])) + f" or {self.head_dims[-1]}"
-            raise ValueError(f"{self.policy_name}: head_dim must be {dims}, got {head_dim!r}")
+            raise self.policy_error("head_dim", head_dim, dims, "pad the head dimension to "
+                                    f"one of {dims} (zeros do not change the scores)")
         if dtype not in _DTYPES:
-            raise ValueError(f"{self.policy_name}: dtype must be ws.Float16 or ws.BFloat16, got "
-                             f"{dtype!r}")
+            raise self.policy_error("dtype", dtype, "ws.Float16 or ws.BFloat16",
+                                    "dtype=ws.BFloat16 (the default)")
 
     def check_stages(self, tile_n, num_stages, tile_n_fix) -> None:
-        """ValueError unless tile_n is a multiple of 16 in [16, 256] and num_stages in [1, 8]."""
+        """OperandError unless tile_n is a multiple of 16 in [16, 256] and num_stages in [1, 8]."""
         if (not isinstance(tile_n, int) or isinstance(tile_n, bool) or not 16 <= tile_n <= 256
                 or tile_n % 16):
-            raise ValueError(f"{self.policy_name}: tile_n (keys per stage) must be a multiple of "
-                             f"16 in [16, 256], got {tile_n!r}. Fix: {tile_n_fix}")
+            raise self.policy_error("tile_n", tile_n, "a multiple of 16 in [16, 256] (keys per "
+                                    "stage)", tile_n_fix)
         if (not isinstance(num_stages, int) or isinstance(num_stages, bool)
                 or not 1 <= num_stages <= 8):
-            raise ValueError(f"{self.policy_name}: num_stages must be an int in [1, 8], got "
-                             f"{num_stages!r}")
+            raise self.policy_error("num_stages", num_stages, "an int in [1, 8] (K/V stages "
+                                    "in the smem ring)", "num_stages=2 or 3")
 
     def check_register_split(self, producer_regs, mma_regs, consumer_threads) -> None:
-        """ValueError when 128 producer threads and the consumer threads at their ``setmaxnreg``
-        counts need more than the SM's 65536 registers."""
+        """OperandError when 128 producer threads and the consumer threads at their
+        ``setmaxnreg`` counts need more than the SM's 65536 registers."""
         need = producer_regs * 128 + mma_regs * consumer_threads
         if need > 65536:
-            raise ValueError(f"{self.policy_name}: the register split needs {producer_regs} x "
-                             f"128 + {mma_regs} x {consumer_threads} = {need} registers, more "
-                             "than the SM's 65536. Fix: lower mma_regs or producer_regs")
+            raise self.policy_error("mma_regs", mma_regs, f"producer_regs x 128 + mma_regs x "
+                                    f"{consumer_threads} <= 65536 (the SM's registers); "
+                                    f"{producer_regs} x 128 + {mma_regs} x {consumer_threads} "
+                                    f"= {need}", "lower mma_regs or producer_regs")
 
     def set_fields(self, head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
                    producer_regs, mma_regs) -> None:
         """Store the common fields and the softmax constants: ``scale_log2`` = scale * log2(e);
-        ``exp2_scale``, the c of ``p = 2^(s c - m c)``. ValueError unless ``causal`` is a bool
-        and ``softmax_scale`` None or a finite real number."""
+        ``exp2_scale``, the c of ``p = 2^(s c - m c)``. OperandError unless ``causal`` is a
+        bool and ``softmax_scale`` None or a finite real number."""
         if not isinstance(causal, bool) and type(causal).__name__ not in ("bool_", "bool"):
-            raise ValueError(f"{self.policy_name}: causal must be a bool, got {causal!r}")
+            raise self.policy_error("causal", causal, "a bool", "causal=True or causal=False")
         if softmax_scale is not None:
             try:
                 ok = (not isinstance(softmax_scale, (bool, str, bytes))
@@ -103,8 +110,9 @@ class AttentionPolicy:
             except (TypeError, ValueError):
                 ok = False
             if not ok:
-                raise ValueError(f"{self.policy_name}: softmax_scale must be None (1/sqrt(D)) "
-                                 f"or a finite real number, got {softmax_scale!r}")
+                raise self.policy_error("softmax_scale", softmax_scale, "None (1/sqrt(D)) or "
+                                        "a finite real number", "softmax_scale=None, or e.g. "
+                                        "softmax_scale=0.125")
         self.head_dim = head_dim
         self.dtype = dtype
         self.causal = bool(causal)
@@ -120,12 +128,13 @@ class AttentionPolicy:
         self.mma_regs = mma_regs
 
     def check_smem(self, what: str) -> None:
-        """ValueError when ``SharedStorage`` (``what`` describes it) exceeds a CTA's dynamic
+        """OperandError when ``SharedStorage`` (``what`` describes it) exceeds a CTA's dynamic
         shared memory."""
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise ValueError(f"{self.policy_name}: {what} need {self.smem_bytes} bytes of shared "
-                             f"memory, more than the {ws.smem.MAX_DYNAMIC_SMEM} a CTA may use. "
-                             "Fix: lower num_stages or tile_n")
+            raise self.policy_error("num_stages", self.num_stages, f"a ring that fits the "
+                                    f"{ws.smem.MAX_DYNAMIC_SMEM} bytes of shared memory a CTA "
+                                    f"may use; {what} need {self.smem_bytes} bytes",
+                                    "lower num_stages or tile_n")
 
     def __static_key__(self):
         """The configuration as (field name, value) pairs: equal configurations share a

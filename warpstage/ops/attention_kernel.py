@@ -92,12 +92,12 @@ class FlashAttention(AttentionPolicy):
                  mma_regs=232):
         self.check_operands(head_dim, dtype)
         if tile_m not in (64, 128) or isinstance(tile_m, bool):
-            raise ValueError(f"FlashAttention: tile_m must be 64 or 128 (query rows per CTA: "
-                             f"4 or 8 consumer warps of 16 rows, one or two warpgroups), got "
-                             f"{tile_m!r}. Fix: tile_m=128")
+            raise self.policy_error("tile_m", tile_m, "64 or 128 (query rows per CTA: 4 or 8 "
+                                    "consumer warps of 16 rows, one or two warpgroups)",
+                                    "tile_m=128")
         self.check_stages(tile_n, num_stages, "tile_n=64 or 128")
         if copy not in ("cp.async", "ld/st"):
-            raise ValueError(f"FlashAttention: copy must be 'cp.async' or 'ld/st', got {copy!r}")
+            raise self.policy_error("copy", copy, "'cp.async' or 'ld/st'", "copy='cp.async'")
         consumer_threads = 2 * tile_m
         self.check_register_split(producer_regs, mma_regs, consumer_threads)
         self.set_fields(head_dim, dtype, causal, softmax_scale, tile_n, num_stages,

@@ -92,19 +92,20 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
-            raise ValueError(f"FlashAttentionWgmma: consumer_wgs must be 2 or 3 (consumer "
-                             f"warpgroups of 64 query rows), got {consumer_wgs!r}")
+            raise self.policy_error("consumer_wgs", consumer_wgs, "2 or 3 (consumer warpgroups "
+                                    "of 64 query rows)", "consumer_wgs=2")
         if overlap and num_stages < 2:
-            raise ValueError("FlashAttentionWgmma: overlap=True needs num_stages >= 2 (a "
-                             "consumer waits for stage j before it releases stage j - 1). Fix: "
-                             "num_stages=2, or overlap=False")
+            raise self.policy_error("num_stages", num_stages, "at least 2 with overlap=True "
+                                    "(a consumer waits for stage j before it releases stage "
+                                    "j - 1)", "num_stages=2, or overlap=False")
         regs = self.DEFAULT_REGS[consumer_wgs]
         producer_regs = regs[0] if producer_regs is None else producer_regs
         mma_regs = regs[1] if mma_regs is None else mma_regs
         for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
-            if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
-                raise ValueError(f"FlashAttentionWgmma: {name} must be a multiple of 8 in "
-                                 f"[24, 256], got {r!r}")
+            if isinstance(r, bool) or not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
+                raise self.policy_error(name, r, "a multiple of 8 in [24, 256] (setmaxnreg's "
+                                        "register count)", f"{name}=None (the default for "
+                                        "consumer_wgs)")
         self.consumer_wgs = consumer_wgs
         self.tile_m = 64 * consumer_wgs
         self.consumer_threads = 128 * consumer_wgs
@@ -118,19 +119,19 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         self.fast_exp2 = bool(fast_exp2)
         self.persistent = bool(persistent)
         if causal_align not in ("top_left", "bottom_right"):
-            raise ValueError(f"FlashAttentionWgmma: causal_align must be 'top_left' or "
-                             f"'bottom_right', got {causal_align!r}")
+            raise self.policy_error("causal_align", causal_align, "'top_left' or "
+                                    "'bottom_right'", "causal_align='top_left' (the default)")
         self.causal_align = causal_align
         if isinstance(kv_group, bool) or not isinstance(kv_group, int) or kv_group < 1:
-            raise ValueError(f"FlashAttentionWgmma: kv_group (query heads per K/V head) must be "
-                             f"an int >= 1, got {kv_group!r}")
+            raise self.policy_error("kv_group", kv_group, "an int >= 1 (query heads per K/V "
+                                    "head)", "kv_group=1, or H_q // H_kv")
         self.kv_group = kv_group
         self.late_wait = bool(late_wait)
         if (isinstance(poly_exp2, bool) or not isinstance(poly_exp2, int)
                 or not 0 <= poly_exp2 <= 8):
-            raise ValueError(f"FlashAttentionWgmma: poly_exp2 (P elements of every 8 whose "
-                             f"exponential runs on the FMA pipe) must be an int in [0, 8], got "
-                             f"{poly_exp2!r}. Fix: poly_exp2=0 (all on the MUFU)")
+            raise self.policy_error("poly_exp2", poly_exp2, "an int in [0, 8] (P elements of "
+                                    "every 8 whose exponential runs on the FMA pipe)",
+                                    "poly_exp2=0 (all on the MUFU)")
         self.poly_exp2 = poly_exp2
         self.fma_scores = bool(fma_scores)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row

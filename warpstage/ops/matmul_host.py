@@ -20,6 +20,7 @@ from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..tracebacks import _user_error, _user_stacklevel
 from .descriptors import descriptor, sm_count
+from .host_fixes import cast_code, empty_code, framework, is_read_only
 from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
 from .matmul_splitk import MAX_SPLITS, REDUCE_THREADS, even_splits, plan, splitk_reduce
 from .torch_dispatch import torch_op
@@ -30,6 +31,7 @@ __all__ = ["matmul", "policy_for", "choose_config", "tma_compatible", "MatmulCop
 SIM_CTAS = 2
 """Persistent CTAs in the simulator (several tiles per CTA, so the tile loop is exercised)."""
 _IN = {"f16": Float16, "bf16": BFloat16}
+_DTYPE_NAMES = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32"}
 _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": BFloat16,
               "bf16": BFloat16, "float32": Float32, "float": Float32, "f32": Float32}
 GROUP_SMALL, GROUP_LARGE = 4, 8
@@ -60,7 +62,8 @@ def _arg(name: str, x):
     if ta is None:
         raise ArgumentError(f"ws.ops.matmul: {name} is a {type(x).__name__}; expected a tensor "
                             "(torch, numpy) of shape (M, K) / (K, N) or batched (B, M, K) / "
-                            "(B, K, N). Fix: pass tensors, as to torch.matmul")
+                            "(B, K, N). Fix: pass torch tensors or numpy arrays (as to "
+                            "torch.matmul / np.matmul)")
     if ta.ndim not in (2, 3):
         raise ArgumentError(f"ws.ops.matmul: {name} has shape {tuple(ta.shape)}; expected 2 "
                             "dimensions, or 3 (batched). Fix: reshape it (a vector: x[None, :] "
@@ -68,7 +71,7 @@ def _arg(name: str, x):
     return ta
 
 
-def _out_dtype(out_dtype, default):
+def _out_dtype(out_dtype, default, like=()):
     """A ws dtype from None (``default``), a ws dtype class, a torch or numpy dtype, or a name."""
     if out_dtype is None:
         return default
@@ -81,9 +84,11 @@ def _out_dtype(out_dtype, default):
         pass
     got = _OUT_NAMES.get(name)
     if got is None:
+        fw = framework(*like)
         raise ArgumentError(f"ws.ops.matmul: out_dtype={out_dtype!r}; expected float16, "
-                            "bfloat16 or float32 (a torch, numpy or ws dtype). Fix: "
-                            "out_dtype=torch.bfloat16 (or leave it out: the inputs' dtype)")
+                            "bfloat16 or float32 (a torch, numpy or ws dtype). Fix: out_dtype="
+                            + ("torch.float32" if fw == "torch" else "np.float32")
+                            + " (or leave it out: the inputs' dtype)")
     return got
 
 
@@ -283,7 +288,8 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
                        schedule, splits)
     except (WarpstageError, ValueError) as e:
-        raise _user_error(e) from None
+        _user_error(e)
+        raise
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
@@ -292,12 +298,12 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     dtype = _IN.get(str(ta.dtype))
     if dtype is None or tb.dtype != ta.dtype:
         raise ArgumentError(f"ws.ops.matmul: a and b have dtypes {ta.dtype} and {tb.dtype}; "
-                            "expected both float16 or both bfloat16. Fix: x.to(torch.bfloat16) "
-                            "/ x.astype(ml_dtypes.bfloat16) (FP8: not built yet)")
+                            "expected both float16 or both bfloat16 (FP8: not built yet). Fix: "
+                            f"{cast_code((ta, tb), 'bfloat16')} each of them")
     if (ta.device, ta.device_index) != (tb.device, tb.device_index):
         raise ArgumentError(f"ws.ops.matmul: a is on {ta.device}, b on {tb.device}; expected one "
                             "device. Fix: move them to the same device")
-    odt = _out_dtype(out_dtype, dtype)
+    odt = _out_dtype(out_dtype, dtype, (ta, tb))
     batches, m, n, k, a3, b3 = _shapes(ta, tb)
     batched = a3 or b3
     shape = (batches, m, n) if batched else (m, n)
@@ -306,8 +312,14 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         if to is None or tuple(to.shape) != shape or to.dtype != odt.ir_type:
             got = "not a tensor" if to is None else f"{tuple(to.shape)} {to.dtype}"
             raise ArgumentError(f"ws.ops.matmul: out is {got}; expected shape {shape} of "
-                                f"{odt.__name__}. Fix: out=torch.empty({shape}, dtype=...) or "
-                                "leave it out")
+                                f"{odt.__name__}. Fix: out="
+                                f"{empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}, or leave "
+                                "it out")
+        if is_read_only(out):
+            raise ArgumentError(f"ws.ops.matmul: out is a read-only array (shape {shape}); "
+                                "expected one the kernel may write. Fix: pass a writable "
+                                f"array (out={empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}"
+                                ", or out.copy()), or leave out= out")
     if a3 and not b3 and _foldable(ta):         # (B, M, K) @ (K, N) is (B * M, K) @ (K, N)
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None

@@ -77,44 +77,53 @@ class Matmul(MatmulConsumer):
                  split_k=False):
         out_dtype = dtype if out_dtype is None else out_dtype
         if dtype not in _IN_DTYPES:
-            raise ValueError(f"Matmul: dtype must be ws.Float16 or ws.BFloat16, got {dtype!r}")
+            raise _policy_error("dtype", dtype, "ws.Float16 or ws.BFloat16",
+                                "dtype=ws.BFloat16 (FP8 is not built yet)")
         if out_dtype not in _OUT_DTYPES:
-            raise ValueError(f"Matmul: out_dtype must be ws.Float16, ws.BFloat16 or ws.Float32, "
-                             f"got {out_dtype!r}")
+            raise _policy_error("out_dtype", out_dtype, "ws.Float16, ws.BFloat16 or ws.Float32",
+                                "out_dtype=ws.Float32, or None for the input dtype")
         for name, v in (("a_major", a_major), ("b_major", b_major)):
             if v not in _MAJORS:
-                raise ValueError(f"Matmul: {name} must be 'K' or 'MN', got {v!r}")
+                raise _policy_error(name, v, "'K' (K contiguous) or 'MN' (M or N contiguous)",
+                                    f"{name}='K' or {name}='MN'")
         check_tile_n(tile_n)
         if schedule not in SCHEDULES:
-            raise ValueError(f"Matmul: schedule must be 'cooperative' or 'pingpong', got "
-                             f"{schedule!r}")
+            raise _policy_error("schedule", schedule, "'cooperative' or 'pingpong'",
+                                "schedule='cooperative' (the default)")
         if schedule == "pingpong" and tile_n > 128:
-            raise ValueError(f"Matmul: schedule='pingpong' holds a whole 128 x tile_n tile per "
-                             f"warpgroup (tile_n f32 registers per thread): tile_n must be 64 or "
-                             f"128, got {tile_n}. Fix: tile_n=128, or schedule='cooperative'")
+            raise _policy_error("tile_n", tile_n, "64 or 128 with schedule='pingpong' (a "
+                                "warpgroup holds a whole 128 x tile_n tile: tile_n f32 registers "
+                                "per thread)", "tile_n=128, or schedule='cooperative'")
         if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 2:
-            raise ValueError(f"Matmul: num_stages must be an int >= 2, got {num_stages!r}")
-        if raster not in RASTERS or isinstance(group, bool) or not isinstance(group, int) \
-                or group < 1:
-            raise ValueError(f"Matmul: raster must be 'M' or 'N' and group an int >= 1, got "
-                             f"raster={raster!r}, group={group!r}")
+            raise _policy_error("num_stages", num_stages, "an int >= 2 (TMA stages in the "
+                                "smem ring)", "num_stages=4 (the default)")
+        if raster not in RASTERS:
+            raise _policy_error("raster", raster, "'M' or 'N' (the grid walks M or N first)",
+                                "raster='M' (the default)")
+        if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+            raise _policy_error("group", group, "an int >= 1 (tiles per raster group)",
+                                "group=8 (the default)")
         if split_k and (out_dtype is not Float32 or epilogue is not None
                         or schedule != "cooperative"):
-            raise ValueError(f"Matmul: split_k=True writes f32 partial sums (the epilogue runs "
-                             f"once they are added up, in splitk_reduce): it needs "
-                             f"out_dtype=ws.Float32, epilogue=None and schedule='cooperative', "
-                             f"got {out_dtype.__name__}, {type(epilogue).__name__}, "
-                             f"{schedule!r}. Fix: call warpstage.ops.matmul, which plans it")
+            raise _policy_error("split_k", split_k, "out_dtype=ws.Float32, epilogue=None and "
+                                "schedule='cooperative' with split_k=True (it writes f32 "
+                                "partial sums; the epilogue runs once they are added up, in "
+                                f"splitk_reduce), with out_dtype={out_dtype.__name__}, "
+                                f"epilogue={type(epilogue).__name__}, schedule={schedule!r}",
+                                "call warpstage.ops.matmul, which plans it")
         if tuple(cluster) != (1, 1):
-            raise ValueError(f"Matmul: cluster={cluster!r}; only (1, 1) is built (TMA multicast "
-                             "across a cluster is not). Fix: cluster=(1, 1)")
+            raise _policy_error("cluster", cluster, "(1, 1) (TMA multicast across a cluster "
+                                "is not built)", "cluster=(1, 1)")
         for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
-            if not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
-                raise ValueError(f"Matmul: {name} must be a multiple of 8 in [24, 256], got "
-                                 f"{r!r}")
+            if isinstance(r, bool) or not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
+                raise _policy_error(name, r, "a multiple of 8 in [24, 256] (setmaxnreg's "
+                                    "register count)", "producer_regs=40, mma_regs=232 (the "
+                                    "defaults)")
         if 128 * producer_regs + 256 * mma_regs > 65536:
-            raise ValueError(f"Matmul: 128 x {producer_regs} + 256 x {mma_regs} registers "
-                             "exceed the SM's 65536. Fix: lower mma_regs or producer_regs")
+            raise _policy_error("mma_regs", mma_regs, f"128 x producer_regs + 256 x mma_regs "
+                                f"<= 65536 (the SM's registers); 128 x {producer_regs} + 256 x "
+                                f"{mma_regs} = {128 * producer_regs + 256 * mma_regs}",
+                                "lower mma_regs or producer_regs")
         self.dtype, self.out_dtype = dtype, out_dtype
         self.a_major, self.b_major, self.batched = a_major, b_major, bool(batched)
         self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
@@ -140,13 +149,14 @@ class Matmul(MatmulConsumer):
             barriers=ws.pipeline.BarrierStorage[num_stages])
         self.smem_bytes = ws.smem.size_of(self.SharedStorage)
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise ValueError(f"Matmul: {num_stages} stages of {self.stage_bytes} bytes and the "
-                             f"{c_spec.nbytes}-byte epilogue buffers need "
-                             f"{self.smem_bytes} bytes of shared memory, more than the "
-                             f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use. Fix: num_stages="
-                             f"{max_stages(tile_n, out_dtype, dtype, schedule)} or less, or a "
-                             "smaller "
-                             "tile_n")
+            raise _policy_error("num_stages", num_stages, f"at most "
+                                f"{max_stages(tile_n, out_dtype, dtype, schedule)} for "
+                                f"tile_n={tile_n}: {num_stages} stages of {self.stage_bytes} "
+                                f"bytes and the {c_spec.nbytes}-byte epilogue buffers need "
+                                f"{self.smem_bytes} bytes of shared memory, more than the "
+                                f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use",
+                                f"num_stages={max_stages(tile_n, out_dtype, dtype, schedule)} "
+                                "or less, or a smaller tile_n")
 
     def __static_key__(self):
         return ("Matmul", self.dtype.__name__, self.out_dtype.__name__, self.a_major,
@@ -242,9 +252,14 @@ def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:
 def check_tile_n(tile_n) -> None:
     """ValueError unless ``tile_n`` (the columns of a CTA tile) is one the kernel has."""
     if tile_n not in TILE_NS or isinstance(tile_n, bool):
-        raise ValueError(f"Matmul (ws.ops.matmul): tile_n must be one of {TILE_NS} (the columns "
-                         f"of a CTA tile), got {tile_n!r}. Fix: tile_n=256, or None for the "
-                         "measured per-shape choice")
+        raise _policy_error("tile_n", tile_n, f"one of {TILE_NS} (the columns of a CTA tile)",
+                            "tile_n=256, or None (ws.ops.matmul: the measured per-shape "
+                            "choice)")
+
+
+def _policy_error(name: str, got, expected: str, fix: str):
+    """The OperandError (a ValueError) of a Matmul parameter ``name`` = ``got``."""
+    return operand_error(f"ws.ops.Matmul's {name}", got, expected, fix)
 
 
 def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative") -> int:

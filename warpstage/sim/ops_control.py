@@ -312,6 +312,8 @@ def _while(op: Operation, cx):
                     idle = not timed and last is not None and _same_state(last, state)
                     idle_iterations = idle_iterations + SPIN_ITERATIONS if idle else 0
                     last = state
+                    if total >= w.cta.max_loop > 0:
+                        raise _unbounded(site, w, total)
                     yield SpinWait(site, idle, total, idle_iterations)
             elif frozen_check:
                 count += 1
@@ -321,6 +323,8 @@ def _while(op: Operation, cx):
                     state = [live] + vals
                     if last is not None and _same_state(last, state):
                         raise _endless(site, w, total)
+                    if total >= w.cta.max_loop > 0:
+                        raise _unbounded(site, w, total)
                     last = state
         finish(s, w, mask, n, results)
 
@@ -342,6 +346,18 @@ def _endless(site, w, total: int) -> LivelockError:
         "memory, so it repeats forever (here and on the GPU). Fix: make the condition depend "
         "on values the body changes (e.g. update the loop variable), or bound the loop.",
         where=at)
+
+
+def _unbounded(site, w, total: int) -> LivelockError:
+    at = where(site)
+    return LivelockError(
+        f"unbounded loop in warp {w.index} of block ({','.join(map(str, w.cta.ctaid))}): the "
+        f"while loop at {at} ran {total} iterations without exiting (WARPSTAGE_SIM_MAX_LOOP "
+        f"= {w.cta.max_loop}); its state changes every iteration, so it is not seen as idle, "
+        "but it never ends (a spin loop with a retry counter, or a condition that no write "
+        "makes false). Fix: bound the loop (e.g. give up after N retries), check that the "
+        "value it waits for is written, or, for a loop that is meant to run this long, set "
+        "WARPSTAGE_SIM_MAX_LOOP to a larger count (0: no bound).", where=at)
 
 
 # -- func.call --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ArgumentError, LaunchError, WarpstageError
 from ..ir.core import Module
 from ..ir.types import PointerType, TensorMapType
-from ..options import env_sim_races
+from ..options import env_sim_max_loop, env_sim_races
 from .compiler import compile_module
 from ..core.target import target_for
 from .dtypes import full
@@ -112,13 +112,16 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     program = compile_module(module)
     kf = program.function(kernel_name)
     result = RunResult()
+    max_loop = env_sim_max_loop()
 
     def ctas():
         for z in range(grid3[2]):
             for y in range(grid3[1]):
                 for x in range(grid3[0]):
-                    yield _make_cta(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
+                    cta = _make_cta(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
                                     smem_fill, echo, result, races)
+                    cta.max_loop = max_loop
+                    yield cta
 
     progress = _Progress(kernel_name, grid3[0] * grid3[1] * grid3[2])
 

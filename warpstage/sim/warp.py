@@ -53,6 +53,7 @@ class CTA:
         self.ext: dict = {}        # state of later op families (mbarriers, ...), by family name
         self.races = None          # races.RaceState when the race detector is on
         self.current: Optional[Warp] = None   # the warp the scheduler resumed last
+        self.max_loop = 0          # iterations a while loop may run in one warp (0: unbounded)
 
 
 class Warp:

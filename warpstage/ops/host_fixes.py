@@ -1,0 +1,77 @@
+"""The "Fix:" texts of the ops' host argument errors (``ws.ops.matmul``, ``flash_attention``),
+written in the framework of the tensors the user passed: torch code for torch tensors, numpy
+code for numpy arrays (bfloat16 through ``ml_dtypes``, numpy's own has none), cupy for cupy. A
+user who passed numpy is never told to call ``.to(torch.bfloat16)``.
+
+Each function takes the user's tensors (the raw objects, or ``TensorArg``s from
+runtime/tensors.py) and returns the code of the fix, without the leading "Fix: ".
+"""
+from __future__ import annotations
+
+from ..runtime.tensors import TensorArg
+
+__all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only"]
+
+
+def framework(*tensors) -> str:
+    """'torch', 'cupy' or 'numpy': the framework of the first tensor that has one (numpy when
+    none does, e.g. every argument was wrong)."""
+    for x in tensors:
+        kind = x.kind if isinstance(x, TensorArg) else None
+        module = type(x.owner if isinstance(x, TensorArg) else x).__module__.split(".")[0]
+        if kind == "torch" or module == "torch":
+            return "torch"
+        if kind == "cupy" or module == "cupy":
+            return "cupy"
+        if kind == "numpy" or module == "numpy":
+            return "numpy"
+    return "numpy"
+
+
+def _dtype_code(fw: str, name: str) -> str:
+    if fw == "torch":
+        return f"torch.{name}"
+    if name == "bfloat16":
+        return "ml_dtypes.bfloat16"
+    return f"{'cupy' if fw == 'cupy' else 'np'}.{name}"
+
+
+def cast_code(tensors, name: str, var: str = "x") -> str:
+    """``var`` converted to dtype ``name`` ('float16', 'bfloat16', 'float32')."""
+    fw = framework(*tensors)
+    if fw == "torch":
+        return f"{var}.to(torch.{name})"
+    return f"{var}.astype({_dtype_code(fw, name)})"
+
+
+def empty_code(tensors, shape: tuple, name: str) -> str:
+    """A new uninitialized tensor of ``shape`` and dtype ``name`` beside ``tensors``."""
+    fw = framework(*tensors)
+    if fw == "torch":
+        return f"torch.empty({shape}, dtype=torch.{name}, device=a.device)"
+    return f"{'cupy' if fw == 'cupy' else 'np'}.empty({shape}, dtype={_dtype_code(fw, name)})"
+
+
+def contiguous_code(tensors, var: str = "x") -> str:
+    """``var`` as a contiguous (row-major) copy."""
+    fw = framework(*tensors)
+    if fw == "torch":
+        return f"{var}.contiguous()"
+    return f"{'cupy' if fw == 'cupy' else 'np'}.ascontiguousarray({var})"
+
+
+def is_read_only(x) -> bool:
+    """Whether ``x`` is an array that may not be written: numpy's ``flags.writeable`` off, or
+    the read-only flag of its ``__array_interface__`` / ``__cuda_array_interface__`` data."""
+    flags = getattr(x, "flags", None)
+    if flags is not None and getattr(flags, "writeable", True) is False:
+        return True
+    for attr in ("__array_interface__", "__cuda_array_interface__"):
+        try:
+            data = getattr(x, attr, None)
+        except Exception:               # noqa: BLE001 - a producer that refuses: not read-only
+            continue
+        if isinstance(data, dict) and isinstance(data.get("data"), tuple) \
+                and len(data["data"]) == 2 and data["data"][1]:
+            return True
+    return False
