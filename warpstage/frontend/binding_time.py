@@ -216,8 +216,10 @@ def _ann_name(ann) -> str:
 _NP_SCALARS = {"bool": Boolean, "int8": DTYPES[ir.i8], "int16": DTYPES[ir.i16], "int32": Int32,
                "int64": Int64, "uint8": DTYPES[ir.u8], "uint16": DTYPES[ir.u16],
                "uint32": DTYPES[ir.u32], "uint64": DTYPES[ir.u64], "float16": DTYPES[ir.f16],
-               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16]}
-_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16],
+               "float8_e4m3fn": DTYPES[ir.e4m3], "float8_e5m2": DTYPES[ir.e5m2]}
+_FLOAT_MAX = {8: float("inf"), 16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+"""Finite values beyond these overflow to inf (an error); the 8-bit floats saturate instead."""
 
 
 def _is_np_generic(value) -> bool:
