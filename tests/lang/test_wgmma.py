@@ -42,15 +42,17 @@ class Case:
 @ws.jit
 def stage(tile, layout: ws.Static[TileLayout], g):
     """cp.async the (rows, cols) global matrix ``g`` into ``tile`` in ``layout``: one 16-byte
-    chunk (8 elements of one row) per copy; the swizzle permutes whole chunks."""
+    chunk (8 elements of one row of a 16-bit dtype, 16 of fp8) per copy; the swizzle permutes
+    whole chunks."""
     tid = ws.arch.thread_idx()[0]
-    per_row = layout.cols // 8
+    per = 16 // layout.eb
+    per_row = layout.cols // per
     chunks = layout.rows * per_row
     for it in ws.static_range((chunks + 127) // 128):
         q = tid + it * 128
         if q < chunks:
             r = q // per_row
-            c = (q % per_row) * 8
+            c = (q % per_row) * per
             ws.copy.cp_async(tile.ptr + layout.offset(r, c), g.ptr + (r * layout.cols + c))
 
 

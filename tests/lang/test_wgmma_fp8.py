@@ -8,6 +8,7 @@ import warpstage as ws
 from warpstage.errors import OperandError
 from warpstage.ir.fp8 import FORMATS
 from warpstage.lang.wgmma import TileLayout
+from test_wgmma import stage          # cp.async of 16-byte chunks into a TileLayout
 
 try:
     import ml_dtypes          # the numpy fp8 dtypes; the GPU test reuses the kernel with torch
@@ -35,21 +36,6 @@ class Fp8Case:
     def __repr__(self):
         return (f"Fp8Case(n={self.n}, k={self.k}, {self.a_dtype.__name__} x "
                 f"{self.b_dtype.__name__}, swizzle {self.la.swizzle})")
-
-
-@ws.jit
-def stage(tile, layout: ws.Static[TileLayout], g):
-    """cp.async the (rows, cols) global fp8 matrix ``g`` into ``tile`` in ``layout``, one
-    16-byte chunk (16 elements of one row) per copy."""
-    tid = ws.arch.thread_idx()[0]
-    per_row = layout.cols // 16
-    chunks = layout.rows * per_row
-    for it in ws.static_range((chunks + 127) // 128):
-        q = tid + it * 128
-        if q < chunks:
-            r = q // per_row
-            c = (q % per_row) * 16
-            ws.copy.cp_async(tile.ptr + layout.offset(r, c), g.ptr + (r * layout.cols + c))
 
 
 @ws.kernel

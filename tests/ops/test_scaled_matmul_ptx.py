@@ -15,6 +15,7 @@ from warpstage.backend.ptxas import find_cuda_tool
 from warpstage.ops import Scales
 from warpstage.ops.matmul_kernel import Matmul, matmul_kernel
 from warpstage.options import CompileOptions
+from test_matmul_ptx import assert_clean_build
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 _NP = {ws.Float8E4M3FN: ml_dtypes.float8_e4m3fn, ws.Float8E5M2: ml_dtypes.float8_e5m2,
@@ -72,12 +73,7 @@ def test_ptx_ptxas_and_sass(fields, scales):
     assert all(ln.rstrip().endswith("%ws_p, 1, 1;") for ln in lines)   # no tnsp immediates
     assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier" in ptx
-    log = ck.ptxas_log
-    for warning in ("C7517", "C7519", "C7508", "C7504", "C7510"):
-        assert warning not in log, log
-    res = ck.resources
-    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
-    assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
+    assert_clean_build(ck, p)
     if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):
         pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
     sass = ck.sass

@@ -89,3 +89,15 @@ def test_bitcast_keeps_the_bits():
     keep = ~np.isnan(x.astype(np.float32))       # NaN patterns are canonicalized by the store
     np.testing.assert_array_equal(bits[keep], x.view(np.uint8)[keep])
     np.testing.assert_array_equal(back.view(np.uint8)[keep], x.view(np.uint8)[keep])
+
+
+@ws.kernel
+def takes_e4m3(x: ws.Tensor[ws.Float8E4M3FN, 1]):
+    pass
+
+
+def test_wrong_tensor_dtype_names_the_fp8_conversion():
+    with pytest.raises(ws.ArgumentError) as e:
+        takes_e4m3[(1, 1, 1), 32](np.zeros(4, np.float32))
+    assert "x.astype(ml_dtypes.float8_e4m3fn)" in str(e.value)
+    assert "x.to(torch.float8_e4m3fn)" in str(e.value)

@@ -239,15 +239,16 @@ def _check_float_range(v: float, dtype, name: str) -> None:
 
 def _torch_name(dtype) -> str:
     return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-            "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16"}.get(
-        dtype.ir_type.name, dtype.ir_type.name)
+            "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16",
+            "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}.get(dtype.ir_type.name,
+                                                                 dtype.ir_type.name)
 
 
 def _convert_hint(dtype) -> str:
     """How to convert a torch tensor or numpy array to ``dtype``, for a fix text."""
     t = _torch_name(dtype)
-    if t == "bfloat16":
-        return "torch: x.to(torch.bfloat16); numpy: x.astype(ml_dtypes.bfloat16)"
+    if t in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return f"torch: x.to(torch.{t}); numpy: x.astype(ml_dtypes.{t})"
     n = {"u16": "uint16", "u32": "uint32", "u64": "uint64", "i1": "bool_"}.get(t, t)
     return f"torch: x.to(torch.{t}); numpy: x.astype(np.{n})"
 

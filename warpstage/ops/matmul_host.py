@@ -149,8 +149,8 @@ def _operand(name: str, x, ta, dtype, k_inner: bool):
         return view, tv, ("MN" if k_inner else "K")
     if fp8:                                    # K innermost: A as it is, B^T (N, K)
         src, sa = (x, ta) if k_inner else (view, tv)
-        copy = _padded_copy(name, src, sa, dtype, _FP8_RULE if tma_compatible(
-            ta if k_inner else tv) or tma_compatible(tv if k_inner else ta) else _TMA_RULE)
+        why = _FP8_RULE if tma_compatible(ta) or tma_compatible(tv) else _TMA_RULE
+        copy = _padded_copy(name, src, sa, dtype, why)
         return copy, as_tensor_arg(copy), "K"
     copy = _padded_copy(name, x, ta, dtype)
     return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
