@@ -8,7 +8,7 @@ import warpstage as ws
 from warpstage.errors import OperandError
 from warpstage.ir.fp8 import FORMATS
 from warpstage.lang.wgmma import TileLayout
-from test_wgmma import stage          # cp.async of 16-byte chunks into a TileLayout
+from test_wgmma import stage_tiles    # cp.async of the A and B tiles into smem, waited for
 
 try:
     import ml_dtypes          # the numpy fp8 dtypes; the GPU test reuses the kernel with torch
@@ -40,13 +40,7 @@ class Fp8Case:
 
 @ws.kernel
 def wgmma_fp8(case: ws.Static[Fp8Case], a_g: ws.Tensor, b_g: ws.Tensor, d_g: ws.Tensor):
-    st = ws.smem.allocate(case.Storage)
-    stage(st.a, case.la, a_g)
-    stage(st.b, case.lb, b_g)
-    ws.copy.commit_group()
-    ws.copy.wait_group(0)
-    ws.arch.fence_proxy_async()
-    ws.arch.sync_threads()
+    st = stage_tiles(case, a_g, b_g)
     a = ws.wgmma.tile_descriptor(st.a, major="K", swizzle=case.la.swizzle)
     b = ws.wgmma.tile_descriptor(st.b, major="K", swizzle=case.lb.swizzle)
     acc = ws.wgmma.fence(ws.wgmma.zeros(case.n))
