@@ -7,6 +7,7 @@ bf16 out, in one process on the GPU.
     PYTHONPATH=. python benchmarks/gemm.py --quick        # 4096^3 and 8192^3 only
     PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
     PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
+    PYTHONPATH=. python benchmarks/gemm.py --fp8 [--quick]   # ws.ops.scaled_matmul vs _scaled_mm
 
 Shapes: M x N x K. The squares use row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
 {1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008),
@@ -17,7 +18,8 @@ copies so L2 does not keep them between calls. Columns: ``ws.ops`` (the public c
 included), ``ws kernel`` (the kernel launched with descriptors built once: the GPU time when the
 host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
-the record (warpstage has no FP8 GEMM yet). Then (unless ``--no-sweep``) the kernel under the
+the record; ``--fp8`` instead compares ``ws.ops.scaled_matmul`` with it (benchmarks/gemm_fp8.py
+says how). Then (unless ``--no-sweep``) the kernel under the
 ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
 consumers) at the squares, and (without ``--quick``) tile width x K splits (``SMALL_SWEEP``)
 at the small-M shapes ``SMALL_M``; a split-K row's ``ws kernel`` is the GEMM plus the
@@ -313,6 +315,8 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-sweep", action="store_true", help="skip the policy sweep")
+    ap.add_argument("--fp8", action="store_true", help="FP8: ws.ops.scaled_matmul against "
+                    "torch._scaled_mm (benchmarks/gemm_fp8.py)")
     args = ap.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
@@ -320,6 +324,15 @@ def main(argv=None):
         return 0
     sys.path.insert(0, ROOT)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if args.fp8:
+        import gemm_fp8
+        shapes = ([tuple(int(x) for x in s.split(",")) for s in args.shape] or
+                  gemm_fp8.SQUARES + ([] if args.quick else gemm_fp8.LLM))
+        block = gemm_fp8.run(shapes, args.iters, args.repeats, environment())
+        print("\n" + block)
+        with open(os.path.join(os.environ.get("OUT") or "/tmp", "gemm_fp8_results.md"), "w") as f:
+            f.write(block)
+        return 0
     shapes = ([(tuple(int(x) for x in s.split(",")), False) for s in args.shape] or
               [(s, False) for s in SQUARES] + ([] if args.quick else [(s, True) for s in LLM]))
     rows = []

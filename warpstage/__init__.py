@@ -17,6 +17,7 @@ from .lang.atomic import (atomic_add, atomic_and, atomic_cas, atomic_exch, atomi
                           atomic_or, atomic_xor)
 from .lang.control import const_expr, printf, range, range_constexpr, static, static_range
 from .lang.pointer import Pointer
+from .lang.scalars import (Float8E4M3FN, Float8E5M2, float8_e4m3fn, float8_e5m2)
 from .lang.scalars import (BFloat16, Boolean, Float16, Float32, Float64, Int8, Int16, Int32, Int64,
                            Uint8, Uint16, Uint32, Uint64)
 from .lang.struct import struct
@@ -57,7 +58,8 @@ __all__ = [
     "Pointer", "Tensor", "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_and",
     "atomic_or", "atomic_xor", "atomic_cas",
     "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
-    "Float16", "BFloat16", "Float32", "Float64", "get_target", "set_target",
+    "Float16", "BFloat16", "Float32", "Float64", "Float8E4M3FN", "Float8E5M2", "float8_e4m3fn",
+    "float8_e5m2", "get_target", "set_target",
     "WarpstageError", "ArgumentError", "BarrierError", "BindingTimeError", "CompilationError",
     "DeadlockError", "DeviceError", "LaunchError", "LivelockError", "OperandError",
     "OutOfBoundsError", "PtxasError", "RaceError", "SimulatorError", "UnsupportedError",

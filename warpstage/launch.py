@@ -183,7 +183,12 @@ def _host_array(ta, pname):
         import sys
         torch = sys.modules["torch"]
         t = obj.detach()
-        raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t   # numpy has no bf16
+        if t.dtype == torch.bfloat16:                  # numpy has no bf16 nor fp8: the bits
+            raw = t.view(torch.int16)
+        elif t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            raw = t.view(torch.uint8)
+        else:
+            raw = t
         if ta.device == "cpu":
             return raw.numpy(), None
         # keep the device strides: the kernel indexes with the TensorArg's strides

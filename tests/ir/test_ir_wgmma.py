@@ -64,7 +64,7 @@ def mma(b, tile, flag, operands=None, results=(f32,) * 4, **kw):
     (lambda b, t, p: mma(b, t, p, n=12), "n must be a multiple of 8 in [8, 256], got 12"),
     (lambda b, t, p: mma(b, t, p, n=264), "got 264"),
     (lambda b, t, p: mma(b, t, p, type_a="f32", type_b="f32"),
-     "attribute type_a must be one of ('f16', 'bf16'), got 'f32'"),
+     "attribute type_a must be one of ('f16', 'bf16', 'e4m3', 'e5m2'), got 'f32'"),
     (lambda b, t, p: mma(b, t, p, type_b="f16"), "type_a and type_b must be equal"),
     (lambda b, t, p: mma(b, t, p, scale_a=True),
      "attribute scale_a must be one of (1, -1), got True"),

@@ -42,16 +42,31 @@ class Case:
 @ws.jit
 def stage(tile, layout: ws.Static[TileLayout], g):
     """cp.async the (rows, cols) global matrix ``g`` into ``tile`` in ``layout``: one 16-byte
-    chunk (8 elements of one row) per copy; the swizzle permutes whole chunks."""
+    chunk (8 elements of one row of a 16-bit dtype, 16 of fp8) per copy; the swizzle permutes
+    whole chunks."""
     tid = ws.arch.thread_idx()[0]
-    per_row = layout.cols // 8
+    per = 16 // layout.eb
+    per_row = layout.cols // per
     chunks = layout.rows * per_row
     for it in ws.static_range((chunks + 127) // 128):
         q = tid + it * 128
         if q < chunks:
             r = q // per_row
-            c = (q % per_row) * 8
+            c = (q % per_row) * per
             ws.copy.cp_async(tile.ptr + layout.offset(r, c), g.ptr + (r * layout.cols + c))
+
+
+def stage_tiles(case, a_g, b_g):
+    """(Traced inline, a plain function.) The case's smem storage with A and B staged (``stage``), waited for, made visible to
+    the async proxy (wgmma) and synchronized across the CTA."""
+    st = ws.smem.allocate(case.Storage)
+    stage(st.a, case.la, a_g)
+    stage(st.b, case.lb, b_g)
+    ws.copy.commit_group()
+    ws.copy.wait_group(0)
+    ws.arch.fence_proxy_async()
+    ws.arch.sync_threads()
+    return st
 
 
 @ws.jit
@@ -66,13 +81,7 @@ def a_fragment(case: ws.Static[Case], tile, kk):
 @ws.kernel
 def wgmma_tile(case: ws.Static[Case], a_g: ws.Tensor, b_g: ws.Tensor, c_g: ws.Tensor,
                d_g: ws.Tensor, accumulate: ws.Int32):
-    st = ws.smem.allocate(case.Storage)
-    stage(st.a, case.la, a_g)
-    stage(st.b, case.lb, b_g)
-    ws.copy.commit_group()
-    ws.copy.wait_group(0)
-    ws.arch.fence_proxy_async()
-    ws.arch.sync_threads()
+    st = stage_tiles(case, a_g, b_g)
     a = ws.wgmma.tile_descriptor(st.a, major=case.a_major, swizzle=case.la.swizzle)
     b = ws.wgmma.tile_descriptor(st.b, major=case.b_major, swizzle=case.lb.swizzle)
     coords = ws.wgmma.accumulator_coords(case.n)

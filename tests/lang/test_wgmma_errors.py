@@ -225,12 +225,14 @@ def test_shared_memory_operand_errors():
     ("ws.wgmma.mma(a, b, ws.wgmma.zeros(8), scale_a=2)", "ws.wgmma.mma()'s scale_a: expected +1 "
                                                           "or -1, got 2"),
     ("ws.wgmma.mma(a, h, ws.wgmma.zeros(8))", "ws.wgmma.mma()'s operand dtypes: expected one "
-                                               "dtype (Float16 or BFloat16), got 'A BFloat16, B "
+                                               "dtype (Float16 or BFloat16), or each of A and B "
+                                               "Float8E4M3FN / Float8E5M2, got 'A BFloat16, B "
                                                "Float16'"),
     ("ws.wgmma.mma(ws.wgmma.Fragment.filled(ws.BFloat16, 7, 0.0), b, ws.wgmma.zeros(8))",
      "ws.wgmma.mma()'s A fragment: expected a Fragment of 8 Float16 or BFloat16"),
     ("ws.wgmma.mma(a.desc, b, ws.wgmma.zeros(8))", "ws.wgmma.mma()'s A dtype: expected "
-                                                   "dtype=ws.BFloat16 or ws.Float16"),
+                                                   "dtype=ws.BFloat16, ws.Float16, "
+                                                   "ws.Float8E4M3FN or ws.Float8E5M2"),
     ("ws.wgmma.mma(a, b, ws.wgmma.zeros(8), scale_d=1)", "ws.wgmma.mma()'s scale_d: expected a "
                                                          "bool or a dynamic Boolean, got 1"),
     ("ws.wgmma.tile_descriptor(st.wide, 'K', 0)", "ws.wgmma.tile_descriptor()'s tile shape: "

@@ -30,6 +30,17 @@ def compile_policy(p: Matmul):
                       ws.Int32, ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
 
 
+def assert_clean_build(ck, p: Matmul) -> None:
+    """ptxas gave none of the wgmma/setmaxnreg serialization warnings, nothing spilled, and the
+    kernel's dynamic smem is the policy's (within a CTA's limit)."""
+    log = ck.ptxas_log
+    for warning in ("C7517", "C7519", "C7508", "C7504", "C7510"):
+        assert warning not in log, log
+    res = ck.resources
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
+
+
 @pytest.mark.parametrize("fields", [
     dict(),
     dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
@@ -52,12 +63,7 @@ def test_ptx_ptxas_and_sass(fields):
     assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
     assert ("stmatrix" in ptx) == (p.out_dtype is not ws.Float32)
-    log = ck.ptxas_log
-    for warning in ("C7517", "C7519", "C7508", "C7504", "C7510"):
-        assert warning not in log, log
-    res = ck.resources
-    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
-    assert ck.dynamic_smem == p.smem_bytes <= ws.smem.MAX_DYNAMIC_SMEM
+    assert_clean_build(ck, p)
     # ping-pong: the consumers' turns are named-barrier arrivals (OrderedBarrier)
     assert ("barrier.cta.arrive" in ptx or "bar.arrive" in ptx) == (p.schedule == "pingpong")
     if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):

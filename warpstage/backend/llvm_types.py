@@ -5,6 +5,8 @@ Mapping (LLVM's NVPTX data layout; PTX ISA "Types" and "State Spaces"):
   i1                      i1 in registers, i8 (0 or 1) in memory and in structs passed to printf
   i8/u8 ... i64/u64       iN (signedness lives in the op, not the type, as in LLVM)
   f16 / bf16 / f32 / f64  half / bfloat / float / double
+  e4m3 / e5m2             i8: LLVM has no 8-bit float type; the bits are the value (ir/fp8.py),
+                          converted by inline-PTX ``cvt`` (lower_arith.convert)
   !ptr<T, space>          ptr addrspace(N): generic 0, global 1, shared 3, const 4, local 5
   !tensormap              ptr (generic): the descriptor's address; a kernel parameter of this type
                           is ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"`` (see lower.py)
@@ -21,6 +23,7 @@ import struct
 from llvmlite import ir
 from llvmlite.ir import types as _lltypes
 
+from ..ir.fp8 import FORMATS as _FP8
 from ..ir.types import PointerType, ScalarType, TensorMapType
 
 __all__ = ["BFloatType", "ADDRSPACE", "llvm_type", "memory_type", "constant", "I1", "I8",
@@ -57,6 +60,8 @@ _FLOATS = {"f16": ir.HalfType(), "bf16": BFloatType(), "f32": F32, "f64": F64}
 def llvm_type(t) -> ir.Type:
     """The register (SSA) type of IR type ``t``."""
     if isinstance(t, ScalarType):
+        if t.name in _FP8:
+            return I8
         if t.is_float:
             return _FLOATS[t.name]
         return ir.IntType(t.bits)
@@ -80,9 +85,13 @@ def constant(t: ScalarType, value) -> ir.Constant:
     """LLVM constant of IR scalar type ``t`` holding Python ``value``.
 
     Integers wrap modulo 2**bits (so u32 4294967295 and i32 -1 are the same bit pattern); floats
-    round to nearest even, overflowing to +-inf (never an exception, unlike struct.pack).
+    round to nearest even, overflowing to +-inf (never an exception, unlike struct.pack); the 8-bit
+    floats round once from the Python float as ``cvt.rn.satfinite`` does (``ir.fp8``).
     """
     lt = llvm_type(t)
+    if t.name in _FP8:
+        bits = _FP8[t.name].encode(value)
+        return ir.Constant(lt, bits - 256 if bits >= 128 else bits)
     if t.is_bool:
         return ir.Constant(lt, bool(value))
     if t.is_int:

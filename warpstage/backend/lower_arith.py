@@ -28,7 +28,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..ir.core import Operation
-from ..ir.types import ScalarType
+from ..ir.fp8 import is_fp8
+from ..ir.types import ScalarType, f32 as _F32
 from .context import LoweringContext
 from .llvm_types import F32, constant, llvm_type
 
@@ -51,10 +52,13 @@ def convert(ctx: LoweringContext, x: ir.Value, src: ScalarType, dst: ScalarType)
     - float -> int: truncate toward zero, saturating at the destination's range, NaN -> 0
       (LLVM ``fpto[su]i.sat``: the result of PTX ``cvt.rzi`` and never LLVM poison).
     - float -> float: round to nearest even; f16 <-> bf16 goes through f32 (exact widening).
+    - to and from the 8-bit floats: see ``_convert_fp8``.
     """
     b = ctx.builder
     if src == dst:
         return x
+    if is_fp8(src) or is_fp8(dst):
+        return _convert_fp8(ctx, x, src, dst)
     lt = llvm_type(dst)
     if dst.is_bool:
         if src.is_float:
@@ -77,6 +81,34 @@ def convert(ctx: LoweringContext, x: ir.Value, src: ScalarType, dst: ScalarType)
     if dst.bits == src.bits:
         return b.fptrunc(b.fpext(x, ir.FloatType()), lt)
     return b.fpext(x, lt) if dst.bits > src.bits else b.fptrunc(x, lt)
+
+
+def _convert_fp8(ctx: LoweringContext, x: ir.Value, src: ScalarType,
+                 dst: ScalarType) -> ir.Value:
+    """Conversions of the 8-bit floats (i8 bits in LLVM), always through f32 (PTX ISA 8.0
+    "cvt", sm_89+; the forms NVIDIA's cuda_fp8.hpp uses, accepted by ptxas 13 for sm_90a):
+
+    - e4m3/e5m2 -> f32: ``cvt.rn.f16x2.{e4m3x2,e5m2x2} r32, h16`` (exact: every e4m3 and e5m2
+      value is an f16), the byte in the low half of h16, the low f16 of r32 widened; then f32
+      -> ``dst`` as ``convert`` (so fp8 -> int truncates, saturates, NaN -> 0).
+    - ``src`` -> f32 as ``convert`` (ints and bool exactly up to 2^24, f16/bf16 exactly; f64
+      rounds there, so f64 -> fp8 rounds twice), then ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32
+      h16, 0.0, x`` (the second source lands in the low byte): round to nearest even,
+      saturating at +-max, NaN -> 0x7F (ir/fp8.py)."""
+    b = ctx.builder
+    f32, i16 = ir.FloatType(), ir.IntType(16)
+    if is_fp8(src):
+        kind = src.name
+        pair = b.asm(ir.FunctionType(ir.IntType(32), [i16]), f"cvt.rn.f16x2.{kind}x2 $0, $1;",
+                     "=r,h", [b.zext(x, i16)], side_effect=False)
+        half = b.bitcast(b.trunc(pair, i16), ir.HalfType())
+        wide = b.fpext(half, f32)
+        return wide if dst == _F32 else convert(ctx, wide, _F32, dst)
+    wide = convert(ctx, x, src, _F32)
+    bits = b.asm(ir.FunctionType(i16, [f32, f32]),
+                 f"cvt.rn.satfinite.{dst.name}x2.f32 $0, $1, $2;", "=h,f,f",
+                 [ir.Constant(f32, 0.0), wide], side_effect=False)
+    return b.trunc(bits, llvm_type(dst))
 
 
 def fmod(ctx: LoweringContext, a: ir.Value, b_: ir.Value) -> ir.Value:

@@ -14,8 +14,10 @@ mma_async and does not move memory accesses across fences and waits:
   ``ptr.to_int`` and integer ops before the backend sees it.
 - wgmma.mma_async: one asm block
   ``{ .reg .pred %ws_p; setp.ne.b32 %ws_p, $s, 0;
-  wgmma.mma_async.sync.aligned.m64n<N>k16.<dtype>.<atype>.<btype> {d...}, a, b, %ws_p,
-  scale_a, scale_b[, tnsp_a], tnsp_b; }`` where the accumulators are outputs ``=f`` (f32) or
+  wgmma.mma_async.sync.aligned.m64n<N>k<K>.<dtype>.<atype>.<btype> {d...}, a, b, %ws_p,
+  scale_a, scale_b[, tnsp_a, tnsp_b]; }`` (K 16 for f16/bf16, 32 for e4m3/e5m2, whose form has
+  no transpose immediates; tnsp_a only with A from shared memory) where the accumulators are
+  outputs ``=f`` (f32) or
   ``=r`` (f16, two per 32-bit register) tied to their inputs (``+f`` in CUDA terms; none when
   scale_d is static False), ``a`` is an ``l`` descriptor or four ``r`` registers each packing two
   f16/bf16 (``<2 x half>``/``<2 x bfloat>`` bitcast to i32; element 2i in the low half), ``b``
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ..ir.ops_wgmma import FP8_TYPES, mma_k
 from .context import LoweringContext
-from .llvm_types import I32, I64, llvm_type
+from .llvm_types import I32, llvm_type
 
 __all__ = ["RULES"]
 
@@ -138,10 +141,12 @@ def _mma(ctx, op):
         a_text = f"${k}"
         k += 1
     b_text, s_text = f"${k}", f"${k + 1}"
-    tail = [str(a["scale_a"]), str(a["scale_b"])] + ([] if a["a_regs"] else [str(a["tnsp_a"])])
-    tail.append(str(a["tnsp_b"]))
+    tail = [str(a["scale_a"]), str(a["scale_b"])]
+    if a["type_a"] not in FP8_TYPES:
+        tail += ([] if a["a_regs"] else [str(a["tnsp_a"])]) + [str(a["tnsp_b"])]
+    kk = mma_k(a["type_a"])
     text = ("{\n\t.reg .pred %ws_p;\n\t" f"setp.ne.b32 %ws_p, {s_text}, 0;\n\t"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d_type}.{a['type_a']}.{a['type_b']} "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{kk}.{d_type}.{a['type_a']}.{a['type_b']} "
             f"{{{d_text}}}, {a_text}, {b_text}, %ws_p, {', '.join(tail)};\n\t}}")
     constraints = ([f"={reg_c}"] * n_regs + ["r" if a["a_regs"] else "l"] * len(a_ops)
                    + ["l", "r"] + [str(i) for i in range(len(d_ops))])

@@ -35,7 +35,7 @@ def _range_of(t):
     """(lo, hi) of the values a parameter of scalar type ``t`` takes without an error (floats:
     the finite range, with inf and nan let through)."""
     if t.is_float:
-        return ((-float("inf"), float("inf")) if t.bits == 64 else
+        return ((-float("inf"), float("inf")) if t.bits in (8, 64) else   # fp8: saturates
                 (-65504.0, 65504.0) if t.bits == 16 and t.name == "f16" else (-_F32_MAX, _F32_MAX))
     if t.is_bool:
         return (0, 1)

@@ -217,8 +217,10 @@ def _ann_name(ann) -> str:
 _NP_SCALARS = {"bool": Boolean, "int8": DTYPES[ir.i8], "int16": DTYPES[ir.i16], "int32": Int32,
                "int64": Int64, "uint8": DTYPES[ir.u8], "uint16": DTYPES[ir.u16],
                "uint32": DTYPES[ir.u32], "uint64": DTYPES[ir.u64], "float16": DTYPES[ir.f16],
-               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16]}
-_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16],
+               "float8_e4m3fn": DTYPES[ir.e4m3], "float8_e5m2": DTYPES[ir.e5m2]}
+_FLOAT_MAX = {8: float("inf"), 16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+"""Finite values beyond these overflow to inf (an error); the 8-bit floats saturate instead."""
 
 
 def _is_np_generic(value) -> bool:
@@ -238,15 +240,16 @@ def _check_float_range(v: float, dtype, name: str) -> None:
 
 def _torch_name(dtype) -> str:
     return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-            "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16"}.get(
-        dtype.ir_type.name, dtype.ir_type.name)
+            "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i16": "int16",
+            "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}.get(dtype.ir_type.name,
+                                                                 dtype.ir_type.name)
 
 
 def _convert_hint(dtype) -> str:
     """How to convert a torch tensor or numpy array to ``dtype``, for a fix text."""
     t = _torch_name(dtype)
-    if t == "bfloat16":
-        return "torch: x.to(torch.bfloat16); numpy: x.astype(ml_dtypes.bfloat16)"
+    if t in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return f"torch: x.to(torch.{t}); numpy: x.astype(ml_dtypes.{t})"
     n = {"u16": "uint16", "u32": "uint32", "u64": "uint64", "i1": "bool_"}.get(t, t)
     return f"torch: x.to(torch.{t}); numpy: x.astype(np.{n})"
 

@@ -5,8 +5,8 @@ from .opdef import OPS, OpDef, Trait, define, op_def, ops_with
 from . import ops as _core_ops  # noqa: F401  (the core ops; helpers the families use)
 from .parser import IRParseError, parse
 from .printer import print_function, print_module
-from .types import (PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64,
-                    u8, u16, u32, u64, SCALAR_TYPES)
+from .types import (PointerType, ScalarType, Type, bf16, e4m3, e5m2, f16, f32, f64, i1, i8, i16,
+                    i32, i64, u8, u16, u32, u64, SCALAR_TYPES)
 from .verifier import VerificationError, verify
 
 
@@ -24,5 +24,5 @@ _define_families()
 __all__ = ["Builder", "Block", "Function", "Location", "Module", "Operation", "Region", "Value",
            "IRParseError", "parse", "OPS", "OpDef", "Trait", "define", "op_def", "ops_with",
            "print_function", "print_module", "PointerType", "ScalarType", "Type", "bf16", "f16",
-           "f32", "f64", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+           "f32", "f64", "e4m3", "e5m2", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
            "SCALAR_TYPES", "VerificationError", "verify"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .core import Operation
+from .fp8 import is_fp8
 from .opdef import OPS, Trait, define
 from .types import PointerType, ScalarType, i1, i32, u64
 
@@ -58,6 +59,13 @@ def _same_scalar(op: Operation, n: int) -> Optional[str]:
         return f"expected a scalar result, got {t}"
     if any(v.type != t for v in op.operands):
         return f"expected operands of type {t}, got ({', '.join(_types(op.operands))})"
+    return _no_fp8(op, t)
+
+
+def _no_fp8(op: Operation, t) -> Optional[str]:
+    if is_fp8(t):
+        return (f"{op.name} has no {t} form: the 8-bit floats are storage types (PTX has no FP8 "
+                "arithmetic); cast to f32 first")
     return None
 
 
@@ -103,6 +111,8 @@ def _cmp(op):
     a, b = op.operands
     if a.type != b.type or not isinstance(a.type, ScalarType):
         return f"expected two operands of one scalar type, got ({', '.join(_types(op.operands))})"
+    if is_fp8(a.type):
+        return _no_fp8(op, a.type)
     if op.results[0].type != i1:
         return f"expected result i1, got {op.results[0].type}"
     return None

@@ -18,10 +18,15 @@ Contracts:
                                           ops by passes/legalize_wgmma.py
   wgmma.mma_async {n, type_a, type_b, type_d, a_regs, scale_d, scale_a, scale_b, tnsp_a, tnsp_b}
       (a, b: u64, [scale_d: i1], *d_in) -> *d
-                                          D = scale_a*A (64x16) @ scale_b*B (16xn) (+ D if scale_d)
+                                          D = scale_a*A (64xK) @ scale_b*B (Kxn) (+ D if scale_d),
+                                          K = 32 bytes of the input type (mma_k: 16 for f16/bf16,
+                                          32 for e4m3/e5m2);
                                           a: one u64 descriptor, or (a_regs) 8 values of type_a;
                                           n a multiple of 8 in [8, 256]; type_a = type_b in
-                                          f16|bf16; type_d f32 (n/2 results) or f16 (n/2 results,
+                                          f16|bf16, or type_a, type_b each e4m3|e5m2 (then both
+                                          K-major from descriptors: the PTX fp8 forms have no
+                                          transpose immediates and no A fragment is built here);
+                                          type_d f32 (n/2 results) or f16 (n/2 results,
                                           packed in pairs by the lowering); scale_d True|False
                                           (static) or "dynamic" (an i1 operand); d_in has n/2
                                           values of type_d, or none when scale_d is False;
@@ -38,11 +43,13 @@ from .ops import ASYNC, COLL, P, R, WAITS, _types
 from .types import PointerType, ScalarType, i1, u64
 
 __all__ = ["descriptor_fields", "decode_descriptor", "DESCRIPTOR_ADDRESS_MASK",
-           "accumulator_tv", "SWIZZLE_MODE", "MMA_TYPES", "ACC_TYPES", "MAX_WAIT_GROUP"]
+           "accumulator_tv", "SWIZZLE_MODE", "MMA_TYPES", "FP8_TYPES", "ACC_TYPES",
+           "MAX_WAIT_GROUP", "mma_k"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
-MMA_TYPES = ("f16", "bf16")
+FP8_TYPES = ("e4m3", "e5m2")
+MMA_TYPES = ("f16", "bf16") + FP8_TYPES
 ACC_TYPES = ("f32", "f16")
 MAX_WAIT_GROUP = 8
 _PASS_TYPES = ("f32", "f16", "bf16", "i32", "u32")
@@ -78,6 +85,12 @@ def accumulator_tv(n: int) -> tuple:
     ``ws.layout.wgmma_accumulator_tv`` wraps it and the simulator evaluates it
     (``sim/wgmma_layout.py``). ``n``: a multiple of 8 in [8, 256] (not checked here)."""
     return ((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))
+
+
+def mma_k(type_name: str) -> int:
+    """The K of one wgmma.mma_async of input type ``type_name``: 32 bytes of it (m64nNk16 for
+    f16/bf16, m64nNk32 for e4m3/e5m2; PTX ISA "wgmma.mma_async", "Matrix shape")."""
+    return 32 if type_name in FP8_TYPES else 16
 
 
 def _static(op: Operation, name: str, allowed) -> Optional[str]:
@@ -150,8 +163,14 @@ def _mma_attrs(op) -> Optional[str]:
            or _static(op, "tnsp_a", (0, 1)) or _static(op, "tnsp_b", (0, 1)))
     if err:
         return err
-    if op.attrs["type_a"] != op.attrs["type_b"]:
-        return f"type_a and type_b must be equal, got {op.attrs['type_a']} and {op.attrs['type_b']}"
+    ta, tb = op.attrs["type_a"], op.attrs["type_b"]
+    if (ta in FP8_TYPES) != (tb in FP8_TYPES) or (ta not in FP8_TYPES and ta != tb):
+        return (f"type_a and type_b must be equal (f16, bf16) or both 8-bit floats (e4m3, e5m2), "
+                f"got {ta} and {tb}")
+    if ta in FP8_TYPES and (op.attrs["tnsp_a"] or op.attrs["tnsp_b"] or op.attrs["a_regs"]):
+        return ("the e4m3/e5m2 forms read A and B K-major from shared memory: tnsp_a and tnsp_b "
+                f"must be 0 and a_regs False, got {op.attrs['tnsp_a']}, {op.attrs['tnsp_b']}, "
+                f"{op.attrs['a_regs']}")
     if op.attrs["a_regs"] and op.attrs["tnsp_a"]:
         return "tnsp_a must be 0 when A comes from registers (a register fragment has one layout)"
     return None
@@ -209,8 +228,8 @@ define("wgmma.descriptor", "(p: !ptr<T, shared>) -> u64", "the 64-bit matrix des
        "tile at p", _descriptor, (P,), {"lbo": "int: bytes", "sbo": "int: bytes",
                                         "swizzle": "int: bytes", "base_offset": "int"},
        _WG + "Matrix Descriptor Format", lambda operands, attrs: [u64], legalized=True)
-define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64x16) @ "
-       "scale_b*B (16xn) (+ D if scale_d) for one warpgroup", _mma, (R, COLL, ASYNC),
+define("wgmma.mma_async", "(a, b: u64, [scale_d: i1], *d_in) -> *d", "D = scale_a*A (64xK) @ "
+       "scale_b*B (Kxn) (+ D if scale_d) for one warpgroup; K = 16 (f16, bf16) or 32 (e4m3, e5m2)", _mma, (R, COLL, ASYNC),
        {k: "static" for k in ("n", "type_a", "type_b", "type_d", "a_regs", "scale_d", "scale_a",
                               "scale_b", "tnsp_a", "tnsp_b")}, _WG + "wgmma.mma_async",
        requires="sm_90a")

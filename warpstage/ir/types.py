@@ -10,7 +10,7 @@ from dataclasses import dataclass
 __all__ = [
     "Type", "ScalarType", "PointerType", "TensorMapType", "tensormap", "i1", "i8", "i16", "i32",
     "i64", "u8", "u16", "u32",
-    "u64", "f16", "bf16", "f32", "f64", "ADDRESS_SPACES", "SCALAR_TYPES", "parse_type",
+    "u64", "f16", "bf16", "f32", "f64", "e4m3", "e5m2", "ADDRESS_SPACES", "SCALAR_TYPES", "parse_type",
 ]
 
 
@@ -23,7 +23,8 @@ class ScalarType(Type):
     """A scalar: ``kind`` is 'bool', 'int' (signed), 'uint' or 'float'; ``bits`` its width.
 
     ``name`` is the spelling (i32, u8, f16, bf16, ...). bf16 and f16 are both 16-bit floats and
-    differ only by name.
+    differ only by name; so do the 8-bit floats e4m3 and e5m2 (OCP FP8, ``ir.fp8``), which are
+    storage types: loads, stores, casts, select and wgmma take them, arithmetic does not.
     """
 
     kind: str
@@ -96,8 +97,11 @@ f16 = ScalarType("float", 16, "f16")
 bf16 = ScalarType("float", 16, "bf16")
 f32 = ScalarType("float", 32, "f32")
 f64 = ScalarType("float", 64, "f64")
+e4m3 = ScalarType("float", 8, "e4m3")
+e5m2 = ScalarType("float", 8, "e5m2")
 
-SCALAR_TYPES = {t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)}
+SCALAR_TYPES = {t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64,
+                                    e4m3, e5m2)}
 
 
 def parse_type(text: str) -> Type:

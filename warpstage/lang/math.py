@@ -19,7 +19,7 @@ _builtin_abs, _builtin_min, _builtin_max = abs, min, max
 
 def _float(x) -> Scalar:
     x = as_dynamic(x)
-    return x if x.ir_type.is_float else Float32(x)
+    return x if x.ir_type.is_float and x.ir_type.bits > 8 else Float32(x)   # fp8: in f32
 
 
 def _unary(name, pyfn):

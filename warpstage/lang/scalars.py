@@ -10,6 +10,9 @@ Mixing rules (documented in docs/binding-time.md):
 - two dynamic values of different types promote as in C: float beats int, the wider wins, f16
   with bf16 gives f32, equal-width signed with unsigned gives unsigned; Boolean promotes to the
   other operand's type;
+- the 8-bit floats (Float8E4M3FN, Float8E5M2) are storage types: arithmetic, comparisons and
+  ws.math on them compute in Float32 and give Float32 (like C's integer promotions); convert
+  back with ``ws.Float8E4M3FN(x)`` (round to nearest even, saturating: ``ir/fp8.py``);
 - ``/`` on ints is true division in Float32; ``//`` and ``%`` follow Python (floor; sign of the
   divisor), also for negative ints; integer arithmetic wraps at the type's width.
 """
@@ -26,7 +29,8 @@ from ..frontend.source import user_location
 
 __all__ = [
     "Scalar", "Numeric", "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",
-    "Uint32", "Uint64", "Float16", "BFloat16", "Float32", "Float64", "HostScalar", "dtype_of",
+    "Uint32", "Uint64", "Float16", "BFloat16", "Float32", "Float64", "Float8E4M3FN",
+    "Float8E5M2", "float8_e4m3fn", "float8_e5m2", "HostScalar", "dtype_of",
     "as_dynamic", "promote_types", "is_dynamic", "DTYPES",
 ]
 
@@ -196,6 +200,8 @@ class Scalar:
         t = self.ir_type
         if t.is_bool:
             return Int32(self).__neg__()
+        if _is_fp8(t):
+            return Float32(self).__neg__()
         return type(self)._wrap(builder().unary("arith.neg", self.value), self.origin)
 
     def __pos__(self):
@@ -207,6 +213,8 @@ class Scalar:
     def __abs__(self):
         if not self.ir_type.is_float and not self.ir_type.is_signed:
             return self
+        if _is_fp8(self.ir_type):
+            return abs(Float32(self))
         return type(self)._wrap(builder().unary("math.abs", self.value), self.origin)
 
     def _cmp(self, other, pred):
@@ -248,9 +256,18 @@ Float16 = _make("Float16", ir.f16, "Dynamic IEEE half (.f16).")
 BFloat16 = _make("BFloat16", ir.bf16, "Dynamic bfloat16 (.bf16): 8 exponent, 7 mantissa bits.")
 Float32 = _make("Float32", ir.f32, "Dynamic IEEE single (.f32).")
 Float64 = _make("Float64", ir.f64, "Dynamic IEEE double (.f64).")
+Float8E4M3FN = _make("Float8E4M3FN", ir.e4m3, "Dynamic OCP FP8 E4M3 (.e4m3; torch.float8_e4m3fn): "
+                     "4 exponent, 3 mantissa bits, max 448, no infinity. A storage type: "
+                     "arithmetic computes in Float32 (module docstring).")
+Float8E5M2 = _make("Float8E5M2", ir.e5m2, "Dynamic OCP FP8 E5M2 (.e5m2; torch.float8_e5m2): 5 "
+                   "exponent, 2 mantissa bits, max 57344, with infinities. A storage type: "
+                   "arithmetic computes in Float32 (module docstring).")
+float8_e4m3fn, float8_e5m2 = Float8E4M3FN, Float8E5M2
+"""torch's names for the two FP8 dtypes (``ws.float8_e4m3fn is ws.Float8E4M3FN``)."""
 
 DTYPES = {c.ir_type: c for c in (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32,
-                                 Uint64, Float16, BFloat16, Float32, Float64)}
+                                 Uint64, Float16, BFloat16, Float32, Float64, Float8E4M3FN,
+                                 Float8E5M2)}
 
 
 def dtype_of(t: ir.ScalarType):
@@ -323,8 +340,23 @@ def _float_to_int(x: float, t: ir.ScalarType, cls) -> int:
     return max(lo, min(hi, int(x)))
 
 
+def _is_fp8(t) -> bool:
+    return t.is_float and t.bits == 8
+
+
+def arith_type(t: ir.ScalarType) -> ir.ScalarType:
+    """The type arithmetic on ``t`` computes in: ``t``, but f32 for the 8-bit floats."""
+    return ir.f32 if _is_fp8(t) else t
+
+
 def promote_types(a: ir.ScalarType, b: ir.ScalarType) -> ir.ScalarType:
-    """The C-like common type of two scalar types (see the module docstring)."""
+    """The C-like common type of two scalar types (see the module docstring); two different
+    8-bit floats, or one with an int, give f32."""
+    t = _promote(a, b)
+    return t if a == b else arith_type(t)
+
+
+def _promote(a: ir.ScalarType, b: ir.ScalarType) -> ir.ScalarType:
     if a == b:
         return a
     if a.is_bool:
@@ -358,13 +390,13 @@ def _literal_type(dyn: ir.ScalarType, x) -> ir.ScalarType:
 def _coerce(a: Scalar, other, what):
     """Both operands as IR values of one promoted type: (a, b, type), or (None,..) if foreign."""
     if isinstance(other, Scalar):
-        t = promote_types(a.ir_type, other.ir_type)
+        t = arith_type(promote_types(a.ir_type, other.ir_type))
         b = builder()
         return b.cast(a.value, t), b.cast(other.value, t), t
     if _is_np_scalar(other):
         other = other.item()
     if isinstance(other, (bool, int, float)):
-        t = _literal_type(a.ir_type, other)
+        t = arith_type(_literal_type(a.ir_type, other))
         b = builder()
         if t.is_int and isinstance(other, int) and not fits(t, other):
             raise OverflowError(f"the constant {other} does not fit in {DTYPES[t].__name__} "

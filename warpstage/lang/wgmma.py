@@ -31,7 +31,8 @@ from .layout_atoms import thread_coords, wgmma_accumulator_tv
 from .layout_int import floordiv, mod
 from .operands import operand_error, static_int
 from .scalars import Boolean, Float16, Float32, Scalar, Uint64
-from .wgmma_tiles import _MMA_DTYPES, TileDescriptor, TileLayout, make_descriptor, tile_descriptor
+from .wgmma_tiles import (_FP8_DTYPES, _MMA_DTYPES, TileDescriptor, TileLayout, make_descriptor,
+                          mma_k_of, tile_descriptor)
 
 __all__ = ["fence", "commit_group", "wait_group", "mma", "zeros", "make_descriptor",
            "TileLayout", "TileDescriptor", "tile_descriptor", "accumulator_coords",
@@ -131,8 +132,9 @@ def _operand(x, name: str, dtype, tnsp):
         return x.desc.value, x.dtype, (1 if x.major == "MN" else 0), x
     if isinstance(x, Scalar) and x.ir_type == Uint64.ir_type:
         if dtype is None:
-            raise operand_error(f"{what} dtype", None, "dtype=ws.BFloat16 or ws.Float16 with a "
-                                "raw descriptor", "pass dtype=, or use ws.wgmma.tile_descriptor")
+            raise operand_error(f"{what} dtype", None, "dtype=ws.BFloat16, ws.Float16, "
+                                "ws.Float8E4M3FN or ws.Float8E5M2 with a raw descriptor",
+                                "pass dtype=, or use ws.wgmma.tile_descriptor")
         return x.value, dtype, int(tnsp or 0), None
     raise operand_error(what, type(x).__name__, "a TileDescriptor (ws.wgmma.tile_descriptor) or "
                         "a Uint64 descriptor" + (" or a Fragment of 8 f16/bf16" if name == "A"
@@ -142,14 +144,16 @@ def _operand(x, name: str, dtype, tnsp):
 def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int = 1,
         dtype=None, tnsp_a=None, tnsp_b=None) -> Fragment:
     """Issue ``D = scale_a*A @ scale_b*B (+ acc)``: PTX ``wgmma.mma_async.sync.aligned.m64nNk16
-    .f32.<dtype>.<dtype>`` (``.f16`` accumulators for a Float16 ``acc``). Warpgroup-collective
-    and asynchronous: call from all 128 threads of a warpgroup after ``fence``, then
-    ``commit_group`` and ``wait_group`` before reading the result.
+    .f32.<dtype>.<dtype>`` for f16/bf16 operands, ``.m64nNk32.f32.<atype>.<btype>`` for the 8-bit
+    floats (A and B each e4m3 or e5m2) (``.f16`` accumulators for a Float16 ``acc``).
+    Warpgroup-collective and asynchronous: call from all 128 threads of a warpgroup after
+    ``fence``, then ``commit_group`` and ``wait_group`` before reading the result.
 
-    ``a``: a ``TileDescriptor`` (64 x 16 slice at its start), a Uint64 descriptor (with
-    ``dtype=`` and ``tnsp_a=`` 0 K-major / 1 MN-major), or a ``Fragment`` of 8 Float16/BFloat16
-    in the A-fragment layout (``a_fragment_coords``). ``b``: a TileDescriptor or Uint64 (16 x N
-    slice). ``acc``: the N/2-register accumulator fragment (f32 or f16, ``accumulator_coords``
+    ``a``: a ``TileDescriptor`` (64 x K slice at its start, K = 16, or 32 for fp8), a Uint64
+    descriptor (with ``dtype=`` and ``tnsp_a=`` 0 K-major / 1 MN-major), or a ``Fragment`` of 8
+    Float16/BFloat16 in the A-fragment layout (``a_fragment_coords``). ``b``: a TileDescriptor
+    or Uint64 (K x N slice). FP8 operands must be K-major tiles in shared memory (the PTX fp8
+    forms have no transpose; no fp8 A fragment is built). ``acc``: the N/2-register accumulator fragment (f32 or f16, ``accumulator_coords``
     layout), or None with ``scale_d=False`` and ``n=``. ``scale_d``: static bool or dynamic
     Boolean (False: D = A*B). ``scale_a``/``scale_b``: +1 or -1. Returns the new accumulator
     fragment, *in flight*: only ``mma``, ``fence`` and ``wait_group`` take it; read the one
@@ -175,9 +179,10 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
         n, d_dtype = _n(n2, what), acc.dtype
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         static_int(s, f"{what}'s {name}", (1, -1), "+1 or -1", "negate with -1, else 1")
-    if dtype is not None and dtype not in _MMA_DTYPES:
-        raise operand_error(f"{what}'s dtype", dtype, "ws.Float16 or ws.BFloat16",
-                            "wgmma multiplies 16-bit floats here")
+    if dtype is not None and dtype not in _MMA_DTYPES + _FP8_DTYPES:
+        raise operand_error(f"{what}'s dtype", dtype, "ws.Float16, ws.BFloat16, "
+                            "ws.Float8E4M3FN or ws.Float8E5M2", "wgmma multiplies 16-bit or "
+                            "8-bit floats")
     if isinstance(a, Fragment):
         if len(a) != 8 or a.dtype not in _MMA_DTYPES:
             raise operand_error(f"{what}'s A fragment", a, "a Fragment of 8 Float16 or BFloat16",
@@ -191,15 +196,23 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
         a_val, a_dtype, ta, a_desc = _operand(a, "A", dtype, tnsp_a)
         a_vals = [a_val]
     b_val, b_dtype, tb, b_desc = _operand(b, "B", dtype or a_dtype, tnsp_b)
-    if a_dtype is not b_dtype or (dtype is not None and dtype is not a_dtype):
+    fp8 = a_dtype in _FP8_DTYPES and b_dtype in _FP8_DTYPES
+    if not fp8 and (a_dtype is not b_dtype or (dtype is not None and dtype is not a_dtype)):
         raise operand_error(f"{what}'s operand dtypes", f"A {a_dtype.__name__}, B "
-                            f"{b_dtype.__name__}", "one dtype (Float16 or BFloat16)",
-                            "stage both tiles in the same dtype")
+                            f"{b_dtype.__name__}", "one dtype (Float16 or BFloat16), or each of "
+                            "A and B Float8E4M3FN / Float8E5M2", "stage both tiles in the same "
+                            "dtype")
+    if fp8 and (ta or tb):
+        raise operand_error(f"{what}'s fp8 operand majorness", f"A {'MN' if ta else 'K'}-major, "
+                            f"B {'MN' if tb else 'K'}-major", "both K-major (the fp8 forms of "
+                            "wgmma.mma_async have no transpose immediates, PTX ISA 8.0)",
+                            "store the fp8 tiles K contiguous: A as M x K, B as N x K")
+    kk = mma_k_of(a_dtype)
     for name, d, need in (("A", a_desc, 64), ("B", b_desc, n)):
-        if d is not None and (d._extent()[0] < need or d._extent()[1] < 16):
+        if d is not None and (d._extent()[0] < need or d._extent()[1] < kk):
             raise operand_error(f"{what}'s {name} tile", f"{d._extent()[0]} x {d._extent()[1]} "
-                                "(M/N x K)", f"at least {need} x 16", f"allocate a tile with "
-                                f"{need} rows along M/N for m64n{n}k16")
+                                "(M/N x K)", f"at least {need} x {kk}", f"allocate a tile with "
+                                f"{need} rows along M/N and {kk} along K for m64n{n}k{kk}")
     attrs = {"n": n, "type_a": a_dtype.ir_type.name, "type_b": b_dtype.ir_type.name,
              "type_d": d_dtype.ir_type.name, "a_regs": isinstance(a, Fragment),
              "scale_a": scale_a, "scale_b": scale_b, "tnsp_a": ta, "tnsp_b": tb}

@@ -17,11 +17,18 @@ from ..ir.swizzle import SWIZZLE_MODES, swizzle_align
 from .layout_int import mul
 from .layout_swizzle import smem_layout_atom, tile_to_shape
 from .operands import operand_error, pointer_operand, static_int
-from .scalars import BFloat16, Float16, Scalar, Uint64
+from .scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Scalar, Uint64
 
-__all__ = ["make_descriptor", "TileLayout", "TileDescriptor", "tile_descriptor"]
+__all__ = ["make_descriptor", "TileLayout", "TileDescriptor", "tile_descriptor", "mma_k_of"]
 
 _MMA_DTYPES = (Float16, BFloat16)
+_FP8_DTYPES = (Float8E4M3FN, Float8E5M2)
+_TILE_DTYPES = _MMA_DTYPES + _FP8_DTYPES
+
+
+def mma_k_of(dtype) -> int:
+    """The K of one wgmma of ``dtype``'s operands: 32 bytes of it (16 f16/bf16, 32 fp8)."""
+    return 32 // dtype.ir_type.nbytes
 
 
 # -- descriptors and tile layouts ---------------------------------------------------------------
@@ -137,7 +144,8 @@ class TileDescriptor:
     ``layout`` (TileLayout), ``major`` ("K": M/N rows, K contiguous; "MN": K rows, M/N
     contiguous), ``dtype``. Follows the value protocol (its leaf is ``desc``). ``at(row, k)``
     and ``k_step(j)`` give the descriptor of the sub-tile starting at M/N index ``row``
-    (multiple of 8) and K index ``k`` (multiple of 16): the start address advanced by that
+    (multiple of 8) and K index ``k`` (multiple of 16; ``k_step``: of one wgmma's K, 16 for
+    f16/bf16 and 32 for fp8): the start address advanced by that
     sub-tile's byte offset >> 4, as CUTLASS and FlashAttention-3 do."""
 
     __slots__ = ("layout", "major", "desc")
@@ -170,8 +178,9 @@ class TileDescriptor:
         return TileDescriptor(self.layout, self.major, self.desc + Uint64(off >> 4))
 
     def k_step(self, j) -> "TileDescriptor":
-        """The descriptor of the j-th k16 slice (``at(k=16 * j)``)."""
-        return self.at(0, j * 16)
+        """The descriptor of the j-th K slice of one wgmma (``at(k=mma_k_of(dtype) * j)``: k16
+        slices of f16/bf16, k32 of fp8)."""
+        return self.at(0, j * mma_k_of(self.dtype))
 
     def __extract_values__(self):
         return [self.desc]
@@ -200,10 +209,16 @@ def tile_descriptor(smem, major: str = "K", swizzle=None) -> TileDescriptor:
         swizzle = getattr(smem, "swizzle", 0) or 0
     swizzle = _swizzle(swizzle, f"{what}'s swizzle")
     shape, dtype = getattr(smem, "shape", None), getattr(smem, "dtype", None)
-    if shape is None or dtype not in _MMA_DTYPES:
-        raise operand_error(what, smem, "a shared-memory array of ws.Float16 or ws.BFloat16 "
-                            "(an element of a ws.smem storage)", "allocate the tile with "
-                            "ws.smem.Array[ws.BFloat16, ws.wgmma.TileLayout(...).shape, 1024]")
+    if shape is None or dtype not in _TILE_DTYPES:
+        raise operand_error(what, smem, "a shared-memory array of ws.Float16, ws.BFloat16, "
+                            "ws.Float8E4M3FN or ws.Float8E5M2 (an element of a ws.smem storage)",
+                            "allocate the tile with ws.smem.Array[ws.BFloat16, "
+                            "ws.wgmma.TileLayout(...).shape, 1024]")
+    if dtype in _FP8_DTYPES and major != "K":
+        raise operand_error(f"{what}'s major for a {dtype.__name__} tile", major, "'K': the fp8 "
+                            "wgmma forms read both operands K-major (PTX ISA wgmma.mma_async: "
+                            "imm-trans-a/-b exist for .f16/.bf16 only)", "store the tile K "
+                            "contiguous (A as M x K row-major, B as N x K, i.e. B^T row-major)")
     span = swizzle or 16
     block = span // dtype.ir_type.nbytes
     rows, cols = (shape[0], shape[1]) if len(shape) == 2 else \

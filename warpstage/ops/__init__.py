@@ -13,6 +13,9 @@
   3-D fp16/bf16 tensors with the warp-specialized persistent TMA + wgmma GEMM
   (``matmul_host.py``; the kernel ``matmul_kernel`` and its policy ``Matmul`` in
   ``matmul_kernel.py``; split-K for small M in ``matmul_splitk.py``); like ``torch.matmul``.
+- ``scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None)``: the FP8
+  (e4m3/e5m2) GEMM with per-tensor or row/column-wise f32 scales, like ``torch._scaled_mm``
+  (``scaled_matmul.py``, same kernel; its epilogue ``Scales``).
 - ``Epilogue`` and the shipped ``Bias``, ``BiasGelu``, ``BiasSilu``, ``Residual``
   (``matmul_epilogues.py``): static per-element epilogues compiled into the GEMM.
 """
@@ -22,8 +25,9 @@ from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from .matmul_host import MatmulCopyWarning, matmul
 from .matmul_epilogues import Bias, BiasGelu, BiasSilu, Epilogue, Residual
 from .matmul_kernel import Matmul, matmul_kernel
+from .scaled_matmul import Scales, scaled_matmul
 
 __all__ = ["flash_attention", "reference", "FlashAttention", "flash_attention_kernel",
            "FlashAttentionWgmma", "flash_attention_wgmma_kernel", "matmul", "Matmul",
            "matmul_kernel", "MatmulCopyWarning", "Epilogue", "Bias", "BiasGelu", "BiasSilu",
-           "Residual"]
+           "Residual", "scaled_matmul", "Scales"]

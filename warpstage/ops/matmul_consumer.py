@@ -38,6 +38,8 @@ class MatmulConsumer:
         wg = ws.arch.make_warp_uniform(tid // 128)
         if tid == 0:
             ws.tma.prefetch_descriptor(c_desc)
+        if ws.static(self.epilogue is not None):
+            operands = self.epilogue.prologue(operands)     # once per CTA, not per element
         if ws.static(self.schedule == "pingpong"):
             self.consume_pingpong(c_desc, sched, k_tiles, m, n, operands, pipeline, storage,
                                   wg, tid % 128)
@@ -100,13 +102,14 @@ class MatmulConsumer:
         return accs, state
 
     def issue(self, rows, storage, state, accs):
-        """Issue the 64 x tile_n x 64 products of stage ``state`` for each row block (four k16
-        wgmmas each, overwriting when ``accs`` is None) and commit them as one group."""
+        """Issue the 64 x tile_n x tile_k products of stage ``state`` for each row block (four
+        k16 wgmmas each, k32 for fp8; overwriting when ``accs`` is None) and commit them as one
+        group."""
         da = ws.wgmma.tile_descriptor(storage.a[state.index], major=self.a_major)
         db = ws.wgmma.tile_descriptor(storage.b[state.index], major=self.b_major)
         das = [da.at(row=r) for r in rows]
         out = [None] * len(rows) if accs is None else list(accs)
-        for kk in range(self.tile_k // 16):
+        for kk in range(self.tile_k // self.mma_k):
             for r, d in enumerate(das):
                 if out[r] is None:
                     out[r] = ws.wgmma.mma(d.k_step(kk), db.k_step(kk), None, n=self.tile_n,

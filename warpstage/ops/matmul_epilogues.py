@@ -1,7 +1,8 @@
 """Epilogues of ``ws.ops.matmul``: static objects compiled into the GEMM kernel.
 
 An epilogue is a plain Python object with a ``@ws.jit`` method ``apply(self, x, row, col,
-operands)`` that maps one f32 accumulator element ``x`` of output element (row, col) to the value
+operands)`` (and optionally ``prologue(operands)``, run once per thread before its tiles, whose
+result ``apply`` gets as ``operands``) that maps one f32 accumulator element ``x`` of output element (row, col) to the value
 stored (before the conversion to the output dtype). The object is static (binding-time rule 7):
 its class and fields specialize the kernel, like a C++ functor template argument; no string
 templates. Tensors it needs (a bias, a residual) are not compiled in: ``operands()`` returns them
@@ -49,6 +50,13 @@ class Epilogue:
 
     def check(self, m: int, n: int, batches: int) -> None:
         """Host-side validation of the operands for an (batches x) M x N output."""
+
+    def prologue(self, operands):
+        """Device code run once per consumer thread before its tiles (a plain method, traced
+        inline, or ``@ws.jit``): returns what ``apply`` receives as ``operands`` (default: the
+        operand tensors). An epilogue that reads the same values for every element (a
+        per-tensor scale) loads them here once instead of per element."""
+        return operands
 
     def __static_key__(self):
         return tuple((k, v) for k, v in sorted(vars(self).items()) if not _is_tensor(v))

@@ -15,13 +15,13 @@ import warnings
 import numpy as np
 
 from ..errors import ArgumentError, WarpstageError
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
 from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..tracebacks import _user_error, _user_stacklevel
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
-from .matmul_kernel import TILE_M, Matmul, matmul_kernel, max_stages
+from .matmul_kernel import FP8_DTYPES, TILE_M, Matmul, matmul_kernel, max_stages, tile_k_of
 from .matmul_splitk import MAX_SPLITS, REDUCE_THREADS, even_splits, plan, splitk_reduce
 from .torch_dispatch import torch_op
 
@@ -98,14 +98,15 @@ def _framework(x):
 
 def _new(like, shape, dtype, zeros=False):
     """A new contiguous tensor of ``shape`` and ws ``dtype`` on ``like``'s device."""
-    names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32"}
+    names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32",
+             Float8E4M3FN: "float8_e4m3fn", Float8E5M2: "float8_e5m2"}
     if _framework(like) == "torch":
         import torch
         make = torch.zeros if zeros else torch.empty
         return make(shape, dtype=getattr(torch, names[dtype]), device=like.device)
-    if dtype is BFloat16:
+    if dtype in (BFloat16, Float8E4M3FN, Float8E5M2):
         import ml_dtypes
-        npd = ml_dtypes.bfloat16
+        npd = getattr(ml_dtypes, names[dtype])
     else:
         npd = np.dtype(names[dtype])
     return (np.zeros if zeros else np.empty)(shape, dtype=npd)
@@ -118,13 +119,19 @@ def _swap(x):
     return np.swapaxes(x, -1, -2)
 
 
-def _padded_copy(name: str, x, ta, dtype):
+_TMA_RULE = ("it needs a 16-byte aligned base, one unit stride and the other strides multiples "
+             "of 16 bytes, so it is copied. Fix: pass contiguous tensors whose rows are "
+             "multiples of 16 bytes")
+_FP8_RULE = ("FP8 wgmma reads A and B K-major only (A row-major, B column-major, as "
+             "torch._scaled_mm wants them), so it is copied K-major. Fix: pass a as (M, K) "
+             "row-major and b as w.T of an (N, K) row-major w")
+
+
+def _padded_copy(name: str, x, ta, dtype, why: str = _TMA_RULE):
     """A zero-padded contiguous copy of ``x`` whose innermost extent is a multiple of 16 bytes
-    (zeros add nothing to the products), with a MatmulCopyWarning."""
+    (zeros add nothing to the products), with a MatmulCopyWarning saying ``why``."""
     warnings.warn(f"ws.ops.matmul: TMA cannot read {name} (shape {tuple(ta.shape)}, strides "
-                  f"{tuple(ta.strides)}, address {ta.data_ptr:#x}): it needs a 16-byte aligned "
-                  "base, one unit stride and the other strides multiples of 16 bytes, so it is "
-                  "copied. Fix: pass contiguous tensors whose rows are multiples of 16 bytes",
+                  f"{tuple(ta.strides)}, address {ta.data_ptr:#x}) as it is: {why}",
                   MatmulCopyWarning, stacklevel=_user_stacklevel())
     per = 16 // dtype.ir_type.nbytes
     inner = -(-ta.shape[-1] // per) * per
@@ -136,24 +143,32 @@ def _padded_copy(name: str, x, ta, dtype):
 def _operand(name: str, x, ta, dtype, k_inner: bool):
     """(tensor TMA reads, its TensorArg, its major) for A (``k_inner``: K is A's last dimension) or B (K is
     its second-to-last): the tensor itself when its last dimension is contiguous, its transposed
-    view when the other one is, else a padded copy."""
-    if tma_compatible(ta):
+    view when the other one is, else a padded copy. FP8 operands must end up K-major: A itself
+    or a copy, B's transposed view or a copy of it."""
+    fp8 = dtype in FP8_DTYPES
+    if tma_compatible(ta) and (k_inner or not fp8):
         return x, ta, ("K" if k_inner else "MN")
     view = _swap(x)
     tv = as_tensor_arg(view, name)
-    if tma_compatible(tv):
+    if tma_compatible(tv) and not (k_inner and fp8):
         return view, tv, ("MN" if k_inner else "K")
+    if fp8:                                    # K innermost: A as it is, B^T (N, K)
+        src, sa = (x, ta) if k_inner else (view, tv)
+        why = _FP8_RULE if tma_compatible(ta) or tma_compatible(tv) else _TMA_RULE
+        copy = _padded_copy(name, src, sa, dtype, why)
+        return copy, as_tensor_arg(copy), "K"
     copy = _padded_copy(name, x, ta, dtype)
     return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
 
 
 @functools.lru_cache(maxsize=256)
 def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
-                  tile_n=None, group=None, splits=None) -> tuple:
+                  tile_n=None, group=None, splits=None, k_step: int = 64) -> tuple:
     """(tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the given
     ones are kept. tile_n and splits: ``matmul_splitk.plan`` (the ping-pong schedule: tile_n
     at most 128, no split); group: ``GROUP_SMALL`` / ``GROUP_LARGE`` by the tile count. A given
-    ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of 64-element steps.
+    ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of ``k_step``-element
+    steps (the policy's tile_k: 64, 128 for fp8).
     Raises ArgumentError for a ``splits`` that is not an int >= 1."""
     if schedule == "pingpong":
         widths, splits = (128, 64), 1 if splits is None else splits
@@ -161,13 +176,13 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
         widths = (256, 128, 64)
     if tile_n is None or splits is None:
         tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
-                      split=splits is None)
+                      split=splits is None, k_step=k_step)
         tile_n = tn if tile_n is None else tile_n
         splits = sp if splits is None else splits
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
                             "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
-    splits = even_splits(-(-k // 64), min(splits, MAX_SPLITS))     # no empty K range
+    splits = even_splits(-(-k // k_step), min(splits, MAX_SPLITS))     # no empty K range
     if group is None:
         tiles = -(-m // TILE_M) * -(-n // tile_n) * batches
         group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
@@ -177,21 +192,21 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
-               schedule: str = "cooperative", split_k: bool = False) -> Matmul:
+               schedule: str = "cooperative", split_k: bool = False, b_dtype=None) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, None, split_k)
+                       group, schedule, None, split_k, b_dtype)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, epilogue, split_k=False) -> Matmul:
+                schedule, epilogue, split_k=False, b_dtype=None) -> Matmul:
     """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8)."""
     stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
               else num_stages)
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
-                  schedule=schedule, epilogue=epilogue, split_k=split_k)
+                  schedule=schedule, epilogue=epilogue, split_k=split_k, b_dtype=b_dtype)
 
 
 def _sms(ta) -> int:
@@ -293,13 +308,18 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits):
+            splits, dtypes=None):
+    """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
+    both float16 or both bfloat16."""
     ta, tb = _arg("a", a), _arg("b", b)
-    dtype = _IN.get(str(ta.dtype))
-    if dtype is None or tb.dtype != ta.dtype:
+    dtype, b_dtype = dtypes or (_IN.get(str(ta.dtype)),) * 2
+    if dtypes is None and (dtype is None or tb.dtype != ta.dtype):
+        fp8 = "e4m3" in str(ta.dtype) or "e5m2" in str(ta.dtype)
         raise ArgumentError(f"ws.ops.matmul: a and b have dtypes {ta.dtype} and {tb.dtype}; "
-                            "expected both float16 or both bfloat16 (FP8: not built yet). Fix: "
-                            f"{cast_code((ta, tb), 'bfloat16')} each of them")
+                            "expected both float16 or both bfloat16. Fix: "
+                            + ("for FP8 operands call ws.ops.scaled_matmul(a, b, scale_a, "
+                               "scale_b), as torch._scaled_mm" if fp8 else
+                               f"{cast_code((ta, tb), 'bfloat16')} each of them"))
     if (ta.device, ta.device_index) != (tb.device, tb.device_index):
         raise ArgumentError(f"ws.ops.matmul: a is on {ta.device}, b on {tb.device}; expected one "
                             "device. Fix: move them to the same device")
@@ -324,7 +344,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule, splits)
+                    raster, group, schedule, splits, dtypes)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
@@ -341,10 +361,12 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         epilogue.check(m, n, batches)
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
-    if k == 0:                                   # an empty sum: A and B of zeros, K = 8
-        a, b = _new(a, tuple(ta.shape[:-1]) + (8,), dtype, True), \
-            _new(b, tuple(tb.shape[:-2]) + (8, n), dtype, True)
-        ta, tb, k = as_tensor_arg(a), as_tensor_arg(b), 8
+    if k == 0:                       # an empty sum: A and B of zeros, K of 16 bytes
+        k = 16 // dtype.ir_type.nbytes
+        a = _new(a, tuple(ta.shape[:-1]) + (k,), dtype, True)
+        b = _swap(_new(b, tuple(tb.shape[:-2]) + (n, k), b_dtype, True)) \
+            if dtype in FP8_DTYPES else _new(b, tuple(tb.shape[:-2]) + (k, n), b_dtype, True)
+        ta, tb = as_tensor_arg(a), as_tensor_arg(b)
     if batched and not a3:
         a = a.expand(batches, m, k) if _framework(a) == "torch" else \
             np.broadcast_to(a, (batches, m, k))
@@ -354,12 +376,14 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
             np.broadcast_to(b, (batches, k, n))
         tb = as_tensor_arg(b, "b")
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
-    xb, b_arg, b_major = _operand("b", b, tb, dtype, k_inner=False)
+    xb, b_arg, b_major = _operand("b", b, tb, b_dtype, k_inner=False)
     sms = _sms(ta)
-    tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group, splits)
+    tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group, splits,
+                                      tile_k_of(dtype))
     if splits > 1:
-        return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt, dtype,
-                        (m, n, k, batches), epilogue, tn, num_stages, raster, group, splits, sms)
+        return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt,
+                        (dtype, b_dtype), (m, n, k, batches), epilogue, tn, num_stages, raster,
+                        group, splits, sms)
     c, c_arg = out, (to if out is not None else None)
     if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
@@ -367,10 +391,10 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         c_arg = None
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                       schedule)
+                       schedule, b_dtype=b_dtype)
     else:
         p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                        schedule, epilogue)
+                        schedule, epilogue, b_dtype=b_dtype)
     launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         return out
@@ -383,13 +407,13 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     return c
 
 
-def _split_k(like, xs, args, majors, out, shape, odt, dtype, sizes, epilogue, tn, num_stages,
+def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, tn, num_stages,
              raster, group, splits, sms):
     """The split-K path: the GEMM's f32 partials into a (batches x splits, M, N) workspace
     (rows padded to 16 bytes), then ``splitk_reduce`` into ``out`` or a new tensor."""
     m, n, k, batches = sizes
-    p = policy_for(dtype, Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
-                   raster, group, "cooperative", True)
+    p = policy_for(dtypes[0], Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
+                   raster, group, "cooperative", True, dtypes[1])
     work = _new(like, (batches * splits, m, -(-n // 4) * 4), Float32)
     launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
            (args[0], args[1], None))

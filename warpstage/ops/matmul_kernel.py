@@ -1,19 +1,21 @@
 """The warp-specialized persistent TMA + wgmma GEMM behind ``ws.ops.matmul`` (CUTLASS sm90
 "KernelTmaWarpSpecializedCooperative" style; docs/matmul.md walks through it).
 
-    C[b] (M x N) = epilogue(A[b] (M x K) @ B[b] (K x N)),  fp16/bf16 in, f32 accumulation
+    C[b] (M x N) = epilogue(A[b] (M x K) @ B[b] (K x N)),  fp16/bf16 or fp8 in, f32 accumulation
 
 384 threads per CTA, one CTA per SM, each walking output tiles of ``128 x tile_n`` with the
 static persistent tile scheduler (``ws.sched``):
 
 - warpgroup 0, the producer (``setmaxnreg.dec`` to ``producer_regs``): one elected thread of
-  warp 0 loads, per K step of 64, A's 128 x 64 and B's 64 x ``tile_n`` tiles by TMA into a
+  warp 0 loads, per K step of ``tile_k`` (128 bytes: 64 of f16/bf16, 128 of fp8), A's
+  128 x tile_k and B's tile_k x ``tile_n`` tiles by TMA into a
   ``ws.pipeline.PipelineTmaAsync`` ring of ``num_stages`` stages (128-byte swizzle). The ring
   runs on across tiles, so the next tile's loads overlap this tile's epilogue.
 - warpgroups 1 and 2, the consumers (``setmaxnreg.inc`` to ``mma_regs``), cooperate on the tile:
-  each computes its 64 rows x ``tile_n`` with ``wgmma.m64n{tile_n}k16`` (A and B from the
-  swizzled smem stage through matrix descriptors, K-major or MN-major as the operands'
-  strides say), four k16 steps per stage in one wgmma-group; ONE group stays in flight: after
+  each computes its 64 rows x ``tile_n`` with ``wgmma.m64n{tile_n}k16`` (``k32`` for fp8; A
+  and B from the swizzled smem stage through matrix descriptors, K-major or MN-major as the
+  operands' strides say; fp8 K-major only), four K steps per stage in one wgmma-group; ONE
+  group stays in flight: after
   issuing stage s they ``wait_group(1)`` (stage s - 1's group is done) and release stage s - 1.
 - then the TMA-store epilogue (``ws.epilogue.TmaStoreEpilogue``): the optional user epilogue
   (``epilogue.apply``) per element, conversion to ``out_dtype``, stmatrix into a
@@ -31,16 +33,23 @@ import warpstage as ws
 from ..frontend.static_key import static_key
 from ..lang.epilogue import TmaStoreEpilogue
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
 from ..lang.sched import RASTERS, PersistentTileScheduler
 from ..lang.wgmma import TileLayout
+from ..lang.wgmma_tiles import mma_k_of
 from .matmul_consumer import MatmulConsumer
 
-__all__ = ["Matmul", "matmul_kernel", "TILE_M", "TILE_K"]
+__all__ = ["Matmul", "matmul_kernel", "TILE_M", "TILE_K", "tile_k_of", "FP8_DTYPES"]
 
 TILE_M = 128                   # two consumer warpgroups of 64 rows (wgmma's M)
 TILE_K = 64                    # 128 bytes of a 16-bit dtype: one swizzle span, one TMA box
-_IN_DTYPES = (Float16, BFloat16)
+FP8_DTYPES = (Float8E4M3FN, Float8E5M2)
+_IN_DTYPES = (Float16, BFloat16) + FP8_DTYPES
+
+
+def tile_k_of(dtype) -> int:
+    """K per stage: one 128-byte swizzle span of ``dtype`` (64 f16/bf16, 128 fp8)."""
+    return 128 // dtype.ir_type.nbytes
 _OUT_DTYPES = (Float16, BFloat16, Float32)
 _MAJORS = ("K", "MN")
 SCHEDULES = ("cooperative", "pingpong")
@@ -49,7 +58,9 @@ SCHEDULES = ("cooperative", "pingpong")
 class Matmul(MatmulConsumer):
     """Static policy of the GEMM kernel (configuration + per-role device code).
 
-    ``dtype``: A's and B's ws.Float16 / ws.BFloat16. ``out_dtype``: C's ws.Float16,
+    ``dtype``: A's and B's ws.Float16 / ws.BFloat16, or A's ws.Float8E4M3FN / ws.Float8E5M2
+    (``b_dtype``: B's, another 8-bit float or, by default, ``dtype``; fp8 needs both majors
+    "K" and doubles the stage's K to 128). ``out_dtype``: C's ws.Float16,
     ws.BFloat16 or ws.Float32. ``a_major`` / ``b_major``: which dimension of A (M x K) and of
     B (K x N) is contiguous in memory: "K" (A row-major, B column-major, i.e. an (N, K)
     row-major weight) or "MN". ``batched``: 3-D (batch, rows, cols) operands. ``tile_n``: N per
@@ -69,16 +80,25 @@ class Matmul(MatmulConsumer):
     producer_threads = 128
     consumer_threads = 256
     tile_m = TILE_M
-    tile_k = TILE_K
 
     def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
                  batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
                  epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative",
-                 split_k=False):
-        out_dtype = dtype if out_dtype is None else out_dtype
+                 split_k=False, b_dtype=None):
+        fp8 = dtype in FP8_DTYPES
+        b_dtype = dtype if b_dtype is None else b_dtype
+        out_dtype = (BFloat16 if fp8 else dtype) if out_dtype is None else out_dtype
         if dtype not in _IN_DTYPES:
-            raise _policy_error("dtype", dtype, "ws.Float16 or ws.BFloat16",
-                                "dtype=ws.BFloat16 (FP8 is not built yet)")
+            raise _policy_error("dtype", dtype, "ws.Float16, ws.BFloat16, ws.Float8E4M3FN or "
+                                "ws.Float8E5M2", "dtype=ws.BFloat16")
+        if (b_dtype in FP8_DTYPES) != fp8 or (not fp8 and b_dtype is not dtype):
+            raise _policy_error("b_dtype", b_dtype, f"dtype ({dtype!r}), or with an fp8 dtype "
+                                "another fp8 dtype", "b_dtype=None (the dtype of a)")
+        if fp8 and (a_major, b_major) != ("K", "K"):
+            raise _policy_error("a_major/b_major", (a_major, b_major), "('K', 'K') for fp8 "
+                                "operands (wgmma's fp8 forms have no transpose)",
+                                "a_major='K', b_major='K' (ws.ops.scaled_matmul copies other "
+                                "layouts)")
         if out_dtype not in _OUT_DTYPES:
             raise _policy_error("out_dtype", out_dtype, "ws.Float16, ws.BFloat16 or ws.Float32",
                                 "out_dtype=ws.Float32, or None for the input dtype")
@@ -124,7 +144,8 @@ class Matmul(MatmulConsumer):
                                 f"<= 65536 (the SM's registers); 128 x {producer_regs} + 256 x "
                                 f"{mma_regs} = {128 * producer_regs + 256 * mma_regs}",
                                 "lower mma_regs or producer_regs")
-        self.dtype, self.out_dtype = dtype, out_dtype
+        self.dtype, self.b_dtype, self.out_dtype = dtype, b_dtype, out_dtype
+        self.tile_k, self.mma_k = tile_k_of(dtype), mma_k_of(dtype)
         self.a_major, self.b_major, self.batched = a_major, b_major, bool(batched)
         self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
         self.cluster = (1, 1)
@@ -135,16 +156,17 @@ class Matmul(MatmulConsumer):
         self.producer_regs, self.mma_regs = producer_regs, mma_regs
         # smem tiles: rows x cols with cols contiguous (TileLayout); K-major A is M x K, MN-major
         # A is K x M; K-major B is N x K, MN-major B is K x N
-        self.a_layout = (TileLayout(TILE_M, TILE_K, dtype, 128) if a_major == "K"
-                         else TileLayout(TILE_K, TILE_M, dtype, 128))
-        self.b_layout = (TileLayout(tile_n, TILE_K, dtype, 128) if b_major == "K"
-                         else TileLayout(TILE_K, tile_n, dtype, 128))
+        tk = self.tile_k
+        self.a_layout = (TileLayout(TILE_M, tk, dtype, 128) if a_major == "K"
+                         else TileLayout(tk, TILE_M, dtype, 128))
+        self.b_layout = (TileLayout(tile_n, tk, b_dtype, 128) if b_major == "K"
+                         else TileLayout(tk, tile_n, b_dtype, 128))
         self.stage_bytes = self.a_layout.nbytes + self.b_layout.nbytes
         self.out, c_spec = epilogue_buffers(out_dtype, tile_n, schedule)
         self.SharedStorage = ws.smem.make_storage(
             "MatmulStorage",
             a=ws.smem.Array(dtype, (num_stages,) + self.a_layout.shape, swizzle=128),
-            b=ws.smem.Array(dtype, (num_stages,) + self.b_layout.shape, swizzle=128),
+            b=ws.smem.Array(b_dtype, (num_stages,) + self.b_layout.shape, swizzle=128),
             c=c_spec,
             barriers=ws.pipeline.BarrierStorage[num_stages])
         self.smem_bytes = ws.smem.size_of(self.SharedStorage)
@@ -159,13 +181,16 @@ class Matmul(MatmulConsumer):
                                 "or less, or a smaller tile_n")
 
     def __static_key__(self):
-        return ("Matmul", self.dtype.__name__, self.out_dtype.__name__, self.a_major,
+        return ("Matmul", self.dtype.__name__, self.b_dtype.__name__, self.out_dtype.__name__,
+                self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
                 self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
                 self.schedule, self.split_k)
 
     def __repr__(self) -> str:
-        return (f"Matmul({self.dtype.__name__} -> {self.out_dtype.__name__}, A {self.a_major}-"
+        ab = self.dtype.__name__ + ("" if self.b_dtype is self.dtype
+                                    else f" x {self.b_dtype.__name__}")
+        return (f"Matmul({ab} -> {self.out_dtype.__name__}, A {self.a_major}-"
                 f"major, B {self.b_major}-major{', batched' if self.batched else ''}, 128 x "
                 f"{self.tile_n} tiles, {self.schedule}, {self.num_stages} stages, raster "
                 f"{self.raster}/"
@@ -217,15 +242,15 @@ class Matmul(MatmulConsumer):
                     bar = pipeline.producer_get_barrier(state)
                     self.load_operand(a_desc, self.a_layout, self.a_major,
                                       storage.a[state.index], m_blk * TILE_M,
-                                      (k0 + kt) * TILE_K, batch, bar)
+                                      (k0 + kt) * self.tile_k, batch, bar)
                     self.load_operand(b_desc, self.b_layout, self.b_major,
                                       storage.b[state.index], n_blk * self.tile_n,
-                                      (k0 + kt) * TILE_K, batch, bar)
+                                      (k0 + kt) * self.tile_k, batch, bar)
                 state = state.advance()
         pipeline.producer_tail(state)
 
     def load_operand(self, desc, layout, major, tile, mn0, k0, batch, bar) -> None:
-        """A's 128 x 64 or B's 64 x tile_n tile (``layout``: a_layout / b_layout) at M or N
+        """A's 128 x tile_k or B's tile_k x tile_n tile (``layout``: a_layout / b_layout) at M or N
         index ``mn0``, K index ``k0``: the box(es) of ``layout`` from the (M or N, K) tensor
         K-major, from its (K, M or N) transpose MN-major."""
         rc = (mn0, k0) if major == "K" else (k0, mn0)
@@ -266,7 +291,7 @@ def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperat
     """The deepest TMA ring that fits in shared memory with the epilogue buffers (ValueError
     for a tile width the kernel does not have, ``check_tile_n``)."""
     check_tile_n(tile_n)
-    stage = (TILE_M + tile_n) * TILE_K * dtype.ir_type.nbytes
+    stage = (TILE_M + tile_n) * tile_k_of(dtype) * dtype.ir_type.nbytes
     free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule)[1].nbytes
     return (free - 1024) // stage
 
@@ -281,7 +306,7 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, s
     sched = PersistentTileScheduler.create((m + (TILE_M - 1)) // TILE_M,
                                            (n + (p.tile_n - 1)) // p.tile_n, batches * splits,
                                            raster=p.raster, group=p.group)
-    k_tiles = (k + (TILE_K - 1)) // TILE_K
+    k_tiles = (k + (p.tile_k - 1)) // p.tile_k
     if warp < 4:
         ws.arch.setmaxnreg_decrease(p.producer_regs)
         if warp == 0:
@@ -318,7 +343,7 @@ def check_launch(p: Matmul, a_desc, b_desc, c_desc) -> None:
                             "[ctas, p.threads](...), or call warpstage.ops.matmul")
     boxes = p.descriptor_boxes()
     for name, d, box, dtype in (("a_desc", a_desc, boxes[0], p.dtype),
-                                ("b_desc", b_desc, boxes[1], p.dtype),
+                                ("b_desc", b_desc, boxes[1], p.b_dtype),
                                 ("c_desc", c_desc, boxes[2], p.out_dtype)):
         if not isinstance(d, ws.tma.TmaDescriptor):
             raise operand_error(f"matmul_kernel: {name}", type(d).__name__,

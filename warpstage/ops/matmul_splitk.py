@@ -61,7 +61,7 @@ def splitk_reduce(epilogue, work: ws.Tensor, c: ws.Tensor, m: ws.Int32, n: ws.In
         for s in range(1, splits):
             x = x + work[b * splits + s, r, col]
         if ws.static(epilogue is not None):
-            x = epilogue.apply(x, rows, col, operands)
+            x = epilogue.apply(x, rows, col, epilogue.prologue(operands))
         c[b, r, col] = x
 
 
@@ -73,13 +73,13 @@ def even_splits(k_tiles: int, s: int) -> int:
 
 
 def plan(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 128, 64),
-         split: bool = True) -> tuple:
+         split: bool = True, k_step: int = 64) -> tuple:
     """(tile_n, splits) of least estimated time for a (batches x) M x N x K problem on ``sms``
     SMs: per candidate, waves of work units x K steps per unit x tile_n / efficiency, plus
     ``_SPLIT_COST`` when split. K is split only when the output has fewer tiles than SMs;
     ``splits`` never leaves a range empty (``split`` False: never split). Ties go to no split,
-    then the wider tile."""
-    k_tiles = max(1, -(-k // 64))
+    then the wider tile. ``k_step``: K per stage (64; 128 for fp8)."""
+    k_tiles = max(1, -(-k // k_step))
     best = None
     for tn in widths:
         tiles = -(-m // 128) * -(-n // tn) * batches

@@ -1,5 +1,5 @@
 """``ws.ops``' torch.library ops: ``torch.ops.warpstage.flash_attention`` and
-``torch.ops.warpstage.matmul``, registered with ``ws.torch.custom_op`` (warpstage/torch.py says
+``torch.ops.warpstage.matmul`` and ``torch.ops.warpstage.scaled_matmul``, registered with ``ws.torch.custom_op`` (warpstage/torch.py says
 what each takes and why no autograd formula is registered). Imported only by
 ``ops/torch_dispatch.py`` on the first call with torch tensors: it imports torch."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from ..torch import custom_op
 
-__all__ = ["flash_attention_op", "matmul_op", "OPS"]
+__all__ = ["flash_attention_op", "matmul_op", "scaled_matmul_op", "OPS"]
 
 
 def _flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -50,4 +50,29 @@ def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M",
 
 matmul_op = custom_op("warpstage::matmul", _matmul, mutates_args=(), fake=_matmul_fake)
 
-OPS = {"flash_attention": flash_attention_op, "matmul": matmul_op}
+
+
+def _scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
+                   scale_b: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                   out_dtype: Optional[torch.dtype] = None, tile_n: Optional[int] = None,
+                   num_stages: Optional[int] = None, raster: str = "M",
+                   group: Optional[int] = None, schedule: str = "cooperative",
+                   splits: Optional[int] = None) -> torch.Tensor:
+    from .scaled_matmul import scaled_matmul_eager
+    return scaled_matmul_eager(a, b, scale_a, scale_b, out_dtype=out_dtype, bias=bias,
+                               tile_n=tile_n, num_stages=num_stages, raster=raster, group=group,
+                               schedule=schedule, splits=splits)
+
+
+def _scaled_matmul_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, tile_n=None,
+                        num_stages=None, raster="M", group=None, schedule="cooperative",
+                        splits=None):
+    return torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16,
+                       device=a.device)
+
+
+scaled_matmul_op = custom_op("warpstage::scaled_matmul", _scaled_matmul, mutates_args=(),
+                             fake=_scaled_matmul_fake)
+
+OPS = {"flash_attention": flash_attention_op, "matmul": matmul_op,
+       "scaled_matmul": scaled_matmul_op}

@@ -6,6 +6,7 @@ import ctypes
 import struct
 
 from ..errors import ArgumentError
+from ..ir.fp8 import FORMATS
 from ..ir.types import PointerType, ScalarType
 
 __all__ = ["float_to_bf16_bits"]
@@ -13,7 +14,8 @@ __all__ = ["float_to_bf16_bits"]
 _CTYPES_CODES = {"P": "Q", "?": "?", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I",
                  "q": "q", "Q": "Q", "f": "f", "d": "d"}
 _SCALAR_CODES = {"i1": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
-                 "u32": "I", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d"}
+                 "u32": "I", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d",
+                 "e4m3": "B", "e5m2": "B"}
 
 
 def float_to_bf16_bits(value: float) -> int:
@@ -39,6 +41,8 @@ def _param_layout(t):
         return "Q", 8, None
     if isinstance(t, ScalarType):
         code = _SCALAR_CODES[t.name]
+        if t.name in FORMATS:                        # the 8 bits, rounded as cvt.rn.satfinite
+            return code, 1, FORMATS[t.name].encode
         return code, struct.calcsize("=" + code), (float_to_bf16_bits if t.name == "bf16" else None)
     if isinstance(t, type) and issubclass(t, ctypes._SimpleCData):
         code = t._type_

@@ -36,7 +36,8 @@ L2_PROMOTIONS = (0, 64, 128, 256)
 OOB_FILLS = ("zero", "nan")
 _DATA_TYPES = {"u8": "UINT8", "i8": "UINT8", "u16": "UINT16", "i16": "UINT16", "u32": "UINT32",
                "i32": "INT32", "u64": "UINT64", "i64": "INT64", "f16": "FLOAT16",
-               "bf16": "BFLOAT16", "f32": "FLOAT32", "f64": "FLOAT64"}
+               "bf16": "BFLOAT16", "f32": "FLOAT32", "f64": "FLOAT64", "e4m3": "UINT8",
+               "e5m2": "UINT8"}
 """IR dtype -> CU_TENSOR_MAP_DATA_TYPE_*; 8/16-bit signed ints copy as the unsigned type of their
 width (a tile copy moves bits; only the NaN fill looks at the type)."""
 

@@ -8,7 +8,8 @@ Recognised, in this order (first match wins):
 2. objects with ``__cuda_array_interface__`` (cupy, numba, ...): GPU memory;
 3. numpy arrays and other objects with ``__array_interface__``: host ('cpu') memory. numpy has no
    bfloat16 of its own: an array of ``ml_dtypes.bfloat16`` (pypi ml_dtypes) is bf16, matched by
-   its dtype's name (ml_dtypes is never imported here);
+   its dtype's name (ml_dtypes is never imported here); ``ml_dtypes.float8_e4m3fn`` /
+   ``float8_e5m2`` likewise are e4m3 / e5m2 (torch's ``float8_e4m3fn`` / ``float8_e5m2`` too);
 4. other objects with ``__dlpack__`` / ``__dlpack_device__`` (JAX, ...): the DLPack capsule is read
    with ctypes (the capsule, which owns the exported tensor, is kept alive in ``owner``);
 5. a DLPack capsule itself ('dltensor' or 'dltensor_versioned'), read without consuming it.
@@ -24,16 +25,18 @@ import sys
 from typing import Optional, Tuple
 
 from ..errors import ArgumentError
-from ..ir.types import ScalarType, bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ..ir.types import (ScalarType, bf16, e4m3, e5m2, f16, f32, f64, i8, i16, i32, i64, u8, u16,
+                        u32, u64)
 
 __all__ = ["TensorArg", "as_tensor_arg", "require_device", "SUPPORTED_DTYPES"]
 
-SUPPORTED_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
-                    "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+SUPPORTED_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2",
+                    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "bool")
 
 _BY_NAME = {"float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64, "int8": i8,
             "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16, "uint32": u32,
-            "uint64": u64, "bool": u8}
+            "uint64": u64, "bool": u8, "float8_e4m3fn": e4m3, "float8_e5m2": e5m2}
 
 
 class TensorArg:

@@ -3,6 +3,8 @@
 A register value is a numpy vector of 32 lanes. Its dtype is the IR type's numpy twin, except
 bf16: numpy has no bfloat16, so a bf16 register is float32 holding a value rounded to bf16
 precision (round to nearest even) after every op, and bf16 in memory is its 16 raw bits (uint16).
+The 8-bit floats (e4m3, e5m2) likewise: float32 registers holding values of the format
+(``sim/fp8.py``), their 8 bits (uint8) in memory.
 i1 is numpy bool in registers and one byte (0/1) in memory. Pointers are int64 addresses.
 A ``!tensormap`` register is an object vector holding the launch's ``SimTensorMap`` (the
 descriptor's geometry and tensor address) in every lane.
@@ -13,7 +15,9 @@ import numpy as np
 
 from ..core.target import target_for
 
+from ..ir.fp8 import FORMATS as _FP8
 from ..ir.types import PointerType, ScalarType, TensorMapType, Type
+from .fp8 import fp8_bits, fp8_values, round_fp8
 
 __all__ = ["LANES", "lanes", "register_dtype", "memory_dtype", "round_bf16", "f64_to_bf16",
            "to_register", "from_memory", "to_memory", "full", "python_value"]
@@ -24,8 +28,9 @@ _REGISTER = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+    "e4m3": np.float32, "e5m2": np.float32,
 }
-_MEMORY = dict(_REGISTER, i1=np.uint8, bf16=np.uint16)
+_MEMORY = dict(_REGISTER, i1=np.uint8, bf16=np.uint16, e4m3=np.uint8, e5m2=np.uint8)
 
 
 def register_dtype(t: Type) -> np.dtype:
@@ -102,6 +107,8 @@ def to_register(t: ScalarType, x: np.ndarray) -> np.ndarray:
         if x.dtype == np.float64:
             return f64_to_bf16(x)
         return round_bf16(x.astype(np.float32, copy=False))
+    if t.name in _FP8:
+        return round_fp8(t.name, x)
     return x.astype(_REGISTER[t.name], copy=False)
 
 
@@ -111,6 +118,8 @@ def from_memory(t: ScalarType, raw: np.ndarray) -> np.ndarray:
         return (raw.astype(np.uint32) << lanes(16, np.uint32, raw.shape[0])).view(np.float32)
     if t.name == "i1":
         return raw.astype(np.bool_)
+    if t.name in _FP8:
+        return fp8_values(t.name, raw)
     return raw
 
 
@@ -120,6 +129,8 @@ def to_memory(t: ScalarType, x: np.ndarray) -> np.ndarray:
         return (x.view(np.uint32) >> lanes(16, np.uint32, x.shape[0])).astype(np.uint16)
     if t.name == "i1":
         return x.astype(np.uint8)
+    if t.name in _FP8:
+        return fp8_bits(t.name, x)
     return x
 
 

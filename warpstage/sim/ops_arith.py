@@ -13,6 +13,8 @@ import numpy as np
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType
+from ..ir.fp8 import is_fp8
+from .fp8 import fp8_bits, fp8_values, round_fp8
 from .dtypes import LANES, full, register_dtype, round_bf16, to_register, f64_to_bf16
 from .registry import handler
 
@@ -146,6 +148,8 @@ def cast_fn(src: ScalarType, dst: ScalarType):
         return lambda x: x != 0
     if src.is_float and dst.is_int:
         return _float_to_int(dst)
+    if is_fp8(dst):          # as the backend: through f32 (one rounding but from f64), cvt.rn.sat
+        return lambda x: round_fp8(dst.name, x.astype(np.float32))
     if dst.name == "bf16":
         if src.name in ("f32", "f16", "bf16") or src.is_bool:
             return lambda x: round_bf16(x.astype(np.float32))
@@ -157,8 +161,13 @@ def bitcast_fn(src: ScalarType, dst: ScalarType):
     """``f(x) -> register`` for arith.bitcast (same width); bf16 registers hold their 16 bits in
     the top half of a float32."""
     ddt = register_dtype(dst)
-    if src.name == "bf16" and dst.name == "bf16":
+    if src.name == "bf16" and dst.name == "bf16" or src == dst:
         return np.copy
+    if is_fp8(src):
+        return lambda x: fp8_bits(src.name, x).view(ddt) if not is_fp8(dst) else \
+            fp8_values(dst.name, fp8_bits(src.name, x))
+    if is_fp8(dst):
+        return lambda x: fp8_values(dst.name, x.view(np.uint8))
     if src.name == "bf16":
         return lambda x: (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(ddt)
     if dst.name == "bf16":

@@ -6,7 +6,8 @@ Execution. ``wgmma.mma_async`` is warpgroup-collective: the 4 warps of a warpgro
 128g .. 128g+127) execute it together. Each warp arrives with its registers and waits; the
 fourth arrival reads the A (64x16) and B (16xN) tiles from shared memory through their
 descriptors (or A from the 128 threads' register fragments), computes D = sA*A @ sB*B (+ D) in
-float64 from the f16/bf16 inputs and rounds once to the accumulator type, and hands each warp
+float64 from the f16/bf16 (64x16 @ 16xN) or e4m3/e5m2 (64x32 @ 32xN, K-major tiles, one byte
+per element) inputs and rounds once to the accumulator type, and hands each warp
 its fragment of D. Shared memory is read **at issue** (when the fourth warp arrives). At the
 first ``wait_group`` of the warpgroup that completes the group, the simulator reads the same
 bytes again and reports a ``SimulatorError`` if they changed: on the GPU the wgmma may read its
@@ -25,6 +26,9 @@ bytes, for element (mn, k) of a 16-bit operand, before the swizzle of ``ir.swizz
   K-major,  swizzle S:   start + (mn%8)*S  + (mn//8)*SBO + k*2                  (LBO unused)
   MN-major, no swizzle:  start + (mn%8)*2  + (mn//8)*SBO + (k%8)*16 + (k//8)*LBO
   MN-major, swizzle S:   start + (mn%(S/2))*2 + (mn//(S/2))*LBO + (k%8)*S + (k//8)*SBO
+
+(for a K-major 8-bit operand: ``k*1`` and, unswizzled, ``(k//16)*LBO + k%16``: a core-matrix row is
+16 bytes whatever the element size).
 
 Checks (``SimulatorError`` / ``BarrierError`` naming the op's file:line): a warp not fully
 active (the instructions are ``.aligned``); a warpgroup the CTA does not have complete; warps of
@@ -49,8 +53,10 @@ import numpy as np
 
 from ..errors import BarrierError, OutOfBoundsError, SimulatorError, UnsupportedError
 from ..ir.core import Operation
+from ..ir.ops_wgmma import FP8_TYPES
 from .compiler import where
 from .dtypes import LANES
+from .fp8 import fp8_values
 from .races import note_read
 from .registry import handler
 from .scheduler import Wait
@@ -160,6 +166,8 @@ class _MmaWait(Wait):
 
 # -- the matrix product -------------------------------------------------------------------------
 def _to_float(raw: np.ndarray, type_name: str) -> np.ndarray:
+    if type_name in FP8_TYPES:
+        return fp8_values(type_name, raw).astype(np.float64)
     if type_name == "f16":
         return raw.view(np.float16).astype(np.float64)
     return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
@@ -193,21 +201,24 @@ def _read_tile(op, cta, desc: int, rows: int, mn_major: bool, what: str, type_na
             f"in row 0). Align the tile to {8 * span} bytes (ws.smem.Array[..., {8 * span}]) "
             "and advance descriptors along K within a row, along M/N by 8-row groups.",
             where=where(op))
-    addrs = operand_addresses(desc, rows, mn_major)
+    eb = 1 if type_name in FP8_TYPES else 2
+    addrs = operand_addresses(desc, rows, mn_major, eb)
     size = cta.smem.bytes.size
-    if addrs.min() < 0 or addrs.max() + 2 > size:
+    if addrs.min() < 0 or addrs.max() + eb > size:
         raise OutOfBoundsError(
             f"wgmma.mma_async at {where(op)}: the {what} descriptor {desc:#x} (start "
             f"{f['start']:#x}, LBO {f['lbo']}, SBO {f['sbo']}, swizzle {span}) reads shared "
-            f"memory bytes [{int(addrs.min()):#x}, {int(addrs.max()) + 2:#x}), outside the "
+            f"memory bytes [{int(addrs.min()):#x}, {int(addrs.max()) + eb:#x}), outside the "
             f"CTA's {size}-byte shared memory. Check the tile's address and the launch's "
             "shared memory size.", where=where(op))
-    raw = _load(cta, addrs)
+    raw = _load(cta, addrs, eb)
     return _to_float(raw, type_name), (what, addrs, raw)
 
 
-def _load(cta, addrs: np.ndarray) -> np.ndarray:
+def _load(cta, addrs: np.ndarray, eb: int = 2) -> np.ndarray:
     b = cta.smem.bytes
+    if eb == 1:
+        return b[addrs].copy()
     return (b[addrs].astype(np.uint16) | (b[addrs + 1].astype(np.uint16) << 8))
 
 
@@ -227,9 +238,9 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
     bdesc = _uniform(op, rv, [p[1] for p in payloads], "the B descriptor")
     bt, read = _read_tile(op, cta, bdesc, n, bool(a["tnsp_b"]), "B", a["type_b"])
     reads.append(read)
-    for what, addrs, _ in reads:         # the race detector (when on): each issuing warp reads
+    for what, addrs, raw in reads:       # the race detector (when on): each issuing warp reads
         for wi in range(4):
-            note_read(cta, addrs.ravel(), 2, cta.warps[4 * rv.group + wi], op,
+            note_read(cta, addrs.ravel(), raw.itemsize, cta.warps[4 * rv.group + wi], op,
                       async_proxy=True)
     d = (a["scale_a"] * amat) @ (a["scale_b"] * bt).T
     scale_d = a["scale_d"]
@@ -333,7 +344,7 @@ def _commit(op: Operation, cx):
 
 def _check_unchanged(op, w, rec: _Record) -> None:
     for what, addrs, raw in rec.reads:
-        now = _load(w.cta, addrs)
+        now = _load(w.cta, addrs, raw.itemsize)
         if not np.array_equal(now, raw):
             pos = np.flatnonzero((now != raw).ravel())[0]
             addr = int(addrs.ravel()[pos])

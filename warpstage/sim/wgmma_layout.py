@@ -38,17 +38,21 @@ def fragment_coords(n: int) -> tuple:
 FRAGMENT = {n: fragment_coords(n) for n in range(8, 257, 8)}
 
 
-def operand_addresses(desc: int, rows: int, mn_major: bool) -> np.ndarray:
-    """Shared-memory byte addresses (rows x 16) of a 16-bit operand tile's elements (mn, k)."""
+def operand_addresses(desc: int, rows: int, mn_major: bool, eb: int = 2) -> np.ndarray:
+    """Shared-memory byte addresses (rows x K) of an operand tile's elements (mn, k), for
+    ``eb``-byte elements: K = 32 / eb per instruction (16 of f16/bf16, 32 of e4m3/e5m2; one
+    32-byte slice of each row); the core matrices are 8 rows of 16 bytes (16 / eb elements).
+    MN-major tiles are 16-bit only (the fp8 forms read K-major tiles)."""
     f = decode_descriptor(desc)
     start, lbo, sbo, span = f["start"], f["lbo"], f["sbo"], f["swizzle"]
+    per = 16 // eb                                   # elements of one core-matrix row
     mn = np.arange(rows, dtype=np.int64)[:, None]
-    k = np.arange(16, dtype=np.int64)[None, :]
+    k = np.arange(32 // eb, dtype=np.int64)[None, :]
     if not mn_major:
         if span:
-            addr = start + (mn % 8) * span + (mn // 8) * sbo + k * 2
+            addr = start + (mn % 8) * span + (mn // 8) * sbo + k * eb
         else:
-            addr = start + (mn % 8) * 16 + (mn // 8) * sbo + (k // 8) * lbo + (k % 8) * 2
+            addr = start + (mn % 8) * 16 + (mn // 8) * sbo + (k // per) * lbo + (k % per) * eb
     elif span:
         per = span // 2
         addr = start + (mn % per) * 2 + (mn // per) * lbo + (k % 8) * span + (k // 8) * sbo
