@@ -95,8 +95,8 @@ class Matmul(MatmulConsumer):
             raise _policy_error("b_dtype", b_dtype, f"dtype ({dtype!r}), or with an fp8 dtype "
                                 "another fp8 dtype", "b_dtype=None (the dtype of a)")
         if fp8 and (a_major, b_major) != ("K", "K"):
-            raise _policy_error("a_major/b_major", (a_major, b_major), "('K', 'K') for fp8 "
-                                "operands (wgmma's fp8 forms have no transpose)",
+            raise _policy_error("a_major/b_major", (a_major, b_major), "('K', 'K'): fp8 "
+                                "operands K-major (wgmma's fp8 forms have no transpose)",
                                 "a_major='K', b_major='K' (ws.ops.scaled_matmul copies other "
                                 "layouts)")
         if out_dtype not in _OUT_DTYPES:
