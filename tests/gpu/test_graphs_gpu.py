@@ -100,14 +100,27 @@ def test_capture_a_kernel_taking_tma_descriptors():
 
 @pytest.fixture
 def streams(monkeypatch):
-    """The stream handle of every driver call, in order."""
-    handles = []
-    real = launcher_module.Launcher._call
+    """The stream handle of every launch, in order: ``Launcher.launch`` (whose ctypes call is
+    inlined, so ``_call`` is not reached once the stream's pointer is known) and ``_call``
+    reached from elsewhere (prepared launches), each launch counted once."""
+    handles, inside = [], []
+    Launcher = launcher_module.Launcher
+    real_launch, real_call = Launcher.launch, Launcher._call
 
-    def spy(self, dims, smem, stream, slot):
+    def spy_launch(self, grid, block, smem, stream, values):
         handles.append(stream)
-        return real(self, dims, smem, stream, slot)
-    monkeypatch.setattr(launcher_module.Launcher, "_call", spy)
+        inside.append(True)
+        try:
+            return real_launch(self, grid, block, smem, stream, values)
+        finally:
+            inside.pop()
+
+    def spy_call(self, dims, smem, stream, slot):
+        if not inside:
+            handles.append(stream)
+        return real_call(self, dims, smem, stream, slot)
+    monkeypatch.setattr(Launcher, "launch", spy_launch)
+    monkeypatch.setattr(Launcher, "_call", spy_call)
     return handles
 
 
