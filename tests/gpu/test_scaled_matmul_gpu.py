@@ -115,7 +115,8 @@ def check(m, n, k, out_dtype=torch.bfloat16, bias=False, against_torch=True, **k
         try:
             theirs = torch._scaled_mm(a, b, sa, sb, bias=bb,
                                       out_dtype=out_dtype)
-        except (RuntimeError, TypeError):                # a shape or dtype cuBLAS refuses
+        except (RuntimeError, TypeError, ValueError):    # a shape or dtype cuBLAS refuses
+            # (torch 2.11: "Multiplication of two Float8_e5m2 matrices is not supported")
             return err
         assert relative_error(out, theirs.float()) < 2 * TOL[out_dtype] + relative_error(
             theirs, ref)
