@@ -89,6 +89,8 @@ def test_the_default_key_holds_tensor_layouts_and_scalar_types():
     (dict(budget_s=0), "budget_s=0; expected seconds > 0"),
     (dict(rep=0), "rep=0; expected an int >= 1"),
     (dict(timer=object()), "has no measure(run, config, warmup, rep) method"),
+    (dict(key="shape"), "key='shape' is a str"),
+    (dict(prune=3), "prune=3 is a int"),
 ])
 def test_bad_options_are_argument_errors_with_a_fix(kwargs, text):
     with pytest.raises(ws.ArgumentError, match="Fix:") as ei:
@@ -104,6 +106,20 @@ def test_an_empty_space_and_a_misused_launch_are_errors():
         ws.autotune([1], progress=False)(tk.scale_kernel)(*tk.data())
     with pytest.raises(ws.ArgumentError, match="config_param='cfgx' is not a parameter"):
         ws.autotune([1], config_param="cfgx")(tk.scale_kernel)
+
+
+@pytest.mark.parametrize("configs, key, text", [
+    (7, None, "configs is a int"),
+    ([object()], None, "configuration #0"),
+    ([1], lambda x, y: {"a": [1]}, "expected plain data"),
+    ([1], lambda x, y: object(), "expected plain data"),     # would re-tune on every call
+])
+def test_a_bad_space_or_key_is_an_argument_error_before_tuning(configs, key, text, cache_dir):
+    import tune_kernels as tk
+    with pytest.raises(ws.ArgumentError, match="Fix:") as ei:
+        ws.autotune(configs, key=key, progress=False)(tk.scale)(*tk.data())
+    assert text in str(ei.value)
+    assert ws.tune.COUNTS["compiles"] == 0
 
 
 def test_a_decorated_function_travels_through_its_tuned_object(cache_dir):

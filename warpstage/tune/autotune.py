@@ -54,6 +54,13 @@ def default_key(args: tuple, kwargs: dict) -> tuple:
     return tuple(part(a) for a in args) + tuple((k, part(kwargs[k])) for k in sorted(kwargs))
 
 
+def _plain(v) -> bool:
+    """Whether ``v`` is plain data: None, bool, int, float, str, bytes, or tuples of them."""
+    if v is None or isinstance(v, (bool, int, float, str, bytes)):
+        return True
+    return isinstance(v, tuple) and all(_plain(x) for x in v)
+
+
 def _count(name: str, value, low: int):
     if value is None:
         return None
@@ -131,7 +138,22 @@ class Tuned:
 
     def _space(self, args, kwargs) -> list:
         space = self._configs(*args, **kwargs) if callable(self._configs) else self._configs
-        space = list(space)
+        try:
+            space = list(space)
+        except TypeError:
+            raise ArgumentError(f"ws.autotune({self.name}): configs is a {type(space).__name__}; "
+                                "expected a list or generator of static policy objects (or a "
+                                "function of the call's arguments returning one). Fix: "
+                                "configs=[config] for a single one") from None
+        from ..frontend.static_key import UnkeyableError, static_key
+        for i, c in enumerate(space):
+            try:
+                static_key(c)
+            except UnkeyableError as e:
+                raise ArgumentError(f"ws.autotune({self.name}): configuration #{i} ({c!r}) has "
+                                    f"no static key ({e}); a configuration must be a static "
+                                    "policy object. Fix: give its class plain attributes, "
+                                    "__slots__ or a __static_key__ method") from None
         if not space:
             raise ArgumentError(f"ws.autotune({self.name}): the configuration space is empty; "
                                 "expected a list or generator of at least one static policy "
@@ -143,7 +165,15 @@ class Tuned:
     def _key(self, args, kwargs):
         if self.key_fn is None:
             return default_key(args, kwargs)
-        return self.key_fn(*args, **kwargs)
+        key = self.key_fn(*args, **kwargs)
+        if not _plain(key):
+            raise ArgumentError(f"ws.autotune({self.name}): key returned {key!r} (a "
+                                f"{type(key).__name__}); expected plain data (None, bool, int, "
+                                "float, str, bytes and tuples of them), which is what a tuning "
+                                "result is stored and found under, in this process and on disk. "
+                                "Fix: return e.g. (x.shape, str(x.dtype)) rather than objects, "
+                                "lists or dicts")
+        return key
 
     def _launches(self, space, args, launch):
         if launch is None:
@@ -286,6 +316,13 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
                                  or budget_s <= 0):
         raise ArgumentError(f"ws.autotune: budget_s={budget_s!r}; expected seconds > 0 or None. "
                             "Fix: budget_s=60")
+    for what, fn in (("key", key), ("prune", prune)):
+        if fn is not None and not callable(fn):
+            raise ArgumentError(f"ws.autotune: {what}={fn!r} is a {type(fn).__name__}; "
+                                f"expected None or a function of the call's arguments "
+                                f"(prune: of a configuration and its resources). Fix: "
+                                f"{what}=lambda *args: ... ")
+
     if timer is not None and not callable(getattr(timer, "measure", None)):
         raise ArgumentError(f"ws.autotune: timer={timer!r} has no measure(run, config, warmup, "
                             "rep) method. Fix: pass ws.tune.WallTimer() or an object with one")
