@@ -120,6 +120,8 @@ def test_a_bad_space_or_key_is_an_argument_error_before_tuning(configs, key, tex
         ws.autotune(configs, key=key, progress=False)(tk.scale)(*tk.data())
     assert text in str(ei.value)
     assert ws.tune.COUNTS["compiles"] == 0
+    frames = [f.filename for f in __import__("traceback").extract_tb(ei.value.__traceback__)]
+    assert not any("/warpstage/" in f.replace("\\", "/") for f in frames), frames  # user's only
 
 
 def test_a_decorated_function_travels_through_its_tuned_object(cache_dir):

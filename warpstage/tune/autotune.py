@@ -19,6 +19,7 @@ import functools
 from typing import Callable, Optional
 
 from ..errors import ArgumentError, AutotuneError
+from ..tracebacks import user_entry, user_entry_methods
 from . import records
 from .portable import function_ref
 from .report import TuneReport
@@ -70,6 +71,7 @@ def _count(name: str, value, low: int):
     return value
 
 
+@user_entry_methods
 class Tuned:
     """A tuned launch function or ``@ws.kernel`` (what ``ws.autotune(...)(target)`` returns).
     ``report``: the last call's TuneReport (a tuning run, or one read from disk);
@@ -239,6 +241,7 @@ class Tuned:
         return f"<ws.autotune {self.name}>"
 
 
+@user_entry_methods
 class _TunedLaunch:
     def __init__(self, tuned: Tuned, launch: tuple):
         self.tuned, self.launch = tuned, launch
@@ -275,6 +278,7 @@ def _fn_id(target) -> tuple:
             code_key(code) if code is not None else "")
 
 
+@user_entry
 def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] = None,
              rep: Optional[int] = None, prune: Optional[Callable] = None,
              budget_s: Optional[float] = None, strategy: str = "exhaustive", progress=None,
