@@ -9,7 +9,7 @@ from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeErro
                      DeviceError, LaunchError, LivelockError, OperandError, OutOfBoundsError,
                      PtxasError, RaceError, SimulatorError, StaticAssertionError,
                      UnboundVariableError, UnsupportedError, WarpstageError)
-from .frontend.binding_time import Constexpr, Static
+from .core.static import Constexpr, Static
 from .frontend.values import flatten, unflatten
 from . import ops
 from .lang import arch, copy, epilogue, layout, math, mma, pipeline, sched, smem, tma, wgmma

@@ -17,7 +17,8 @@ from ..runtime.tensormap import TensorDescriptor
 from ..runtime.tensors import _KIND_BY_TYPE, _TORCH_DTYPES, TensorArg
 from ..lang.scalars import HostScalar, Scalar
 from ..lang.tensor import Tensor, TensorSpec
-from .binding_time import _StaticAnnotation, classify
+from ..core.static import _StaticAnnotation
+from .binding_time import classify
 from .specs import tensor_key
 from .static_key import UnkeyableError, static_key
 

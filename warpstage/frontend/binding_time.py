@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from typing import Any, Optional
+from typing import Optional
 
 from .. import ir
 from ..errors import ArgumentError
@@ -26,54 +26,9 @@ from .specs import (RULES, CompositeSpec, PointerArgSpec, ScalarSpec, Spec,  # n
                     StaticSpec, TensorArgSpec, TensorMapSpec, _host_parts, _short, got_text,
                     _skeleton_static_key, tensor_key)
 from .values import has_protocol
+from ..core.static import Constexpr, Static, StaticValue, _StaticAnnotation  # noqa: F401
 
 __all__ = ["Static", "Constexpr", "Spec", "classify", "RULES"]
-
-
-class _StaticAnnotation:
-    """``ws.Static[T]``: the parameter is static; its value is checked against ``T``."""
-
-    def __init__(self, tp):
-        self.tp = tp
-
-    def __repr__(self) -> str:
-        return f"ws.Static[{getattr(self.tp, '__name__', self.tp)}]"
-
-    def check(self, value, name: str) -> None:
-        tp = self.tp
-        if tp is Any or tp is None:
-            return
-        origin = typing.get_origin(tp) or tp
-        if isinstance(origin, type) and not isinstance(value, origin):
-            raise ArgumentError(
-                f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
-                f"{got_text(value)}.\nFix: pass a "
-                f"{getattr(tp, '__name__', tp)}, or change the annotation.")
-
-
-class _StaticFactory:
-    def __getitem__(self, tp):
-        return _StaticAnnotation(tp)
-
-    def __call__(self, value):
-        """``ws.Static(value)`` in ws.compile: this argument is static with this value."""
-        return StaticValue(value)
-
-    def __repr__(self):
-        return "ws.Static"
-
-
-class StaticValue:
-    """A value wrapped by ``ws.Static(value)``: static whatever its type."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-Static = _StaticFactory()
-Constexpr = Static
 
 
 def _field_annotation(cls, name):

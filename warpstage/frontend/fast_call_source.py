@@ -10,7 +10,7 @@ from ..lang.scalars import Scalar
 from ..lang.tensor import Tensor, TensorSpec
 from ..runtime.tensormap import TensorDescriptor
 from .binders import _range_of
-from .binding_time import _StaticAnnotation
+from ..core.static import _StaticAnnotation
 
 __all__ = ["kind_of", "call_source", "device_source"]
 

@@ -16,7 +16,7 @@ import re
 
 from .. import ir
 from ..errors import BindingTimeError, CompilationError
-from ..frontend.merge import Unbound
+from ..frontend.unbound import Unbound
 from ..frontend.source import format_location, user_location
 from ..frontend.trace import builder
 from ..frontend.values import flatten

@@ -26,7 +26,7 @@ warp-uniform); the ids ``base_id .. base_id + members - 1`` must not be used for
 """
 from __future__ import annotations
 
-from ..frontend.binding_time import Static
+from ..core.static import Static
 from .operands import operand_error, static_int
 from .scalars import Int32, Scalar
 from .struct import struct

@@ -39,7 +39,7 @@ thread of a ``producer_commit`` / ``consumer_release`` is one arrival.
 from __future__ import annotations
 
 from .. import ir
-from ..frontend.binding_time import Static
+from ..core.static import Static
 from ..frontend.trace import builder
 from . import copy as _copy
 from . import smem as _smem

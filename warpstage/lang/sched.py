@@ -26,7 +26,7 @@ on Python ints (``tile_coords``) for host-side checks. Source of truth: CUTLASS
 """
 from __future__ import annotations
 
-from ..frontend.binding_time import Static
+from ..core.static import Static
 from .arch import block_idx, grid_dim
 from .math import min as _min
 from .operands import operand_error

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from ..frontend.binding_time import _StaticAnnotation
+from ..core.static import _StaticAnnotation
 from ..frontend.static_key import static_key
 from ..frontend.trace import maybe_current
 from .scalars import Scalar

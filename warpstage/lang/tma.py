@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ..frontend.trace import builder
 from ..ir.swizzle import swizzle_align
-from ..runtime.tensormap import TensorDescriptor
+from ..runtime.tensormap import TensorDescriptor, set_device_form
 from .layout_int import add
 from .mbarrier import Mbarrier
 from .operands import dynamic_i32, operand_error, pointer_operand, static_int
@@ -126,6 +126,14 @@ class TmaDescriptor:
     def __repr__(self) -> str:
         return (f"<TMA descriptor {self.ir_dtype} box={self.box} swizzle={self.swizzle} "
                 f"(dynamic tensor map)>")
+
+    @staticmethod
+    def dtype_name(ir_dtype) -> str:
+        """The warpstage dtype class's name of an ir scalar type (``BFloat16`` for bf16)."""
+        return DTYPES[ir_dtype].__name__
+
+
+set_device_form(TmaDescriptor)
 
 
 def _descriptor(desc, what: str) -> TmaDescriptor:

@@ -56,6 +56,22 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+_DEVICE_FORM: list = []
+
+
+def set_device_form(cls) -> None:
+    """Register the kernel-side class a ``TensorDescriptor`` becomes when traced (``lang/tma.py``
+    registers ``TmaDescriptor`` when imported). It is called with (ir dtype, box, swizzle,
+    element_strides, oob_fill, l2_promotion, tensor map) and has ``dtype_name(ir dtype)``, the
+    warpstage dtype's name. The runtime does not import ``lang/`` (DESIGN §3), so the dependency
+    is inverted here."""
+    _DEVICE_FORM[:] = [cls]
+
+
+def _device_form():
+    return _DEVICE_FORM[0]      # set on ``import warpstage`` (which imports lang/)
+
+
 class TensorDescriptor:
     """A TMA descriptor of ``tensor`` for copies of ``box``-shaped tiles (host side).
 
@@ -255,9 +271,8 @@ class TensorDescriptor:
         return [self.tensormap]
 
     def __new_from_values__(self, values):
-        from ..lang.tma import TmaDescriptor
-        return TmaDescriptor(self.dtype, self.box, self.swizzle, self.element_strides,
-                             self.oob_fill, self.l2_promotion, values[0])
+        return _device_form()(self.dtype, self.box, self.swizzle, self.element_strides,
+                              self.oob_fill, self.l2_promotion, values[0])
 
     def __static_key__(self):
         # strides that are multiples of 16 bytes are required (checked above): recorded so the
@@ -271,10 +286,9 @@ class TensorDescriptor:
 
     def __ws_describe__(self) -> tuple:
         """(type, static key) in words, for ws.explain and recompile reasons."""
-        from ..lang.scalars import DTYPES
         strides = ("" if all(e == 1 for e in self.element_strides) else
                    f" element_strides={self.element_strides}")
-        return (f"ws.tma.TensorDescriptor[{DTYPES[self.dtype].__name__}, rank {self.rank}]",
+        return (f"ws.tma.TensorDescriptor[{_device_form().dtype_name(self.dtype)}, rank {self.rank}]",
                 f"box={self.box} swizzle={self.swizzle} oob_fill={self.oob_fill} "
                 f"l2_promotion={self.l2_promotion}{strides}")
 

@@ -1,0 +1,72 @@
+"""``ws.Static`` / ``ws.Constexpr``: the annotation and the wrapper that make a parameter static
+(binding-time rule 2 of docs/binding-time.md). Here, in the core layer, because both the
+classification (``frontend/``) and library code in ``lang/`` (``ws.Static[...]`` fields of
+``ws.struct``, pipelines, schedules) use them."""
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from ..errors import ArgumentError
+
+__all__ = ["Static", "Constexpr", "StaticValue"]
+
+
+def _short(v, n=60) -> str:
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 3] + "..."
+
+
+class _StaticAnnotation:
+    """``ws.Static[T]``: the parameter is static; its value is checked against ``T``."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+    def __repr__(self) -> str:
+        return f"ws.Static[{getattr(self.tp, '__name__', self.tp)}]"
+
+    def check(self, value, name: str) -> None:
+        tp = self.tp
+        if tp is Any or tp is None:
+            return
+        origin = typing.get_origin(tp) or tp
+        if isinstance(origin, type) and not isinstance(value, origin):
+            raise ArgumentError(
+                f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
+                f"{_got_text(value)}.\nFix: pass a "
+                f"{getattr(tp, '__name__', tp)}, or change the annotation.")
+
+
+def _got_text(v) -> str:
+    """What the error says it got; a ws.compile placeholder (type attribute 'placeholder_of')
+    is named by the type it stands for, never by its stand-in value (frontend/specs.got_text
+    says the same for the other binders)."""
+    if getattr(type(v), "placeholder_of", None) is not None:
+        return f"the type {v.placeholder_of}"
+    return f"a {type(v).__name__} ({_short(v)})"
+
+
+class _StaticFactory:
+    def __getitem__(self, tp):
+        return _StaticAnnotation(tp)
+
+    def __call__(self, value):
+        """``ws.Static(value)`` in ws.compile: this argument is static with this value."""
+        return StaticValue(value)
+
+    def __repr__(self):
+        return "ws.Static"
+
+
+class StaticValue:
+    """A value wrapped by ``ws.Static(value)``: static whatever its type."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+Static = _StaticFactory()
+Constexpr = Static
