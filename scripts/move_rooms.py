@@ -185,6 +185,9 @@ def _dotted(text: str) -> str:
     """``warpstage.old.name`` in code and strings, and ``warpstage/old.py`` paths."""
     for old, new in MOVES.items():
         text = re.sub(r"(?<![\w/])" + re.escape(_path(old)), _path(new), text)
+        room_old, room_new = _path(old).split("/", 1)[1], _path(new).split("/", 1)[1]
+        if old.startswith("warpstage.") and "/" in room_old:    # "frontend/fast_call.py"
+            text = re.sub(r"(?<![\w/])" + re.escape(room_old), room_new, text)
         if not old.startswith("warpstage."):
             continue
         # a dotted module name (not the function ws.explain: only module.attribute forms and
