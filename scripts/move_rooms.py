@@ -13,6 +13,7 @@ and examples/:
 - ``from X import ...`` and ``import X`` statements (top-level or inside functions) naming a
   moved module, or importing a moved module by name (``from . import progress``); a relative
   import stays relative, recomputed from the file's new place;
+- folders computed from ``__file__`` in a moved file (one more ``os.path.dirname`` per level);
 - dotted names ``warpstage.<old>`` in code and strings (``mock.patch`` targets, ``python -m``),
   and paths ``warpstage/<old>.py`` in comments, docstrings and docs/*.md.
 
@@ -156,7 +157,20 @@ def rewrite(text: str, path: str, new_path: str) -> str:
                 edits.append((node.lineno, node.lineno, [changed]))
     for lo, hi, repl in sorted(edits, reverse=True):
         lines[lo - 1:hi] = repl
-    return _dotted("".join(lines))
+    return _dotted(_file_relative("".join(lines), len(new_pkg) - len(old_pkg)))
+
+
+def _file_relative(text: str, deeper: int) -> str:
+    """Folders computed from ``__file__`` (``os.path.dirname(os.path.abspath(__file__))``, the
+    package root with two ``dirname``) keep naming the same folder in a file moved ``deeper``
+    levels down."""
+    if not deeper:
+        return text
+
+    def fix(m):
+        n = m.group(1).count("os.path.dirname(") + deeper
+        return "os.path.dirname(" * n + "os.path.abspath(__file__)" + ")" * n
+    return re.sub(r"((?:os\.path\.dirname\()+)os\.path\.abspath\(__file__\)\)+", fix, text)
 
 
 def _module_text(node: ast.ImportFrom) -> str:
