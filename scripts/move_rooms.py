@@ -61,6 +61,24 @@ MOVES = {
     "tests.test_disk_hit": "tests.jit.test_disk_hit",
     "tests.frontend.test_fast_call": "tests.jit.test_fast_call",
     "tests.frontend.test_fast_call_adapted": "tests.jit.test_fast_call_adapted",
+    # the GPU tests beside the simulator tests whose kernels they run (no parallel tree, no
+    # sys.path: pytest puts a test file's own folder on sys.path)
+    "tests.gpu.test_attention_features_gpu": "tests.ops.test_attention_features_gpu",
+    "tests.gpu.test_control_flow_gpu": "tests.frontend.test_control_flow_gpu",
+    "tests.gpu.test_examples_gpu": "tests.examples.test_examples_gpu",
+    "tests.gpu.test_fast_call_gpu": "tests.jit.test_fast_call_gpu",
+    "tests.gpu.test_flash_attention_gpu": "tests.ops.test_flash_attention_gpu",
+    "tests.gpu.test_flash_attention_wgmma_gpu": "tests.examples.test_flash_attention_wgmma_gpu",
+    "tests.gpu.test_graphs_gpu": "tests.runtime.test_graphs_gpu",
+    "tests.gpu.test_hopper_gpu": "tests.lang.test_hopper_gpu",
+    "tests.gpu.test_layout_gpu": "tests.lang.test_layout_gpu",
+    "tests.gpu.test_matmul_gpu": "tests.ops.test_matmul_gpu",
+    "tests.gpu.test_mbarrier_hint_gpu": "tests.lang.test_mbarrier_hint_gpu",
+    "tests.gpu.test_mma_gpu": "tests.lang.test_mma_gpu",
+    "tests.gpu.test_tma_gpu": "tests.lang.test_tma_gpu",
+    "tests.gpu.test_tma_launch_gpu": "tests.runtime.test_tma_launch_gpu",
+    "tests.gpu.test_torch_compile_gpu": "tests.test_torch_compile_gpu",
+    "tests.gpu.test_wgmma_gpu": "tests.lang.test_wgmma_gpu",
 }
 """Old module -> new module. Dotted names; the files are ``name.replace('.', '/') + '.py'``."""
 
@@ -75,6 +93,10 @@ NEW_PACKAGES = {
         'entries; ``files.py``: the cache folder; ``entry_check.py``: validating a stored entry)\n'
         'and the in-memory one (``memory.py``)."""\n',
 }
+
+REMOVED = ("tests/gpu/conftest.py",)
+"""Files the moves make useless (tests/gpu/'s sys.path set-up; its cuda target fixture is the
+root conftest's: every test marked gpu runs on the cuda target)."""
 
 ROOTS = ("warpstage", "tests", "scripts", "benchmarks", "examples")
 TEXT_ROOTS = ("docs", "README.md", "benchmarks/RESULTS.md")
@@ -242,6 +264,7 @@ def plan() -> tuple:
 def main(argv) -> int:
     moves, texts = plan()
     missing = [p for p in NEW_PACKAGES if not os.path.exists(p)]
+    removed = [p for p in REMOVED if os.path.exists(p)]
     if "--check" in argv:
         for old, new in moves:
             print(f"to move: {old} -> {new}")
@@ -249,7 +272,9 @@ def main(argv) -> int:
             print(f"to rewrite: {path}")
         for path in missing:
             print(f"to create: {path}")
-        return 1 if moves or texts or missing else 0
+        for path in removed:
+            print(f"to remove: {path}")
+        return 1 if moves or texts or missing or removed else 0
     for path, text in texts.items():
         with open(path, "w") as f:
             f.write(text)
@@ -261,7 +286,10 @@ def main(argv) -> int:
     for old, new in moves:
         os.makedirs(os.path.dirname(new), exist_ok=True)
         subprocess.run(["git", "mv", old, new], check=True)
-    print(f"moved {len(moves)} files, rewrote {len(texts)}, created {len(missing)} packages")
+    for path in removed:
+        subprocess.run(["git", "rm", "-q", path], check=True)
+    print(f"moved {len(moves)} files, rewrote {len(texts)}, created {len(missing)} packages, "
+          f"removed {len(removed)}")
     return 0
 
 
