@@ -217,8 +217,14 @@ def _split(node, mod, by_name, new_pkg, relative, lines) -> list:
     return out
 
 
+BARE = {"api.py": "jit/kernel.py"}
+"""File names that a move renames, as prose names them without a folder."""
+
+
 def _dotted(text: str) -> str:
     """``warpstage.old.name`` in code and strings, and ``warpstage/old.py`` paths."""
+    for old, new in BARE.items():
+        text = re.sub(r"(?<![\w/.])" + re.escape(old), new, text)
     for old, new in MOVES.items():
         text = re.sub(r"(?<![\w/])" + re.escape(_path(old)), _path(new), text)
         room_old, room_new = _path(old).split("/", 1)[1], _path(new).split("/", 1)[1]
