@@ -53,7 +53,7 @@ MOVES = {
     "warpstage.entry_check": "warpstage.jit.cache.entry_check",
     "warpstage.runtime.cache": "warpstage.jit.cache.files",
     # tests mirror the modules
-    "tests.test_api": "tests.jit.test_api",
+    "tests.test_api": "tests.jit.test_kernel",
     "tests.test_prepared": "tests.jit.test_prepared",
     "tests.test_precompile": "tests.jit.test_precompile",
     "tests.test_progress": "tests.jit.test_progress",
