@@ -52,6 +52,8 @@ MOVES = {
     "warpstage.persist": "warpstage.jit.cache.persist",
     "warpstage.entry_check": "warpstage.jit.cache.entry_check",
     "warpstage.runtime.cache": "warpstage.jit.cache.files",
+    "warpstage.key_facts": "warpstage.jit.cache.key_facts",
+    "tests.test_shared_cache": "tests.jit.test_shared_cache",
     # tests mirror the modules
     "tests.test_api": "tests.jit.test_kernel",
     "tests.test_prepared": "tests.jit.test_prepared",
