@@ -101,7 +101,7 @@ def second_process() -> None:
     """In a fresh process: both ops with tune=True; print the counters as JSON."""
     import torch
     import warpstage as ws
-    from warpstage.compiled import STAGE_COUNTS
+    from warpstage.jit.compiled import STAGE_COUNTS
     t0 = time.perf_counter()
     for (name, (op, _)), args in zip(ops().items(), inputs()):
         op(*args, tune=True)

@@ -1,4 +1,4 @@
-"""A pretend GPU for launch-layer tests (tests/frontend/test_fast_call.py,
+"""A pretend GPU for launch-layer tests (tests/jit/test_fast_call.py,
 tests/runtime/test_tma_launch.py): CPU torch tensors pose as tensors on cuda:0 (``is_cuda`` and
 ``get_device`` patched on torch.Tensor; a tensor with ``_test_device`` set reports that device,
 -1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, TMA
@@ -23,9 +23,9 @@ import ctypes
 import hashlib
 import types
 
-from warpstage import persist
+from warpstage.jit.cache import persist
 from warpstage.errors import DeviceError
-from warpstage.compiled import CompiledKernel
+from warpstage.jit.compiled import CompiledKernel
 from warpstage.ir.types import TensorMapType
 from warpstage.runtime import driver, launcher as launcher_module, raw_launch
 from warpstage.runtime import target as target_module

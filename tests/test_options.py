@@ -6,9 +6,9 @@ import warnings
 import pytest
 
 import warpstage as ws
-from warpstage import persist
+from warpstage.jit.cache import persist
 from warpstage.backend import find_ptxas
-from warpstage.compiled import STAGE_COUNTS
+from warpstage.jit.compiled import STAGE_COUNTS
 from warpstage.options import CODEGEN_FIELDS, RUNTIME_FIELDS, CompileOptions
 
 needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")

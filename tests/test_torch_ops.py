@@ -1,7 +1,7 @@
 """warpstage/torch.py: warpstage kernels as torch.library custom ops (``ws.torch.custom_op``,
 ``torch.ops.warpstage.flash_attention``), traced by ``torch.compile(fullgraph=True)`` without a
 graph break. On the CPU the kernels run in the simulator and torch.compile uses the 'aot_eager'
-backend (no C++ compiler needed); tests/gpu/test_torch_compile_gpu.py compiles with inductor on
+backend (no C++ compiler needed); tests/test_torch_compile_gpu.py compiles with inductor on
 the GPU."""
 import subprocess
 import sys

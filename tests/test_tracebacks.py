@@ -1,4 +1,4 @@
-"""The traceback a user sees (warpstage/tracebacks.py): from every public entry — the launch
+"""The traceback a user sees (warpstage/jit/tracebacks.py): from every public entry — the launch
 object and its generated fast call, ws.compile, ws.layout, ws.ops and its policies, ws.cache — an
 error arrives with no warpstage frame, its last frame the user's line, and that line named in
 its message."""
@@ -10,7 +10,7 @@ import pytest
 
 import source_lines
 import warpstage as ws
-from warpstage import tracebacks
+from warpstage.jit import tracebacks
 
 pytestmark = pytest.mark.usefixtures("sim_target")
 

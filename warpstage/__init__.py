@@ -3,14 +3,14 @@
 Every value has an explicit binding time: static (exists while compiling: configs, tile sizes,
 dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-time.md.
 """
-from .api import RecompileWarning, compile, explain, jit, kernel
-from .compiled import CompiledKernel
+from .jit.kernel import RecompileWarning, compile, explain, jit, kernel
+from .jit.compiled import CompiledKernel
 from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
                      DeviceError, LaunchError, LivelockError, OperandError, OutOfBoundsError,
                      PtxasError, RaceError, SimulatorError, StaticAssertionError,
                      UnboundVariableError, UnsupportedError, WarpstageError)
 from .core.static import Constexpr, Static
-from .frontend.values import flatten, unflatten
+from .core.values import flatten, unflatten
 from . import ops
 from .lang import arch, copy, epilogue, layout, math, mma, pipeline, sched, smem, tma, wgmma
 from .lang.atomic import (atomic_add, atomic_and, atomic_cas, atomic_exch, atomic_max, atomic_min,
@@ -22,19 +22,19 @@ from .lang.scalars import (BFloat16, Boolean, Float16, Float32, Float64, Int8, I
                            Uint8, Uint16, Uint32, Uint64)
 from .lang.struct import struct
 from .lang.tensor import Tensor
-from .launch import get_target, set_target
+from .jit.launch import get_target, set_target
 from .options import CompileOptions
-from .persist import load
-from .runtime import cache
+from .jit.cache.persist import load
+from .jit.cache import files as cache
 from . import tune
 from .tune import autotune
 
 __version__ = "0.1.0"
 
-# the public entries of the host-side API (warpstage/tracebacks.py): an error shows the user's
+# the public entries of the host-side API (warpstage/jit/tracebacks.py): an error shows the user's
 # line, not warpstage's frames. The launch object's own calls (kern[grid, block], the generated
 # fast call) do this inline.
-from .tracebacks import user_entries as _user_entries
+from .jit.tracebacks import user_entries as _user_entries
 _user_entries(globals(), ["compile", "explain", "jit", "kernel", "load", "set_target",
                           "get_target", "flatten", "unflatten", "struct", "CompiledKernel"])
 _user_entries(vars(layout), layout.__all__)

@@ -47,7 +47,7 @@ def _how_compiled(before: dict, after: dict, seconds: float) -> str:
 def _demo_one(ws, name, kern, args, run) -> bool:
     print(f"\n=== {name} ===")
     ws.explain(kern, *args)
-    from warpstage.compiled import STAGE_COUNTS
+    from warpstage.jit.compiled import STAGE_COUNTS
     before = dict(STAGE_COUNTS)
     t0 = time.perf_counter()
     ck = ws.compile(kern, *args)
@@ -120,7 +120,7 @@ def info() -> int:
 
 
 def cache_cmd(action: str) -> int:
-    from warpstage.runtime import cache
+    from warpstage.jit.cache import files as cache
     if cache.path() is None:
         print("the disk cache is off (WARPSTAGE_CACHE_DIR is set but empty)")
         return 0
@@ -143,7 +143,7 @@ def cache_cmd(action: str) -> int:
 
 
 def tune_cmd(action: str) -> int:
-    from warpstage.runtime import cache
+    from warpstage.jit.cache import files as cache
     from warpstage.tune import records
     if cache.path() is None:
         print("the disk cache is off (WARPSTAGE_CACHE_DIR is set but empty): no tuning records")
@@ -165,7 +165,7 @@ def tune_cmd(action: str) -> int:
 
 
 def _requests(spec: str):
-    """The requests (warpstage/precompile.py) that MODULE[:FUNCTION] returns."""
+    """The requests (warpstage/jit/precompile.py) that MODULE[:FUNCTION] returns."""
     module_name, _, function = spec.partition(":")
     function = function or "warpstage_specializations"
     if module_name.endswith(".py"):
@@ -193,8 +193,8 @@ def _requests(spec: str):
 
 
 def compile_cmd(spec: str, jobs: int) -> int:
-    from warpstage.precompile import compile_many
-    from warpstage.runtime import cache
+    from warpstage.jit.precompile import compile_many
+    from warpstage.jit.cache import files as cache
     requests = _requests(spec)
     t0 = time.perf_counter()
 

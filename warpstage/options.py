@@ -19,7 +19,7 @@ This is the only module that reads environment variables:
   WARPSTAGE_CACHE_DIR   disk cache folder (default ~/.cache/warpstage)
   WARPSTAGE_DEBUG       '1' turns on device-side asserts (``device_asserts``) and keeps
                         warpstage's own frames in the tracebacks of errors
-                        (warpstage/tracebacks.py)
+                        (warpstage/jit/tracebacks.py)
   WARPSTAGE_SIM_RACES   '1' turns on the simulator's shared-memory race detector (default off)
   WARPSTAGE_SIM_MAX_LOOP  iterations one while loop may run in one warp of the simulator before
                         it is reported as a LivelockError (default 2^24; '0': no bound)
@@ -163,7 +163,7 @@ def env_launch_path() -> str:
 
 def env_progress() -> Optional[bool]:
     """WARPSTAGE_PROGRESS: False for '0'/'false'/'no'/'off', True for '1'/'true'/'yes'/'on',
-    None (automatic: a terminal shows it) when unset or anything else (warpstage/progress.py)."""
+    None (automatic: a terminal shows it) when unset or anything else (warpstage/jit/progress.py)."""
     v = os.environ.get("WARPSTAGE_PROGRESS", "").strip().lower()
     return False if v in ("0", "false", "no", "off") else True if v in ("1", "true", "yes", "on") \
         else None

@@ -3,7 +3,7 @@ against the float64 numpy reference: D = 64, 128, 192 and 256, fp16 and bf16, ca
 sequence lengths off the tiles, S_q != S_k, scales, strided (B, S, H, D) views, both consumer loops
 (FlashAttention-3's overlapped one and the serial one), other tilings, NaN-filled shared memory
 with the race detector, the dispatch rule and the policy's errors; plus the PTX/ptxas facts.
-``CASES`` and ``make_inputs`` are shared with tests/gpu/test_flash_attention_wgmma_gpu.py (which
+``CASES`` and ``make_inputs`` are shared with tests/examples/test_flash_attention_wgmma_gpu.py (which
 asks for torch CUDA tensors); here the inputs are numpy arrays (bf16: ml_dtypes,
 tests/dtypes_helper.py), so this runs without torch, except the one torch-interop test."""
 import importlib

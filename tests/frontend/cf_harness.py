@@ -14,8 +14,8 @@ import numpy as np
 
 from warpstage import ir
 from warpstage.frontend.rewrite import rewrite
-from warpstage.frontend.trace import Origin, TraceContext
-from warpstage.frontend.values import flatten
+from warpstage.core.trace import Origin, TraceContext
+from warpstage.core.values import flatten
 from warpstage.lang.scalars import DTYPES
 
 from example_loader import load_file

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage.api import _tensor_adapter
+from warpstage.jit.kernel import _tensor_adapter
 from warpstage.frontend.binders import make_binder
 from warpstage.frontend.binding_time import classify
 

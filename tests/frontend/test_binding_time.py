@@ -8,7 +8,7 @@ import pytest
 
 import warpstage as ws
 from warpstage.frontend.binding_time import classify
-from warpstage.api import _tensor_adapter
+from warpstage.jit.kernel import _tensor_adapter
 
 
 def spec(value, ann=None, name="p", self_rule=False):

@@ -177,7 +177,7 @@ def fails_at_line(a):
 
 
 def test_tracebacks_point_at_the_users_file_and_line():
-    from warpstage.tracebacks import _user_error
+    from warpstage.jit.tracebacks import _user_error
     with pytest.raises(KeyError) as e:
         trace(fails_at_line, "i32", device=True)
     # as a launch shows it: without warpstage's frames (the rewrite's checked reads)
@@ -267,7 +267,7 @@ def test_global_statement():
 
 
 def test_rewrite_registers_the_users_code():
-    from warpstage.frontend.source import _USER_CODE
+    from warpstage.core.source import _USER_CODE
     assert rewrite(located).__code__ in _USER_CODE
     assert sys.modules[__name__].located is located
 

@@ -155,7 +155,7 @@ def test_numpy_array_changed_in_place_recompiles(helpers):
 
 
 def test_large_numpy_global_is_an_error_naming_it(helpers, monkeypatch):
-    from warpstage.frontend import static_key
+    from warpstage.core import static_key
     monkeypatch.setattr(static_key, "ARRAY_LIMIT", 4)
 
     @ws.kernel
@@ -191,7 +191,7 @@ def _mul(a, b):
 
 
 def test_partials_with_different_arguments_are_different_keys():
-    from warpstage.frontend.static_key import static_key
+    from warpstage.core.static_key import static_key
     assert static_key(functools.partial(_mul, 2.0)) != static_key(functools.partial(_mul, 3.0))
     assert static_key(functools.partial(_mul, b=2)) != static_key(functools.partial(_mul, b=3))
 
@@ -233,7 +233,7 @@ def test_int_enum_member_is_static_by_rule_7():
 
 
 def test_numpy_scalars_have_stable_static_keys():
-    from warpstage.frontend.static_key import is_stable, static_key
+    from warpstage.core.static_key import is_stable, static_key
     for v in (np.int64(3), np.bool_(True), np.float32(0.5)):
         key = static_key(v)
         assert is_stable(key) and "np" in repr(key)

@@ -141,7 +141,7 @@ def test_changing_any_fact_read_recompiles_to_what_python_computes(tmp_path, mon
 DRIVER = textwrap.dedent('''
     import importlib, json, sys
     import warpstage as ws
-    from warpstage.compiled import STAGE_COUNTS
+    from warpstage.jit.compiled import STAGE_COUNTS
     mod = importlib.import_module(sys.argv[1])
     ck = ws.compile(mod.kern, mod.Cfg(), ws.Tensor[ws.Int32, 1])
     print(json.dumps({"ptx": ck.ptx, "disk_hit": STAGE_COUNTS["disk_hit"]}))

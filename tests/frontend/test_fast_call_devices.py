@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage import api
-from warpstage.compiled import _runs_on
+from warpstage.jit import kernel as api
+from warpstage.jit.compiled import _runs_on
 from fake_gpu import CURRENT, DRIVER_LAUNCHES, PUSHES, RAW_STREAM, FakeCudaArray, install
 
 torch = pytest.importorskip("torch")
@@ -64,7 +64,7 @@ def test_one_module_per_device_one_memo_entry_per_device(fake_gpu):
     assert [entry[0].device for entry in k._fast.memo.values()] == [0, 1]
 
 
-@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(3))
 def test_random_devices_launch_what_the_full_path_launches(fake_gpu, seed):
     rng = np.random.default_rng(seed)

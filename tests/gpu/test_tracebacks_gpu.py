@@ -1,4 +1,4 @@
-"""The traceback of an error from the GPU launch path (warpstage/tracebacks.py): after the
+"""The traceback of an error from the GPU launch path (warpstage/jit/tracebacks.py): after the
 generated fast call has a memo hit, an argument it cannot take, an error raised inside the
 kernel's trace and a launch shape over the target's limits all reach the user with no
 warpstage frame (no `<fast call of k>`), the last frame this file's line."""

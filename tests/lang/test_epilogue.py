@@ -1,7 +1,7 @@
 """ws.epilogue.TmaStoreEpilogue: its layout facts and configuration errors. Its stores run in
 the GEMM's simulator tests (tests/ops/test_matmul_sim.py: 16-bit outputs by stmatrix, f32 by
 st.shared, one and two accumulators per warpgroup, odd sub-tile counts, the race detector) and
-on the GPU (tests/gpu/test_matmul_gpu.py)."""
+on the GPU (tests/ops/test_matmul_gpu.py)."""
 import pytest
 
 import warpstage as ws

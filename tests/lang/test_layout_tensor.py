@@ -1,7 +1,7 @@
 """ws.layout tensors in kernels, run in the simulator against numpy: gmem tiles partitioned over
 threads, a swizzled smem tile, register tensors and the wgmma/mma accumulator TV layouts;
 golden IR for static folding; layouts crossing @ws.jit calls, dynamic if/loops and kernel
-parameters; ws.explain. tests/gpu/test_layout_gpu.py runs the same kernels on the GPU."""
+parameters; ws.explain. tests/lang/test_layout_gpu.py runs the same kernels on the GPU."""
 import re
 
 import numpy as np

@@ -1,7 +1,7 @@
 """ws.mma in the simulator: mma.sync for each shape and type against numpy, a K loop, ldmatrix
 with and without .trans feeding mma.sync (a 16 x 8 x K GEMM tile), stmatrix, the fragment
 coordinate helpers against the PTX ISA's formulas, and the errors. The kernels are module-level
-so tests/gpu/test_mma_gpu.py runs the same ones on the GPU."""
+so tests/lang/test_mma_gpu.py runs the same ones on the GPU."""
 import inspect
 import traceback
 
@@ -11,7 +11,7 @@ import pytest
 import warpstage as ws
 from dtypes_helper import cast, numpy_dtype, to_float64
 
-try:                    # only the GPU tests (tests/gpu/test_mma_gpu.py) and torch interop need it
+try:                    # only the GPU tests (tests/lang/test_mma_gpu.py) and torch interop need it
     import torch
 except ImportError:
     torch = None

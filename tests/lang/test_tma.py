@@ -3,7 +3,7 @@ out-of-bounds fill, element strides, padded row strides), the raw shared-memory 
 an independent numpy model of the swizzle, TMA stores clipped at the tensor's edge, bulk copies,
 when the asynchronous data becomes visible, one compiled kernel for every tensor size, and the
 trace-time errors. The ``run_*`` helpers take ``make``/``back`` converters so the GPU tests
-(tests/gpu/test_tma_gpu.py) run the same kernels on device tensors."""
+(tests/lang/test_tma_gpu.py) run the same kernels on device tensors."""
 import inspect
 
 import numpy as np

@@ -1,7 +1,7 @@
 """ws.pipeline.PipelineTmaAsync fed by ws.tma.load: one producer warp streams tiles into a ring
 of swizzled shared-memory stages, a warpgroup of consumers reads them, for 1..4 stages over many
 more tiles than stages, several CTAs, in the simulator. ``run_ring`` takes ``make``/``back`` so
-tests/gpu/test_tma_gpu.py runs the same kernel on the GPU."""
+tests/lang/test_tma_gpu.py runs the same kernel on the GPU."""
 import numpy as np
 import pytest
 

@@ -1,7 +1,7 @@
 """ws.wgmma from kernel code in the simulator: m64nNk16 products against numpy for several N,
 both dtypes, A from shared memory and from registers, every swizzle mode, K-major and MN-major
 tiles, scale-d static and dynamic, K loops (static and dynamic) with commit/wait. The GPU tests
-(tests/gpu/test_wgmma_gpu.py) run these same kernels on the H200."""
+(tests/lang/test_wgmma_gpu.py) run these same kernels on the H200."""
 import numpy as np
 import pytest
 

@@ -2,7 +2,7 @@
 dimension, K < 64, several K steps and several tiles per persistent CTA), all four transposes
 through strides, batched and broadcast operands, the output dtypes, ``out=``, the epilogues,
 copies of layouts TMA cannot read, and the argument errors. ``CASES`` and ``make_inputs`` are
-shared with tests/gpu/test_matmul_gpu.py. Small tiles (tile_n=64) keep the simulator quick."""
+shared with tests/ops/test_matmul_gpu.py. Small tiles (tile_n=64) keep the simulator quick."""
 import warnings
 
 import numpy as np

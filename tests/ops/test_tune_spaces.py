@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage.frontend.static_key import static_key
+from warpstage.core.static_key import static_key
 from warpstage.ops import tune_spaces as ts
 from warpstage.ops.attention import wgmma_policy_for
 from warpstage.ops.matmul_host import choose_config, policy_for

@@ -1,4 +1,4 @@
-"""The disk cache: the store (runtime/cache.py) and its use by Kernel.specialize (persist.py)."""
+"""The disk cache: the store (jit/cache/files.py) and its use by Kernel.specialize (persist.py)."""
 import json
 import os
 import subprocess
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import warpstage as ws
-from warpstage import persist
+from warpstage.jit.cache import persist
 from warpstage.backend import find_ptxas
-from warpstage.compiled import STAGE_COUNTS
-from warpstage.runtime import cache
+from warpstage.jit.compiled import STAGE_COUNTS
+from warpstage.jit.cache import files as cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -252,7 +252,7 @@ KMOD = textwrap.dedent("""
 DRIVER = textwrap.dedent("""
     import hashlib, json, sys
     import warpstage as ws
-    from warpstage.compiled import STAGE_COUNTS
+    from warpstage.jit.compiled import STAGE_COUNTS
     import kmod
     if len(sys.argv) > 1:
         kmod.SCALE = float(sys.argv[1])
@@ -327,7 +327,7 @@ def _with_policy(a: ws.Tensor, policy: ws.Static):
 
 
 def test_colliding_hashes_do_not_share_a_key():
-    from warpstage.frontend.static_key import is_stable, static_key
+    from warpstage.core.static_key import is_stable, static_key
     x, y, x2 = _Collides("x"), _Collides("y"), _Collides("x")
     assert static_key(x) != static_key(y)            # same hash(), not equal
     assert static_key(x) == static_key(x2)           # equal objects share a specialization
@@ -338,7 +338,7 @@ def test_colliding_hashes_do_not_share_a_key():
 
 def test_frozen_dataclass_with_strings_is_keyed_by_its_fields():
     import dataclasses
-    from warpstage.frontend.static_key import is_stable, static_key
+    from warpstage.core.static_key import is_stable, static_key
 
     @dataclasses.dataclass(frozen=True)
     class Cfg:
@@ -351,7 +351,7 @@ def test_frozen_dataclass_with_strings_is_keyed_by_its_fields():
 
 
 def test_static_key_text_is_the_same_under_another_hash_seed():
-    code = ("import dataclasses; from warpstage.frontend.static_key import static_key\n"
+    code = ("import dataclasses; from warpstage.core.static_key import static_key\n"
             "@dataclasses.dataclass(frozen=True)\nclass Cfg:\n    name: str\n"
             "print(repr(static_key(Cfg('attention'))))")
     outs = set()

@@ -1,4 +1,4 @@
-"""The disk cache's per-key lock (runtime/cache.py ``locked``, runtime/cache_lock.py) across
+"""The disk cache's per-key lock (jit/cache/files.py ``locked``, runtime/cache_lock.py) across
 processes: mutual exclusion, a killed holder releases it at once, a held-too-long lock times out
 with a warning, the holder may take it again, the lock file is gone after release, and readers
 racing writers in other processes never see a partial entry."""
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from warpstage.runtime import cache, cache_lock
+from warpstage.jit.cache import files as cache
+from warpstage.runtime import cache_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock on this platform")

@@ -1,9 +1,9 @@
 """Launching kernels with TMA descriptor arguments: ``ws.ops.flash_attention``'s descriptor reuse
 (warpstage/ops/attention.py ``descriptor``), saving and loading a kernel with a descriptor
-parameter (warpstage/loaded.py), and the stream of a launch whose only tensors are inside
+parameter (warpstage/jit/loaded.py), and the stream of a launch whose only tensors are inside
 descriptors. The GPU-side checks run on the pretend GPU of tests/fake_gpu.py (the descriptor
 "encoding" there is a digest of everything the real map holds); the simulator checks compare
-against the float64 numpy reference. tests/gpu/test_tma_launch_gpu.py runs the same kernels on
+against the float64 numpy reference. tests/runtime/test_tma_launch_gpu.py runs the same kernels on
 the GPU."""
 import gc
 import weakref
@@ -14,7 +14,7 @@ import pytest
 import warpstage as ws
 from fake_gpu import ENCODED, RAW_STREAM, fake_encode, install
 from warpstage.backend import find_ptxas
-from warpstage.loaded import bind_host_args
+from warpstage.jit.loaded import bind_host_args
 from warpstage.ops import attention, descriptors
 from warpstage.ops.attention import flash_attention, reference
 from warpstage.runtime.tensormap import TensorMapArg

@@ -77,7 +77,7 @@ def fp8_bits_kernel(x: ws.Tensor, bits: ws.Tensor, back: ws.Tensor):
 
 
 def _bitcast(v):
-    from warpstage.frontend.trace import builder
+    from warpstage.core.trace import builder
     return ws.Uint8._wrap(builder().bitcast(v.value, ws.Uint8.ir_type))
 
 

@@ -1,7 +1,7 @@
 """The simulator's wgmma layouts pinned against hand-written formulas (independent of
 ws.wgmma.TileLayout): descriptor decoding, the canonical shared-memory layouts with and without
 swizzle, and the accumulator fragment map. (The H200 agreed with these layouts: see
-tests/gpu/test_wgmma_gpu.py.)"""
+tests/lang/test_wgmma_gpu.py.)"""
 import numpy as np
 
 import warpstage as ws

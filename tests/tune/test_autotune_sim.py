@@ -75,7 +75,7 @@ def test_a_second_process_takes_the_winner_from_disk_without_compiling_or_timing
     tuned = ws.autotune(GOOD + BAD, timer=tk.FakeTimer(), jobs=2, progress=False)(tk.scale)
     assert tuned.choose(*tk.data()).name == "fast"
     code = ("import warpstage as ws, tune_kernels as tk\n"
-            "from warpstage.compiled import STAGE_COUNTS\n"
+            "from warpstage.jit.compiled import STAGE_COUNTS\n"
             "ws.set_target('sim')\n"
             "t = ws.autotune(GOOD + BAD, timer=tk.FakeTimer(), jobs=2, progress=False)(tk.scale)\n"
             "best = t.choose(*tk.data())\n"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage.frontend.static_key import static_key
+from warpstage.core.static_key import static_key
 from warpstage.tune import portable
 from warpstage.tune.resources import KernelResources, Resources, launch_problems
 

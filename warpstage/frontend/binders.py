@@ -20,7 +20,7 @@ from ..lang.tensor import Tensor, TensorSpec
 from ..core.static import _StaticAnnotation
 from .binding_time import classify
 from .specs import tensor_key
-from .static_key import UnkeyableError, static_key
+from ..core.static_key import UnkeyableError, static_key
 
 __all__ = ["make_binder", "descriptor_key"]
 

@@ -25,7 +25,7 @@ from ..runtime.tensormap import TensorMapArg
 from .specs import (RULES, CompositeSpec, PointerArgSpec, ScalarSpec, Spec,  # noqa: F401
                     StaticSpec, TensorArgSpec, TensorMapSpec, _host_parts, _short, got_text,
                     _skeleton_static_key, tensor_key)
-from .values import has_protocol
+from ..core.values import has_protocol
 from ..core.static import Constexpr, Static, StaticValue, _StaticAnnotation  # noqa: F401
 
 __all__ = ["Static", "Constexpr", "Spec", "classify", "RULES"]

@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from .source import _USER_CODE
-from .unbound import Unbound, _Undef
-from .static_key import static_key
-from .values import flatten, is_leaf, skeleton_key, unflatten
+from ..core.source import _USER_CODE
+from ..core.unbound import Unbound, _Undef
+from ..core.static_key import static_key
+from ..core.values import flatten, is_leaf, skeleton_key, unflatten
 
 __all__ = ["Contents", "RootRef", "with_contents", "assign_in_place", "StaticWatch"]
 

@@ -25,9 +25,9 @@ from .host_checks import call_print, format_value, read_item  # noqa: F401  (the
 from .loops import for_stmt, while_stmt
 from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
                       not_any, truth)
-from .source import format_location
-from .trace import builder, maybe_current
-from .unbound import UNDEF, Unbound, UnboundVariableError
+from ..core.source import format_location
+from ..core.trace import builder, maybe_current
+from ..core.unbound import UNDEF, Unbound, UnboundVariableError
 
 __all__ = ["Site", "if_stmt", "ifexp", "and_", "or_", "not_", "not_any", "compare", "builtin",
            "iter_call", "assert_", "result", "for_stmt", "while_stmt", "Unbound", "UNDEF",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import types
 
-from .trace import _state
+from ..core.trace import _state
 
 __all__ = ["read_attr", "class_lookup", "MISSING", "user_module"]
 

@@ -1,4 +1,4 @@
-"""The source of the generated call path (frontend/fast_call.py): the templates for reading
+"""The source of the generated call path (jit/fast_call.py): the templates for reading
 each kind of parameter, the device agreement, the call signature, the memo lookup and the
 launch, and :func:`call_source`, which writes the three functions for a kernel's parameters.
 What the generated code does and why a hit is sound: fast_call.py's docstring."""
@@ -187,7 +187,7 @@ def call_source(kinds, name: str = "kernel") -> str:
     ``hit``, as ``(sig, smem, stream, values)``, or None.
 
     ``fast_lookup(L, v0, ...)``: ``(sig, memo entry or None)``, or ``(None, None)`` when the
-    arguments cannot be read inline (prepared launches, warpstage/prepared.py).
+    arguments cannot be read inline (prepared launches, warpstage/jit/prepared.py).
     """
     names = [f"v{i}" for i in range(len(kinds))]
     args = _tuple(names)
@@ -227,7 +227,7 @@ def call_source(kinds, name: str = "kernel") -> str:
     call = (_HEAD.format(fn="fast_call", hit="",
                          params="".join(f", {v}=_NA" for v in names) + (", /" if names else "")
                          + ", *more, **kwargs",
-                         doc=f"Launch {name}: the generated call path (frontend/fast_call.py).")
+                         doc=f"Launch {name}: the generated call path (jit/fast_call.py).")
             + "    try:\n" + textwrap.indent(arity + body, "    ")
             + "    except Exception as e:\n"
             + "        if L.kernel.options.compiler_frames:\n            raise\n"

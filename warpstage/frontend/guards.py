@@ -28,7 +28,7 @@ import types
 
 from ..errors import CompilationError
 from .facts import MISSING, class_lookup, user_module
-from .static_key import UnkeyableError, forget_class, static_key
+from ..core.static_key import UnkeyableError, forget_class, static_key
 
 __all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS"]
 

@@ -9,7 +9,7 @@ import builtins
 import sys
 
 from ..errors import BindingTimeError
-from .trace import emit_location
+from ..core.trace import emit_location
 
 __all__ = ["read_item", "call_print", "format_value", "is_dynamic_value"]
 

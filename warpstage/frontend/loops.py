@@ -29,8 +29,8 @@ from ..lang.scalars import DTYPES, Boolean
 from . import merge
 from . import regions as cf
 from .contents import StaticWatch, with_contents
-from .unbound import Unbound
-from .trace import Origin, builder, maybe_current
+from ..core.unbound import Unbound
+from ..core.trace import Origin, builder, maybe_current
 
 __all__ = ["for_stmt", "while_stmt", "STATIC_WHILE_LIMIT"]
 

@@ -38,9 +38,9 @@ from ..lang.scalars import DTYPES, Scalar, _literal_type, fits, promote_types
 from .merge_plan import (Gone, Keep, Leaf, Seq, Struct, _py_number, _same_meta,  # noqa: F401
                          _same_static, has_slots, materialize, promoted_values, rebuild,
                          same_shape, types)
-from .static_key import static_key
-from .unbound import UNDEF, Unbound, UnboundVariableError, _Undef
-from .values import extract as _extract, flatten, has_protocol, is_leaf, skeleton_key
+from ..core.static_key import static_key
+from ..core.unbound import UNDEF, Unbound, UnboundVariableError, _Undef
+from ..core.values import extract as _extract, flatten, has_protocol, is_leaf, skeleton_key
 
 __all__ = ["Unbound", "UnboundVariableError", "UNDEF", "Conflict", "plan", "same_shape",
            "has_slots", "types", "materialize", "rebuild", "describe", "quote"]

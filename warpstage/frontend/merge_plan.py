@@ -13,11 +13,11 @@ from typing import Any, Callable, Iterator
 from .. import ir
 from ..errors import UnsupportedError
 from ..lang.scalars import DTYPES, Scalar
-from .static_key import static_key
-from .trace import builder
-from .unbound import UNDEF, Unbound
-from .values import is_leaf, unflatten
-from .values import rebuild as _rebuild
+from ..core.static_key import static_key
+from ..core.trace import builder
+from ..core.unbound import UNDEF, Unbound
+from ..core.values import is_leaf, unflatten
+from ..core.values import rebuild as _rebuild
 
 __all__ = ["Keep", "Gone", "Leaf", "Struct", "Seq", "same_shape", "has_slots", "types",
            "materialize", "rebuild", "promoted_values"]

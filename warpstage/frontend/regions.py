@@ -13,11 +13,11 @@ from ..errors import BindingTimeError, UnsupportedError
 from ..lang.scalars import Boolean, Scalar
 from . import merge
 from .merge import Conflict
-from .source import format_location
+from ..core.source import format_location
 from .contents import StaticWatch, with_contents
-from .trace import Origin, builder, maybe_current
-from .unbound import UNDEF, Unbound
-from .values import is_leaf
+from ..core.trace import Origin, builder, maybe_current
+from ..core.unbound import UNDEF, Unbound
+from ..core.values import is_leaf
 
 __all__ = ["Site", "truth", "is_dynamic", "branches", "plan_var", "promotion_origin",
            "Checkpoint", "is_flag", "not_any"]

@@ -37,7 +37,7 @@ from ..errors import UnsupportedError
 from . import control_flow
 from .rewrite_reads import HostReads, check_source
 from .rewrite_regions import CF, INFO, Context, rewrite_scope
-from .source import register_user_code
+from ..core.source import register_user_code
 
 __all__ = ["rewrite", "is_rewritten"]
 

@@ -20,7 +20,7 @@ import ast
 from typing import Callable, Optional
 
 from ..errors import UnsupportedError
-from .source import format_location
+from ..core.source import format_location
 
 CF = "__ws_cf__"
 INFO = "__ws_info__"

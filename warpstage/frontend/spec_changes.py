@@ -1,5 +1,5 @@
 """What changed between two specializations of a kernel, in a few words per parameter: the
-reasons a ``RecompileWarning`` lists (api.py).
+reasons a ``RecompileWarning`` lists (jit/kernel.py).
 
 ``closest(specs, earlier)`` picks, among the specializations compiled before, the one whose
 parameters differ from ``specs`` in the fewest places (the latest on a tie), and

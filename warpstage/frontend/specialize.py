@@ -12,10 +12,10 @@ from typing import Any
 from .. import ir
 from ..errors import CompilationError
 from .contents import assign_in_place
-from .static_key import UnkeyableError, static_key
-from .source import format_location
-from .trace import TraceContext, current
-from .values import flatten, skeleton_key, unflatten
+from ..core.static_key import UnkeyableError, static_key
+from ..core.source import format_location
+from ..core.trace import TraceContext, current
+from ..core.values import flatten, skeleton_key, unflatten
 
 __all__ = ["trace_kernel", "call_device_function", "get_rewritten"]
 
@@ -158,7 +158,7 @@ def _short_args(values) -> str:
 
 
 def call_loc_now():
-    from .source import user_location
+    from ..core.source import user_location
     return user_location(3)
 
 

@@ -16,9 +16,9 @@ from ..lang.pointer import Pointer, PointerSpec
 from ..lang.scalars import DTYPES, HostScalar, Int32, Int64
 from ..lang.tensor import make_tensor, tensor_abi
 from ..ir.types import tensormap
-from .static_key import UnkeyableError, static_key
-from .trace import Origin
-from .values import extract, rebuild
+from ..core.static_key import UnkeyableError, static_key
+from ..core.trace import Origin
+from ..core.values import extract, rebuild
 
 __all__ = ["RULES", "Spec", "StaticSpec", "ScalarSpec", "PointerArgSpec", "TensorArgSpec",
            "TensorMapSpec", "CompositeSpec", "tensor_key"]
@@ -255,7 +255,7 @@ def _skeleton_static_key(template, kind):
     """The key of a composite's static skeleton: ``__static_key__()`` when defined; for a
     value-protocol object without one, its attributes other than the extracted dynamic leaves
     (so a static field such as a tag or a stage count is never silently ignored)."""
-    from .static_key import class_key
+    from ..core.static_key import class_key
     t = type(template)
     if kind == "proto" and hasattr(t, "__static_key__"):
         return (class_key(t), static_key(template.__static_key__()))

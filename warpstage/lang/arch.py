@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
-from ..frontend.trace import Origin, builder, current
-from ..frontend.source import user_location
+from ..core.trace import Origin, builder, current
+from ..core.source import user_location
 from .scalars import Int32, Int64
 from .sync import (_barrier_id, _thread_count, barrier_arrive, fence_acq_rel,  # noqa: F401
                    fence_mbarrier_init, fence_proxy_async, fence_sc, setmaxnreg_decrease,

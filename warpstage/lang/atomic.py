@@ -8,7 +8,7 @@ Uint64, Float32, Float64 (floats: add and exch only).
 """
 from __future__ import annotations
 
-from ..frontend.trace import builder
+from ..core.trace import builder
 from .operands import operand_error
 from .pointer import Pointer
 from .scalars import DTYPES, Scalar, as_dynamic

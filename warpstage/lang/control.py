@@ -16,10 +16,10 @@ import re
 
 from .. import ir
 from ..errors import BindingTimeError, CompilationError
-from ..frontend.unbound import Unbound
-from ..frontend.source import format_location, user_location
-from ..frontend.trace import builder
-from ..frontend.values import flatten
+from ..core.unbound import Unbound
+from ..core.source import format_location, user_location
+from ..core.trace import builder
+from ..core.values import flatten
 from . import math as _wsmath
 from .scalars import DTYPES, Scalar, fits, needs_static_error, promote_types
 

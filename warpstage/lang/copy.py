@@ -15,7 +15,7 @@ shared memory; see ``sim/ops_async.py``.
 """
 from __future__ import annotations
 
-from ..frontend.trace import builder
+from ..core.trace import builder
 from .mbarrier import Mbarrier
 from .operands import operand_error, pointer_operand, static_int
 

@@ -31,7 +31,7 @@ the waits themselves (docs/wgmma.md, "Checks").
 from __future__ import annotations
 
 from ..errors import OperandError
-from ..frontend.source import format_location, user_location
+from ..core.source import format_location, user_location
 from .operands import operand_error, static_int
 from .scalars import DTYPES, Scalar, as_dynamic
 

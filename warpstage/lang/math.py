@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math as _pymath
 
-from ..frontend.trace import builder
+from ..core.trace import builder
 from .scalars import Float32, Scalar, as_dynamic, promote_types, DTYPES
 
 __all__ = ["exp", "exp2", "exp2_poly", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "min", "max", "select",

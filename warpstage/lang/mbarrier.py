@@ -13,8 +13,8 @@ Typical use lets one thread arrive: ``if ws.arch.elect_one(): bar.arrive()``, wi
 """
 from __future__ import annotations
 
-from ..frontend.source import user_location
-from ..frontend.trace import Origin, builder
+from ..core.source import user_location
+from ..core.trace import Origin, builder
 from .operands import dynamic_i32, operand_error, static_int
 from .pointer import Pointer
 from .scalars import Boolean, Scalar, Uint64

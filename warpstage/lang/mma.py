@@ -27,8 +27,8 @@ must call them with fragments of one shape; the simulator reports a call in dive
 from __future__ import annotations
 
 from .. import ir
-from ..frontend.source import user_location
-from ..frontend.trace import Origin, builder, maybe_current
+from ..core.source import user_location
+from ..core.trace import Origin, builder, maybe_current
 from ..ir.ops_mma import AB_TYPES, COMBOS, FRAGMENT_SIZES, SHAPES, fragment_coords, is_b16
 from .fragment import Fragment
 from .operands import operand_error, pointer_operand, static_int

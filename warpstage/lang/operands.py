@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..errors import OperandError
-from ..frontend.source import format_location, user_location
+from ..core.source import format_location, user_location
 from .pointer import Pointer
 from .scalars import Int32, Scalar, as_dynamic, needs_static_error
 

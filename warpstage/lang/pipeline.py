@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..core.static import Static
-from ..frontend.trace import builder
+from ..core.trace import builder
 from . import copy as _copy
 from . import smem as _smem
 from .mbarrier import MAX_COUNT, Mbarrier, MbarrierArray

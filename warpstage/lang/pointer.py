@@ -7,7 +7,7 @@ elements (not bytes).
 from __future__ import annotations
 
 from .. import ir
-from ..frontend.trace import builder
+from ..core.trace import builder
 from .scalars import DTYPES, Scalar, as_dynamic, dtype_of
 
 __all__ = ["Pointer", "PointerSpec"]
@@ -83,7 +83,7 @@ class Pointer(metaclass=_PointerMeta):
     def __setitem__(self, i, v):
         if isinstance(v, (tuple, list)):
             from ..errors import OperandError
-            from ..frontend.trace import emit_location
+            from ..core.trace import emit_location
             raise OperandError(
                 f"storing a {type(v).__name__} of {len(v)} values into one element of a "
                 f"{DTYPES[self.value.type.pointee].__name__} tensor/pointer\n{emit_location()}\n"

@@ -24,8 +24,8 @@ from typing import Optional
 
 from .. import ir
 from ..errors import BindingTimeError, UnsupportedError
-from ..frontend.trace import Origin, builder, maybe_current
-from ..frontend.source import user_location
+from ..core.trace import Origin, builder, maybe_current
+from ..core.source import user_location
 
 __all__ = [
     "Scalar", "Numeric", "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",
@@ -136,7 +136,7 @@ class Scalar:
                 isinstance(v, Scalar) or _is_np_scalar(v) or isinstance(v, (int, float, bool))
                 for v in inputs):
             return op[0](*(v.item() if _is_np_scalar(v) else v for v in inputs))
-        from ..frontend.trace import emit_location
+        from ..core.trace import emit_location
         name = getattr(ufunc, "__name__", "ufunc")
         raise BindingTimeError(
             f"numpy's np.{name} was given the dynamic {type(self).__name__} {self.origin or ''}"
@@ -330,7 +330,7 @@ def _float_to_int(x: float, t: ir.ScalarType, cls) -> int:
     a Python reader would expect (the GPU gives 0 for NaN)."""
     if x != x or x in (float("inf"), float("-inf")):
         from ..errors import OperandError
-        from ..frontend.trace import emit_location
+        from ..core.trace import emit_location
         raise OperandError(
             f"converting the static float {x!r} to {cls.__name__}\n{emit_location()}\n"
             f"{x!r} has no integer value (on the GPU, cvt.rzi.sat gives "
@@ -433,7 +433,7 @@ def as_dynamic(x, cls=None) -> Scalar:
 def needs_static_error(value: Scalar, what: str, fix: Optional[str] = None) -> BindingTimeError:
     """A BindingTimeError for ``value`` used where a static value is needed, with its origin.
     ``fix``: a construct-specific alternative (e.g. "use range(n) for a dynamic loop")."""
-    from ..frontend.source import format_location
+    from ..core.source import format_location
     loc = user_location(3)
     origin = value.origin
     why = f"it became dynamic at: {origin}" if origin else "it is computed on the GPU at run time"

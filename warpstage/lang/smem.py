@@ -43,7 +43,7 @@ from typing import Optional
 
 from .. import ir
 from ..core.target import TARGETS, target_for
-from ..frontend.trace import builder, current
+from ..core.trace import builder, current
 from ..ir.swizzle import swizzle_align
 from .layout_swizzle import make_swizzle
 from .mbarrier import MbarrierArray

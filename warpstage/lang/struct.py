@@ -18,8 +18,8 @@ import dataclasses
 import typing
 
 from ..core.static import _StaticAnnotation
-from ..frontend.static_key import static_key
-from ..frontend.trace import maybe_current
+from ..core.static_key import static_key
+from ..core.trace import maybe_current
 from .scalars import Scalar
 
 __all__ = ["struct", "is_struct"]

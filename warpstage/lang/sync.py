@@ -6,7 +6,7 @@ membar/fence), "Miscellaneous Instructions" (setmaxnreg, sm_90a).
 """
 from __future__ import annotations
 
-from ..frontend.trace import builder
+from ..core.trace import builder
 from .operands import dynamic_i32, operand_error, static_int
 from .scalars import Scalar
 

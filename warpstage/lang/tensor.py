@@ -17,7 +17,7 @@ from typing import Optional
 
 from .. import ir
 from ..errors import OperandError
-from ..frontend.trace import emit_location
+from ..core.trace import emit_location
 from .pointer import Pointer
 from .scalars import DTYPES, Int32, Scalar, as_dynamic
 
@@ -150,7 +150,7 @@ class Tensor(metaclass=_TensorMeta):
         # without this, Python iterates through __getitem__ with 0, 1, 2, ... forever (the
         # shape is dynamic, so no index is ever out of range while tracing)
         from ..errors import UnsupportedError
-        from ..frontend.trace import emit_location
+        from ..core.trace import emit_location
         raise UnsupportedError(
             f"iterating over a tensor (`for v in x`, unpacking, list(x))\n{emit_location()}\n"
             "A tensor's shape is dynamic, so the loop has no static length.\nFix: loop over "

@@ -32,7 +32,7 @@ cp.async.bulk.commit_group, cp.async.bulk.wait_group; "prefetch.tensormap"; CUDA
 """
 from __future__ import annotations
 
-from ..frontend.trace import builder
+from ..core.trace import builder
 from ..ir.swizzle import swizzle_align
 from ..runtime.tensormap import TensorDescriptor, set_device_form
 from .layout_int import add
@@ -178,7 +178,7 @@ def missing_attribute(obj, name: str, depth: int = 2) -> Exception:
         return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
     import sys
     from ..errors import OperandError
-    from ..frontend.source import format_location, user_location
+    from ..core.source import format_location, user_location
     frame = sys._getframe(depth)
     while frame.f_back is not None and str(frame.f_globals.get("__name__")).startswith("warpstage."):
         frame = frame.f_back        # warpstage's own frames (the rewrite's attribute reads)

@@ -10,9 +10,9 @@ simulator reports a call in divergent code.
 from __future__ import annotations
 
 from .. import ir
-from ..frontend.trace import Origin, builder
-from ..frontend.values import has_protocol, is_leaf
-from ..frontend.source import user_location
+from ..core.trace import Origin, builder
+from ..core.values import has_protocol, is_leaf
+from ..core.source import user_location
 from .operands import dynamic_i32, operand_error, static_int
 from .scalars import DTYPES, Boolean, Scalar, Uint32, as_dynamic
 

@@ -23,8 +23,8 @@ holds the fence / commit / wait ops, ``mma`` and the register fragment layouts.
 """
 from __future__ import annotations
 
-from ..frontend.source import user_location
-from ..frontend.trace import builder
+from ..core.source import user_location
+from ..core.trace import builder
 from ..ir.swizzle import SWIZZLE_MODES
 from .fragment import Fragment
 from .layout_atoms import thread_coords, wgmma_accumulator_tv

@@ -11,8 +11,8 @@ produces. Swizzled tiles start at a multiple of 8 * span bytes.
 """
 from __future__ import annotations
 
-from ..frontend.source import user_location
-from ..frontend.trace import Origin, builder
+from ..core.source import user_location
+from ..core.trace import Origin, builder
 from ..ir.swizzle import SWIZZLE_MODES, swizzle_align
 from .layout_int import mul
 from .layout_swizzle import smem_layout_atom, tile_to_shape

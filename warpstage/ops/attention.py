@@ -195,7 +195,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
 def _tuned(q, k, v, causal, scale, causal_align, return_lse, tune, given):
     """``flash_attention(..., tune=True)``: the wgmma kernel with the autotuned policy
     (warpstage/ops/tune_spaces.py)."""
-    from ..tracebacks import _user_error
+    from ..jit.tracebacks import _user_error
     if tune is not True or any(x is not None for x in given):
         raise _user_error(ArgumentError(
             f"flash_attention: tune={tune!r} with tile_n / num_stages or mma='mma.sync'; "

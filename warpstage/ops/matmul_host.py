@@ -18,7 +18,7 @@ from ..errors import ArgumentError, WarpstageError
 from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
 from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
-from ..tracebacks import _user_error, _user_stacklevel
+from ..jit.tracebacks import _user_error, _user_stacklevel
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
 from .matmul_kernel import FP8_DTYPES, TILE_M, Matmul, matmul_kernel, max_stages, tile_k_of

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import warpstage as ws
 
-from ..frontend.static_key import static_key
+from ..core.static_key import static_key
 from ..lang.epilogue import TmaStoreEpilogue
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32

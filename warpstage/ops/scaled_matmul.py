@@ -20,7 +20,7 @@ from ..errors import ArgumentError, WarpstageError
 from ..ir.fp8 import is_fp8
 from ..lang.scalars import DTYPES, BFloat16
 from ..runtime.tensors import as_tensor_arg
-from ..tracebacks import _user_error
+from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
 from .matmul_host import _matmul, _out_dtype
 from .torch_dispatch import torch_op

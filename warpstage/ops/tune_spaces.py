@@ -125,7 +125,7 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
     tq = as_tensor_arg(q, "q")
     d = next(n for n in NATIVE_HEAD_DIMS if n >= tq.shape[3])     # the host pads D to it
     dtype = ws.Float16 if str(tq.dtype) == "f16" else ws.BFloat16
-    from ..frontend.static_key import static_key
+    from ..core.static_key import static_key
     shipped = dict(WGMMA_DEFAULTS[(d, bool(causal))])
     if tq.shape[2] <= SHORT_SEQ:                                # as wgmma_policy_for's short
         shipped.update(WGMMA_SHORT.get((d, bool(causal)), {}))

@@ -19,7 +19,7 @@ import functools
 from typing import Callable, Optional
 
 from ..errors import ArgumentError, AutotuneError
-from ..tracebacks import user_entry, user_entry_methods
+from ..jit.tracebacks import user_entry, user_entry_methods
 from . import records
 from .portable import function_ref
 from .report import TuneReport
@@ -80,7 +80,7 @@ class Tuned:
 
     def __init__(self, target, configs, key, warmup, rep, prune, budget_s, strategy, progress,
                  timer, jobs, isolation, watchdog_s, config_param, name):
-        from ..api import Kernel
+        from ..jit.kernel import Kernel
         self.target = target
         self.kind = "kernel" if isinstance(target, Kernel) else "fn"
         if self.kind == "fn" and not callable(target):
@@ -135,7 +135,7 @@ class Tuned:
     def progress_on(self) -> bool:
         if self._progress is not None:
             return bool(self._progress)
-        from .. import progress
+        from ..jit import progress
         return progress.enabled()
 
     def _space(self, args, kwargs) -> list:
@@ -147,7 +147,7 @@ class Tuned:
                                 "expected a list or generator of static policy objects (or a "
                                 "function of the call's arguments returning one). Fix: "
                                 "configs=[config] for a single one") from None
-        from ..frontend.static_key import UnkeyableError, static_key
+        from ..core.static_key import UnkeyableError, static_key
         for i, c in enumerate(space):
             try:
                 static_key(c)
@@ -255,7 +255,7 @@ class _TunedLaunch:
 
 
 def _target() -> str:
-    from ..launch import get_target
+    from ..jit.launch import get_target
     return get_target()
 
 
@@ -270,7 +270,7 @@ def _device_name(target: str) -> str:
 
 
 def _fn_id(target) -> tuple:
-    from ..frontend.static_key import code_key
+    from ..core.static_key import code_key
     if hasattr(target, "__ws_static_key__"):
         return target.__ws_static_key__()
     code = getattr(target, "__code__", None)

@@ -1,7 +1,7 @@
 """Recording a candidate's launches without running them: the compile step of the autotuner.
 
 ``capture_launches(call)`` runs ``call()`` (the tuned function with one configuration) while
-``warpstage.launch.capture`` is set: every kernel launch specializes its kernel as usual (trace,
+``warpstage.jit.launch.capture`` is set: every kernel launch specializes its kernel as usual (trace,
 LLVM, ptxas; on the cuda target the result is stored in the disk cache) and, instead of
 launching, is recorded with its resources (``resources.of_launch``). The host code around the
 launches runs for real (argument checks, descriptors, output allocation), so what is recorded
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import launch as _launch
+from ..jit import launch as _launch
 from .resources import Resources, of_launch
 
 __all__ = ["capture_launches"]

@@ -25,7 +25,7 @@ __all__ = ["function_ref", "resolve", "pack_config", "pack_args", "unpack"]
 def function_ref(fn) -> Optional[tuple]:
     """(module, qualname) of ``fn`` (a function or a ``@ws.kernel``) if a worker can import it
     by that name and gets the same object, else None."""
-    from ..precompile import _resolve
+    from ..jit.precompile import _resolve
     target = getattr(fn, "fn", fn) if _is_kernel(fn) else fn
     module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
     if not module or module == "__main__" or "<locals>" in qualname:
@@ -46,12 +46,12 @@ def _unwrap(obj):
 def resolve(ref: tuple):
     """The function or kernel a ``function_ref`` names (in a worker): a ``Tuned`` found under
     the name gives the function it wraps."""
-    from ..precompile import _resolve
+    from ..jit.precompile import _resolve
     return _unwrap(_resolve(*ref))
 
 
 def _is_kernel(x) -> bool:
-    from ..api import Kernel
+    from ..jit.kernel import Kernel
     return isinstance(x, Kernel)
 
 
@@ -72,7 +72,7 @@ def pack_config(config) -> Optional[bytes]:
             return None
         kwargs = {p.name: getattr(config, p.name) for p in params}
         blob = pickle.dumps((_construct, cls, kwargs))
-        from ..frontend.static_key import static_key
+        from ..core.static_key import static_key
         if static_key(_construct(cls, kwargs)) != static_key(config):
             return None
         return blob

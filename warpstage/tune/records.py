@@ -20,7 +20,7 @@ import os
 import time
 from typing import List, Optional
 
-from ..runtime import cache
+from ..jit.cache import files as cache
 
 __all__ = ["SUFFIX", "record_key", "space_digest", "config_digest", "load", "store", "all_records",
            "clear"]
@@ -31,7 +31,7 @@ FORMAT = 1
 
 def config_digest(config) -> str:
     """A digest of ``config``'s static key (the same in every process)."""
-    from ..frontend.static_key import static_key
+    from ..core.static_key import static_key
     return cache.disk_key(("tune-config", repr(static_key(config))))
 
 

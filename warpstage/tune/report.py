@@ -116,5 +116,5 @@ class ProgressLine:
 
     @staticmethod
     def _write(text: str) -> None:
-        from ..progress import _write      # stderr, ignoring a closed or broken stream
+        from ..jit.progress import _write      # stderr, ignoring a closed or broken stream
         _write(text)

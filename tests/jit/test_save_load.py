@@ -1,4 +1,4 @@
-"""CompiledKernel.save / ws.load, and launching a loaded kernel (warpstage/loaded.py)."""
+"""CompiledKernel.save / ws.load, and launching a loaded kernel (warpstage/jit/loaded.py)."""
 import hashlib
 import json
 import os
@@ -12,9 +12,9 @@ import pytest
 
 import warpstage as ws
 from warpstage.backend import find_ptxas
-from warpstage.compiled import STAGE_COUNTS
-from warpstage.loaded import bind_host_args, params_of
-from warpstage.runtime import cache
+from warpstage.jit.compiled import STAGE_COUNTS
+from warpstage.jit.loaded import bind_host_args, params_of
+from warpstage.jit.cache import files as cache
 from warpstage.runtime.tensors import TensorArg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def describe(ck):
 LOADER = textwrap.dedent("""
     import hashlib, json, sys
     import warpstage as ws
-    from warpstage.compiled import STAGE_COUNTS
+    from warpstage.jit.compiled import STAGE_COUNTS
     ck = ws.load(sys.argv[1])
     print(json.dumps({"counts": STAGE_COUNTS, "modules": sorted(m for m in sys.modules
                                                                if "test_save_load" in m),

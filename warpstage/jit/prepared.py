@@ -8,7 +8,7 @@ values into a parameter buffer of the prepared launch's own (``Launcher.bind``).
 - ``prepared()`` launches again with the same values: it checks the guards (a changed global
   the kernel read re-prepares, as a normal call recompiles), reads the stream and makes the
   driver call; nothing is packed or looked up.
-- ``prepared(*new_args)`` rebinds: the generated call path's readers (frontend/fast_call.py)
+- ``prepared(*new_args)`` rebinds: the generated call path's readers (jit/fast_call.py)
   compute the new arguments' call signature; when it equals the prepared one (same dtypes,
   shapes, strides, alignment, scalar widths, static values: everything the key and the packed
   shape/stride values depend on), only the values are repacked in place; otherwise the launch is
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-from .frontend.guards import guards_hold
+from ..frontend.guards import guards_hold
 from .launch import cuda_values, get_target, stream_handle
 from .tracebacks import _user_error
 
@@ -77,7 +77,7 @@ class PreparedLaunch:
         self._fixed_stream = None if L.stream is None else stream_handle(L.stream)
         self._raw_stream = None
         if self._torch_stream and self._fixed_stream is None:
-            from .runtime.launcher import torch_stream_reader
+            from ..runtime.launcher import torch_stream_reader
             self._raw_stream = torch_stream_reader(sys.modules["torch"])
 
     def __call__(self, *args):

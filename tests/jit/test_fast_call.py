@@ -1,4 +1,4 @@
-"""The generated call path (frontend/fast_call.py): a cache hit
+"""The generated call path (jit/fast_call.py): a cache hit
 launches exactly what the full path launches, and every check of the full path still recompiles
 or raises.
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage import api
-from warpstage.frontend import fast_call
+from warpstage.jit import kernel as api
+from warpstage.jit import fast_call
 from fake_gpu import ENCODED, RAW_STREAM, fake_encode, install
 
 torch = pytest.importorskip("torch")
@@ -65,7 +65,7 @@ def _pool():
     }
 
 
-@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(6))
 def test_every_call_launches_what_the_full_path_launches(fake_gpu, seed):
     rng = np.random.default_rng(seed)
@@ -329,7 +329,7 @@ def _descriptor_pool():
             D(a, (8, 32), oob_fill="nan"), D(a, (8, 32), l2_promotion=256)]
 
 
-@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(4))
 def test_descriptor_calls_launch_what_the_full_path_launches(fake_gpu, seed):
     rng = np.random.default_rng(seed)
@@ -395,7 +395,7 @@ def test_a_new_tensor_with_the_same_geometry_reuses_the_kernel_with_its_own_map(
 
 
 def test_descriptor_keys_of_the_binders_match_classify(fake_gpu):
-    from warpstage.api import _tensor_adapter
+    from warpstage.jit.kernel import _tensor_adapter
     from warpstage.frontend.binders import make_binder
     from warpstage.frontend.binding_time import classify
     for d in _descriptor_pool():

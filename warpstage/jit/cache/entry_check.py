@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from .ir.types import parse_type
+from ...ir.types import parse_type
 
 __all__ = ["problem"]
 
@@ -28,8 +28,8 @@ def _int(x, lo=0) -> bool:
 
 def problem(entry: dict) -> Optional[str]:
     """None if ``entry`` is well formed, else what is wrong with it."""
-    from .backend import Resources
-    from .options import CompileOptions
+    from ...backend import Resources
+    from ...options import CompileOptions
     for name in ("name", "ir", "llvm_ir", "ptx"):
         if not isinstance(entry.get(name), str) or not entry[name]:
             return f"field {name!r} is not a non-empty string"

@@ -21,13 +21,13 @@ from __future__ import annotations
 import enum
 from typing import Optional
 
-from .errors import ArgumentError, LaunchError
-from .frontend import binding_time as bt
-from .frontend import specs
-from .frontend.static_key import UnkeyableError, static_key
-from .ir.types import SCALAR_TYPES
-from .lang.scalars import HostScalar, fits
-from .runtime.tensormap import TensorDescriptor, TensorMapArg
+from ..errors import ArgumentError, LaunchError
+from ..frontend import binding_time as bt
+from ..frontend import specs
+from ..core.static_key import UnkeyableError, static_key
+from ..ir.types import SCALAR_TYPES
+from ..lang.scalars import HostScalar, fits
+from ..runtime.tensormap import TensorDescriptor, TensorMapArg
 
 __all__ = ["describe_params", "params_of", "bind_host_args", "StoredLaunch"]
 
@@ -149,7 +149,7 @@ def _scalar(type_name: str, value, name: str):
 
 
 def _tensor(d: dict, value, name: str, out: list) -> None:
-    from .runtime.tensors import as_tensor_arg
+    from ..runtime.tensors import as_tensor_arg
     ta = as_tensor_arg(value, name)
     want = f"a {d['ndim']}-d {d['dtype']} tensor"
     if ta is None:

@@ -1,4 +1,4 @@
-"""``kern[grid, block].prepare(*args)`` (warpstage/prepared.py): a prepared launch launches what
+"""``kern[grid, block].prepare(*args)`` (warpstage/jit/prepared.py): a prepared launch launches what
 the call it stands for launches, rebinds same-typed arguments without a lookup, and re-prepares
 when the arguments' key or a guarded global changes. On the pretend GPU of tests/fake_gpu.py
 (torch-free: FakeCudaArray), each launch compared with the plain call's, down to the bytes the

@@ -1,4 +1,4 @@
-"""The generated call path (frontend/fast_call.py) on a real GPU: examples/vector_add called
+"""The generated call path (jit/fast_call.py) on a real GPU: examples/vector_add called
 through it again and again with arguments that change one key part at a time (dtype, alignment,
 strides, length) matches torch on every call, takes memo hits, and recompiles only for new keys."""
 import pytest

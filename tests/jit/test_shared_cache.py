@@ -2,7 +2,7 @@
 processes that need the same specializations at the same moment build each of them once — one
 process traces, lowers and assembles it under the entry's lock, the others wait and read the
 entry it stored — and every process gets the same cubin (api.Kernel._from_disk_or_trace,
-persist.building, runtime/cache.py ``locked``)."""
+persist.building, jit/cache/files.py ``locked``)."""
 import json
 import os
 import subprocess
@@ -13,15 +13,16 @@ import pytest
 
 import warpstage as ws
 from warpstage.backend import find_ptxas
-from warpstage.runtime import cache, cache_lock
+from warpstage.jit.cache import files as cache
+from warpstage.runtime import cache_lock
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock here")
 
 RANK = """
 import hashlib, json, os, sys, time
 import warpstage as ws
-from warpstage.compiled import STAGE_COUNTS
+from warpstage.jit.compiled import STAGE_COUNTS
 from examples_vector_add import vector_add
 folder, rank = sys.argv[1], int(sys.argv[2])
 open(os.path.join(folder, f"ready-{rank}"), "w").close()

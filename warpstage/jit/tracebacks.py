@@ -12,7 +12,7 @@ Every public entry ends in the same ``except`` clause, in the entry's own frame:
 
 The bare ``raise`` matters: ``raise e`` would add the frame that raises to the traceback again
 (Python records a frame each time an exception is raised in it), so the entry's own frame — an
-api.py line, or the generated fast call — would show between the user's call and the user's
+jit/kernel.py line, or the generated fast call — would show between the user's call and the user's
 kernel line. A bare ``raise`` re-raises the exception being handled with the traceback it has
 now, which ``_user_error`` has just filtered. (JAX's ``traceback_util.api_boundary`` filters the
 same way; this also needs no ``from None``: ``_user_error`` suppresses the context itself.)
@@ -27,7 +27,7 @@ import inspect
 import os
 import sys
 
-_PKG = os.path.dirname(os.path.abspath(__file__))
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _in_package(filename: str) -> bool:
@@ -61,7 +61,7 @@ def _user_error(e: Exception) -> Exception:
     The control-flow rewrite runs each ``if``/loop body of a kernel as a nested function (named
     like the kernel, frontend/rewrite.py); the frame that called it, through warpstage, only
     repeats the statement's position, so it is dropped and the body's frame shows the line."""
-    from .frontend.rewrite import is_region_code
+    from ..frontend.rewrite import is_region_code
     tb = e.__traceback__
     frames = []
     while tb is not None:
@@ -84,12 +84,12 @@ def _user_error(e: Exception) -> Exception:
 
 def _name_position(e: Exception, position) -> None:
     """Add ``position`` (file, line) to the message of a WarpstageError that names none."""
-    from .errors import WarpstageError
+    from ..errors import WarpstageError
     if position is None or not isinstance(e, WarpstageError) or e.where is not None \
             or len(e.args) != 1 or not isinstance(e.args[0], str) or '  File "' in e.args[0]:
         return                  # it names its position already (or is not a message)
-    from .frontend.source import format_location
-    from .ir.core import Location
+    from ..core.source import format_location
+    from ..ir.core import Location
     loc = Location(*position)
     msg, where = e.args[0], format_location(loc)
     fix = msg.rfind("Fix:")
@@ -99,7 +99,7 @@ def _name_position(e: Exception, position) -> None:
 
 
 def _keep_frames() -> bool:
-    from .options import env_debug
+    from ..options import env_debug
     return env_debug()
 
 

@@ -1,19 +1,19 @@
 """The launch configuration object ``kern[grid, block(, smem, stream)]`` (``_Launch``): it checks
 grid, block and cluster shapes (``_dim3``) and, called with the kernel's arguments, takes the full
-launch path; a kernel's generated call path (frontend/fast_call.py) subclasses it and leaves
+launch path; a kernel's generated call path (jit/fast_call.py) subclasses it and leaves
 through ``_full_call`` for another arity or keywords.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .core.target import target_for
-from .errors import LaunchError
+from ..core.target import target_for
+from ..errors import LaunchError
 from .launch import launch
 from .tracebacks import _user_error
 
 if TYPE_CHECKING:
-    from .api import Kernel
+    from .kernel import Kernel
 
 
 _FIX = {"grid": "Fix: kern[grid, block] with grid an int (CTAs) or (x, y, z), e.g. "
@@ -83,7 +83,7 @@ class _Launch:
 
     def __call__(self, *args, **kwargs):
         """The full path (per-parameter binders, cache lookup, launch); a kernel's launch type
-        replaces it with the generated call path (frontend/fast_call.py)."""
+        replaces it with the generated call path (jit/fast_call.py)."""
         k = self.kernel
         try:
             values = k._bind(args, kwargs)
@@ -96,7 +96,7 @@ class _Launch:
 
 
     def prepare(self, *args):
-        """A launch bound to ``args`` (warpstage/prepared.py): ``p = kern[grid, block].prepare(
+        """A launch bound to ``args`` (warpstage/jit/prepared.py): ``p = kern[grid, block].prepare(
         *args)``; ``p()`` launches again with the same arguments, ``p(*new_args)`` rebinds
         arguments of the same types and layouts quickly (else prepares anew) and launches.
         Preparing compiles on a cache miss but does not launch. Raises what a call raises."""

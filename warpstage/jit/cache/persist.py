@@ -6,7 +6,7 @@ files, LLVM's and ptxas' versions (or 'driver-jit' without ptxas), the code-gene
 target ('ptx' for both 'cuda' and 'compile': they build the same PTX and cubin), the block shape,
 the kernel's module, qualified name and code digest, and each parameter's Spec key.
 
-An entry (``runtime/cache.py`` stores it) holds the entry name, IR / LLVM IR / PTX text, the cubin
+An entry (``jit/cache/files.py`` stores it) holds the entry name, IR / LLVM IR / PTX text, the cubin
 and ptxas' report, the ABI as [(slot, type text)], the ``explain`` rows, the host-argument
 descriptors (``loaded.describe_params``) and the guards (frontend/guards.py) as stable data:
 ['global', module name, global name, key repr] (a module attribute is a global of its module),
@@ -30,16 +30,16 @@ import time
 import warnings
 from typing import Optional
 
-from .compiled import STAGE_COUNTS, CompiledKernel
+from ..compiled import STAGE_COUNTS, CompiledKernel
 from .entry_check import problem
-from .errors import ArgumentError, UnsupportedError
-from .frontend.facts import class_lookup
-from .frontend.guards import CELL, CLASS, GLOBAL
-from .frontend.static_key import UnkeyableError, code_key, is_stable, static_key
-from .ir.types import parse_type
+from ...errors import ArgumentError, UnsupportedError
+from ...frontend.facts import class_lookup
+from ...frontend.guards import CELL, CLASS, GLOBAL
+from ...core.static_key import UnkeyableError, code_key, is_stable, static_key
+from ...ir.types import parse_type
 from .key_facts import fingerprint, toolchain
-from .options import CompileOptions
-from .runtime import cache
+from ...options import CompileOptions
+from . import files as cache
 
 __all__ = ["spec_key", "lookup", "building", "store", "save", "load", "entry_of",
            "compiled_from_entry", "stable_guards", "resolve_guards", "FORMAT"]
@@ -181,7 +181,7 @@ class _KeyText(str):
 
 def entry_of(ck: CompiledKernel, guards: list) -> dict:
     """The entry of ``ck`` (built through ptxas when available) with stable ``guards``."""
-    from .loaded import params_of
+    from ..loaded import params_of
     if getattr(ck, "_stored", None) is not None:
         return dict(ck._stored, guards=guards)
     assembled = ck._assemble()
@@ -208,7 +208,7 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
     ``specs``/``options`` default to the stored explain rows / options. Raises KeyError,
     TypeError or ValueError for an entry that lacks a field or has a malformed one."""
-    from .backend.ptxas_tool import CubinResult, Resources
+    from ...backend.ptxas_tool import CubinResult, Resources
     t0 = time.perf_counter()
     abi = [(s, parse_type(t)) for s, t in entry["abi"]]
     if specs is None:
@@ -313,7 +313,7 @@ def save(ck: CompiledKernel, path: str) -> None:
     """Write ``ck`` (PTX, cubin when ptxas is installed, ABI, explain rows, host-argument
     descriptors) to the file ``path``, atomically. Raises UnsupportedError if a parameter's
     binding has no stored form, OSError if ``path`` cannot be written."""
-    from .loaded import params_of
+    from ..loaded import params_of
     if params_of(ck) is None:
         raise UnsupportedError(
             f"cannot save kernel {ck.name}: a parameter's binding has no stored form (expected "

@@ -1,11 +1,11 @@
-"""The progress line of long compiles (warpstage/progress.py): shown on a terminal once a compile
+"""The progress line of long compiles (warpstage/jit/progress.py): shown on a terminal once a compile
 has run for DELAY seconds, naming kernel and stage, erased at the end; silent otherwise."""
 import io
 import time
 
 import pytest
 
-from warpstage import progress
+from warpstage.jit import progress
 
 
 class _Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""The disk-cache hit path (warpstage/persist.py): a fresh process that finds its kernel on disk
+"""The disk-cache hit path (warpstage/jit/cache/persist.py): a fresh process that finds its kernel on disk
 reads the entry without tracing, without loading LLVM, without running ptxas (neither
 ``--version`` nor the assembler) and without hashing warpstage's sources again (facts stored per
 file stamp, key_facts.py); a changed stamp recomputes the fact. Both ways in are checked:
@@ -11,11 +11,11 @@ import sys
 import pytest
 
 import warpstage as ws
-from warpstage import key_facts
+from warpstage.jit.cache import key_facts
 from warpstage.backend import find_ptxas
-from warpstage.runtime import cache
+from warpstage.jit.cache import files as cache
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
 
 CHILD = """
@@ -37,7 +37,7 @@ import sys, subprocess
 import numpy as np
 import pytest
 from warpstage import persist
-from warpstage.compiled import STAGE_COUNTS
+from warpstage.jit.compiled import STAGE_COUNTS
 import fake_gpu
 runs = []
 real_run = subprocess.run

@@ -1,4 +1,4 @@
-"""The generated call path (frontend/fast_call.py) with tensors that are not plain torch tensors:
+"""The generated call path (jit/fast_call.py) with tensors that are not plain torch tensors:
 ``__cuda_array_interface__`` producers (cupy), DLPack capsules, torch subclasses. They are read
 through the tensor adapter (``_adapt``) instead of inline, and take the memo like torch tensors.
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage import api
+from warpstage.jit import kernel as api
 from fake_gpu import DRIVER_LAUNCHES, FakeCudaArray, fake_dlpack_capsule, install
 
 
@@ -86,7 +86,7 @@ def _pool(keep):
     }
 
 
-@pytest.mark.filterwarnings("ignore::warpstage.api.RecompileWarning")
+@pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(4))
 def test_every_call_launches_what_the_full_path_launches(fake_gpu, seed):
     rng = np.random.default_rng(seed)

@@ -1,13 +1,13 @@
 """Launching a specialization on the current target: the GPU (CUDA driver) or the simulator."""
 from __future__ import annotations
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = ["launch", "launch_specialized", "cuda_values", "launch_device", "stream_handle",
            "set_target", "get_target"]
 
 
-from .runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
+from ..runtime.target import default_target as get_target   # 'cuda' or 'sim'; see its docstring
 
 
 def set_target(name, *, races=None) -> None:
@@ -20,10 +20,10 @@ def set_target(name, *, races=None) -> None:
     if races and name == "cuda":
         raise ArgumentError("ws.set_target('cuda', races=True): the race detector runs in the CPU "
                             "simulator only. Fix: ws.set_target('sim', races=True).")
-    from .runtime.target import set_target as _set
+    from ..runtime.target import set_target as _set
     _set(name)
     if races is not None:
-        from .sim.run import set_races
+        from ..sim.run import set_races
         set_races(races)
 
 
@@ -72,9 +72,9 @@ _rt = None   # (TensorArg, require_device, current_stream, TensorMapArg), on the
 
 def _runtime():
     global _rt
-    from .runtime.launcher import current_stream
-    from .runtime.tensormap import TensorMapArg
-    from .runtime.tensors import TensorArg, require_device
+    from ..runtime.launcher import current_stream
+    from ..runtime.tensormap import TensorMapArg
+    from ..runtime.tensors import TensorArg, require_device
     _rt = (TensorArg, require_device, current_stream, TensorMapArg)
     return _rt
 
@@ -83,7 +83,7 @@ def _tensormap_slots(ck) -> tuple:
     """The ABI slots of ``ck`` that hold a TMA descriptor's 128-byte map (kept on ``ck``)."""
     slots = ck.__dict__.get("_tensormap_slots")
     if slots is None:
-        from .ir.types import TensorMapType
+        from ..ir.types import TensorMapType
         slots = ck._tensormap_slots = tuple(i for i, (_, t) in enumerate(ck.abi)
                                             if isinstance(t, TensorMapType))
     return slots
@@ -152,11 +152,11 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
 
 
 def _launch_sim(ck, leaves, grid, block, smem):
-    from . import sim
-    from .runtime.tensors import TensorArg
+    from .. import sim
+    from ..runtime.tensors import TensorArg
     memory = sim.Memory()
     copies = []
-    from .runtime.tensormap import TensorMapArg
+    from ..runtime.tensormap import TensorMapArg
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, TensorArg):
             host, writeback = _host_array(leaf, ck.abi[i][0].split(".")[0])

@@ -35,8 +35,8 @@ import warnings
 from typing import Optional
 
 
-from ..options import env_cache_dir
-from .cache_lock import lock_file
+from ...options import env_cache_dir
+from ...runtime.cache_lock import lock_file
 
 __all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
            "read_entry", "get_fact", "put_fact", "locked", "CacheFormatError", "SUFFIX",

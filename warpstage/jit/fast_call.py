@@ -34,9 +34,9 @@ import sys
 
 from ..runtime.tensormap import TensorDescriptor, TensorMapArg
 from ..runtime.tensors import as_tensor_arg
-from .binders import _F32_MAX, _INF, descriptor_key
-from .fast_call_source import call_source, device_source, kind_of
-from .static_key import UnkeyableError, static_key
+from ..frontend.binders import _F32_MAX, _INF, descriptor_key
+from ..frontend.fast_call_source import call_source, device_source, kind_of
+from ..core.static_key import UnkeyableError, static_key
 
 __all__ = ["FastCall", "kind_of", "call_source", "device_source", "make_call", "tensor_tails"]
 
@@ -57,7 +57,7 @@ def make_call(kinds, name: str, namespace: dict):
     for i, kind in enumerate(kinds):
         if isinstance(kind, tuple):
             ns[f"_lo{i}"], ns[f"_hi{i}"] = kind[1:3]
-    # a file name inside the package (beside api.py, whose frame it replaces): tracebacks and
+    # a file name inside the package (beside jit/kernel.py, whose frame it replaces): tracebacks and
     # warnings skip it like warpstage's own frames (tracebacks._user_error, _user_stacklevel);
     # linecache shows its lines when debugging
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,9 +121,9 @@ class FastCall:
     """
 
     def __init__(self, kernel, annotations: dict, base: type, full_call, user_error, not_given):
-        from ..launch import get_target, stream_handle
+        from .launch import get_target, stream_handle
         from ..runtime.launcher import torch_stream_reader
-        from .guards import guards_hold
+        from ..frontend.guards import guards_hold
         self.kernel = kernel
         self.kinds = [kind_of(annotations.get(p.name), i == 0 and p.name == "self")
                       for i, p in enumerate(kernel.params)]
@@ -144,7 +144,7 @@ class FastCall:
         """The full path for a call the generated code did not launch (classify, specialize,
         launch); then, when the generated code computed the call signature ``sig``, remember
         what a hit on ``sig`` launches (:meth:`fill`)."""
-        from ..launch import get_target, launch_specialized
+        from .launch import get_target, launch_specialized
         launch.last = (None, None)      # a stale memo entry (guards changed) is looked up again
         if self._notice_torch():
             sig = None                  # read with _adapt, not inline: not the signature of a hit
@@ -169,7 +169,7 @@ class FastCall:
 
     def prepare_entry(self, launch, args, sig) -> None:
         """Store the memo entry for ``sig`` without launching (a prepared launch's first bind,
-        warpstage/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
+        warpstage/jit/prepared.py): specialize (compile on a miss) and :meth:`fill`."""
         ck, leaves = self.kernel.specialize(list(args), launch.block, "cuda")
         if sig[1] not in ck._devices:           # sig[1]: the device (device_source)
             ck.cuda_launcher(sig[1])
@@ -179,7 +179,7 @@ class FastCall:
         """Store the memo entry for ``sig`` if the generated code reproduces, for these
         arguments, exactly the launch the full path just made from ``leaves`` (its ABI values
         before the launch: values, smem bytes, stream)."""
-        from ..launch import stream_handle
+        from .launch import stream_handle
         from ..runtime.launcher import current_stream
         from ..runtime.tensors import TensorArg
         tensor_type = self.torch.Tensor if self.torch is not None else _NoTensor

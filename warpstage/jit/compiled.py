@@ -16,12 +16,13 @@ import tempfile
 import time
 from typing import Optional
 
-from . import ir, progress
+from .. import ir
+from . import progress
 # Imported here, not lazily: the first import of the submodule warpstage.explain sets the package
 # attribute ``warpstage.explain``, which must happen before __init__ binds ``ws.explain`` to the
 # function (api imports this module first).
 from .explain import format_table
-from .options import CompileOptions
+from ..options import CompileOptions
 
 __all__ = ["CompiledKernel", "STAGE_COUNTS"]
 
@@ -31,7 +32,7 @@ STAGE_COUNTS = {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 0, "di
 class CompiledKernel:
     """A traced, specialized kernel. ``abi``: [(slot name, ir type)]; ``specs``: the parameter
     Specs that produced it (see ``explain``); ``name``: the PTX entry symbol. Launch it without
-    its Kernel with ``ck[grid, block](*args)`` (GPU only; see warpstage/loaded.py)."""
+    its Kernel with ``ck[grid, block](*args)`` (GPU only; see warpstage/jit/loaded.py)."""
 
     def __init__(self, name: str, module: Optional[ir.Module], abi: list, specs: list,
                  param_names: list, options: CompileOptions, block: tuple, timings: dict,
@@ -70,7 +71,7 @@ class CompiledKernel:
     def llvm_ir(self) -> str:
         """LLVM IR text for nvptx64-nvidia-cuda."""
         if self._llvm_ir is None:
-            from .backend import lower
+            from ..backend import lower
             t0 = time.perf_counter()
             with progress.stage(self.name, "lower"):
                 self._llvm_ir = lower(self.module, self.options, verified=True)   # by run_passes
@@ -82,7 +83,7 @@ class CompiledKernel:
     def ptx(self) -> str:
         """PTX assembly for ``options.arch`` (sm_90a)."""
         if self._ptx is None:
-            from .backend import emit_ptx
+            from ..backend import emit_ptx
             llvm_ir = self.llvm_ir
             t0 = time.perf_counter()
             with progress.stage(self.name, "ptx"):
@@ -93,7 +94,7 @@ class CompiledKernel:
 
     def _assemble(self):
         if self._cubin is None:
-            from .backend import assemble, find_ptxas
+            from ..backend import assemble, find_ptxas
             ptx = self.ptx
             if find_ptxas(self.options) is None:
                 self._cubin = False
@@ -136,7 +137,7 @@ class CompiledKernel:
         cubin = self.cubin
         if cubin is None:
             return None
-        from .backend.ptxas_tool import find_cuda_tool
+        from ..backend.ptxas_tool import find_cuda_tool
         tool = find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")
         if tool is None:
             return None
@@ -154,7 +155,7 @@ class CompiledKernel:
         """Write this kernel (PTX, cubin, ABI, explain rows, host-argument descriptors) to the
         file ``path``; ``ws.load(path)`` reads it back in any process. Raises UnsupportedError
         for a parameter binding with no stored form, OSError if ``path`` cannot be written."""
-        from .persist import save
+        from .cache.persist import save
         save(self, path)
 
     # -- execution ---------------------------------------------------------------------------
@@ -177,12 +178,12 @@ class CompiledKernel:
         return entry[1], entry[2]
 
     def _load(self, device: int):
-        from .runtime import driver
-        from .runtime.launcher import Launcher
-        from .runtime.target import device_properties
+        from ..runtime import driver
+        from ..runtime.launcher import Launcher
+        from ..runtime.target import device_properties
         props = device_properties(device)
         if not _runs_on(self.options.arch, props.cc_major, props.cc_minor):
-            from .errors import DeviceError
+            from ..errors import DeviceError
             raise DeviceError(
                 f"kernel {self.name} was compiled for {self.options.arch}; its tensors are on "
                 f"cuda:{device} ({props.name}, {props.arch}), which cannot run it. Fix: compile "
@@ -199,7 +200,7 @@ class CompiledKernel:
         self.timings["load"] = time.perf_counter() - t0
         # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
         from ctypes import c_ubyte
-        from .ir.types import TensorMapType
+        from ..ir.types import TensorMapType
         types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in self.abi]
         return (mod, fn, Launcher(fn, types, device=device))
 

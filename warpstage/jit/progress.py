@@ -44,7 +44,7 @@ def enabled() -> bool:
     whether stderr is a terminal."""
     if _forced is not None:
         return _forced
-    from .options import env_progress
+    from ..options import env_progress
     env = env_progress()
     if env is not None:
         return env

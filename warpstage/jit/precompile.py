@@ -4,7 +4,7 @@ the ``warpstage compile`` command.
 A request is ``(kernel, args)`` or ``(kernel, args, kwargs)``, as ``ws.compile(kernel, *args,
 **kwargs)`` takes them (types or example values; ``block=`` among the kwargs). With ``jobs`` > 1
 the requests are dealt round-robin to ``jobs`` worker processes, each a fresh ``python -m
-warpstage.precompile`` (nothing of the parent's CUDA context, torch threads or locks is
+warpstage.jit.precompile`` (nothing of the parent's CUDA context, torch threads or locks is
 inherited, and unlike multiprocessing's ``spawn`` the parent's ``__main__`` is not re-imported, so
 a script without an ``if __name__ == "__main__":`` guard works), each running trace, LLVM and
 ptxas for its requests and storing the results in the disk cache (``WARPSTAGE_CACHE_DIR`` and
@@ -33,7 +33,7 @@ __all__ = ["compile_many", "normalize_requests"]
 def normalize_requests(requests: Sequence) -> list:
     """``requests`` as [(kernel, args tuple, kwargs dict)]. Raises ``ArgumentError`` naming the
     request that is not ``(kernel, args)`` or ``(kernel, args, kwargs)``."""
-    from .errors import ArgumentError
+    from ..errors import ArgumentError
     out = []
     for i, r in enumerate(requests):
         if not isinstance(r, (tuple, list)) or len(r) not in (2, 3) or not _is_kernel(r[0]) \
@@ -98,7 +98,7 @@ def compile_many(requests: Sequence, jobs: int = 1, report=None) -> List:
     processes (1: in this process). ``report(kernel_name, seconds, error_or_None)`` is called
     as each worker result arrives (the ``warpstage compile`` command prints them)."""
     import warpstage
-    from .errors import ArgumentError
+    from ..errors import ArgumentError
     ws_compile = warpstage.compile
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ArgumentError(f"jobs must be an int >= 1 (worker processes); got {jobs!r}. Fix: "
@@ -122,7 +122,7 @@ def _run_pool(items, work, jobs: int, report) -> None:
         for w in range(jobs):
             chunk = work[w::jobs]
             result = os.path.join(folder, f"{w}.pickle")
-            proc = subprocess.Popen([sys.executable, "-m", "warpstage.precompile", result],
+            proc = subprocess.Popen([sys.executable, "-m", "warpstage.jit.precompile", result],
                                     stdin=subprocess.PIPE, env=env)
             proc.stdin.write(pickle.dumps([blob for _, blob in chunk]))
             proc.stdin.close()
@@ -140,7 +140,7 @@ def _run_pool(items, work, jobs: int, report) -> None:
 
 
 def _worker_main(result_path: str) -> None:
-    """``python -m warpstage.precompile RESULT``: build the pickled requests read from stdin;
+    """``python -m warpstage.jit.precompile RESULT``: build the pickled requests read from stdin;
     write [(seconds, error or None)] to RESULT."""
     import sys
     blobs = pickle.loads(sys.stdin.buffer.read())

@@ -1,4 +1,4 @@
-"""Pre-building specializations (warpstage/precompile.py): ``ws.compile(requests, jobs=N)`` and
+"""Pre-building specializations (warpstage/jit/precompile.py): ``ws.compile(requests, jobs=N)`` and
 ``warpstage compile``. Workers build into the disk cache; the parent's own compile is then a disk
 hit (no trace in the parent) and gives what a sequential build gives."""
 import os
@@ -10,7 +10,7 @@ import pytest
 import warpstage as ws
 from warpstage.backend import find_ptxas
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_ptxas = pytest.mark.skipif(find_ptxas(ws.CompileOptions()) is None, reason="no ptxas")
 
 MODULE = '''

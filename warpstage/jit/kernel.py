@@ -17,16 +17,17 @@ import typing
 import warnings
 from typing import Optional
 
-from . import persist, progress
+from .cache import persist
+from . import progress
 from .compiled import STAGE_COUNTS, CompiledKernel
-from .errors import ArgumentError, CompilationError, LaunchError, WarpstageError
-from .frontend import binding_time as bt
-from .frontend.guards import collect_guards, guards_hold
-from .frontend.specialize import call_device_function, trace_kernel
-from .frontend.static_key import code_key
-from .frontend.trace import _state as _trace_state, maybe_current
+from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
+from ..frontend import binding_time as bt
+from ..frontend.guards import collect_guards, guards_hold
+from ..frontend.specialize import call_device_function, trace_kernel
+from ..core.static_key import code_key
+from ..core.trace import _state as _trace_state, maybe_current
 from .launch_config import _NOT_GIVEN, _Launch, _dim3, _full_call
-from .options import CompileOptions, default_options
+from ..options import CompileOptions, default_options
 from .tracebacks import _user_error, _user_stacklevel
 
 __all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning"]
@@ -78,7 +79,7 @@ class JitFunction:
         c = self._key_cache
         if c is not None and c[0] is d and c[1] is kd:
             return c[2]
-        from .frontend.static_key import static_key
+        from ..core.static_key import static_key
         key = self._key + (static_key(d), static_key(kd))
         if not kd and all(type(x) in _IMMUTABLE_DEFAULTS for x in d):
             self._key_cache = (d, kd, key)
@@ -122,7 +123,7 @@ def _tensor_adapter(value):
     """TensorArg of ``value`` or None (runtime.tensors, imported on first use)."""
     global _as_tensor_arg
     if _as_tensor_arg is None:
-        from .runtime.tensors import as_tensor_arg
+        from ..runtime.tensors import as_tensor_arg
         _as_tensor_arg = as_tensor_arg
     if type(value) is _FakeTensor:
         return value
@@ -156,8 +157,8 @@ def _placeholders(value, ann=None):
 
 def _type_placeholder(value, ann):
     """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
-    from .lang.scalars import Scalar, TypePlaceholder
-    from .lang.tensor import Tensor, TensorSpec
+    from ..lang.scalars import Scalar, TypePlaceholder
+    from ..lang.tensor import Tensor, TensorSpec
     if isinstance(value, type) and issubclass(value, Scalar) and value.ir_type is not None:
         return TypePlaceholder(value, 0 if not value.ir_type.is_float else 0.0)
     if isinstance(value, TensorSpec):
@@ -240,7 +241,7 @@ class Kernel:
         return out
 
     def _make_binders(self) -> list:
-        from .frontend.binders import make_binder
+        from ..frontend.binders import make_binder
         if self._annotations is None:
             self._annotations = _annotations(self.fn)
         return [make_binder(self._annotations.get(p.name), i == 0 and p.name == "self", _tensor_adapter)
@@ -248,12 +249,12 @@ class Kernel:
 
     def _make_launch_type(self) -> type:
         """The class of this kernel's launch objects (``kern[grid, block]``): _Launch, or its
-        subclass whose ``__call__`` is the generated call path (frontend/fast_call.py; not for
+        subclass whose ``__call__`` is the generated call path (jit/fast_call.py; not for
         keyword-only parameters, which it does not bind)."""
         if self._kwonly:
             self._launch_type = _Launch
             return _Launch
-        from .frontend.fast_call import FastCall
+        from .fast_call import FastCall
         if self._annotations is None:
             self._annotations = _annotations(self.fn)
         self._fast = FastCall(self, self._annotations, _Launch, _full_call, _user_error, _NOT_GIVEN)
@@ -314,7 +315,7 @@ class Kernel:
                 module, abi, reached, facts = trace_kernel(
                     self.fn, name, specs, self.param_names, self.options, attrs,
                     kwonly=tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY))
-                from .passes.pipeline import run_passes
+                from ..passes.pipeline import run_passes
                 run_passes(module)
             guards = collect_guards(reached, facts)
         except Exception as e:
@@ -332,7 +333,7 @@ class Kernel:
         """Record a new specialization and why it differs from the closest earlier one (the
         one differing in the fewest parameters, the latest on a tie); warn past the limit."""
         if self._keys:
-            from .frontend.spec_changes import closest, describe_changes
+            from ..frontend.spec_changes import closest, describe_changes
             j = closest(specs, self._key_specs)
             prev = self._keys[j]
             what = describe_changes(self.param_names, self._key_specs[j], specs) or (
@@ -438,7 +439,7 @@ def jit(fn=None, *, inline: bool = True):
 def _compile_block(kern: Kernel, block) -> tuple:
     """``block`` as a dim3 checked against the target's limits (a launch would refuse more
     threads than the target has per CTA, so a compile for them is an error too)."""
-    from .core.target import target_for
+    from ..core.target import target_for
     dims = _dim3(block, "block")
     try:
         t = target_for(kern.options.arch)
@@ -460,7 +461,7 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
 
     ``ws.compile(requests, jobs=N)``: ``requests`` a list of ``(kernel, args)`` or ``(kernel,
     args, kwargs)``; builds them in N worker processes into the disk cache and returns their
-    CompiledKernels in order (warpstage/precompile.py)."""
+    CompiledKernels in order (warpstage/jit/precompile.py)."""
     if jobs is not None or isinstance(kern, (list, tuple)):
         if args or kwargs:
             raise ArgumentError("ws.compile(requests, jobs=N) takes the list of requests alone; "

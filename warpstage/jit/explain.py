@@ -1,7 +1,7 @@
 """``ws.explain``: the binding-time table of a kernel for given arguments."""
 from __future__ import annotations
 
-from .frontend.binding_time import RULES
+from ..frontend.binding_time import RULES
 
 __all__ = ["format_table"]
 

@@ -15,8 +15,8 @@ import hashlib
 import os
 import threading
 
-from .options import CompileOptions
-from .runtime import cache
+from ...options import CompileOptions
+from . import files as cache
 
 __all__ = ["fingerprint", "toolchain", "fact", "stamp"]
 
@@ -27,8 +27,8 @@ def fingerprint() -> str:
     source checkout) never reuses a cubin built by the old code. Computed once per process;
     a fresh process stats the files and reuses the digest stored for identical (path, mtime,
     size) stamps (``cache.get_fact``) instead of reading and hashing them again."""
-    from . import __version__
-    root = os.path.dirname(os.path.abspath(__file__))
+    from ... import __version__
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     files = _source_files(root)
 
     def digest():
@@ -68,7 +68,7 @@ def toolchain(options: CompileOptions) -> tuple:
     Both are stored as facts (``cache.get_fact``) keyed by the stamps (path, mtime, size) of the
     binaries they describe, llvmlite's shared library and ptxas, so a fresh process neither
     loads libLLVM (tens of ms; a disk hit never needs it) nor runs ``ptxas --version``."""
-    from .backend.ptxas_tool import find_ptxas
+    from ...backend.ptxas_tool import find_ptxas
     path = find_ptxas(options)
     if path is None:
         return _llvm_version(), "driver-jit"
@@ -116,7 +116,7 @@ def _llvm_version() -> str:
     import importlib.util
 
     def ask_llvm():
-        from .backend import llvm_version
+        from ...backend import llvm_version
         return llvm_version()
     spec = importlib.util.find_spec("llvmlite")         # finds it without importing it
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -134,6 +134,6 @@ def _llvm_version() -> str:
 @functools.lru_cache(maxsize=None)
 def _ptxas_version(path: str) -> str:
     def ask_ptxas():
-        from .backend.ptxas_tool import ptxas_version
+        from ...backend.ptxas_tool import ptxas_version
         return ptxas_version(path)
     return fact("ptxas", stamp([path]), ask_ptxas)
