@@ -1,32 +1,31 @@
-"""``CompiledKernel``: one specialization of a kernel and every stage's output.
+"""``CompiledKernel``: one specialization of a kernel, holding its compile stages.
 
-Stages run on demand and are kept: ``.ir`` (traced), ``.llvm_ir`` (lowered), ``.ptx`` (LLVM's
-NVPTX backend), ``.cubin`` (ptxas, whole program). ``.sass`` needs nvdisasm/cuobjdump.
-``.timings`` records seconds per stage (trace, lower, ptx, ptxas, load; for a disk-cache hit
-disk_key, disk_read and disk: computing the key, reading the file, checking and unpacking it). ``STAGE_COUNTS`` counts, per process, how many times each stage really ran (tests use it to
-prove that a cache hit did no work).
+The stages (``jit/stages.py``) are made by ``jit/pipeline.py`` on first use and kept:
+``.traced`` (the IR after the passes; ``.ir`` its text), ``.lowered`` (``.llvm_ir``, ``.ptx``),
+``.compiled`` (``.cubin``, ptxas' ``.resources``). ``.sass`` needs nvdisasm/cuobjdump.
+``.timings`` records seconds per step (trace, lower, ptx, ptxas, load; for a disk-cache hit
+disk_key, disk_read and disk: computing the key, reading the file, checking and unpacking it);
+``STAGE_COUNTS`` (pipeline.py) counts, per process, how many times each step really ran.
+The loaded executable (module, function, Launcher) is apart from the artifacts: made by
+``cuda_launcher()`` in the current CUDA context, never stored.
 
 A CompiledKernel from the disk cache or ``ws.load`` has no IR module (``.module`` is None):
-``.ir``, ``.llvm_ir``, ``.ptx`` and ``.cubin`` come from the stored entry.
+every stage comes from the stored entry.
 """
 from __future__ import annotations
 
 import subprocess
 import tempfile
-import time
 from typing import Optional
 
 from .. import ir
-from . import progress
-# Imported here, not lazily: the first import of the submodule warpstage.explain sets the package
-# attribute ``warpstage.explain``, which must happen before __init__ binds ``ws.explain`` to the
-# function (api imports this module first).
+from . import pipeline
 from .explain import format_table
+from .pipeline import STAGE_COUNTS
+from .stages import Compiled, Lowered, Traced
 from ..options import CompileOptions
 
 __all__ = ["CompiledKernel", "STAGE_COUNTS"]
-
-STAGE_COUNTS = {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 0, "disk_store": 0}
 
 
 class CompiledKernel:
@@ -36,9 +35,14 @@ class CompiledKernel:
 
     def __init__(self, name: str, module: Optional[ir.Module], abi: list, specs: list,
                  param_names: list, options: CompileOptions, block: tuple, timings: dict,
-                 guards=()):
+                 guards=(), *, traced: Optional[Traced] = None, lowered: Optional[Lowered] = None,
+                 compiled: Optional[Compiled] = None):
+        if traced is None:
+            smem = module.kernels[0].attrs.get("dynamic_smem", 0) if module else 0
+            traced = Traced(name, module, tuple(abi), tuple(block), smem)
+        self.traced = traced
         self.name = name
-        self.module = module
+        self.module = traced.module
         self.abi = abi
         self.specs = specs
         self.param_names = param_names
@@ -46,65 +50,49 @@ class CompiledKernel:
         self.block = block
         self.timings = dict(timings)
         self.guards = guards
-        self._llvm_ir: Optional[str] = None
-        self._ptx: Optional[str] = None
-        self._cubin = None
-        self._cuda = None       # device 0's (module handle, function handle, Launcher)
-        self._devices: dict = {}    # device ordinal -> its (module, function, Launcher)
+        self._lowered = lowered
+        self._compiled = compiled
+        self._cuda = None       # device 0's Executable (module handle, function handle, Launcher)
+        self._devices: dict = {}    # device ordinal -> its Executable
         # bytes of dynamic shared memory the kernel's ws.smem.allocate calls need (the launch
         # passes at least this much)
-        self.dynamic_smem = module.kernels[0].attrs.get("dynamic_smem", 0) if module else 0
+        self.dynamic_smem = traced.dynamic_smem
         self.pointer_slots = tuple(i for i, (_, t) in enumerate(abi) if isinstance(t, ir.PointerType))
-        self._ir_text: Optional[str] = None     # a stored entry's IR (when module is None)
         self._host_params = None                # stored host-argument descriptors (loaded.py)
         self._stored: Optional[dict] = None     # the entry this was read from (persist.py)
 
     # -- stages ------------------------------------------------------------------------------
     @property
+    def lowered(self) -> Lowered:
+        """The backend's stage: LLVM IR and PTX (made on first use)."""
+        if self._lowered is None:
+            self._lowered = pipeline.lower(self.traced, self.options, self.timings)
+        return self._lowered
+
+    @property
+    def compiled(self) -> Compiled:
+        """ptxas' stage: the cubin and its report (``result`` None without ptxas)."""
+        if self._compiled is None:
+            self._compiled = pipeline.assemble(self.lowered, self.options, self.timings)
+        return self._compiled
+
+    @property
     def ir(self) -> str:
         """The IR as MLIR-like text (stored text for a kernel from the disk cache or ws.load)."""
-        if self.module is None:
-            return self._ir_text
-        return ir.print_module(self.module)
+        return self.traced.text
 
     @property
     def llvm_ir(self) -> str:
         """LLVM IR text for nvptx64-nvidia-cuda."""
-        if self._llvm_ir is None:
-            from ..backend import lower
-            t0 = time.perf_counter()
-            with progress.stage(self.name, "lower"):
-                self._llvm_ir = lower(self.module, self.options, verified=True)   # by run_passes
-            STAGE_COUNTS["lower"] += 1
-            self.timings["lower"] = time.perf_counter() - t0
-        return self._llvm_ir
+        return self.lowered.llvm_ir
 
     @property
     def ptx(self) -> str:
         """PTX assembly for ``options.arch`` (sm_90a)."""
-        if self._ptx is None:
-            from ..backend import emit_ptx
-            llvm_ir = self.llvm_ir
-            t0 = time.perf_counter()
-            with progress.stage(self.name, "ptx"):
-                self._ptx = emit_ptx(llvm_ir, self.options)
-            STAGE_COUNTS["ptx"] += 1
-            self.timings["ptx"] = time.perf_counter() - t0
-        return self._ptx
+        return self.lowered.ptx
 
     def _assemble(self):
-        if self._cubin is None:
-            from ..backend import assemble, find_ptxas
-            ptx = self.ptx
-            if find_ptxas(self.options) is None:
-                self._cubin = False
-                return None
-            t0 = time.perf_counter()
-            with progress.stage(self.name, "ptxas"):
-                self._cubin = assemble(ptx, self.options, [self.name])
-            STAGE_COUNTS["ptxas"] += 1
-            self.timings["ptxas"] = time.perf_counter() - t0
-        return self._cubin or None
+        return self.compiled.result
 
     @property
     def cubin(self) -> Optional[bytes]:
@@ -178,8 +166,6 @@ class CompiledKernel:
         return entry[1], entry[2]
 
     def _load(self, device: int):
-        from ..runtime import driver
-        from ..runtime.launcher import Launcher
         from ..runtime.target import device_properties
         props = device_properties(device)
         if not _runs_on(self.options.arch, props.cc_major, props.cc_minor):
@@ -189,20 +175,7 @@ class CompiledKernel:
                 f"cuda:{device} ({props.name}, {props.arch}), which cannot run it. Fix: compile "
                 f"with arch='{props.arch}' (ws.kernel(arch=...)), or use a GPU of the "
                 f"architecture compiled for.")
-        r = self._assemble()
-        t0 = time.perf_counter()
-        with progress.stage(self.name, "load"), driver.on_device(device):
-            if r:
-                mod = driver.load_module(r.cubin, is_ptx=False, device=device)
-            else:
-                mod = driver.load_module(self.ptx.encode() + b"\0", is_ptx=True, device=device)
-            fn = driver.get_function(mod, self.name)
-        self.timings["load"] = time.perf_counter() - t0
-        # a TMA descriptor is a 128-byte by-value blob (the Launcher packs ctypes arrays)
-        from ctypes import c_ubyte
-        from ..ir.types import TensorMapType
-        types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in self.abi]
-        return (mod, fn, Launcher(fn, types, device=device))
+        return pipeline.load(self.compiled, self.abi, self.timings, device=device)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} block={self.block} slots={len(self.abi)}>"

@@ -12,18 +12,17 @@ import copy
 import dataclasses
 import functools
 import inspect
-import time
 import typing
 import warnings
 from typing import Optional
 
 from .cache import persist
-from . import progress
-from .compiled import STAGE_COUNTS, CompiledKernel
+from . import pipeline
+from .compiled import CompiledKernel
 from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from ..frontend import binding_time as bt
-from ..frontend.guards import collect_guards, guards_hold
-from ..frontend.specialize import call_device_function, trace_kernel
+from ..frontend.guards import guards_hold
+from ..frontend.specialize import call_device_function
 from ..core.static_key import code_key
 from ..core.trace import _state as _trace_state, maybe_current
 from .launch_config import _NOT_GIVEN, _Launch, _dim3, _full_call
@@ -298,7 +297,6 @@ class Kernel:
                 entry = persist.lookup(self, specs, block, target, after_wait=True)
                 if entry is None:
                     entry = self._trace(specs, block, key)
-                    STAGE_COUNTS["trace"] += 1
                     self._cache[key] = entry
                     persist.store(self, entry, specs, block, target)
                     return entry
@@ -307,25 +305,20 @@ class Kernel:
         return entry
 
     def _trace(self, specs, block, key) -> CompiledKernel:
-        t0 = time.perf_counter()
         name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
-        attrs = {"maxntid": block}
+        timings: dict = {}
         try:
-            with progress.stage(name, "trace"):
-                module, abi, reached, facts = trace_kernel(
-                    self.fn, name, specs, self.param_names, self.options, attrs,
-                    kwonly=tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY))
-                from ..passes.pipeline import run_passes
-                run_passes(module)
-            guards = collect_guards(reached, facts)
+            traced, guards = pipeline.trace(
+                self.fn, name, specs, self.param_names, self.options, block,
+                tuple(p.name for p in self.params if p.kind is p.KEYWORD_ONLY), timings)
         except Exception as e:
             if self.options.compiler_frames:     # keep warpstage's frames when debugging warpstage
                 raise
             _user_error(e)
             raise
         self.trace_count += 1
-        ck = CompiledKernel(module.kernels[0].name, module, abi, specs, self.param_names,
-                            self.options, block, {"trace": time.perf_counter() - t0}, guards)
+        ck = CompiledKernel(traced.name, traced.module, list(traced.abi), specs, self.param_names,
+                            self.options, block, timings, guards, traced=traced)
         self._note_recompile(key, specs)
         return ck
 

@@ -31,6 +31,7 @@ import warnings
 from typing import Optional
 
 from ..compiled import STAGE_COUNTS, CompiledKernel
+from ..stages import Compiled, Lowered, Traced
 from .entry_check import problem
 from ...errors import ArgumentError, UnsupportedError
 from ...frontend.facts import class_lookup
@@ -216,21 +217,20 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     if options is None:
         names = {f.name for f in dataclasses.fields(CompileOptions)}
         options = CompileOptions(**{k: v for k, v in entry["options"].items() if k in names})
-    ck = CompiledKernel(entry["name"], None, abi, specs, list(entry["param_names"]), options,
-                        tuple(entry["block"]), {}, guards)
-    ck._ir_text = entry["ir"]
-    ck.dynamic_smem = int(entry.get("dynamic_smem", 0))
-    ck._llvm_ir = entry["llvm_ir"]
-    ck._ptx = entry["ptx"]
     rep = entry.get("ptxas")
+    result = None
     if entry.get("cubin") is not None and rep is not None:
         fields = {f.name for f in dataclasses.fields(Resources)}
         res = {n: Resources(**{k: v for k, v in r.items() if k in fields})
                for n, r in rep["resources"].items()}
-        ck._cubin = CubinResult(entry["cubin"], rep["log"], res, list(rep["warnings"]),
-                                rep["seconds"])
-    else:
-        ck._cubin = False
+        result = CubinResult(entry["cubin"], rep["log"], res, list(rep["warnings"]),
+                             rep["seconds"])
+    name, block = entry["name"], tuple(entry["block"])
+    traced = Traced(name, None, tuple(abi), block, int(entry.get("dynamic_smem", 0)),
+                    stored_text=entry["ir"])
+    ck = CompiledKernel(name, None, abi, specs, list(entry["param_names"]), options, block, {},
+                        guards, traced=traced, lowered=Lowered(name, entry["llvm_ir"], entry["ptx"]),
+                        compiled=Compiled(name, entry["ptx"], result))
     ck._host_params = entry.get("params")
     ck._stored = {k: v for k, v in entry.items() if k != "guards"}
     ck.timings["disk"] = time.perf_counter() - t0

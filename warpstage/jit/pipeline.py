@@ -1,0 +1,102 @@
+"""The compile pipeline of one specialization: the one place its stages are listed, in order.
+
+``STAGES`` names each step, what it takes and what it makes (``jit/stages.py``)::
+
+    trace   Python function + parameter Specs -> Traced     (frontend/ trace, then passes/)
+    lower   Traced   -> Lowered    (backend/: IR -> LLVM IR -> PTX)
+    ptxas   Lowered  -> Compiled   (backend/ptxas.py: PTX -> cubin, whole program)
+    load    Compiled -> Executable (runtime/driver.py: cuModuleLoadData + cuModuleGetFunction)
+
+Every step goes through ``_step``, which shows it in the progress line (``jit/progress.py``),
+counts it in ``STAGE_COUNTS`` (tests prove with it that a cache hit did no work) and records
+its seconds in the specialization's ``timings`` (keys: trace, lower, ptx, ptxas, load; disk for
+a disk-cache hit). ``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
+stage's output, so ``ck.ptx`` lowers but does not run ptxas.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+
+from . import progress
+from .stages import Compiled, Executable, Lowered, Traced
+
+__all__ = ["STAGES", "STAGE_COUNTS", "trace", "lower", "assemble", "load"]
+
+STAGES = (
+    ("trace", None, Traced),
+    ("lower", Traced, Lowered),
+    ("ptxas", Lowered, Compiled),
+    ("load", Compiled, Executable),
+)
+"""(name, input stage, output stage), in the order a specialization goes through them."""
+
+STAGE_COUNTS = {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 0, "disk_store": 0}
+"""Per process, how many times each step really ran (``disk_*``: jit/cache/persist.py)."""
+
+
+@contextlib.contextmanager
+def _step(name: str, step: str, timings: dict, counted: bool = True):
+    t0 = time.perf_counter()
+    with progress.stage(name, step):
+        yield
+    if counted:
+        STAGE_COUNTS[step] += 1
+    timings[step] = time.perf_counter() - t0
+
+
+def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, kwonly: tuple,
+          timings: dict) -> tuple:
+    """(Traced, guards): ``fn`` traced for ``specs`` (frontend/specialize.py), the pass pipeline
+    run on its module (passes/pipeline.py), and the guards on the globals and attributes it read
+    (frontend/guards.py). Errors are the user's (CompilationError and its kinds) as raised."""
+    from ..frontend.guards import collect_guards
+    from ..frontend.specialize import trace_kernel
+    from ..passes.pipeline import run_passes
+    with _step(name, "trace", timings):
+        module, abi, reached, facts = trace_kernel(fn, name, specs, param_names, options,
+                                                   {"maxntid": block}, kwonly=kwonly)
+        run_passes(module)
+    guards = collect_guards(reached, facts)
+    kern = module.kernels[0]
+    traced = Traced(kern.name, module, tuple(abi), tuple(block),
+                    kern.attrs.get("dynamic_smem", 0))
+    return traced, guards
+
+
+def lower(traced: Traced, options, timings: dict) -> Lowered:
+    """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level)."""
+    from ..backend import emit_ptx, lower as to_llvm
+    with _step(traced.name, "lower", timings):
+        llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes
+    with _step(traced.name, "ptx", timings):
+        ptx = emit_ptx(llvm_ir, options)
+    return Lowered(traced.name, llvm_ir, ptx)
+
+
+def assemble(lowered: Lowered, options, timings: dict) -> Compiled:
+    """``lowered``'s PTX through ptxas (``Compiled.result`` None, and no step counted, when no
+    ptxas is installed). Raises PtxasError with ptxas' message when it rejects the PTX."""
+    from ..backend import assemble as ptxas, find_ptxas
+    if find_ptxas(options) is None:
+        return Compiled(lowered.name, lowered.ptx, None)
+    with _step(lowered.name, "ptxas", timings):
+        return Compiled(lowered.name, lowered.ptx, ptxas(lowered.ptx, options, [lowered.name]))
+
+
+def load(compiled: Compiled, abi, timings: dict, device: int = 0) -> Executable:
+    """``compiled`` loaded into GPU ``device``'s primary context (the cubin, else the PTX for the
+    driver's JIT), with a Launcher for the ABI ``abi`` ((slot, ir type), ...; a TMA descriptor
+    is a 128-byte by-value blob). Raises DeviceError when the driver refuses it."""
+    from ctypes import c_ubyte
+    from ..ir.types import TensorMapType
+    from ..runtime import driver
+    from ..runtime.launcher import Launcher
+    with _step(compiled.name, "load", timings, counted=False), driver.on_device(device):
+        if compiled.result:
+            mod = driver.load_module(compiled.result.cubin, is_ptx=False, device=device)
+        else:
+            mod = driver.load_module(compiled.ptx.encode() + b"\0", is_ptx=True, device=device)
+        fn = driver.get_function(mod, compiled.name)
+    types = [c_ubyte * 128 if isinstance(t, TensorMapType) else t for _, t in abi]
+    return Executable(mod, fn, Launcher(fn, types, device=device))
