@@ -1,0 +1,88 @@
+"""The compile stages as values (jit/stages.py) and the pipeline that makes them in order
+(jit/pipeline.py), through ws.compile and a CompiledKernel's stage properties."""
+import dataclasses
+
+import pytest
+
+import warpstage as ws
+from warpstage import ir
+from warpstage.jit import pipeline
+from warpstage.jit.pipeline import STAGE_COUNTS, STAGES
+from warpstage.jit.stages import Compiled, Executable, Lowered, Traced
+
+
+def _add_one(a: ws.Tensor, n: ws.Int32):
+    i = ws.arch.thread_idx()[0]
+    if i < n:
+        a[i] = a[i] + 1.0
+
+
+def _fresh():
+    # a new Kernel object per test: its memory cache is empty, so its stages are built here
+    return ws.kernel(_add_one)
+
+
+@pytest.fixture
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", "")
+
+
+def test_the_stages_chain_in_order():
+    names = [name for name, _, _ in STAGES]
+    assert names == ["trace", "lower", "ptxas", "load"]
+    for (_, _, made), (_, takes, _) in zip(STAGES, STAGES[1:]):
+        assert takes is made
+    assert [s for _, _, s in STAGES] == [Traced, Lowered, Compiled, Executable]
+
+
+def test_each_stage_is_frozen_and_prints_its_text(no_disk_cache):
+    ck = ws.compile(_fresh(), ws.Tensor[ws.Float32, 1], ws.Int32, block=64)
+    traced, lowered = ck.traced, ck.lowered
+    assert str(traced) == ck.ir == ir.print_module(ck.module) and "scf.if" in ck.ir
+    assert str(lowered) == ck.ptx and ".entry" in ck.ptx
+    assert lowered.llvm_ir == ck.llvm_ir and "nvptx64" in lowered.llvm_ir
+    assert traced.block == (64, 1, 1) and traced.abi == tuple(ck.abi)
+    for stage in (traced, lowered, ck.compiled):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            stage.name = "other"
+        assert stage.name == ck.name and ck.name in repr(stage)
+    if ck.compiled.result is not None:      # ptxas installed
+        assert ck.compiled.cubin == ck.cubin and ck.cubin[:4] == b"\x7fELF"
+        assert ck.name in str(ck.compiled)
+
+
+def test_ptx_lowers_but_does_not_assemble(no_disk_cache):
+    ck = ws.kernel(_add_one)
+    ws.set_target("sim")
+    try:
+        import numpy as np
+        a = np.zeros(8, np.float32)
+        ck[1, 8](a, 8)                          # traced for the simulator: no backend ran
+        assert (a == 1).all()
+        (spec,) = ck._cache.values()
+        before = dict(STAGE_COUNTS)
+        assert spec._lowered is None and spec._compiled is None
+        spec.ptx
+        assert STAGE_COUNTS["lower"] == before["lower"] + 1
+        assert STAGE_COUNTS["ptx"] == before["ptx"] + 1
+        assert STAGE_COUNTS["ptxas"] == before["ptxas"] and spec._compiled is None
+        assert {"trace", "lower", "ptx"} <= set(spec.timings)
+        spec.ptx
+        assert STAGE_COUNTS["lower"] == before["lower"] + 1     # kept, not rebuilt
+    finally:
+        ws.set_target(None)
+
+
+def test_the_pipeline_functions_compose(no_disk_cache):
+    ck = ws.compile(_fresh(), ws.Tensor[ws.Float32, 1], ws.Int32, block=32)
+    timings = {}
+    again = pipeline.lower(ck.traced, ck.options, timings)
+    assert again == ck.lowered                      # the same text from the same Traced
+    assert set(timings) == {"lower", "ptx"}
+    compiled = pipeline.assemble(again, ck.options, timings)
+    assert compiled.ptx == again.ptx and compiled.name == again.name
+
+
+def test_an_executable_is_its_three_handles():
+    ex = Executable("mod", "fn", "launcher")
+    assert (ex.module, ex.function, ex.launcher) == ("mod", "fn", "launcher") and ex[2] == "launcher"
