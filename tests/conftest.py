@@ -1,11 +1,14 @@
-"""Shared fixtures: GPU tests skip themselves where no usable CUDA device is present; every test
-has a private disk cache (WARPSTAGE_CACHE_DIR); ``sim_target`` runs a test's kernels in the
-simulator (``pytestmark = pytest.mark.usefixtures("sim_target")`` for a whole module);
+"""Shared fixtures: GPU tests (``@pytest.mark.gpu``) skip themselves where no usable CUDA device
+is present and run on the cuda target where one is; every test has a private disk cache
+(WARPSTAGE_CACHE_DIR); ``target`` runs a kernel test once per target: in the simulator always,
+and on the GPU (a gpu-marked case) where one is present; ``sim_target`` runs a test's kernels in
+the simulator only (``pytestmark = pytest.mark.usefixtures("sim_target")`` for a whole module);
 ``ptxas_path`` skips a test where no ptxas is installed; traced modules are round-tripped through
 the IR parser (``check_ir_round_trip``; ``--ir-round-trip=all`` for every module). tests/ is on
 sys.path (this file lives here), so test files share helpers such as example_loader.py."""
 import functools
 
+import numpy as np
 import pytest
 
 
@@ -32,6 +35,61 @@ def _private_disk_cache(tmp_path, monkeypatch):
     """Each test gets its own empty disk cache (never ~/.cache/warpstage), so one test's
     compiled kernels cannot turn another test's trace into a disk hit. Subprocesses inherit it."""
     monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path / "ws-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _gpu_tests_run_on_cuda(request):
+    """A test marked gpu launches on the cuda target (a GPU is present: it is skipped otherwise)."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    import warpstage as ws
+    ws.set_target("cuda")
+    yield
+    ws.set_target(None)
+
+
+class Target:
+    """Where the ``target`` fixture runs a test: ``name`` is 'sim' or 'cuda'. ``array(a)`` is
+    the numpy array ``a`` as the target's kernels take it (``a`` itself in the simulator, a
+    torch CUDA tensor on the GPU); ``numpy(x)`` reads such an array back (after the GPU's work
+    is done)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def array(self, a):
+        if self.name == "sim":
+            return a
+        import torch
+        if a.dtype.name == "bfloat16":          # ml_dtypes' bfloat16: torch reads its bits
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to("cuda")
+        return torch.from_numpy(a).to("cuda")
+
+    def numpy(self, x):
+        if self.name == "sim":
+            return x
+        import torch
+        torch.cuda.synchronize()
+        if x.dtype == torch.bfloat16:
+            import ml_dtypes
+            return x.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return x.cpu().numpy()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def target(request):
+    """The test runs once in the CPU simulator and once on the GPU (marked gpu: skipped without
+    one, and selected by ``-m gpu``). Yields a ``Target``."""
+    import warpstage as ws
+    if request.param == "cuda":
+        pytest.importorskip("torch")
+    ws.set_target(request.param)
+    yield Target(request.param)
+    ws.set_target(None)
 
 
 @pytest.fixture

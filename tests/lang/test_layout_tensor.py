@@ -60,24 +60,25 @@ def accumulator_positions(out: ws.Tensor):
         mine[v] = ws.Float32(tid * 1000 + v)
 
 
-def test_a_tiled_partitioned_copy_matches_numpy():
+def test_a_tiled_partitioned_copy_matches_numpy(target):
     x = np.random.default_rng(0).standard_normal((96, 16)).astype(np.float32)
-    y = np.zeros_like(x)
-    scale_tiles[3, 32](x, y, 2.5)
-    np.testing.assert_array_equal(y, np.float32(2.5) * x)
+    y = target.array(np.zeros_like(x))
+    scale_tiles[3, 32](target.array(x), y, 2.5)
+    np.testing.assert_array_equal(target.numpy(y), np.float32(2.5) * x)
 
 
-def test_a_swizzled_smem_layout_agrees_with_the_swizzled_smem_array():
+def test_a_swizzled_smem_layout_agrees_with_the_swizzled_smem_array(target):
     import ml_dtypes
     x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64).astype(ml_dtypes.bfloat16)
-    y = np.zeros_like(x)
-    transpose_via_swizzled_smem[1, 128](x, y)
-    np.testing.assert_array_equal(y.astype(np.float32), x.T.astype(np.float32))
+    y = target.array(np.zeros_like(x))
+    transpose_via_swizzled_smem[1, 128](target.array(x), y)
+    np.testing.assert_array_equal(target.numpy(y).astype(np.float32), x.T.astype(np.float32))
 
 
-def test_the_wgmma_tv_layout_writes_each_register_where_accumulator_coords_says():
-    out = np.full((64, 16), -1, np.float32)
+def test_the_wgmma_tv_layout_writes_each_register_where_accumulator_coords_says(target):
+    out = target.array(np.full((64, 16), -1, np.float32))
     accumulator_positions[1, 128](out)
+    out = target.numpy(out)
     want = np.full((64, 16), -1, np.float32)
     for tid in range(128):
         for v, (r, c) in enumerate(ws.wgmma.accumulator_coords(16, tid)):
@@ -170,14 +171,14 @@ def carried(x: ws.Tensor, out: ws.Tensor, lay):
     out[tid] = x[acc // 2]
 
 
-def test_a_mixed_host_layout_crosses_parameters_calls_branches_and_loops():
+def test_a_mixed_host_layout_crosses_parameters_calls_branches_and_loops(target):
     ld = 16
     lay = L.make_layout((4, 8), (ws.Int32(ld), 1))     # the row stride is dynamic
     x = np.arange(4 * ld, dtype=np.float32)
-    out = np.zeros(32, np.float32)
-    carried[1, 32](x, out, lay)
+    out = target.array(np.zeros(32, np.float32))
+    carried[1, 32](target.array(x), out, lay)
     want = [x[(t % 4) * ld + t // 4] for t in range(32)]
-    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(target.numpy(out), want)
     text = ws.explain(carried, x, out, lay, print_table=False)
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("lay"))
     assert "mixed" in row and "Layout (4,8):(?16,1)" in row and "static (4,8):(?,1)" in row

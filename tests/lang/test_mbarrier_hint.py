@@ -1,5 +1,5 @@
 """Mbarrier.try_wait's suspend-time hint (the op mbarrier.try_wait_parity_hint): traced, run in
-the simulator, lowered to PTX's 4-operand try_wait, and its operand checked."""
+the simulator and on the GPU (``target``), lowered to PTX's 4-operand try_wait, and its operand checked."""
 import re
 
 import numpy as np
@@ -27,10 +27,11 @@ def hinted_poll(out: ws.Tensor, hint: ws.Int32):
     out[t] = ws.Int32(before) * 10 + ws.Int32(after)
 
 
-def test_the_hinted_try_wait_polls_like_try_wait_in_the_simulator():
-    out = np.full(32, -1, np.int32)
-    hinted_poll[1, 32](out, 500)
-    assert out.tolist() == [1] * 32
+@pytest.mark.parametrize("hint", [1, 500, 100000])
+def test_the_hinted_try_wait_polls_like_try_wait(target, hint):
+    out = target.array(np.full(32, -1, np.int32))
+    hinted_poll[1, 32](out, hint)
+    assert target.numpy(out).tolist() == [1] * 32
 
 
 def test_the_hint_is_the_fourth_operand_of_ptx_try_wait(ptxas_path):
