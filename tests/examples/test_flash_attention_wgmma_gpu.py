@@ -3,8 +3,6 @@ simulator tests' cases (tests/examples/test_flash_attention_wgmma_sim.py, same k
 policies) and larger shapes against torch's scaled_dot_product_attention on float64 copies; the
 default dispatch (mma='auto' picks wgmma for TMA-compatible CUDA tensors on sm_90), strided
 (B, S, H, D) views and the fallback for a misaligned view."""
-import os
-import sys
 
 import pytest
 
@@ -13,8 +11,6 @@ torch = pytest.importorskip("torch")
 from warpstage.ops import attention  # noqa: E402
 from warpstage.ops.attention import flash_attention  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "examples"))
 from test_flash_attention_wgmma_sim import CASES, ids, make_inputs, run_case  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-# tests/frontend is on sys.path through conftest.py.
+# this folder is on sys.path (pytest puts a test file's folder there).
 from cf_harness import arith_inputs, differential_check  # noqa: E402
 from cf_programs import programs  # noqa: E402
 

@@ -85,4 +85,5 @@ def test_the_pipeline_functions_compose(no_disk_cache):
 
 def test_an_executable_is_its_three_handles():
     ex = Executable("mod", "fn", "launcher")
-    assert (ex.module, ex.function, ex.launcher) == ("mod", "fn", "launcher") and ex[2] == "launcher"
+    assert (ex.module, ex.function, ex.launcher) == ("mod", "fn", "launcher")
+    assert ex[2] == "launcher"          # the launch paths read the Launcher at index 2

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 import warpstage as ws  # noqa: E402
 from example_loader import load_example  # noqa: E402
 
-# The kernels are the simulator tests' own (tests/lang, on sys.path through conftest.py): the
+# The kernels are the simulator tests' own (this folder's: pytest puts it on sys.path): the
 # same code runs on both targets.
 from test_arch_sync import arrive_then_sync, indices, warp_softmax, warp_specialized  # noqa: E402
 from test_smem import Pair, Staging, elected_arrivals, histogram, reverse_via_cp_async  # noqa: E402

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from example_loader import load_example  # noqa: E402
 
-# The kernels are the simulator tests' own (tests/lang, on sys.path through conftest.py): the
+# The kernels are the simulator tests' own (this folder's: pytest puts it on sys.path): the
 # same code runs on both targets.
 from test_mma import (COMBOS, TORCH, gemm_fragments, gemm_ldmatrix, ldmatrix_expected,  # noqa: E402
                       ldmatrix_raw, mma_stmatrix, operands, reference)

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 import warpstage as ws  # noqa: E402
 from example_loader import load_example  # noqa: E402
 
-# The simulator tests' own kernels (tests/lang, on sys.path through conftest.py).
+# The simulator tests' own kernels (this folder's: pytest puts it on sys.path).
 import test_tma as t  # noqa: E402
 import test_tma_pipeline as tp  # noqa: E402
 

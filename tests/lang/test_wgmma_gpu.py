@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 import warpstage as ws  # noqa: E402
 from example_loader import load_example  # noqa: E402
 
-# The simulator tests' own kernels (tests/lang, on sys.path through conftest.py).
+# The simulator tests' own kernels (this folder's: pytest puts it on sys.path).
 from test_wgmma import (CASES, Case, bf16_bits, expected, host_arrays, make_inputs,  # noqa: E402
                         two_warpgroup_inputs, two_warpgroups, wgmma_tile)
 

@@ -7,8 +7,6 @@ A kernel is compiled and loaded before capture (the warm-up torch's docs ask for
 loading is not a stream operation and may not be captured); the launch itself allocates nothing,
 synchronizes nothing and only calls cuLaunchKernel on torch's current stream, which inside
 ``torch.cuda.graph`` is the capturing stream."""
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -19,8 +17,6 @@ import warpstage as ws  # noqa: E402
 from example_loader import load_example  # noqa: E402
 from warpstage.runtime import launcher as launcher_module  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "runtime"))
 import test_tma_launch as tma_kernels  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -4,8 +4,6 @@ tensors are in descriptors, a saved and loaded kernel with descriptor parameters
 ``ws.ops.flash_attention``'s kept descriptors with tensors allocated again and again (results
 against torch's scaled_dot_product_attention); plus the host cost of a flash_attention call,
 printed (``-s``)."""
-import os
-import sys
 import time
 
 import numpy as np
@@ -17,8 +15,6 @@ import warpstage as ws  # noqa: E402
 from warpstage.ops import attention, descriptors  # noqa: E402
 from warpstage.runtime import launcher as launcher_module  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "runtime"))
 import test_tma_launch as t  # noqa: E402
 
 pytestmark = pytest.mark.gpu
