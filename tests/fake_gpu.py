@@ -172,7 +172,7 @@ def install(monkeypatch, torch) -> list:
         if device not in self._devices:
             if not 0 <= device < DEVICES:
                 raise DeviceError(f"CUDA device {device} does not exist")
-            params = [ctypes.c_ubyte * 128 if isinstance(t, TensorMapType) else t  # as compiled.py
+            params = [ctypes.c_ubyte * 128 if isinstance(t, TensorMapType) else t  # as pipeline.load
                       for _, t in self.abi]
             launcher = launcher_module.Launcher(0x7000 + 64 * len(_LAUNCHERS), params,
                                                 limits=LIMITS, device=device)
