@@ -255,7 +255,7 @@ def test_a_new_scale_compiles_once_and_the_recompile_reason_names_it():
         kern[fa.grid(1, 1, 16), fa.threads](fa, q, k, v, o)
         assert relative_error(o, q, k, v, False, scale=scale) < 1e-2
     assert kern.trace_count == 2
-    assert kern._recompile_reasons == ["vs #1: fa: softmax_scale 0.125 -> 0.2"]
+    assert kern._cache.reasons == ["vs #1: fa: softmax_scale 0.125 -> 0.2"]
     fa = FlashAttention(head_dim=64, softmax_scale=0.2, tile_n=64, causal=True)
     kern[fa.grid(1, 1, 16), fa.threads](fa, q, k, v, np.zeros_like(q))
-    assert kern._recompile_reasons[-1] == "vs #2: fa: causal False -> True, tile_n 128 -> 64"
+    assert kern._cache.reasons[-1] == "vs #2: fa: causal False -> True, tile_n 128 -> 64"

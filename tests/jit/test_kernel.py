@@ -126,7 +126,7 @@ def test_recompile_reasons_name_a_descriptors_changed_field():
         warnings.simplefilter("ignore", ws.RecompileWarning)
         for kw in ({}, {"oob_fill": "nan"}, {"l2_promotion": 256}):
             transpose[(2, 2), 256](Transpose(), T(x, (32, 32), **kw), T(out, (32, 32)))
-    assert transpose._recompile_reasons == ["vs #1: src: oob_fill 'zero' -> 'nan'",
+    assert transpose._cache.reasons == ["vs #1: src: oob_fill 'zero' -> 'nan'",
                                             "vs #1: src: l2_promotion 128 -> 256"]
 
 
@@ -183,17 +183,17 @@ def test_recompile_reasons_name_the_fields_of_named_static_keys():
         for scale, tile in ((0.125, 64), (0.2, 64), (0.2, 128), (0.5, 32)):
             kern[1, 32](cls(scale, tile), out)
             assert out[0] == np.float32(scale * tile)
-        assert kern._recompile_reasons == ["vs #1: cfg: scale 0.125 -> 0.2",
+        assert kern._cache.reasons == ["vs #1: cfg: scale 0.125 -> 0.2",
                                            "vs #2: cfg: tile 64 -> 128",
                                            "vs #3: cfg: scale 0.2 -> 0.5, tile 128 -> 32"]
     flat = ws.kernel(k.fn)
     flat[1, 32](FlatKey(0.125, 64), out)
     flat[1, 32](FlatKey(0.2, 64), out)
-    assert flat._recompile_reasons == ["vs #1: cfg: a static field of FlatKey FlatKey() changed"]
+    assert flat._cache.reasons == ["vs #1: cfg: a static field of FlatKey FlatKey() changed"]
     kb[1, 32](Box(3.0, 0.5), out)
     kb[1, 32](Box(3.0, 2.0), out)
     assert out[0] == 6.0
-    assert kb._recompile_reasons == ["vs #1: b: scale 0.5 -> 2.0"]
+    assert kb._cache.reasons == ["vs #1: b: scale 0.5 -> 2.0"]
 
 
 @ws.kernel

@@ -17,6 +17,7 @@ import warnings
 from typing import Optional
 
 from .cache import persist
+from .cache.memory import Specializations
 from . import pipeline
 from .compiled import CompiledKernel
 from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
@@ -195,14 +196,10 @@ class Kernel:
         self._annotations = None
         self._binders = None
         self._launch_type = None    # _Launch, or its subclass calling the generated call path
-        self._fast = None           # its frontend.fast_call.FastCall
+        self._fast = None           # its FastCall (fast_call.py)
         self._last_launch = None
-        self._cache: dict = {}
-        self._keys: list = []
-        self._key_specs: list = []      # the specs of each of _keys (recompile reasons)
+        self._cache = Specializations()     # key -> CompiledKernel, and the keys' history
         self.trace_count = 0
-        self._warned = False
-        self._recompile_reasons: list = []
 
     @property
     def options(self) -> CompileOptions:
@@ -305,7 +302,8 @@ class Kernel:
         return entry
 
     def _trace(self, specs, block, key) -> CompiledKernel:
-        name = f"{self.fn.__name__}_{len(self._keys)}" if self._keys else self.fn.__name__
+        made = len(self._cache.keys)
+        name = f"{self.fn.__name__}_{made}" if made else self.fn.__name__
         timings: dict = {}
         try:
             traced, guards = pipeline.trace(
@@ -323,28 +321,17 @@ class Kernel:
         return ck
 
     def _note_recompile(self, key, specs) -> None:
-        """Record a new specialization and why it differs from the closest earlier one (the
-        one differing in the fewest parameters, the latest on a tie); warn past the limit."""
-        if self._keys:
-            from ..frontend.spec_changes import closest, describe_changes
-            j = closest(specs, self._key_specs)
-            prev = self._keys[j]
-            what = describe_changes(self.param_names, self._key_specs[j], specs) or (
-                f"block shape {prev[1]} -> {key[1]}" if prev[1] != key[1] else
-                f"target {prev[2]} -> {key[2]}" if prev[2] != key[2] else
-                "a global the kernel reads changed")
-            self._recompile_reasons.append(f"vs #{j + 1}: {what}")
-        self._keys.append(key)
-        self._key_specs.append(specs)
+        """Record a new specialization (cache/memory.py); warn past the limit."""
+        self._cache.note(key, specs, self.param_names)
         limit = self.options.max_specializations
-        if len(self._keys) > limit and not self._warned:
-            self._warned = True
-            lines = "\n".join(f"  #{i + 2} {r}" for i, r in enumerate(self._recompile_reasons))
-            warnings.warn(f"kernel {self.__qualname__} has been specialized {len(self._keys)} "
-                          f"times (limit {limit}). What each new specialization changed, compared "
-                          f"with the closest earlier one (#n):\n{lines}\nFix: annotate a "
-                          "parameter that varies as dynamic, or move varying values out of "
-                          "static objects.", RecompileWarning, stacklevel=_user_stacklevel())
+        lines = self._cache.over_limit(limit)
+        if lines is not None:
+            warnings.warn(f"kernel {self.__qualname__} has been specialized "
+                          f"{len(self._cache.keys)} times (limit {limit}). What each new "
+                          f"specialization changed, compared with the closest earlier one "
+                          f"(#n):\n{lines}\nFix: annotate a parameter that varies as dynamic, "
+                          "or move varying values out of static objects.", RecompileWarning,
+                          stacklevel=_user_stacklevel())
 
     # -- launch ----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):
