@@ -4,7 +4,8 @@ top-level or inside a function (TYPE_CHECKING blocks too: a cycle there still co
 Rules: ``ir`` imports nothing of the package, ``core`` only ``ir`` and ``errors`` (a leaf
 module), ``passes`` only ``ir``/``core``, ``backend`` and ``sim`` only ``ir``, ``core``,
 ``errors``, ``options``; ``lang`` not ``frontend`` or ``jit``; ``frontend`` not ``jit``;
-``runtime`` neither ``lang`` nor ``frontend``; only ``backend`` imports llvmlite and only
+``runtime`` neither ``lang`` nor ``frontend``; only the public API, the CLI and ``ops`` import
+``jit``; only ``backend`` imports llvmlite and only
 ``runtime`` cuda.bindings. The whole graph is acyclic (docs/architecture.md, "Rooms")."""
 import ast
 import os
@@ -121,6 +122,14 @@ def test_the_package_graph_is_acyclic():
     edges, _ = _graph()
     cycles = _cycle_rooms(edges)
     assert not cycles, f"rooms on an import cycle: {sorted(cycles)}"
+
+
+def test_only_the_public_api_the_cli_and_ops_import_jit():
+    edges, _ = _graph()
+    users = {room for room, out in edges.items() if "jit" in out}
+    assert users <= {"__init__", "__main__", "ops", "torch"}, (
+        f"{sorted(users - {'__init__', '__main__', 'ops', 'torch'})} import jit/, the room of "
+        "kernel objects and launching; the rooms below it must not (DESIGN §3)")
 
 
 def test_the_graph_sees_the_rooms():
