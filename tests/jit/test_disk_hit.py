@@ -36,7 +36,7 @@ LAUNCH_CHILD = """
 import sys, subprocess
 import numpy as np
 import pytest
-from warpstage import persist
+from warpstage.jit.cache import persist
 from warpstage.jit.compiled import STAGE_COUNTS
 import fake_gpu
 runs = []
