@@ -20,7 +20,8 @@ pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock
 
 HOLDER = """
 import json, os, sys, time
-from warpstage.runtime import cache, cache_lock
+from warpstage.jit.cache import files as cache
+from warpstage.runtime import cache_lock
 key, log, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
 with cache.locked(key) as held:
     start = time.time()
@@ -114,7 +115,8 @@ def test_an_unwritable_folder_gives_no_lock_and_no_error(tmp_path, monkeypatch):
 
 READER = """
 import sys, time
-from warpstage.runtime import cache, cache_lock
+from warpstage.jit.cache import files as cache
+from warpstage.runtime import cache_lock
 key, n = sys.argv[1], int(sys.argv[2])
 seen, bad, end = set(), 0, time.monotonic() + 3
 while time.monotonic() < end and len(seen) < n:
@@ -128,7 +130,8 @@ print(len(seen), bad)
 
 WRITER = """
 import sys
-from warpstage.runtime import cache, cache_lock
+from warpstage.jit.cache import files as cache
+from warpstage.runtime import cache_lock
 key, w = sys.argv[1], int(sys.argv[2])
 for _ in range(40):
     cache.put(key, {"writer": w, "text": str(w) * 50_000, "cubin": bytes([w]) * 200_000})
