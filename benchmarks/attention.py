@@ -153,6 +153,14 @@ SWEEPS = {
         (128, False): [dict(), dict(fma_scores=True)],
         (128, True): [dict(persistent=False), dict(persistent=False, fma_scores=True)],
     },
+    # session 5: the exponent as one FFMA with the row's offset selected, no branch (fma_select)
+    "select": {
+        (64, False): [dict(consumer_wgs=3), dict(consumer_wgs=3, fma_select=True)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True)],
+        (128, False): [dict(), dict(fma_select=True)],
+        (128, True): [dict(persistent=False), dict(persistent=False, fma_select=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

@@ -7,8 +7,8 @@ memory, and where the instructions that shape a warp-specialized schedule sit.
 For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class
 (HGMMA, WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS
 (mbarrier), UTMALDG / UTMASTG, USETMAXREG, LDL / STL (local memory), F2FP (paired conversions),
-STG) its count and the SASS line numbers of its first and last occurrences; ``--timeline``
-prints the consumer loop's instruction classes in order, one letter each, to see where waits
+STG, SHFL, FMNMX, FFMA / FADD / FMUL / FSEL, BRA) its count and the SASS line numbers of its
+first and last occurrences; ``--timeline`` prints the consumer loop's instruction classes in order, one letter each, to see where waits
 sit between the GEMMs and the softmax. Needs ptxas and nvdisasm (or cuobjdump): the
 ``nvidia-cuda-nvdisasm`` wheel or a CUDA toolkit on PATH.
 """
@@ -40,6 +40,11 @@ CLASSES = [  # (name, regex on the SASS opcode, timeline letter)
     ("STS/STSM", r"\b(STS|STSM)\b", "s"),
     ("SHFL", r"\bSHFL", "x"),
     ("FMNMX", r"\bFMNMX", "m"),
+    ("FFMA", r"\bFFMA\b", "f"),
+    ("FADD", r"\bFADD\b", "+"),
+    ("FMUL", r"\bFMUL\b", "*"),
+    ("FSEL", r"\bFSEL\b", "?"),
+    ("BRA", r"\bBRA\b", "j"),
 ]
 
 

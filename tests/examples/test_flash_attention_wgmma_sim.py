@@ -52,6 +52,9 @@ CASES = [
     (1, 1, 140, 140, 128, False, "float16", None, dict(poly_exp2=8)),
     (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, fma_scores=True)),
     (1, 2, 130, 170, 128, False, "float16", 0.3, dict(fma_scores=True)),
+    (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, fma_select=True)),
+    (1, 2, 130, 170, 128, False, "float16", 0.3, dict(fma_select=True)),
+    (1, 1, 200, 200, 64, False, "float16", None, dict(fma_select=True, overlap=False)),
 ]
 
 
@@ -273,6 +276,52 @@ def test_fma_scores_take_the_exact_form_for_large_scores(sim_target):
     assert np.isfinite(got).all()
     want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
     assert np.abs(got - want).max() < 0.05
+
+
+def offset_inputs(magnitude, seq=200, d=64, seed=90):
+    """q, k (fp16) whose scores are a common row offset ``magnitude`` (the last column of q
+    and k: a x b with a, b powers of two) plus unit-size terms, and v: the scores of a row
+    spread over a few units around ~``magnitude``, so the softmax is not one-hot there."""
+    q, k, v = (randn((1, 1, seq, d), "float16", seed=seed + i) for i in range(3))
+    q, k = (x.astype(np.float32) for x in (q, k))
+    a = 2.0 ** np.floor(np.log2(magnitude) / 2)
+    q[..., -1], k[..., -1] = a, magnitude / a
+    return q.astype(np.float16), k.astype(np.float16), v
+
+
+@pytest.mark.parametrize("magnitude", [2.0 ** 18, 2.0 ** 25])
+def test_fma_select_cancels_the_offset_rounding(sim_target, magnitude):
+    """Scores ~``magnitude`` + O(1): m c is far from a float (its rounding error is up to
+    2^-8 .. 1/2 of an exponent unit, ~18-40% of a term at 2^25 x c), yet ``fma_select`` gives
+    the exact form's answer over several K/V tiles with a growing row max, because alpha is
+    taken from the offsets (a mismatch between the tiles' offsets shows as an error here)."""
+    q, k, v = offset_inputs(magnitude)
+    base = (1, 1, 200, 200, 64, False, "float16", None)
+    want = to_float64(run_case(base + (dict(tile_n=64, num_stages=2),), q, k, v))
+    got = to_float64(run_case(base + (dict(tile_n=64, num_stages=2, fma_select=True),), q, k, v))
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() < 2e-3 * np.abs(want).max()
+
+
+def test_fma_select_large_scores_and_lse(sim_target):
+    """|q . k| ~ 1e11 (the NaN fix's case): ``fma_select`` takes the exact power-of-two scale
+    there, no NaN, the reference's answer; its log-sum-exp subtracts the offset error."""
+    q, k, v = (randn((1, 1, 70, 64), "bfloat16", seed=50 + i) for i in range(3))
+    q, k = ((x.astype(np.float32) * np.float32(4e4)).astype(numpy_dtype("bfloat16"))
+            for x in (q, k))
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, causal=True, fma_select=True)
+    o = empty_like(q)
+    attention.launch_wgmma(fa, q, k, v, o)
+    got = to_float64(o)
+    assert np.isfinite(got).all()
+    want = reference(*(to_float64(x) for x in (q, k, v)), causal=True)
+    assert np.abs(got - want).max() < 0.05
+    q, k, v = (randn((1, 2, 100, 64), "float16", seed=55 + i) for i in range(3))
+    _, want_lse = reference(*(to_float64(x) for x in (q, k, v)), return_lse=True)
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.Float16, fma_select=True)
+    o, lse = empty_like(q), np.empty((1, 2, 100), np.float32)
+    attention.launch_wgmma(fa, q, k, v, o, lse=lse)
+    assert np.abs(lse - want_lse).max() < 1e-3
 
 
 @pytest.mark.parametrize("hq, hkv, sq, sk, d, causal, align", [

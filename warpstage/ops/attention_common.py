@@ -3,7 +3,7 @@ mma.sync, FlashAttention-2 style) and ``attention_wgmma.py`` (``FlashAttentionWg
 TMA, FlashAttention-3 style). ``AttentionPolicy`` is their common base: the checks of the fields
 both have (head_dim, dtype, tile_n, num_stages, the register split, shared memory), the softmax
 scale, ``__static_key__`` / ``__repr__``, the launch grid, and the consumer arithmetic that does
-not depend on the MMA instruction.
+not depend on the MMA instruction (the masks here, the online softmax in ``attention_softmax.py``).
 
 That arithmetic runs on a thread's accumulator elements in one order for both kernels: the f32
 C fragment of ``mma.sync.m16n8`` (PTX ISA 9.7.14.5.8) holds rows ``g = lane / 4`` (elements 0, 1)
@@ -20,7 +20,8 @@ import math
 import warpstage as ws
 
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float16
+from .attention_softmax import OnlineSoftmax, tree
 
 __all__ = ["AttentionPolicy", "LOG2E", "tree"]
 
@@ -29,14 +30,7 @@ _DTYPES = (Float16, BFloat16)
 _NEG_INF = -math.inf
 
 
-def tree(fn, xs):
-    """fn folded over xs as a balanced tree (short dependency chains)."""
-    while len(xs) > 1:
-        xs = [fn(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-    return xs[0]
-
-
-class AttentionPolicy:
+class AttentionPolicy(OnlineSoftmax):
     """Base of the FlashAttention policies. A subclass sets ``policy_name`` (error messages and
     the first pair of ``__static_key__``), ``key_fields`` / ``repr_fields`` (its own fields, after
     head_dim, dtype, causal (and softmax_scale for the key)), ``consumer_rows`` (query rows of one
@@ -218,11 +212,6 @@ class AttentionPolicy:
             return past_end | (n0 + (self.tile_n - 1) > row0 + offset)
         return past_end
 
-    @staticmethod
-    def softmax_start() -> tuple:
-        """The running row max and row sum (m, l) of this thread's two rows before any key."""
-        return [Float32(_NEG_INF), Float32(_NEG_INF)], [Float32(0.0), Float32(0.0)]
-
     @ws.jit
     def mask(self, s, n0, rows, lane, seq_k, offset=0):
         """S with ``-inf`` where the key is past S_k or (causal) past the row's diagonal (key
@@ -236,106 +225,6 @@ class AttentionPolicy:
         return self.fragments([
             ws.math.select((i >> 2) * 8 + (i & 1) <= last[(i >> 1) & 1], x[i], _NEG_INF)
             for i in ws.static_range(len(x))])
-
-    def softmax_update(self, s, m_i, l_i):
-        """One online-softmax step in base 2 on the scores ``s`` (row half r: the elements i
-        with (i / 2) % 2 == r): each row's max over its quad of 4 lanes (``shfl.sync.bfly`` 1
-        and 2), ``m' = max(m, rowmax)``, ``alpha = 2^((m - m') c)``, ``p = 2^((s - m') c)``
-        (a subtraction, a multiply and an ``ex2``; ``ex2.approx.ftz`` with ``fast_exp2``),
-        ``l = l alpha + rowsum(p)`` (per lane; the quad's partial sums are added by
-        ``row_inverse``). Returns (P as f32 fragments, m', l, alpha).
-
-        Why ``(s - m') c`` and not one FMA ``s c - m' c``: the FMA subtracts the rounded
-        product m' c, whose rounding error (up to half an ulp of m' c: 512 at |m' c| ~ 1e10)
-        lands in the exponent, so for large scores every p overflows to inf (or underflows to
-        0) and O = inf / inf = NaN. ``s - m'`` is exact near the max (Sterbenz) and <= 0, so
-        p <= 1 and the row's max term is exactly 1 for any finite scores."""
-        approx = self.fast_exp2
-        x = self.elements(s)
-        half = [[i for i in range(len(x)) if (i >> 1) & 1 == r] for r in range(2)]
-        m_new, alpha = [], []
-        for r in ws.static_range(2):
-            mx = tree(ws.math.max, [x[i] for i in half[r]])
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 1))
-            mx = ws.math.max(mx, ws.arch.shfl_xor_sync(mx, 2))
-            m = ws.math.max(m_i[r], mx)
-            if ws.static(self.rows_may_be_empty()):
-                # a row that has seen no key yet has m = -inf: subtract 0 instead (p = 0,
-                # alpha = 0) so that -inf - -inf does not make NaN
-                m = ws.math.select(m == _NEG_INF, 0.0, m)
-            m_new.append(m)
-            alpha.append(ws.math.exp2(self.scaled(m_i[r] - m), approx=approx))
-        p = self.exponentials(x, m_new)
-        l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
-                 for r in ws.static_range(2)]
-        return self.fragments(p), m_new, l_new, alpha
-
-    fma_scores = False
-    """Take ``p = 2^(s c - m c)`` as one FFMA per score when it is exact enough (the
-    policies that have no such field: never)."""
-    FMA_SAFE = 32768.0
-    """|m c| below which the single-FMA form is used: the rounding of m c (at most 2^-9 here)
-    shifts a whole row's exponents alike, which the normalization cancels."""
-
-    def exponentials(self, x, m_new) -> list:
-        """P's elements ``2^((x_i - m_r) c)`` for row half r = (i / 2) % 2 (``exp2_of``), as
-        ``(x_i - m_r) * c`` (exact near the max for any finite scores), or with ``fma_scores``
-        as one FFMA ``x_i c - m_r c`` when every row of the warp has |m c| < ``FMA_SAFE``
-        (``fma_exponentials``)."""
-        if ws.static(self.fma_scores and self.exp2_scale != 1.0):
-            return self.fma_exponentials(x, m_new)
-        return [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
-
-    @ws.jit
-    def fma_exponentials(self, x, m_new):
-        """``exponentials`` with ``fma_scores``: a warp vote picks the single-FFMA form (the
-        common case) or the exact two-instruction one (scores of magnitude ~1e5 and more)."""
-        c = self.exp2_scale
-        mc = [m * c for m in m_new]
-        if ws.arch.vote_all(ws.math.max(ws.math.abs(mc[0]), ws.math.abs(mc[1])) < self.FMA_SAFE):
-            p = [self.exp2_of(i, ws.math.fma(x[i], c, -mc[(i >> 1) & 1]))
-                 for i in range(len(x))]
-        else:
-            p = [self.exp2_of(i, (x[i] - m_new[(i >> 1) & 1]) * c) for i in range(len(x))]
-        return p
-
-    poly_exp2 = 0
-    """P elements of every 8 whose exponential runs on the FMA pipe (``ws.math.exp2_poly``)
-    instead of the MUFU; 0 in the policies that have no such field."""
-
-    def exp2_of(self, i: int, x):
-        """2^x for P's element ``i`` (static): ``ws.math.exp2_poly`` for ``poly_exp2`` of every
-        8 elements, else ``ws.math.exp2`` (``approx`` with ``fast_exp2``)."""
-        if ws.static(i % 8 < self.poly_exp2):
-            return ws.math.exp2_poly(x)
-        return ws.math.exp2(x, approx=self.fast_exp2)
-
-    def scaled(self, d):
-        """``d * exp2_scale`` (no multiply when the scale is 1: the scores were scaled first)."""
-        return d if ws.static(self.exp2_scale == 1.0) else d * self.exp2_scale
-
-    def rescale(self, acc, alpha):
-        """O with row half r (elements i with (i / 2) % 2 == r) times alpha[r]."""
-        return self.fragments([a * alpha[(i >> 1) & 1]
-                               for i, a in enumerate(self.elements(acc))])
-
-    def rows_may_be_empty(self) -> bool:
-        """Whether a query row can see no key in a visited tile, or none at all (causal,
-        bottom-right alignment with S_q > S_k): top-left causal rows always see key 0 first."""
-        return self.causal and self.causal_align == "bottom_right"
-
-    def row_sum(self, l):
-        """The row sum of l: the quad's 4 per-lane partial sums added (``shfl.sync.bfly`` 1, 2)."""
-        total = l + ws.arch.shfl_xor_sync(l, 1)
-        return total + ws.arch.shfl_xor_sync(total, 2)
-
-    def row_inverse(self, l):
-        """1 / l of one row (``row_sum`` first); 0 for a row that saw no key (l = 0), whose
-        output is then 0, as FlashAttention's."""
-        total = self.row_sum(l)
-        if ws.static(self.rows_may_be_empty()):
-            return ws.math.select(total == 0.0, 0.0, 1.0 / total)
-        return 1.0 / total
 
     def store_row(self, o, b, h, row, r, lane, acc, inv):
         """o[b, h, row, c] = O's row half r times ``inv``, for this thread's columns

@@ -61,7 +61,10 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     1e-4) instead of the MUFU's ``ex2``, which at D = 64 is as busy as the tensor cores
     (FlashAttention-4's exponential emulation). ``fma_scores``: the exponent ``s c - m c`` as
     one FFMA per score while every row of the warp has |m c| < 2^15, the exact ``(s - m) c``
-    otherwise (``AttentionPolicy.exponentials``). ``tma_store``: the epilogue writes O through shared
+    otherwise (``OnlineSoftmax.exponentials``). ``fma_select``: the exponent as one FFMA per
+    score with no branch, ``fma(s, c_r, -o_r)`` with the row's scale and offset selected once
+    per row (``OnlineSoftmax.row_offset``) and alpha taken from the offsets, so the rounding of
+    m c cancels exactly (docs/performance.md, "The exponent"). ``tma_store``: the epilogue writes O through shared
     memory and one TMA store per 64 x 64 block of each consumer warpgroup
     (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
     when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
@@ -78,7 +81,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     head_dims = (64, 128, 192, 256)
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "late_wait", "tma_store", "poly_exp2", "fma_scores")
+                  "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -88,7 +91,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
-                 tma_store=None, poly_exp2=0, fma_scores=False):
+                 tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -134,6 +137,7 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                                     "poly_exp2=0 (all on the MUFU)")
         self.poly_exp2 = poly_exp2
         self.fma_scores = bool(fma_scores)
+        self.fma_select = bool(fma_select)
         self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
         self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)

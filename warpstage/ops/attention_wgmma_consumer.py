@@ -215,9 +215,14 @@ class WgmmaConsumer:
     def log_sum_exp(self, m, l):
         """ln(sum_j exp(scale s_j)) of a row from its running max m and its sum
         l = sum_j 2^((s_j - m) c): ``scale m + ln l``, or ``ln(2) m + ln l`` when the scores
-        were scaled by scale * log2(e) first (a scale <= 0, ``AttentionPolicy.set_fields``)."""
+        were scaled by scale * log2(e) first (a scale <= 0, ``AttentionPolicy.set_fields``);
+        with ``fma_select`` less ``ln(2) d`` (l carries the factor 2^d of the row's offset,
+        ``OnlineSoftmax.log2_sum_shift``)."""
         factor = self.softmax_scale if self.scale_log2 > 0 else math.log(2.0)
-        return m * factor + ws.math.log(self.row_sum(l))
+        lse = m * factor + ws.math.log(self.row_sum(l))
+        if ws.static(self.uses_fma_select()):
+            lse = lse - self.log2_sum_shift(m) * math.log(2.0)
+        return lse
 
     def issue_scores(self, dq, k_stage, fenced: bool):
         """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
