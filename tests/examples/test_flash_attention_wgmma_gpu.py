@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from warpstage.ops import attention  # noqa: E402
+from warpstage.ops import attention, attention_plan  # noqa: E402
 from warpstage.ops.attention import flash_attention  # noqa: E402
 
 from test_flash_attention_wgmma_sim import CASES, ids, make_inputs, run_case  # noqa: E402
@@ -63,7 +63,7 @@ def test_other_policies_long_sequences(head_dim, policy):
 def test_auto_dispatch_strided_views_and_fallback(monkeypatch):
     base = [torch.randn(2, 300, 4, 128, device="cuda").to(torch.bfloat16) for _ in range(3)]
     q, k, v = (x.transpose(1, 2) for x in base)          # (B, H, S, D), strides (S*H*D, D, H*D, 1)
-    monkeypatch.setattr(attention, "WGMMA_MIN_WORK", 2 * 4 * 300 * 300 * 128)
+    monkeypatch.setattr(attention_plan, "WGMMA_MIN_WORK", 2 * 4 * 300 * 300 * 128)
     used = []
     real_wgmma, real_sync = attention.launch_wgmma, attention.launch
     monkeypatch.setattr(attention, "launch_wgmma",

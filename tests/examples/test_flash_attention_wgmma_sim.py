@@ -15,7 +15,7 @@ import pytest
 import warpstage as ws
 from dtypes_helper import empty_like, numpy_dtype, randn, to_float64
 from warpstage.backend import find_ptxas
-from warpstage.ops import attention
+from warpstage.ops import attention, attention_plan
 from warpstage.ops.attention import flash_attention, reference
 from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from warpstage.options import CompileOptions
@@ -124,23 +124,23 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
     # (B, S, H, D) storage seen as (B, H, S, D): strides (S*H*D, D, H*D, 1), all multiples of 8
     q, k, v = (randn((1, 90, 2, 64), "bfloat16", seed=30 + i).transpose(0, 2, 1, 3)
                for i in range(3))
-    assert not q.flags.c_contiguous and attention.tma_compatible(attention._describe("q", q))
+    assert not q.flags.c_contiguous and attention.tma_compatible(attention.describe("q", q))
     out = flash_attention(q, k, v, causal=True, mma="wgmma")
     assert relative_error(out, q, k, v, True) < TOL["bfloat16"]
     # 'auto' picks wgmma only for TMA-compatible tensors on an sm_90 GPU, with enough work
     used = []
     monkeypatch.setattr(attention, "launch_wgmma", lambda *a: used.append("wgmma"))
     monkeypatch.setattr(attention, "launch", lambda *a: used.append("mma.sync"))
-    monkeypatch.setattr(attention, "_wgmma_device", lambda ta: True)
+    monkeypatch.setattr(attention_plan, "_wgmma_device", lambda ta: True)
     flash_attention(q, k, v)                           # 2 * 90 * 90 * 64 < WGMMA_MIN_WORK
-    monkeypatch.setattr(attention, "WGMMA_MIN_WORK", 2 * 90 * 90 * 64)
+    monkeypatch.setattr(attention_plan, "WGMMA_MIN_WORK", 2 * 90 * 90 * 64)
     flash_attention(q, k, v)
     flat = randn(1 + 90 * 64, "bfloat16", seed=33)
     kk = flat[1:].reshape(1, 1, 90, 64)                # 2 bytes off 16-byte alignment
     assert kk.__array_interface__["data"][0] % 16 != 0
     flash_attention(q[:, :1], kk, kk)
     flash_attention(q, k, v, mma="mma.sync")
-    monkeypatch.setattr(attention, "_wgmma_device", lambda ta: False)
+    monkeypatch.setattr(attention_plan, "_wgmma_device", lambda ta: False)
     flash_attention(q, k, v)                           # not an sm_90 GPU (the simulator)
     assert used == ["mma.sync", "wgmma", "mma.sync", "mma.sync", "mma.sync"]
     with pytest.raises(ws.ArgumentError, match="TMA cannot read"):

@@ -465,7 +465,18 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
 
 def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
     """Print (and return) per parameter: the rule that decided, binding time, type, key part and
-    ABI slots, for these arguments (values or types, as in ws.compile)."""
+    ABI slots, for these arguments (values or types, as in ws.compile).
+
+    For an op that has an ``__ws_explain__`` function (``ws.ops.flash_attention``), what that
+    returns for these arguments: the kernel the call picks, its policy and each fallback with
+    its reason."""
+    hook = getattr(kern, "__ws_explain__", None)
+    if not isinstance(kern, Kernel) and callable(hook):
+        try:
+            return hook(*args, print_table=print_table, **kwargs)
+        except WarpstageError as e:
+            _user_error(e)
+            raise
     if not isinstance(kern, Kernel):
         raise ArgumentError(f"ws.explain expects a @ws.kernel, got {type(kern).__name__}")
     from .explain import format_table

@@ -1,0 +1,100 @@
+"""``warpstage/ops/attention_plan.py``: what a ``ws.ops.flash_attention`` call runs, and
+``ws.explain(ws.ops.flash_attention, ...)`` naming the kernel, the policy and each fallback with
+its reason. Plans only: nothing is launched, so this runs without a GPU or the simulator."""
+import numpy as np
+import pytest
+
+import warpstage as ws
+from dtypes_helper import numpy_dtype
+from warpstage.ops import attention_plan
+from warpstage.ops.attention_plan import plan_call
+
+BF16 = numpy_dtype("bfloat16")
+
+
+def zeros(*shape):
+    return np.zeros(shape, BF16)
+
+
+def misaligned(*shape):
+    """A bf16 array 2 bytes past 16-byte alignment (TMA cannot read it)."""
+    flat = np.zeros(1 + int(np.prod(shape)), BF16)
+    x = flat[1:].reshape(shape)
+    assert x.__array_interface__["data"][0] % 16 != 0
+    return x
+
+
+def test_fast_path_has_no_fallback(monkeypatch):
+    monkeypatch.setattr(attention_plan, "_wgmma_device", lambda ta: True)
+    monkeypatch.setattr(attention_plan, "WGMMA_MIN_WORK", 1)
+    q = zeros(2, 4, 300, 128)
+    plan = plan_call(q, q, q, causal=True)
+    assert plan.kernel == "wgmma" and plan.fallbacks == [] and plan.pad_to is None
+    assert plan.policy.head_dim == 128 and plan.policy.causal
+    text = ws.explain(ws.ops.flash_attention, q, q, q, causal=True, print_table=False)
+    assert "flash_attention_wgmma_kernel" in text and "fallbacks: none" in text
+    assert "WGMMA_DEFAULTS[(128, True)]" in text and "persistent=False" in text
+
+
+def test_padded_head_dim_is_named_with_its_cost():
+    q = zeros(1, 2, 70, 96)
+    plan = plan_call(q, q, q, mma="wgmma")
+    assert plan.pad_to == 128 and plan.policy.head_dim == 128
+    (what, why), = plan.fallbacks
+    assert what == "head dimension" and "D = 96" in why and "25%" in why
+
+
+def test_mma_sync_in_the_simulator_says_why():
+    q = zeros(1, 1, 64, 64)
+    plan = plan_call(q, q, q)
+    assert plan.kernel == "mma.sync"
+    assert any(w == "kernel" and "not on a GPU" in y for w, y in plan.fallbacks)
+    plan = plan_call(q, q, q, mma="mma.sync")          # asked for: not a fallback
+    assert plan.fallbacks == [] and ("kernel", "mma='mma.sync'") in plan.choices
+
+
+def test_the_reasons_auto_leaves_wgmma(monkeypatch):
+    monkeypatch.setattr(attention_plan, "_wgmma_device", lambda ta: True)
+    q = zeros(1, 1, 64, 64)
+    why = dict(plan_call(q, q, q).fallbacks)["kernel"]
+    assert "WGMMA_MIN_WORK" in why                     # too little work
+    monkeypatch.setattr(attention_plan, "WGMMA_MIN_WORK", 1)
+    x = misaligned(1, 1, 64, 64)
+    plan = plan_call(x, x, x)
+    assert plan.kernel == "mma.sync"
+    assert "16-byte alignment" in dict(plan.fallbacks)["kernel"]
+    assert "cp.async" in dict(plan.fallbacks)["K/V loads"]
+
+
+def test_copies_for_wgmma_only_features_are_named():
+    x = misaligned(1, 2, 64, 64)
+    k = misaligned(1, 1, 64, 64)
+    plan = plan_call(x, k, k, return_lse=True)
+    assert plan.kernel == "wgmma" and plan.copy
+    why = dict(plan.fallbacks)["copies"]
+    assert "return_lse=True" in why and "grouped K/V heads (H_q / H_kv = 2)" in why
+    assert "TMA cannot read" in why
+
+
+def test_epilogue_and_alignment_choices():
+    q, k = zeros(1, 1, 100, 64), zeros(1, 1, 150, 64)
+    plan = plan_call(q, k, k, causal=True, causal_align="bottom_right", policy=dict(
+        tma_store=False))
+    assert plan.kernel == "wgmma"                      # bottom-right with S_q != S_k
+    assert "tma_store=False was given" in dict(plan.fallbacks)["epilogue"]
+    assert "bottom_right (S_q = 100, S_k = 150)" in dict(plan.choices)["causal alignment"]
+
+
+def test_explain_raises_what_the_call_raises():
+    q = zeros(1, 4, 64, 64)
+    with pytest.raises(ws.ArgumentError, match="H_kv dividing H_q"):
+        ws.explain(ws.ops.flash_attention, q, zeros(1, 3, 64, 64), zeros(1, 3, 64, 64))
+    with pytest.raises(ws.ArgumentError, match="mma.sync kernel has no"):
+        ws.explain(ws.ops.flash_attention, q, q, q, return_lse=True, mma="mma.sync")
+
+
+def test_empty_call_plans_no_kernel():
+    q = zeros(0, 1, 64, 64)
+    plan = plan_call(q, q, q)
+    assert plan.kernel is None
+    assert "kernel:    none" in ws.explain(ws.ops.flash_attention, q, q, q, print_table=False)

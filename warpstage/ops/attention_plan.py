@@ -1,0 +1,325 @@
+"""How ``ws.ops.flash_attention`` (``attention.py``) decides what a call runs: the measured
+tables (``WGMMA_DEFAULTS``, ``WGMMA_SHORT``, ``WGMMA_MIN_WORK``), the cached policies
+(``wgmma_policy_for``, ``policy_for``), and ``plan_call``, which checks a call's arguments and
+returns its ``AttentionPlan``: the kernel, the policy and every fallback with its reason.
+``explain`` prints that plan (``ws.explain(ws.ops.flash_attention, q, k, v, ...)``); the op
+runs it (``flash_attention_eager``). Host code only: nothing here launches or copies.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from ..errors import ArgumentError
+from ..runtime.target import default_target
+from .attention_host import (count, cp_async_ok, describe, finite_scale, flag, tma_compatible)
+from .attention_kernel import FlashAttention
+from .attention_wgmma import FlashAttentionWgmma
+from .descriptors import sm_count
+from .host_fixes import cast_code, contiguous_code
+
+__all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
+           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
+           "SIM_CTAS", "MMA_CHOICES"]
+
+MMA_CHOICES = ("auto", "wgmma", "mma.sync")
+WGMMA_MIN_WORK = 1 << 31
+"""``mma='auto'`` picks the wgmma kernel from B * H * S_q * S_k * D >= this on. Measured on the
+H200 (2026-11-29 13:20 UTC, benchmarks/flash_attention.py, bf16, non-causal, after descriptor
+arguments moved to the generated launch path): at (2, 16, 1024, 1024, D) = 2^31 (D=64) the wgmma
+kernel is 1.20x (D=64) and 1.12x (D=128) faster than mma.sync, at (2, 8, 8192, 8192, D) 1.36x and
+1.07x. Smaller problems were not measured, so they keep the mma.sync kernel."""
+
+_WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
+
+
+NATIVE_HEAD_DIMS = FlashAttentionWgmma.head_dims
+"""Head dimensions a kernel takes as they are (64 and 128 both kernels, 192 and 256 the wgmma
+kernel); another D up to 256 is zero-padded to the next of these."""
+
+SIM_CTAS = 3
+"""CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
+
+WGMMA_DEFAULTS = {
+    (128, False): dict(tile_n=128, num_stages=2),
+    (128, True): dict(tile_n=128, num_stages=2, persistent=False),
+    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
+    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
+    (192, False): dict(tile_n=96, num_stages=2),
+    (192, True): dict(tile_n=96, num_stages=2, persistent=False),
+    (256, False): dict(tile_n=64, num_stages=2),
+    (256, True): dict(tile_n=64, num_stages=2, persistent=False),
+}
+"""The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
+(benchmarks/attention.py --sweep, 2026-12-01 19:51-20:52 UTC, bf16; RESULTS.md), every variant
+with split K/V rings, ping-pong turns, ftz exp2, the P V wait below the softmax and the
+TMA-store epilogue. D=128: 128-key tiles, persistent: 658 TFLOP/s at S=4096 (1.00x cuDNN), 540
+at S=1024 (1.07x); causal one CTA per tile: 578 (1.05x), 370 (1.07x). D=64: 3 consumer
+warpgroups (192-row tiles), persistent: 481 (1.02x) and 371 (0.97x); causal 411 (1.04x) and
+246 (1.04x). D=192 and 256 (session 4, 22:47 UTC, sweep "wide", device time): 96- and 64-key
+tiles (2 stages fill shared memory): 722 and 702 TFLOP/s at S=4096 (1.03x and 0.96x cuDNN),
+685 and 717 at S=2048; causal one CTA per tile: 616 and 626 (0.99x, 0.97x); the wider 112- and
+80-key tiles were 6-14% slower.
+
+``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
+warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
+0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short")."""
+
+SHORT_SEQ = 1536
+WGMMA_SHORT = {
+    (64, True): dict(consumer_wgs=2),
+}
+
+
+@functools.lru_cache(maxsize=64)
+def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
+                     tile_n=None, num_stages=None, causal_align: str = "top_left",
+                     kv_group: int = 1, short: bool = False,
+                     overrides: tuple = ()) -> FlashAttentionWgmma:
+    """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
+    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (S_q <= ``SHORT_SEQ``)
+    ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
+    autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding."""
+    import warpstage as ws
+    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)], causal_align=causal_align,
+                  kv_group=kv_group)
+    if short:
+        fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
+    fields.update(overrides)
+    if tile_n is not None:
+        fields["tile_n"] = tile_n
+    if num_stages is not None:
+        fields["num_stages"] = num_stages
+    return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
+                               softmax_scale=scale, **fields)
+
+
+@functools.lru_cache(maxsize=64)
+def policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float, copy: str,
+               tile_m: int = 128, tile_n: int = 128, num_stages: int = 3) -> FlashAttention:
+    """The FlashAttention policy for a configuration (cached: one object per configuration,
+    so repeated calls reuse the compiled kernel's key cheaply)."""
+    import warpstage as ws
+    return FlashAttention(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
+                          softmax_scale=scale, copy=copy, tile_m=tile_m, tile_n=tile_n,
+                          num_stages=num_stages)
+
+
+def _wgmma_device(ta) -> bool:
+    """Whether the launch runs on a GPU with wgmma (sm_90): CUDA tensors, the cuda target."""
+    if ta.device != "cuda":
+        return False
+    from ..runtime.target import device_properties
+    return default_target() == "cuda" and device_properties(ta.device_index or 0).cc_major == 9
+
+
+class AttentionPlan:
+    """What one ``flash_attention`` call runs, decided before anything is launched (and shown
+    by ``ws.explain(ws.ops.flash_attention, ...)``): ``kernel`` ('wgmma', 'mma.sync', or None
+    when there are no rows to compute), its ``policy``, ``pad_to`` (the head dimension the
+    inputs are zero-padded to, or None), ``copy`` (q, k, v copied into TMA-readable tensors),
+    and the reasons: ``fallbacks`` ((what, why) pairs: every way the call runs slower than the
+    fast path would) and ``choices`` ((what, why): the selections that are not fallbacks)."""
+
+    def __init__(self, q_shape, kv_shape, dtype, causal, return_lse, tensor_args):
+        self.q_shape, self.kv_shape, self.dtype = q_shape, kv_shape, dtype
+        self.causal, self.return_lse, self.tensor_args = causal, return_lse, tensor_args
+        self.kernel = self.policy = self.pad_to = None
+        self.copy = False
+        self.fallbacks, self.choices = [], []
+
+
+def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", return_lse=False,
+              tile_n=None, num_stages=None, mma="auto", policy=None) -> AttentionPlan:
+    """The ``AttentionPlan`` of ``flash_attention_eager(q, k, v, ...)`` (same arguments): every
+    check of the call (the same ArgumentErrors), then the kernel, the policy and each fallback
+    with its reason. Launches nothing, copies nothing."""
+    tq, tk, tv = describe("q", q), describe("k", k), describe("v", v)
+    causal = flag("causal", causal)
+    tile_n = count("tile_n", tile_n, "keys per shared-memory stage, a multiple of 16 in "
+                   "[16, 256]", "tile_n=128 (or None for the default)")
+    num_stages = count("num_stages", num_stages, "the shared-memory ring depth, an int in "
+                       "[1, 8]", "num_stages=2 (or None for the default)")
+    dtype = _WS_DTYPES.get(str(tq.dtype))
+    if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
+        raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
+                            f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
+                            f"{cast_code((tq, tk, tv), 'bfloat16')} (or float16) each of them")
+    batch, heads, seq_q, head_dim = tq.shape
+    if not 0 < head_dim <= NATIVE_HEAD_DIMS[-1]:
+        raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; the kernels take D "
+                            f"up to {NATIVE_HEAD_DIMS[-1]} ({', '.join(map(str, NATIVE_HEAD_DIMS))}"
+                            " natively, other sizes padded). Fix: split the heads' D into parts "
+                            f"of at most {NATIVE_HEAD_DIMS[-1]}, or use SDPA")
+    if (tk.shape != tv.shape or tk.shape[0] != batch or tk.shape[3] != head_dim
+            or tk.shape[1] == 0 or heads % tk.shape[1]):
+        raise ArgumentError(f"flash_attention: shapes q {tuple(tq.shape)}, k {tuple(tk.shape)}, "
+                            f"v {tuple(tv.shape)}; expected q (B, H_q, S_q, D) and k, v (B, H_kv, "
+                            "S_k, D) with the same B and D and H_kv dividing H_q (grouped-query "
+                            "attention: query head h reads K/V head h // (H_q / H_kv)). Fix: "
+                            "reshape, or repeat k and v to a divisor of H_q heads")
+    if causal_align not in ("top_left", "bottom_right"):
+        raise ArgumentError(f"flash_attention: causal_align={causal_align!r}; expected "
+                            "'top_left' (SDPA's is_causal) or 'bottom_right' (FlashAttention's, "
+                            "for decoding). Fix: causal_align='top_left'")
+    return_lse = flag("return_lse", return_lse)
+    kv_group = heads // tk.shape[1]
+    devices = [(t.device, t.device_index) for t in (tq, tk, tv)]
+    if len(set(devices)) != 1:
+        raise ArgumentError(f"flash_attention: q, k, v are on devices {devices}; expected one "
+                            "device. Fix: move them to the same device")
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else finite_scale(scale)
+    plan = AttentionPlan(tuple(tq.shape), tuple(tk.shape), dtype, causal, return_lse,
+                         (tq, tk, tv))
+    if batch * heads * seq_q == 0:
+        plan.choices.append(("kernel", "none: B * H * S_q = 0, no rows to compute"))
+        return plan
+    if tk.shape[2] == 0:
+        raise ArgumentError("flash_attention: k and v have no keys (S_k = 0); the softmax of "
+                            "an empty row is undefined. Fix: pass at least one key")
+    if mma not in MMA_CHOICES:
+        raise ArgumentError(f"flash_attention: mma={mma!r}; expected one of {MMA_CHOICES}. "
+                            "Fix: mma='auto'")
+    tma_ok = all(tma_compatible(t) for t in (tq, tk, tv))
+    if head_dim not in NATIVE_HEAD_DIMS:
+        # zero columns change neither q.k nor the real columns of P V: pad D to the next
+        # kernel size, keep the scale of the real D, and cut the output back
+        plan.pad_to = next(d for d in NATIVE_HEAD_DIMS if d > head_dim)
+        plan.fallbacks.append(("head dimension", (
+            f"D = {head_dim} is not one of the kernels' head dimensions {NATIVE_HEAD_DIMS}: q, "
+            f"k and v are zero-padded to D = {plan.pad_to} (copies; "
+            f"{round(100 * (1 - head_dim / plan.pad_to))}% of the tensor-core work multiplies "
+            "zeros) and the output is cut back")))
+        tma_ok = True                                  # the padded copies are fresh
+    kernel_dim = plan.pad_to or head_dim
+    align = causal_align if causal and tk.shape[2] != seq_q else "top_left"
+    if causal and tk.shape[2] != seq_q:
+        plan.choices.append(("causal alignment",
+                             f"{align} (S_q = {seq_q}, S_k = {tk.shape[2]})"))
+    elif causal and causal_align == "bottom_right":
+        plan.choices.append(("causal alignment", "S_q = S_k: bottom-right is top-left"))
+    needs = [x for x, on in (("return_lse=True", return_lse),
+                             (f"grouped K/V heads (H_q / H_kv = {kv_group})", kv_group > 1),
+                             ("bottom-right causal alignment with S_q != S_k",
+                              align != "top_left"),
+                             (f"D = {kernel_dim} > {FlashAttention.head_dims[-1]}",
+                              kernel_dim not in FlashAttention.head_dims)) if on]
+    if needs and mma == "mma.sync":
+        raise ArgumentError("flash_attention(mma='mma.sync'): the mma.sync kernel has no "
+                            "return_lse, grouped K/V heads, bottom-right causal alignment or "
+                            f"head dimensions above {FlashAttention.head_dims[-1]} (D = "
+                            f"{head_dim}). Fix: mma='auto'")
+    wgmma_here = _wgmma_device(tq) or tq.device != "cuda"
+    if needs and mma == "auto" and not tma_ok and wgmma_here:
+        # only the wgmma kernel has these features: give it TMA-readable copies
+        plan.copy = tma_ok = True
+        plan.fallbacks.append(("copies", (
+            f"{', '.join(needs)} need{'s' if len(needs) == 1 else ''} the wgmma kernel, and "
+            f"TMA cannot read these tensors ({_tma_problem((tq, tk, tv))}): q, k and v are copied into new contiguous "
+            "tensors first")))
+    if needs and not (tma_ok and wgmma_here):
+        raise ArgumentError("flash_attention: return_lse, grouped K/V heads, bottom-right "
+                            f"causal alignment and D > {FlashAttention.head_dims[-1]} need the "
+                            "wgmma kernel (an sm_90 GPU, or the simulator) and TMA-compatible "
+                            "tensors. Fix: run on an H100/H200, or repeat k and v to H_q heads "
+                            "and leave the other options out")
+    if mma == "wgmma" and not tma_ok:
+        raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors (it "
+                            "needs a 16-byte aligned base, D contiguous and the other strides "
+                            f"multiples of 8 elements; strides q {tq.strides}, k {tk.strides}, "
+                            f"v {tv.strides}). Fix: mma='auto' (falls back to mma.sync) or "
+                            f"{contiguous_code((tq, tk, tv))} each input")
+    work = batch * heads * seq_q * tk.shape[2] * head_dim
+    if mma == "wgmma" or needs or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
+                                   and _wgmma_device(tq)):
+        plan.kernel = "wgmma"
+        plan.choices.append(("kernel", "mma='wgmma'" if mma == "wgmma" else
+                             f"{', '.join(needs)}: only the wgmma kernel has it" if needs else
+                             f"mma='auto', an sm_90 GPU, TMA-readable tensors and B H S_q S_k D "
+                             f"= {work} >= WGMMA_MIN_WORK"))
+        short = seq_q <= SHORT_SEQ
+        overrides = tuple(sorted((policy or {}).items()))
+        plan.policy = wgmma_policy_for(kernel_dim, dtype, causal, scale, tile_n=tile_n,
+                                       num_stages=num_stages, causal_align=align,
+                                       kv_group=kv_group, short=short, overrides=overrides)
+        _wgmma_choices(plan, kernel_dim, short, overrides, tile_n, num_stages)
+        return plan
+    plan.kernel = "mma.sync"
+    plan.choices.append(("kernel", f"mma={mma!r}"))
+    if mma == "auto":
+        plan.fallbacks.append(("kernel", "the mma.sync kernel (FlashAttention-2 style), not "
+                               "wgmma: " + _why_not_wgmma(tq, (tq, tk, tv), tma_ok, work)))
+    copy = "cp.async" if cp_async_ok(tk) and cp_async_ok(tv) else "ld/st"
+    if copy == "ld/st":
+        plan.fallbacks.append(("K/V loads", "ld.global/st.shared instead of cp.async: k or v "
+                               f"is not 16-byte aligned with strides in multiples of 8 elements "
+                               f"(k {tk.strides}, v {tv.strides})"))
+    plan.policy = policy_for(kernel_dim, dtype, causal, scale, copy,
+                             tile_n=128 if tile_n is None else tile_n,
+                             num_stages=3 if num_stages is None else num_stages)
+    return plan
+
+
+def _tma_problem(tensors) -> str:
+    """What keeps TMA from reading ``tensors`` (``tma_compatible``'s rules), for a reason."""
+    bad = [f"{n} at {t.data_ptr % 16} bytes past 16-byte alignment" if t.data_ptr % 16 else
+           f"{n} strides {t.strides}" for n, t in zip("qkv", tensors) if not tma_compatible(t)]
+    return ("; ".join(bad) + "; TMA needs a 16-byte aligned base, D contiguous and the other "
+            "strides multiples of 8 elements")
+
+
+def _why_not_wgmma(tq, tensors, tma_ok, work) -> str:
+    """Why ``mma='auto'`` did not take the wgmma kernel."""
+    if not _wgmma_device(tq):
+        if tq.device != "cuda":
+            return ("the tensors are not on a GPU (the simulator runs the mma.sync kernel "
+                    "unless mma='wgmma' is asked for)")
+        if default_target() != "cuda":
+            return f"the target is {default_target()!r}, not 'cuda'"
+        from ..runtime.target import device_properties
+        props = device_properties(tq.device_index or 0)
+        return (f"the GPU has compute capability {props.cc_major}.{props.cc_minor}; wgmma "
+                "needs sm_90 (H100/H200)")
+    if not tma_ok:
+        return _tma_problem(tensors)
+    return (f"B H S_q S_k D = {work} < WGMMA_MIN_WORK = {WGMMA_MIN_WORK} (below it the "
+            "wgmma kernel was not measured faster)")
+
+
+def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None:
+    """The wgmma policy's selections (measured defaults, overrides) and its own fallbacks."""
+    fa = plan.policy
+    picked = dict(WGMMA_DEFAULTS[(head_dim, plan.causal)])
+    plan.choices.append(("tiling", f"WGMMA_DEFAULTS[({head_dim}, {plan.causal})] = {picked}"))
+    if short and WGMMA_SHORT.get((head_dim, plan.causal)):
+        plan.choices.append(("short sequence", f"S_q <= SHORT_SEQ = {SHORT_SEQ}: WGMMA_SHORT's "
+                             f"{WGMMA_SHORT[(head_dim, plan.causal)]}"))
+    given = dict(overrides, **{n: x for n, x in (("tile_n", tile_n), ("num_stages", num_stages))
+                               if x is not None})
+    if given:
+        plan.choices.append(("given", f"{given} over the defaults"))
+    if not fa.tma_store:
+        plan.fallbacks.append(("epilogue", "scalar 2-byte stores instead of the TMA-store "
+                               f"epilogue: its buffers ({fa.consumer_wgs} x "
+                               f"{fa.out.smem_bytes} bytes) do not fit beside the rings"
+                               if "tma_store" not in dict(overrides) else
+                               "scalar stores: tma_store=False was given"))
+
+
+def explain(q, k, v, causal=False, scale=None, *, causal_align="top_left", return_lse=False,
+            tile_n=None, num_stages=None, mma="auto", tune=False, policy=None,
+            print_table=True) -> str:
+    """``ws.explain(ws.ops.flash_attention, q, k, v, ...)``: print (and return) what the call
+    with these arguments runs: the kernel, its policy, launch shape and shared memory, each
+    fallback with its reason (a padded head dimension, copies, mma.sync instead of wgmma and
+    why, ld/st loads, scalar-store epilogue) and the selections behind the policy. Tensors may
+    be real or stand-ins with the same shape, dtype, strides and device; nothing is launched
+    or copied. Raises the ArgumentError the call would raise."""
+    from .attention_explain import format_plan
+    plan = plan_call(q, k, v, causal, scale, causal_align=causal_align, return_lse=return_lse,
+                     tile_n=tile_n, num_stages=num_stages,
+                     mma="wgmma" if tune is True else mma, policy=policy)
+    text = format_plan(plan, tuned=tune is True, sms=sm_count(plan.tensor_args[0], SIM_CTAS))
+    if print_table:
+        print(text)
+    return text
