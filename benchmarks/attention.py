@@ -40,6 +40,10 @@ TABLE = [(8, 16, 1024, 128, False), (8, 16, 1024, 128, True), (4, 16, 4096, 128,
 CHART = [(16, 16, 1024), (8, 16, 2048), (4, 16, 4096), (2, 16, 8192), (1, 16, 16384)]
 QUICK = [(4, 16, 4096, 128, False), (4, 16, 4096, 64, False)]
 
+_ATTN5 = [dict(), dict(fma_select=True), dict(overlap_tiles=True),
+          dict(fma_select=True, overlap_tiles=True)]
+"""The variants of sweep "attn5" over each (D, causal)'s default fields."""
+
 # policy variants for --sweep NAME: (D, causal) -> list of FlashAttentionWgmma field overrides
 SWEEPS = {
     # session 3, first run: the schedule pieces one by one (RESULTS.md)
@@ -153,13 +157,25 @@ SWEEPS = {
         (128, False): [dict(), dict(fma_scores=True)],
         (128, True): [dict(persistent=False), dict(persistent=False, fma_scores=True)],
     },
-    # session 5: the exponent as one FFMA with the row's offset selected, no branch (fma_select)
-    "select": {
-        (64, False): [dict(consumer_wgs=3), dict(consumer_wgs=3, fma_select=True)],
-        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False),
-                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True)],
-        (128, False): [dict(), dict(fma_select=True)],
-        (128, True): [dict(persistent=False), dict(persistent=False, fma_select=True)],
+    # session 5 (issue 12, attn5), one run: the branch-free single-FFMA exponent
+    # (fma_select) and the cross-tile overlap (overlap_tiles) against the shipped default at
+    # D = 64 and 128; native D = 96 (3 boxes of 32 columns, 64-byte swizzle, scalar-store
+    # epilogue) against the D = 128 kernel the op pads D = 96 to (its TFLOP/s x 0.75 = the
+    # padded rate at D = 96's FLOPs, the pad copies not counted)
+    "attn5": {
+        # D = 64: overlap_tiles with 2 consumer warpgroups (with 3, at 160 registers, the
+        # carried state spills 272 bytes: docs/performance.md)
+        (64, False): [dict(consumer_wgs=3), dict(consumer_wgs=3, fma_select=True),
+                      dict(consumer_wgs=2), dict(consumer_wgs=2, overlap_tiles=True),
+                      dict(consumer_wgs=2, overlap_tiles=True, fma_select=True)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, **f)
+                     for f in _ATTN5[:2]]
+        + [dict(num_stages=3, late_wait=False, **f) for f in ({}, dict(overlap_tiles=True))],
+        (128, False): [dict(**f) for f in _ATTN5],
+        (128, True): [dict(persistent=False), dict(persistent=False, fma_select=True),
+                      dict(overlap_tiles=True), dict(overlap_tiles=True, fma_select=True)],
+        (96, False): [dict(), dict(num_stages=3), dict(tile_n=176), dict(overlap_tiles=True)],
+        (96, True): [dict(persistent=False), dict(persistent=False, num_stages=3)],
     },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
@@ -298,7 +314,7 @@ def _launcher(fa, q, k, v, o):
     from warpstage.ops.attention_wgmma import flash_attention_wgmma_kernel
     b, h, s, _ = q.shape
     q_box, kv_box = fa.descriptor_boxes()
-    descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
+    descs = [ws.tma.TensorDescriptor(x, box, swizzle=fa.swizzle)
              for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
     import torch
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count

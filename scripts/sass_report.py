@@ -124,8 +124,9 @@ def compile_attention(args):
     TD = ws.tma.TensorDescriptor
     print(repr(fa))
     o_desc = TD(x, fa.o_box) if fa.tma_store else None
-    return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
-                      TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
+    sw = fa.swizzle
+    return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=sw),
+                      TD(x, kv_box, swizzle=sw), TD(x, kv_box, swizzle=sw), ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
                       block=(fa.threads, 1, 1))
 
 

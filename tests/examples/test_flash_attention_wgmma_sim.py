@@ -55,6 +55,14 @@ CASES = [
     (1, 1, 150, 150, 64, True, "bfloat16", None, dict(consumer_wgs=3, fma_select=True)),
     (1, 2, 130, 170, 128, False, "float16", 0.3, dict(fma_select=True)),
     (1, 1, 200, 200, 64, False, "float16", None, dict(fma_select=True, overlap=False)),
+    (1, 1, 77, 77, 96, False, "bfloat16", None, dict(tile_n=128)),   # D = 96: 3 boxes, sw64
+    (1, 2, 201, 201, 96, True, "float16", None, dict(tile_n=64, num_stages=3)),
+    (1, 1, 150, 150, 96, True, "bfloat16", None, dict(consumer_wgs=3, persistent=False)),
+    (1, 1, 90, 130, 96, False, "float16", None, dict(split_kv=False, fma_select=True)),
+    (2, 2, 300, 200, 64, False, "bfloat16", None, dict(overlap_tiles=True)),   # tile overlap
+    (1, 3, 200, 333, 128, True, "float16", None, dict(overlap_tiles=True)),
+    (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3)),
+    (1, 2, 257, 257, 96, True, "bfloat16", None, dict(overlap_tiles=True, fma_select=True)),
 ]
 
 
@@ -149,13 +157,16 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
         flash_attention(q, k, v, mma="tf32")
 
 
-def test_nan_filled_shared_memory_and_races(monkeypatch):
+@pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True)], ids=["default", "overlap_tiles"])
+def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
+    # (with overlap_tiles: the double-buffered Q over several output tiles per CTA)
     monkeypatch.setitem(importlib.import_module("warpstage.sim.run").run.__kwdefaults__, "smem_fill", 0xFF)
     ws.set_target("sim", races=True)
     try:
-        case = (1, 1, 100, 150, 64, False, "bfloat16", None, {})
+        case = ((1, 1, 100, 150, 64, False, "bfloat16", None, {}) if not pol else
+                (1, 2, 300, 150, 64, False, "bfloat16", None, pol))
         q, k, v = make_inputs(case, seed=6)
         out = run_case(case, q, k, v)
     finally:
@@ -164,7 +175,9 @@ def test_nan_filled_shared_memory_and_races(monkeypatch):
 
 
 @pytest.mark.parametrize("fields, match", [
-    (dict(head_dim=96), "head_dim"), (dict(tile_n=40), "tile_n"),
+    (dict(head_dim=80), "head_dim"), (dict(tile_n=40), "tile_n"),
+    (dict(overlap_tiles=True, persistent=False), "overlap_tiles"),
+    (dict(head_dim=96, tma_store=True), "tma_store"),
     (dict(poly_exp2=9), "poly_exp2"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
@@ -322,6 +335,26 @@ def test_fma_select_large_scores_and_lse(sim_target):
     o, lse = empty_like(q), np.empty((1, 2, 100), np.float32)
     attention.launch_wgmma(fa, q, k, v, o, lse=lse)
     assert np.abs(lse - want_lse).max() < 1e-3
+
+
+def test_native_head_dim_96_gqa_and_lse(sim_target):
+    """D = 96 on the wgmma kernel as it is (3 TMA boxes of 32 columns, 64-byte swizzle, the P V
+    wgmma with N = 96): GQA 2:1, odd S, bottom-right causal, and the log-sum-exp."""
+    q = randn((1, 4, 67, 96), "bfloat16", seed=95)
+    k, v = (randn((1, 2, 99, 96), "bfloat16", seed=96 + i) for i in range(2))
+    fa = FlashAttentionWgmma(head_dim=96, dtype=ws.BFloat16, causal=True, kv_group=2,
+                             causal_align="bottom_right")
+    assert fa.swizzle == 64 and fa.descriptor_boxes()[1] == (1, 1, fa.tile_n, 32)
+    assert not fa.tma_store
+    o, lse = empty_like(q), np.empty((1, 4, 67), np.float32)
+    attention.launch_wgmma(fa, q, k, v, o, lse=lse)
+    want, want_lse = reference(*(to_float64(x) for x in (q, k, v)), causal=True,
+                               causal_align="bottom_right", return_lse=True)
+    got = to_float64(o)
+    assert np.abs(got - want).max() < 2e-2
+    assert np.abs(lse - want_lse).max() < 1e-3
+    with pytest.raises(ValueError, match="tma_store"):
+        FlashAttentionWgmma(head_dim=96, tma_store=True)
 
 
 @pytest.mark.parametrize("hq, hkv, sq, sk, d, causal, align", [

@@ -41,7 +41,7 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
 
 def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None) -> None:
     """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
-    the three TMA descriptors (4-D, 128-byte swizzle; ``tma_compatible`` must hold for q, k, v)
+    the three TMA descriptors (4-D, ``fa.swizzle``-byte swizzle: 128, or 64 at D = 96; ``tma_compatible`` must hold for q, k, v)
     from ``descriptor`` and launches ``fa.grid(B, H, S_q, sms)`` x ``fa.threads`` threads
     (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
     k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
@@ -53,7 +53,9 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
     q_box, kv_box = fa.descriptor_boxes()
-    descs = (descriptor(q, tq, q_box), descriptor(k, tk, kv_box), descriptor(v, tv, kv_box))
+    sw = fa.swizzle
+    descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
+             descriptor(v, tv, kv_box, sw))
     o_desc = descriptor(o, describe("o", o), fa.o_box) if fa.tma_store else None
     flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], lse, o_desc)
 

@@ -20,7 +20,7 @@ from .host_fixes import cast_code, contiguous_code
 
 __all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
            "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
-           "SIM_CTAS", "MMA_CHOICES"]
+           "PADDED_HEAD_DIMS", "SIM_CTAS", "MMA_CHOICES"]
 
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
 WGMMA_MIN_WORK = 1 << 31
@@ -33,8 +33,13 @@ kernel is 1.20x (D=64) and 1.12x (D=128) faster than mma.sync, at (2, 8, 8192, 8
 _WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
 
 
-NATIVE_HEAD_DIMS = FlashAttentionWgmma.head_dims
-"""Head dimensions a kernel takes as they are (64 and 128 both kernels, 192 and 256 the wgmma
+PADDED_HEAD_DIMS = (96,)
+"""Head dimensions the wgmma kernel takes natively (``FlashAttentionWgmma.head_dims``) that the
+op still zero-pads to the next of ``NATIVE_HEAD_DIMS``, until the native kernel is measured
+faster: D = 96 (64-byte swizzle, scalar-store epilogue; benchmarks/attention.py --sweep d96)."""
+
+NATIVE_HEAD_DIMS = tuple(d for d in FlashAttentionWgmma.head_dims if d not in PADDED_HEAD_DIMS)
+"""Head dimensions the op runs as they are (64 and 128 both kernels, 192 and 256 the wgmma
 kernel); another D up to 256 is zero-padded to the next of these."""
 
 SIM_CTAS = 3
@@ -43,6 +48,8 @@ SIM_CTAS = 3
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=128, num_stages=2),
     (128, True): dict(tile_n=128, num_stages=2, persistent=False),
+    (96, False): dict(tile_n=128, num_stages=2),
+    (96, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
     (192, False): dict(tile_n=96, num_stages=2),
@@ -185,9 +192,12 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
         # zero columns change neither q.k nor the real columns of P V: pad D to the next
         # kernel size, keep the scale of the real D, and cut the output back
         plan.pad_to = next(d for d in NATIVE_HEAD_DIMS if d > head_dim)
+        why = (f"the wgmma kernel takes D = {head_dim} natively, but the op pads it until "
+               "that is measured faster (PADDED_HEAD_DIMS)" if head_dim in PADDED_HEAD_DIMS
+               else f"D = {head_dim} is not one of the kernels' head dimensions "
+               f"{NATIVE_HEAD_DIMS}")
         plan.fallbacks.append(("head dimension", (
-            f"D = {head_dim} is not one of the kernels' head dimensions {NATIVE_HEAD_DIMS}: q, "
-            f"k and v are zero-padded to D = {plan.pad_to} (copies; "
+            f"{why}: q, k and v are zero-padded to D = {plan.pad_to} (copies; "
             f"{round(100 * (1 - head_dim / plan.pad_to))}% of the tensor-core work multiplies "
             "zeros) and the output is cut back")))
         tma_ok = True                                  # the padded copies are fresh
@@ -203,7 +213,7 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                              ("bottom-right causal alignment with S_q != S_k",
                               align != "top_left"),
                              (f"D = {kernel_dim} > {FlashAttention.head_dims[-1]}",
-                              kernel_dim not in FlashAttention.head_dims)) if on]
+                              kernel_dim > FlashAttention.head_dims[-1])) if on]
     if needs and mma == "mma.sync":
         raise ArgumentError("flash_attention(mma='mma.sync'): the mma.sync kernel has no "
                             "return_lse, grouped K/V heads, bottom-right causal alignment or "
@@ -249,6 +259,11 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
     if mma == "auto":
         plan.fallbacks.append(("kernel", "the mma.sync kernel (FlashAttention-2 style), not "
                                "wgmma: " + _why_not_wgmma(tq, (tq, tk, tv), tma_ok, work)))
+    if kernel_dim not in FlashAttention.head_dims:
+        # a head dimension only the wgmma kernel takes natively: the mma.sync kernel pads it
+        plan.pad_to = kernel_dim = next(d for d in FlashAttention.head_dims if d > kernel_dim)
+        plan.fallbacks.append(("head dimension", f"D = {head_dim} runs on the mma.sync kernel "
+                               f"zero-padded to D = {kernel_dim} (copies)"))
     copy = "cp.async" if cp_async_ok(tk) and cp_async_ok(tv) else "ld/st"
     if copy == "ld/st":
         plan.fallbacks.append(("K/V loads", "ld.global/st.shared instead of cp.async: k or v "
@@ -299,11 +314,13 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
     if given:
         plan.choices.append(("given", f"{given} over the defaults"))
     if not fa.tma_store:
-        plan.fallbacks.append(("epilogue", "scalar 2-byte stores instead of the TMA-store "
-                               f"epilogue: its buffers ({fa.consumer_wgs} x "
-                               f"{fa.out.smem_bytes} bytes) do not fit beside the rings"
-                               if "tma_store" not in dict(overrides) else
-                               "scalar stores: tma_store=False was given"))
+        why = ("tma_store=False was given" if "tma_store" in dict(overrides) else
+               f"the TMA-store epilogue writes 64-column blocks, D = {head_dim} is not a "
+               "multiple of 64" if fa.out is None else
+               f"its buffers ({fa.consumer_wgs} x {fa.out.smem_bytes} bytes) do not fit beside "
+               "the rings")
+        plan.fallbacks.append(("epilogue", f"scalar 2-byte stores instead of the TMA-store "
+                               f"epilogue: {why}"))
 
 
 def explain(q, k, v, causal=False, scale=None, *, causal_align="top_left", return_lse=False,

@@ -23,16 +23,27 @@ from ..lang.wgmma import TileLayout
 from ..lang.epilogue import TmaStoreEpilogue
 from .attention_common import AttentionPolicy
 from .attention_wgmma_consumer import WgmmaConsumer
+from .attention_wgmma_tiles import TileOverlap
 
 __all__ = ["FlashAttentionWgmma", "flash_attention_wgmma_kernel", "BOX_COLS"]
 
 BOX_COLS = 64                  # columns per TMA box: 128 bytes of a 16-bit dtype = the swizzle span
 
 
-class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
+def swizzle_for(head_dim: int) -> int:
+    """The shared-memory swizzle (bytes) of the Q, K and V tiles of head dimension ``head_dim``:
+    128 when D is a multiple of 64 (boxes of 64 columns), else 64 (D = 96: three boxes of 32
+    columns, the widest swizzle span that divides D's 192 bytes, as CUTLASS's smem layout
+    selector picks for a K extent of 96)."""
+    return 128 if head_dim % BOX_COLS == 0 else 64
+
+
+class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
-    ``head_dim``: D, 64, 128, 192 or 256 (``D / 64`` TMA boxes per row; at D = 192 and 256
+    ``head_dim``: D, 64, 96, 128, 192 or 256 (``D / 64`` TMA boxes of 64 columns per row,
+    128-byte swizzle; D = 96: 3 boxes of 32 columns, 64-byte swizzle (``swizzle_for``), and the
+    scalar-store epilogue, since the TMA-store one writes 64-column blocks; at D = 192 and 256
     shared memory holds 2 stages of at most 112 and 80 keys). ``dtype``: ``ws.Float16`` or
     ``ws.BFloat16``. ``causal``: mask
     key j > query i (top-left aligned). ``softmax_scale``: default 1/sqrt(D). ``tile_n``: keys
@@ -68,20 +79,24 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
     memory and one TMA store per 64 x 64 block of each consumer warpgroup
     (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
     when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
-    descriptor (``o_box``). ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
+    descriptor (``o_box``). ``overlap_tiles``: a persistent CTA starts the next output tile's
+    first S = Q K^T (and its softmax) before the current tile's last P V and epilogue, so each
+    tile's fill and drain overlap (``TileOverlap``); Q is double-buffered (``q_buffers`` = 2)
+    so that the next tile's Q has landed by then. ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
     The host side (``warpstage.ops.attention``) builds one ``ws.tma.TensorDescriptor`` per input
-    with the boxes of ``descriptor_boxes`` and ``swizzle=128``. Raises ValueError for a
+    with the boxes of ``descriptor_boxes`` and ``swizzle=fa.swizzle``. Raises ValueError for a
     configuration the kernel cannot run (the message names the field)."""
 
     producer_threads = 128
     policy_name = "FlashAttentionWgmma"
-    head_dims = (64, 128, 192, 256)
+    head_dims = (64, 96, 128, 192, 256)
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
-                  "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select")
+                  "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
+                  "overlap_tiles")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -91,7 +106,8 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                  tile_n=128, num_stages=2, producer_regs=None, mma_regs=None, overlap=True,
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
-                 tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False):
+                 tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
+                 overlap_tiles=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -138,17 +154,31 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
         self.poly_exp2 = poly_exp2
         self.fma_scores = bool(fma_scores)
         self.fma_select = bool(fma_select)
-        self.blocks = head_dim // BOX_COLS          # TMA boxes (128-byte column blocks) per row
-        self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=128)
-        self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=128)
+        self.overlap_tiles = bool(overlap_tiles)
+        if self.overlap_tiles and not (self.persistent and self.overlap and self.split_kv):
+            raise self.policy_error("overlap_tiles", overlap_tiles, "False unless persistent, "
+                                    "overlap and split_kv are on (it overlaps a persistent "
+                                    "CTA's consecutive output tiles in the overlapped loop)",
+                                    "overlap_tiles=False, or persistent=True")
+        self.q_buffers = 2 if self.overlap_tiles else 1
+        self.swizzle = swizzle_for(head_dim)
+        self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)
+        self.blocks = head_dim // self.box_cols     # TMA boxes (column blocks) per row
+        self.q_layout = TileLayout(self.tile_m, head_dim, dtype, swizzle=self.swizzle)
+        self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=self.swizzle)
         self.kv_bytes = self.kv_layout.nbytes
         stage = (num_stages,) + self.kv_layout.shape
-        self.out = TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
-                                    warpgroups=1)
-        kv_smem = 2 * num_stages * self.kv_layout.nbytes + self.q_layout.nbytes
+        # the TMA-store epilogue writes 64 x 64 blocks (128-byte swizzle): D a multiple of 64
+        self.out = (TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
+                                     warpgroups=1) if head_dim % BOX_COLS == 0 else None)
+        if tma_store and self.out is None:
+            raise self.policy_error("tma_store", tma_store, f"False or None at D = {head_dim} "
+                                    "(the TMA-store epilogue writes 64-column blocks)",
+                                    "tma_store=None")
+        kv_smem = 2 * num_stages * self.kv_layout.nbytes + self.q_buffers * self.q_layout.nbytes
         if tma_store is None:       # on when the buffers fit beside the rings
-            tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
-                         <= ws.smem.MAX_DYNAMIC_SMEM)
+            tma_store = self.out is not None and (
+                kv_smem + consumer_wgs * self.out.smem_bytes + 2048 <= ws.smem.MAX_DYNAMIC_SMEM)
         self.tma_store = bool(tma_store)
         extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
                                           swizzle=128)) if self.tma_store else {})
@@ -157,11 +187,14 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                  else dict(barriers=ws.pipeline.BarrierStorage[num_stages]))
         self.SharedStorage = ws.smem.make_storage(
             "FlashAttentionWgmmaStorage",
-            q=ws.smem.Array(dtype, self.q_layout.shape, swizzle=128),
-            k=ws.smem.Array(dtype, stage, swizzle=128),
-            v=ws.smem.Array(dtype, stage, swizzle=128),
-            q_bar=ws.smem.MbarrierArray[1], q_empty=ws.smem.MbarrierArray[1], **rings, **extra)
-        self.check_smem(f"a {self.tile_m} x {head_dim} Q tile, {num_stages} stages of K and "
+            q=ws.smem.Array(dtype, ((self.q_buffers,) if self.overlap_tiles else ())
+                            + self.q_layout.shape, swizzle=self.swizzle),
+            k=ws.smem.Array(dtype, stage, swizzle=self.swizzle),
+            v=ws.smem.Array(dtype, stage, swizzle=self.swizzle),
+            q_bar=ws.smem.MbarrierArray[self.q_buffers],
+            q_empty=ws.smem.MbarrierArray[self.q_buffers], **rings, **extra)
+        self.check_smem(f"{self.q_buffers} x a {self.tile_m} x {head_dim} Q tile, {num_stages} "
+                        "stages of K and "
                         f"V ({tile_n} x {head_dim})"
                         + (f" and {consumer_wgs} x {self.out.smem_bytes} bytes of TMA-store "
                            "buffers" if self.tma_store else ""))
@@ -230,12 +263,14 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                 raise operand_error(f"FlashAttentionWgmma: {name}_desc", type(d).__name__,
                                     "a ws.tma.TensorDescriptor kernel argument",
                                     "call warpstage.ops.flash_attention(..., mma='wgmma')")
-            if d.dtype is not self.dtype or d.box != boxes[name] or d.swizzle != 128:
+            if (d.dtype is not self.dtype or d.box != boxes[name]
+                    or d.swizzle != self.swizzle):
                 raise operand_error(f"FlashAttentionWgmma: {name}_desc",
                                     f"{d.dtype.__name__} box {d.box} swizzle {d.swizzle}",
-                                    f"{self.dtype.__name__} box {boxes[name]} swizzle 128",
-                                    "build it as ws.tma.TensorDescriptor(x, box, swizzle=128) "
-                                    "with box from policy.descriptor_boxes()")
+                                    f"{self.dtype.__name__} box {boxes[name]} swizzle "
+                                    f"{self.swizzle}", "build it as ws.tma.TensorDescriptor(x, "
+                                    f"box, swizzle={self.swizzle}) with box from "
+                                    "policy.descriptor_boxes()")
         if o.ndim != 4 or o.dtype is not self.dtype:
             raise operand_error("FlashAttentionWgmma: tensor o", f"{o.ndim}-d {o.dtype.__name__}",
                                 f"a 4-d (B, H, S_q, D) {self.dtype.__name__} tensor",
@@ -311,29 +346,31 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                 sched = self.scheduler(o)
                 for t in range(sched.first(), sched.num_tiles(), sched.stride()):
                     b, h, m_block, n_tiles = self.tile_work(sched, t, o, seq_k)
-                    storage.q_empty[0].wait((local & 1) ^ 1)     # the last tile's S are done
+                    idx, parity = self.q_slot(local)
+                    storage.q_empty[idx].wait(parity ^ 1)      # that buffer's last S are done
                     kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
-                                         v_pipe, kst, vst, storage)
+                                         v_pipe, kst, vst, storage, local)
                     local = local + 1
             else:
                 b, h, m_block, n_tiles = self.tile_work(None, None, o, seq_k)
                 kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe,
-                                     v_pipe, kst, vst, storage)
+                                     v_pipe, kst, vst, storage, 0)
             k_pipe.producer_tail(kst)
             if ws.static(self.split_kv):
                 v_pipe.producer_tail(vst)
 
     @ws.jit
     def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
-             storage):
-        """One output tile's loads (one elected thread issues): Q, then K and V in the order
+             storage, local):
+        """One output tile's loads (one elected thread issues): Q (into the Q buffer of the
+        CTA's ``local``-th tile, ``q_slot``), then K and V in the order
         the consumers use them: K_0, then K_j before V_{j-1}, then the last V (with the joint
         ring: K_j and V_j into one stage). Returns the advanced ring states."""
         if ws.arch.elect_one():
-            bar = storage.q_bar[0]
+            bar = storage.q_bar[self.q_slot(local)[0]]
             bar.arrive_expect_tx(self.q_layout.nbytes)
-            ws.tma.load_tile(q_desc, self.q_layout, storage.q, (b, h, m_block * self.tile_m, 0),
-                             bar)
+            ws.tma.load_tile(q_desc, self.q_layout, self.q_buffer(storage, local),
+                             (b, h, m_block * self.tile_m, 0), bar)
         if ws.static(self.split_kv):
             hk = h // self.kv_group                         # the query head's K/V head (GQA)
             kst = self.load_tile(k_desc, storage.k, b, hk, 0, k_pipe, kst)
@@ -347,7 +384,8 @@ class FlashAttentionWgmma(WgmmaConsumer, AttentionPolicy):
                 if ws.arch.elect_one():
                     bar = k_pipe.producer_get_barrier(kst)
                     for blk in ws.static_range(self.blocks):
-                        coords = (b, h // self.kv_group, tile * self.tile_n, blk * BOX_COLS)
+                        coords = (b, h // self.kv_group, tile * self.tile_n,
+                                  blk * self.box_cols)
                         ws.tma.load(k_desc, self.kv_layout.block(storage.k[kst.index], blk),
                                     coords, bar)
                         ws.tma.load(v_desc, self.kv_layout.block(storage.v[kst.index], blk),
@@ -375,8 +413,9 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, stor
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     if warp == 0:
         if ws.arch.elect_one():
-            storage.q_bar[0].init(1)                # fenced and synced by the pipeline's init
-            storage.q_empty[0].init(fa.consumer_threads)
+            for i in ws.static_range(fa.q_buffers):     # fenced and synced by the pipeline's init
+                storage.q_bar[i].init(1)
+                storage.q_empty[i].init(fa.consumer_threads)
     k_pipe, v_pipe = fa.make_pipelines(storage)
     if warp < 4:
         ws.arch.setmaxnreg_decrease(fa.producer_regs)
@@ -390,7 +429,8 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, stor
 def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
                                  o: ws.Tensor, seq_k: ws.Int32, lse=None, o_desc=None):
     """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
-    TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle 128,
+    TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle
+    ``fa.swizzle``,
     the (B, H, S_q, D) output o and S_k (see the module docstring; ``warpstage.ops.
     flash_attention(..., mma='wgmma')`` does it).
 

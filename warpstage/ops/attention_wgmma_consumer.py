@@ -20,8 +20,12 @@ class WgmmaConsumer:
     @ws.jit
     def consume_all(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
         """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
-        ``persistent``, else the CTA's one), the ring states and the turns carried across."""
-        tid = ws.arch.thread_idx()[0] - self.producer_threads
+        ``persistent``, else the CTA's one), the ring states and the turns carried across;
+        with ``overlap_tiles`` the tiles' boundaries overlap (``consume_tiles_overlapped``)."""
+        if ws.static(self.overlap_tiles):
+            self.consume_tiles_overlapped(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
+            return
+        tid = self.consumer_tid()
         wg = ws.arch.make_warp_uniform(tid // 128)                 # 0 .. consumer_wgs - 1
         turn = self.make_turns(wg)
         kst = k_pipe.consumer_start_state()
@@ -32,7 +36,7 @@ class WgmmaConsumer:
             for t in range(sched.first(), sched.num_tiles(), sched.stride()):
                 b, h, m_block, n_tiles = self.tile_work(sched, t, o, seq_k)
                 kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe,
-                                        v_pipe, kst, vst, turn, local & 1, storage)
+                                        v_pipe, kst, vst, turn, local, storage)
                 local = local + 1
         else:
             b, h, m_block, n_tiles = self.tile_work(None, None, o, seq_k)
@@ -44,39 +48,76 @@ class WgmmaConsumer:
 
     @ws.jit
     def consume(self, o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
-                turn,
-                q_phase, storage):
-        """One output tile: 64 query rows per consumer warpgroup; S = Q K^T and O += P V on
-        wgmma with the online softmax in between, over the K/V rings; then O / l to ``o``.
-        Returns the advanced ring states."""
-        tid = ws.arch.thread_idx()[0] - self.producer_threads
-        wg = ws.arch.make_warp_uniform(tid // 128)
-        warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
+                turn, local, storage):
+        """One output tile (the CTA's ``local``-th): 64 query rows per consumer warpgroup;
+        S = Q K^T and O += P V on wgmma with the online softmax in between, over the K/V
+        rings; then O / l to ``o``. Returns the advanced ring states."""
+        rows, row_wg, dq = self.tile_rows(m_block, local, storage)
         lane = ws.arch.lane_idx()
-        row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
-        r0 = row_wg + warp * 16 + (lane >> 2)
-        rows = [r0, r0 + 8]                                        # this thread's two rows
-        dq = ws.wgmma.tile_descriptor(storage.q, major="K").at(row=wg * 64)
         keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        storage.q_bar[0].wait(q_phase)
+        self.wait_q(local, storage)
         if ws.static(self.overlap):
             acc, m_i, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, keys, n_tiles,
-                                                      k_pipe, v_pipe, kst, vst, turn, storage)
+                                                      k_pipe, v_pipe, kst, vst, turn, local,
+                                                      storage)
         else:
             acc, m_i, l_i, kst, vst = self.serial_loop(dq, rows, lane, row_wg, keys, n_tiles,
-                                                  k_pipe, v_pipe, kst, vst, turn, storage)
-        if ws.static(self.tma_store):
-            self.store_tma(o_desc, lse, b, h, wg, tid % 128, row_wg, rows, lane, acc, m_i, l_i,
-                           o.shape[2], storage)
-        else:
-            self.epilogue(o, lse, b, h, rows, lane, acc, m_i, l_i, o.shape[2])
+                                                  k_pipe, v_pipe, kst, vst, turn, local,
+                                                  storage)
+        self.store_out(o, lse, o_desc, b, h, rows, row_wg, acc, m_i, l_i, storage)
         return kst, vst
 
-    def release_q(self, storage) -> None:
-        """With ``persistent``: every consumer thread arrives on ``q_empty`` once its last
-        S = Q K^T of the tile has completed, so the producer may load the next tile's Q."""
+    def consumer_tid(self):
+        """This thread's index among the consumer threads (dynamic)."""
+        return ws.arch.thread_idx()[0] - self.producer_threads
+
+    def tile_rows(self, m_block, local, storage):
+        """The geometry of output tile ``m_block`` (the CTA's ``local``-th) for this thread:
+        (its two rows, the warpgroup's first row, the descriptor of the warpgroup's 64 rows of
+        Q in the tile's Q buffer)."""
+        tid = self.consumer_tid()
+        wg = ws.arch.make_warp_uniform(tid // 128)
+        warp = ws.arch.make_warp_uniform(tid // 32) % 4            # warp in the warpgroup
+        row_wg = m_block * self.tile_m + wg * 64                   # the warpgroup's first row
+        r0 = row_wg + warp * 16 + (ws.arch.lane_idx() >> 2)
+        q_tile = self.q_buffer(storage, local)
+        return [r0, r0 + 8], row_wg, ws.wgmma.tile_descriptor(q_tile, major="K").at(row=wg * 64)
+
+    def q_slot(self, local) -> tuple:
+        """(Q buffer, mbarrier parity) of the CTA's ``local``-th output tile: one buffer, the
+        parity alternating per tile; with ``q_buffers`` = 2 (``overlap_tiles``) the buffers
+        alternate and each one's parity every other tile."""
+        if ws.static(self.q_buffers == 1):
+            return 0, local & 1
+        return local & 1, (local >> 1) & 1
+
+    def q_buffer(self, storage, local):
+        """The Q tile (smem array of ``q_layout.shape``) of the ``local``-th output tile."""
+        if ws.static(self.q_buffers == 1):
+            return storage.q
+        return storage.q[self.q_slot(local)[0]]
+
+    def wait_q(self, local, storage) -> None:
+        """Wait until Q of the CTA's ``local``-th output tile has landed."""
+        idx, parity = self.q_slot(local)
+        storage.q_bar[idx].wait(parity)
+
+    @ws.jit
+    def store_out(self, o, lse, o_desc, b, h, rows, row_wg, acc, m_i, l_i, storage):
+        """The tile's epilogue: ``store_tma`` with ``tma_store``, else ``epilogue``."""
+        tid = self.consumer_tid()
+        if ws.static(self.tma_store):
+            self.store_tma(o_desc, lse, b, h, ws.arch.make_warp_uniform(tid // 128), tid % 128,
+                           row_wg, rows, ws.arch.lane_idx(), acc, m_i, l_i, o.shape[2], storage)
+        else:
+            self.epilogue(o, lse, b, h, rows, ws.arch.lane_idx(), acc, m_i, l_i, o.shape[2])
+
+    def release_q(self, storage, local) -> None:
+        """With ``persistent``: every consumer thread arrives on the ``q_empty`` of the
+        ``local``-th tile's Q buffer once its last S = Q K^T of the tile has completed, so the
+        producer may load a later tile's Q there."""
         if ws.static(self.persistent):
-            storage.q_empty[0].arrive()
+            storage.q_empty[self.q_slot(local)[0]].arrive()
 
     def make_turns(self, wg):
         """The consumer warpgroups' ``OrderedBarrier`` (named barriers 1..consumer_wgs) with
@@ -95,7 +136,7 @@ class WgmmaConsumer:
 
     @ws.jit
     def serial_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
-                    turn, storage):
+                    turn, local, storage):
         """Per tile: S = Q K^T (waited), softmax, O += P V (waited). Returns (O, l, K state,
         V state)."""
         acc = ws.wgmma.zeros(self.head_dim)
@@ -116,19 +157,29 @@ class WgmmaConsumer:
             self.release_v(v_pipe, vst)
             kst = kst.advance()
             vst = vst.advance()
-        self.release_q(storage)
+        self.release_q(storage, local)
         return acc, m_i, l_i, kst, vst
 
     @ws.jit
     def overlapped_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst,
-                        turn, storage):
+                        turn, local, storage):
         """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
-        tensor cores do P_{j-1} V_{j-1}. Per tile j >= 1: (turn) issue S_j, rescale O by the
-        previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release K_j, softmax;
-        wait for P V, release V_{j-1}; only then convert P_j to the A fragments (the registers
-        of P_{j-1} are read by the wgmma in flight until it completes, so converting earlier
-        needs 32 more registers, and ptxas then hoists the wait above the softmax).
-        Returns (O, l, K state, V state)."""
+        tensor cores do P_{j-1} V_{j-1} (``first_scores``, ``kv_loop``, ``last_pv``).
+        Returns (O, m, l, K state, V state)."""
+        p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
+                                                    turn, storage)
+        acc = ws.wgmma.zeros(self.head_dim)
+        acc, p, m_i, l_i, alpha, kst, vst = self.kv_loop(dq, rows, lane, row_wg, keys, n_tiles,
+                                                         k_pipe, v_pipe, kst, vst, turn,
+                                                         storage, acc, p, m_i, l_i, alpha)
+        self.release_q(storage, local)
+        acc, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
+        return acc, m_i, l_i, kst, vst
+
+    @ws.jit
+    def first_scores(self, dq, rows, lane, row_wg, keys, k_pipe, kst, turn, storage):
+        """An output tile's first K/V tile: (turn) S_0 = Q K_0^T, waited for, K_0 released,
+        the first softmax step. Returns (P_0 as A fragments, m, l, alpha, K state)."""
         m_i, l_i = self.softmax_start()
         self.wait_k(k_pipe, kst)
         self.begin_turn(turn)
@@ -138,9 +189,17 @@ class WgmmaConsumer:
         self.release_k(k_pipe, kst)
         s = self.finish_scores(s, 0, rows, lane, row_wg, keys)
         p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-        acc = ws.wgmma.zeros(self.head_dim)
-        p = self.to_a(p)
-        kst = kst.advance()
+        return self.to_a(p), m_i, l_i, alpha, kst.advance()
+
+    @ws.jit
+    def kv_loop(self, dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst, turn,
+                storage, acc, p, m_i, l_i, alpha):
+        """K/V tiles 1 .. n_tiles - 1 of an output tile. Per tile j: (turn) issue S_j, rescale
+        O by the previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release
+        K_j, softmax; wait for P V, release V_{j-1}; only then convert P_j to the A fragments
+        (the registers of P_{j-1} are read by the wgmma in flight until it completes, so
+        converting earlier needs 32 more registers, and ptxas then hoists the wait above the
+        softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
         for tile in range(1, n_tiles):
             self.wait_k(k_pipe, kst)
             self.begin_turn(turn)
@@ -160,13 +219,18 @@ class WgmmaConsumer:
             p = self.to_a(p)
             kst = kst.advance()
             vst = vst.advance()
-        self.release_q(storage)
+        return acc, p, m_i, l_i, alpha, kst, vst
+
+    @ws.jit
+    def last_pv(self, acc, p, alpha, v_pipe, vst, storage):
+        """The output tile's last O += P V, alone (rescaled by the last alpha), waited for, V
+        released. Returns (O, V state)."""
         acc = self.rescale(acc, alpha)
         self.wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
-        return acc, m_i, l_i, kst, vst.advance()
+        return acc, vst.advance()
 
     @ws.jit
     def fence_block(self, values):
