@@ -17,6 +17,7 @@ WARPSTAGE_CACHE_DIR=/tmp/ws-cache-attn5 timeout 80 python3 -m pytest -m gpu -q \
 timeout 150 python3 benchmarks/attention.py --sweep attn5 --sweep-shapes "4,16,4096;16,16,1024" \
     --out "$OUT" > "$OUT/sweep_attn5.log" 2>&1; echo "sweep attn5 rc $?" >> "$OUT/rc.txt"
 cat "$OUT/rc.txt"
-echo "== pytest"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -20; tail -1 "$OUT/pytest_gpu.txt"
+echo "== pytest"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -20
+tail -1 "$OUT/pytest_gpu.txt"
 echo "== sweep attn5 (TFLOP/s per variant; per (D, causal, shape) the default first)"
 grep -E "cuDNN|TFLOP|FAILED|compiled" "$OUT/sweep_attn5.log"

@@ -4,12 +4,12 @@ memory, and where the instructions that shape a warp-specialized schedule sit.
     PYTHONPATH=. python scripts/sass_report.py attention --head-dim 128 [--causal] \
         [--policy num_stages=3,tile_n=128] [--dump out.sass] [--timeline]
 
-For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class
-(HGMMA, WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS
-(mbarrier), UTMALDG / UTMASTG, USETMAXREG, LDL / STL (local memory), F2FP (paired conversions),
-STG, SHFL, FMNMX, FFMA / FADD / FMUL / FSEL, BRA) its count and the SASS line numbers of its
-first and last occurrences; ``--timeline`` prints the consumer loop's instruction classes in order, one letter each, to see where waits
-sit between the GEMMs and the softmax. Needs ptxas and nvdisasm (or cuobjdump): the
+For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class (HGMMA,
+WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS (mbarrier), UTMALDG
+/ UTMASTG, USETMAXREG, LDL / STL (local memory), F2FP (paired conversions), STG, SHFL, FMNMX, FFMA /
+FADD / FMUL / FSEL, BRA) its count and the SASS line numbers of its first and last occurrences;
+``--timeline`` prints the consumer loop's instruction classes in order, one letter each, to see
+where waits sit between the GEMMs and the softmax. Needs ptxas and nvdisasm (or cuobjdump): the
 ``nvidia-cuda-nvdisasm`` wheel or a CUDA toolkit on PATH.
 """
 from __future__ import annotations
@@ -126,7 +126,8 @@ def compile_attention(args):
     o_desc = TD(x, fa.o_box) if fa.tma_store else None
     sw = fa.swizzle
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=sw),
-                      TD(x, kv_box, swizzle=sw), TD(x, kv_box, swizzle=sw), ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
+                      TD(x, kv_box, swizzle=sw), TD(x, kv_box, swizzle=sw),
+                      ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
                       block=(fa.threads, 1, 1))
 
 

@@ -41,8 +41,9 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
 
 def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None) -> None:
     """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
-    the three TMA descriptors (4-D, ``fa.swizzle``-byte swizzle: 128, or 64 at D = 96; ``tma_compatible`` must hold for q, k, v)
-    from ``descriptor`` and launches ``fa.grid(B, H, S_q, sms)`` x ``fa.threads`` threads
+    the three TMA descriptors (4-D, ``fa.swizzle``-byte swizzle: 128, or 64 at D = 96;
+    ``tma_compatible`` must hold for q, k, v) from ``descriptor`` and launches ``fa.grid(B, H, S_q,
+    sms)`` x ``fa.threads`` threads
     (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
     k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
     tensor for the rows' log-sum-exp."""

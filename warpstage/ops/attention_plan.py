@@ -225,8 +225,8 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
         plan.copy = tma_ok = True
         plan.fallbacks.append(("copies", (
             f"{', '.join(needs)} need{'s' if len(needs) == 1 else ''} the wgmma kernel, and "
-            f"TMA cannot read these tensors ({_tma_problem((tq, tk, tv))}): q, k and v are copied into new contiguous "
-            "tensors first")))
+            f"TMA cannot read these tensors ({_tma_problem((tq, tk, tv))}): q, k and v are "
+            "copied into new contiguous tensors first")))
     if needs and not (tma_ok and wgmma_here):
         raise ArgumentError("flash_attention: return_lse, grouped K/V heads, bottom-right "
                             f"causal alignment and D > {FlashAttention.head_dims[-1]} need the "

@@ -75,8 +75,8 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
     otherwise (``OnlineSoftmax.exponentials``). ``fma_select``: the exponent as one FFMA per
     score with no branch, ``fma(s, c_r, -o_r)`` with the row's scale and offset selected once
     per row (``OnlineSoftmax.row_offset``) and alpha taken from the offsets, so the rounding of
-    m c cancels exactly (docs/performance.md, "The exponent"). ``tma_store``: the epilogue writes O through shared
-    memory and one TMA store per 64 x 64 block of each consumer warpgroup
+    m c cancels exactly (docs/performance.md, "The exponent"). ``tma_store``: the epilogue
+    writes O through shared memory and one TMA store per 64 x 64 block of each consumer warpgroup
     (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
     when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
     descriptor (``o_box``). ``overlap_tiles``: a persistent CTA starts the next output tile's
