@@ -50,14 +50,31 @@ def test_matches_sdpa(head_dim, causal, seq, dtype):
 
 @pytest.mark.parametrize("policy", [dict(overlap=False), dict(tile_n=64, num_stages=4),
                                     dict(tile_n=176, num_stages=2),
-                                    dict(num_stages=1, overlap=False)])
-@pytest.mark.parametrize("head_dim", [64, 128])
+                                    dict(num_stages=1, overlap=False),
+                                    dict(fma_select=True), dict(overlap_tiles=True),
+                                    dict(overlap_tiles=True, fma_select=True)])
+@pytest.mark.parametrize("head_dim", [64, 96, 128])
 def test_other_policies_long_sequences(head_dim, policy):
     case = (2, 2, 1500, 1500, head_dim, True, "bfloat16", None, policy)
     q, k, v = make_inputs(case, device="cuda")
     out = run_case(case, q, k, v)
     torch.cuda.synchronize()
     assert relative_error(out, q, k, v, True) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("policy", [dict(fma_select=True), dict(fma_select=True,
+                                                                  overlap_tiles=True)])
+def test_fma_select_large_magnitude_no_nan(policy):
+    """|q . k| ~ 1e11 on the GPU (ex2.approx.ftz, the real FFMA): no NaN, SDPA's answer."""
+    case = (1, 2, 700, 700, 64, True, "bfloat16", None, policy)
+    q, k, v = make_inputs(case, device="cuda", seed=5)
+    q, k = (x * 4e4 for x in (q, k))
+    out = run_case(case, q, k, v)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                            is_causal=True)
+    assert (out.float() - want).abs().max().item() < 0.05
 
 
 def test_auto_dispatch_strided_views_and_fallback(monkeypatch):
