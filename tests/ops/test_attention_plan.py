@@ -37,11 +37,19 @@ def test_fast_path_has_no_fallback(monkeypatch):
 
 
 def test_padded_head_dim_is_named_with_its_cost():
+    q = zeros(1, 2, 70, 80)
+    plan = plan_call(q, q, q, mma="wgmma")
+    assert plan.pad_to == 96 and plan.policy.head_dim == 96
+    fallbacks = dict(plan.fallbacks)
+    assert "D = 80" in fallbacks["head dimension"] and "17%" in fallbacks["head dimension"]
+    assert "64-column blocks" in fallbacks["epilogue"]          # D = 96 stores by thread
+
+
+def test_head_dim_96_runs_natively_on_wgmma():
     q = zeros(1, 2, 70, 96)
     plan = plan_call(q, q, q, mma="wgmma")
-    assert plan.pad_to == 128 and plan.policy.head_dim == 128
-    (what, why), = plan.fallbacks
-    assert what == "head dimension" and "D = 96" in why and "25%" in why
+    assert plan.pad_to is None and plan.policy.head_dim == 96
+    assert [what for what, _ in plan.fallbacks] == ["epilogue"]
 
 
 def test_mma_sync_in_the_simulator_says_why():

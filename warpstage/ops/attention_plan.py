@@ -33,10 +33,13 @@ kernel is 1.20x (D=64) and 1.12x (D=128) faster than mma.sync, at (2, 8, 8192, 8
 _WS_DTYPES = {"f16": "Float16", "bf16": "BFloat16"}
 
 
-PADDED_HEAD_DIMS = (96,)
+PADDED_HEAD_DIMS = ()
 """Head dimensions the wgmma kernel takes natively (``FlashAttentionWgmma.head_dims``) that the
-op still zero-pads to the next of ``NATIVE_HEAD_DIMS``, until the native kernel is measured
-faster: D = 96 (64-byte swizzle, scalar-store epilogue; benchmarks/attention.py --sweep d96)."""
+op still zero-pads to the next of ``NATIVE_HEAD_DIMS``: none since D = 96 was measured (session 5,
+2026-12-02 02:19 UTC, sweep "attn5", device time, bf16): native 530 TFLOP/s at B=4 H=16 S=4096
+against 505 for the padded D=128 kernel's useful work (673 x 96/128, its copy not counted),
+causal 467 against 441; at S=1024 406 against 442 (causal 280 against 314), where the padded
+path's copy of q, k and v (~13% of that kernel's time) evens it out."""
 
 NATIVE_HEAD_DIMS = tuple(d for d in FlashAttentionWgmma.head_dims if d not in PADDED_HEAD_DIMS)
 """Head dimensions the op runs as they are (64 and 128 both kernels, 192 and 256 the wgmma
@@ -46,12 +49,12 @@ SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=128, num_stages=2),
-    (128, True): dict(tile_n=128, num_stages=2, persistent=False),
+    (128, False): dict(tile_n=128, num_stages=2, fma_select=True),
+    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
-    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3),
-    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False),
+    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True),
+    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True),
     (192, False): dict(tile_n=96, num_stages=2),
     (192, True): dict(tile_n=96, num_stages=2, persistent=False),
     (256, False): dict(tile_n=64, num_stages=2),
@@ -66,15 +69,21 @@ warpgroups (192-row tiles), persistent: 481 (1.02x) and 371 (0.97x); causal 411 
 246 (1.04x). D=192 and 256 (session 4, 22:47 UTC, sweep "wide", device time): 96- and 64-key
 tiles (2 stages fill shared memory): 722 and 702 TFLOP/s at S=4096 (1.03x and 0.96x cuDNN),
 685 and 717 at S=2048; causal one CTA per tile: 616 and 626 (0.99x, 0.97x); the wider 112- and
-80-key tiles were 6-14% slower.
+80-key tiles were 6-14% slower. ``fma_select`` (the branch-free one-FFMA exponent; session 5,
+sweep "attn5", device time) at D = 64 and 128: +1.1 to +2.3% at every measured point (D=128
+S=4096 681 vs 673, S=1024 603 vs 589; D=64 508 vs 498 and 407 vs 399; causal +0.3 to +1.6%);
+not yet measured at D = 96, 192 and 256, which keep the two-instruction exponent.
 
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
-0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short")."""
+0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts each output
+tile's first S before the last P V of the one before (``overlap_tiles``: 324 against 304
+TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer warpgroups, and with
+2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else)."""
 
 SHORT_SEQ = 1536
 WGMMA_SHORT = {
-    (64, True): dict(consumer_wgs=2),
+    (64, True): dict(consumer_wgs=2, overlap_tiles=True),
 }
 
 
@@ -93,6 +102,8 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
     if short:
         fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
     fields.update(overrides)
+    if fields.get("persistent") is False and "overlap_tiles" not in dict(overrides):
+        fields["overlap_tiles"] = False     # a shipped overlap_tiles needs the persistent grid
     if tile_n is not None:
         fields["tile_n"] = tile_n
     if num_stages is not None:

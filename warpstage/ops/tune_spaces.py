@@ -133,9 +133,13 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
                                            **shipped))}
     space = [AttentionTuning(())]
     widths = tuple(dict.fromkeys((128, 64, shipped["tile_n"])))
-    for tile_n, stages, wgs, persistent in itertools.product(widths, (2, 3), (2, 3),
-                                                             (True, False)):
-        fields = dict(tile_n=tile_n, num_stages=stages, consumer_wgs=wgs, persistent=persistent)
+    # overlap_tiles is searched only where it ships on (it needs a persistent grid, and was
+    # slower everywhere else it was measured: ops/attention_plan.py, WGMMA_SHORT)
+    overlaps = (True, False) if shipped.get("overlap_tiles") else (False,)
+    for tile_n, stages, wgs, persistent, overlap in itertools.product(
+            widths, (2, 3), (2, 3), (True, False), overlaps):
+        fields = dict(tile_n=tile_n, num_stages=stages, consumer_wgs=wgs, persistent=persistent,
+                      overlap_tiles=overlap)
         try:
             key = static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                                  **dict(shipped, **fields)))
