@@ -6,7 +6,7 @@ import pytest
 
 import warpstage as ws
 from warpstage.jit.kernel import _tensor_adapter
-from warpstage.frontend.binders import make_binder
+from warpstage.frontend.kinds import make_binder
 from warpstage.frontend.binding_time import classify
 
 

@@ -396,7 +396,7 @@ def test_a_new_tensor_with_the_same_geometry_reuses_the_kernel_with_its_own_map(
 
 def test_descriptor_keys_of_the_binders_match_classify(fake_gpu):
     from warpstage.jit.kernel import _tensor_adapter
-    from warpstage.frontend.binders import make_binder
+    from warpstage.frontend.kinds import make_binder
     from warpstage.frontend.binding_time import classify
     for d in _descriptor_pool():
         for _ in range(2):                                # the second time from the descriptor

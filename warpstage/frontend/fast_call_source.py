@@ -1,107 +1,19 @@
-"""The source of the generated call path (jit/fast_call.py): the templates for reading
-each kind of parameter, the device agreement, the call signature, the memo lookup and the
-launch, and :func:`call_source`, which writes the three functions for a kernel's parameters.
+"""The source of the generated call path (jit/fast_call.py): the device agreement, the call
+signature, the memo lookup and the launch, and :func:`call_source`, which writes the three
+functions for a kernel's parameters from each parameter kind's snippet (``fast_parts``:
+frontend/kinds/, the kind's ``FAST`` / ``AUTO`` templates).
 What the generated code does and why a hit is sound: fast_call.py's docstring."""
 from __future__ import annotations
 
 import textwrap
 
-from ..lang.scalars import Scalar
-from ..lang.tensor import Tensor, TensorSpec
-from ..runtime.tensormap import TensorDescriptor
-from .binders import _range_of
-from ..core.static import _StaticAnnotation
+from .kinds.table import fast_parts, kind_of
 
 __all__ = ["kind_of", "call_source", "device_source"]
 
 _HEAD = '''\
 def {fn}(L{hit}{params}):
     """{doc}"""
-'''
-
-# reading a tensor argument into s (strides), p (address), h (shape): a plain torch tensor
-# inline, anything else through the tensor adapter (one call)
-_READ_TORCH = '''\
-        try:
-            s{i} = {v}.stride()
-        except RuntimeError:
-            {miss}
-        p{i} = {v}.data_ptr()
-        h{i} = {v}.shape
-'''
-
-_READ_ADAPTED = '''\
-        a{i} = _adapt({v})
-        if a{i} is None or a{i}.device != "cuda":
-            {miss}
-        e{i} = a{i}.device_index or 0
-        p{i} = a{i}.data_ptr
-        h{i} = a{i}.shape
-        s{i} = a{i}.strides
-'''
-
-_TENSOR = ('''\
-    if type({v}) is _Tensor:
-        if not {v}.is_cuda:
-            {miss}
-        e{i} = {v}.get_device()
-''' + _READ_TORCH + "        d{i} = {v}.dtype\n    else:\n" + _READ_ADAPTED
-           + "        d{i} = (a{i}.kind, a{i}.dtype)\n")
-
-_SCALAR = '''\
-    t{i} = type({v})
-    if ({not_number}) or not _lo{i} <= {v} <= _hi{i}:
-        {miss}
-'''
-
-_STATIC = '''\
-    try:
-        k{i} = _static_key({v})
-    except _Unkeyable:
-        {miss}
-'''
-
-_AUTO = '''\
-    t{i} = type({v})
-    if t{i} is int:
-        if -2147483648 <= {v} <= 2147483647:
-            g{i} = 0
-        elif -9223372036854775808 <= {v} <= 9223372036854775807:
-            g{i} = 1
-        else:
-            {miss}
-        c{i} = ({v},)
-        e{i} = None
-    elif t{i} is float:
-        if not -_F32_MAX <= {v} <= _F32_MAX and {v} == {v} and {v} not in (_INF, -_INF):
-            {miss}
-        g{i} = 2
-        c{i} = ({v},)
-        e{i} = None
-    elif t{i} is bool:
-        g{i} = 3
-        c{i} = ({v},)
-        e{i} = None
-    elif {v} is None:
-        g{i} = 4
-        c{i} = ()
-        e{i} = None
-    elif t{i} is _Tensor and {v}.is_cuda:
-        e{i} = {v}.get_device()
-''' + _READ_TORCH + '''\
-        g{i} = ({v}.dtype, h{i}, s{i}, p{i} & 15)
-        c{i} = None
-    elif t{i} is _Descriptor:
-        a{i} = {v}.tensor_arg
-        if a{i}.kind != "torch" or a{i}.device != "cuda":
-            {miss}
-        e{i} = a{i}.device_index
-        g{i} = ({v}._launch_key or _descriptor_key({v}))[1]
-        c{i} = False
-    else:
-''' + _READ_ADAPTED + '''\
-        g{i} = (a{i}.kind, a{i}.dtype, h{i}, s{i}, p{i} & 15)
-        c{i} = None
 '''
 
 _LOOKUP = '''\
@@ -132,21 +44,6 @@ _FINISH = '''\
     if smem < L.smem:
         smem = L.smem
 '''
-
-
-def kind_of(annotation, self_rule: bool):
-    """How the generated call path reads a parameter: 'static', 'tensor', 'auto',
-    ('scalar', lo, hi, is_float) for an annotated scalar (what ``bind_scalar`` accepts), or None
-    when it cannot (the kernel then always takes the full path)."""
-    if self_rule or isinstance(annotation, _StaticAnnotation):
-        return "static"
-    if isinstance(annotation, type) and issubclass(annotation, Scalar) and annotation.ir_type is not None:
-        return ("scalar", *_range_of(annotation.ir_type), annotation.ir_type.is_float)
-    if annotation is Tensor or isinstance(annotation, TensorSpec):
-        return "tensor"
-    if annotation is None or annotation is TensorDescriptor:   # the full path reads both alike
-        return "auto"
-    return None
 
 
 def _tuple(items) -> str:
@@ -193,28 +90,12 @@ def call_source(kinds, name: str = "kernel") -> str:
     args = _tuple(names)
     reads, sig, xs, leaves, auto_leaves = [], [], [], [], []
     for i, kind in enumerate(kinds):
-        v = f"v{i}"
-        if kind == "tensor":
-            reads.append(_TENSOR.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"d{i}, h{i}, s{i}, p{i} & 15")
-            xs.append(f"x{i}")
-            leaves.append(f"p{i}, *x{i}")
-        elif kind == "static":
-            reads.append(_STATIC.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"k{i}")
-        elif kind == "auto":
-            reads.append(_AUTO.format(v=v, i=i, miss="{miss}"))
-            sig.append(f"g{i}")
-            xs.append(f"x{i}")
-            auto_leaves.append(f"    if c{i} is None:\n        c{i} = (p{i}, *x{i})\n"  # tensor
-                               f"    elif c{i} is False:\n"                           # descriptor
-                               f"        c{i} = ({v}._encoded or {v}.encode(),)\n")
-            leaves.append(f"*c{i}")
-        else:
-            types = ("int", "float", "bool") if kind[3] else ("int", "bool")
-            reads.append(_SCALAR.format(v=v, i=i, miss="{miss}",
-                                        not_number=" and ".join(f"t{i} is not {t}" for t in types)))
-            leaves.append(v)                    # the key part is the annotation's
+        parts = fast_parts(i, f"v{i}", kind)      # the kind's snippet (frontend/kinds/)
+        reads.append(parts["read"])
+        for out, field in ((sig, "sig"), (xs, "xs"), (leaves, "leaves"),
+                           (auto_leaves, "auto_leaves")):
+            if field in parts:
+                out.append(parts[field])
     fields = dict(sig="".join(", " + x for x in sig), xs="".join(", " + x for x in xs), args=args,
                   auto_leaves="".join(auto_leaves))
     target = '    if _target() != "cuda":\n        {miss}\n'

@@ -1,24 +1,16 @@
 """``ws.explain``: the binding-time table of a kernel for given arguments."""
 from __future__ import annotations
 
-from ..frontend.binding_time import RULES
+from ..frontend.kinds import RULES
 
 __all__ = ["format_table"]
 
 
-def _key_text(key, n=38) -> str:
-    r = repr(key)
-    return r if len(r) <= n else r[:n - 3] + "..."
-
-
 def format_table(name: str, specs: list, param_names: list) -> str:
-    """One row per parameter: rule, binding time, type, key part, ABI slots."""
+    """One row per parameter (its kind's ``row``): rule, binding time, type, key part, ABI
+    slots."""
     rows = [("parameter", "rule", "binding", "type", "key part", "ABI slots")]
-    for pname, spec in zip(param_names, specs):
-        slots = spec.abi(pname)
-        slot_text = ", ".join(f"{s.split('.', 1)[-1] if '.' in s else s}:{t}" for s, t in slots) or "-"
-        rows.append((pname, str(spec.rule), spec.binding, spec.desc,
-                     getattr(spec, "key_desc", None) or _key_text(spec.key), slot_text))
+    rows.extend(spec.row(pname) for pname, spec in zip(param_names, specs))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"kernel {name}: binding times"]
     for k, r in enumerate(rows):

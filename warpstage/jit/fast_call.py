@@ -21,7 +21,8 @@ target) misses and takes the full path, which checks, explains and raises; and b
 is stored, ``fast_call.values`` (the same source, ending in a return instead of the launch) must
 reproduce the full path's launch for that call exactly (values, shared memory, stream).
 
-The source is written by frontend/fast_call_source.py (its templates, per parameter kind).
+The source is written by frontend/fast_call_source.py from each parameter kind's snippet
+(frontend/kinds/).
 Writing and compiling it costs about 2 ms per kernel, once (at its first
 ``kern[grid, block]``). The source is kept as ``FastCall.call.source`` and in ``linecache``, so a
 traceback under ``compiler_frames=True`` shows its lines.
@@ -34,8 +35,9 @@ import sys
 
 from ..runtime.tensormap import TensorDescriptor, TensorMapArg
 from ..runtime.tensors import as_tensor_arg
-from ..frontend.binders import _F32_MAX, _INF, descriptor_key
 from ..frontend.fast_call_source import call_source, device_source, kind_of
+from ..frontend.kinds import descriptor_key, fast_parts
+from ..frontend.kinds.scalar import F32_MAX, INF
 from ..core.static_key import UnkeyableError, static_key
 
 __all__ = ["FastCall", "kind_of", "call_source", "device_source", "make_call", "tensor_tails"]
@@ -52,11 +54,10 @@ def make_call(kinds, name: str, namespace: dict):
         return None
     source = call_source(kinds, name)
     ns = namespace
-    ns.update(_static_key=static_key, _Unkeyable=UnkeyableError, _F32_MAX=_F32_MAX, _INF=_INF,
+    ns.update(_static_key=static_key, _Unkeyable=UnkeyableError, _F32_MAX=F32_MAX, _INF=INF,
               _Descriptor=TensorDescriptor, _descriptor_key=descriptor_key, _adapt=adapt_tensor)
     for i, kind in enumerate(kinds):
-        if isinstance(kind, tuple):
-            ns[f"_lo{i}"], ns[f"_hi{i}"] = kind[1:3]
+        ns.update(fast_parts(i, f"v{i}", kind).get("namespace", {}))   # a kind's constants
     # a file name inside the package (beside jit/kernel.py, whose frame it replaces): tracebacks and
     # warnings skip it like warpstage's own frames (tracebacks._user_error, _user_stacklevel);
     # linecache shows its lines when debugging

@@ -237,7 +237,7 @@ class Kernel:
         return out
 
     def _make_binders(self) -> list:
-        from ..frontend.binders import make_binder
+        from ..frontend.kinds import make_binder
         if self._annotations is None:
             self._annotations = _annotations(self.fn)
         return [make_binder(self._annotations.get(p.name), i == 0 and p.name == "self", _tensor_adapter)

@@ -36,6 +36,7 @@ from .entry_check import problem
 from ...errors import ArgumentError, UnsupportedError
 from ...frontend.facts import class_lookup
 from ...frontend.guards import CELL, CLASS, GLOBAL
+from ...frontend.kinds import Kind
 from ...core.static_key import UnkeyableError, code_key, is_stable, static_key
 from ...ir.types import parse_type
 from .key_facts import fingerprint, toolchain
@@ -160,9 +161,10 @@ def resolve_guards(kernel, data) -> Optional[tuple]:
 
 # -- entries -------------------------------------------------------------------------------------
 
-class StoredSpec:
-    """A parameter's explain row read back from an entry; duck-types the Spec attributes that
-    ``explain.format_table`` reads (rule, binding, desc, key, abi(name))."""
+class StoredSpec(Kind):
+    """A parameter's explain row read back from an entry: a binding (frontend/kinds/base.Kind)
+    that has what ``explain`` and the recompile reasons read (rule, binding, desc, key,
+    abi(name)) and nothing else (``ck.specs`` of a kernel loaded from disk)."""
 
     def __init__(self, row):
         _, self.rule, self.binding, self.desc, key_text, slots = row

@@ -1,0 +1,279 @@
+"""The scalar kind: one dynamic number in one ABI slot. Rule 2 when annotated (``ws.Int32``,
+``ws.Float32``, ...; a host ``ws.Int32(5)`` too), rule 3 for a bare ``bool`` / ``int`` /
+``float`` (``Boolean``; ``Int32``, or ``Int64`` when it does not fit; ``Float32``) or numpy
+scalar (its own dtype). Key part ``("scalar", ir type name)``."""
+from __future__ import annotations
+
+import enum
+
+from ... import ir
+from ...core.trace import Origin
+from ...errors import ArgumentError
+from ...ir.types import SCALAR_TYPES
+from ...lang.scalars import (DTYPES, Boolean, Float32, HostScalar, Int32, Int64, Scalar,
+                             TypePlaceholder, fits)
+from .base import RULES, Kind, got_text, mismatch, never_binds
+from .static import ann_name
+
+__all__ = ["ScalarKind", "range_of", "check_float_range", "F32_MAX", "INF"]
+
+F32_MAX, INF = 3.4028234663852886e38, float("inf")
+_I32_KEY, _I64_KEY, _F32_KEY, _BOOL_KEY = (("scalar", "i32"), ("scalar", "i64"),
+                                           ("scalar", "f32"), ("scalar", "i1"))
+_NP_SCALARS = {"bool": Boolean, "int8": DTYPES[ir.i8], "int16": DTYPES[ir.i16], "int32": Int32,
+               "int64": Int64, "uint8": DTYPES[ir.u8], "uint16": DTYPES[ir.u16],
+               "uint32": DTYPES[ir.u32], "uint64": DTYPES[ir.u64], "float16": DTYPES[ir.f16],
+               "float32": Float32, "float64": DTYPES[ir.f64], "bfloat16": DTYPES[ir.bf16],
+               "float8_e4m3fn": DTYPES[ir.e4m3], "float8_e5m2": DTYPES[ir.e5m2]}
+_FLOAT_MAX = {8: float("inf"), 16: 65504.0, 32: F32_MAX, 64: float("inf")}
+"""Finite values beyond these overflow to inf (an error); the 8-bit floats saturate instead."""
+
+
+def range_of(t):
+    """(lo, hi) of the values a parameter of scalar type ``t`` takes without an error (floats:
+    the finite range, with inf and nan let through)."""
+    if t.is_float:
+        return ((-float("inf"), float("inf")) if t.bits in (8, 64) else   # fp8: saturates
+                (-65504.0, 65504.0) if t.bits == 16 and t.name == "f16" else (-F32_MAX, F32_MAX))
+    if t.is_bool:
+        return (0, 1)
+    if t.is_signed:
+        return (-2 ** (t.bits - 1), 2 ** (t.bits - 1) - 1)
+    return (0, 2 ** t.bits - 1)
+
+
+def is_np_generic(value) -> bool:
+    np = __import__("sys").modules.get("numpy")
+    return np is not None and isinstance(value, np.generic)
+
+
+def check_float_range(v: float, dtype, name: str) -> None:
+    """A finite float that becomes inf in ``dtype`` is an error, like an int overflow."""
+    t = dtype.ir_type
+    limit = _FLOAT_MAX[32] if t.name == "bf16" else _FLOAT_MAX[t.bits]   # bf16 has f32's range
+    if v == v and abs(v) != float("inf") and abs(v) > limit:
+        raise ArgumentError(f"parameter '{name}': the float {v!r} overflows {dtype.__name__} "
+                            f"(largest finite value {limit:g}).\nFix: annotate the parameter "
+                            "ws.Float64, or scale the value.")
+
+
+def _is_scalar_annotation(ann) -> bool:
+    return isinstance(ann, type) and issubclass(ann, Scalar) and ann.ir_type is not None
+
+
+def _check_annotated(value, dtype, name) -> None:
+    """Raise unless ``value`` is a valid host value for a parameter annotated ``dtype``."""
+    t = dtype.ir_type
+    if isinstance(value, TypePlaceholder) and value.dtype is not dtype:
+        raise ArgumentError(f"parameter '{name}' is annotated {ann_name(dtype)} but got "
+                            f"{got_text(value)}.\nFix: pass {ann_name(dtype)}, or change the "
+                            "annotation.")
+    v = value.value if isinstance(value, HostScalar) else value
+    if isinstance(v, bool) or isinstance(v, int):
+        if t.is_int and not fits(t, int(v)):
+            raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but the int "
+                                f"{v} overflows it.\nFix: pass a value in range, or annotate a wider "
+                                "type (ws.Int64).")
+        return
+    if is_np_generic(v):
+        return _check_annotated(v.item(), dtype, name)
+    if isinstance(v, float):
+        if not t.is_float:
+            raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got the "
+                                f"float {v}.\nFix: pass an int, or annotate ws.Float32.")
+        if t.bits < 64:
+            check_float_range(v, dtype, name)
+        return
+    raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got "
+                        f"{got_text(v)}.\nFix: pass a Python number"
+                        + (f" or the type ws.{dtype.__name__}" if getattr(
+                            type(v), "placeholder_of", None) is not None else "") + ".")
+
+
+class ScalarKind(Kind):
+    """A dynamic scalar parameter of one dtype."""
+
+    STORED_TAG = "scalar"
+    FAST_TAG = "scalar"
+
+    def __init__(self, dtype, rule: int):
+        self.dtype = dtype
+        self.rule = rule
+        self.binding = "dynamic"
+        self.desc = dtype.__name__
+        self.key = ("scalar", dtype.ir_type.name)
+
+    def abi(self, name):
+        return [(name, self.dtype.ir_type)]
+
+    def host_leaves(self, value, out):
+        if isinstance(value, HostScalar):
+            value = value.value
+        out.append(value.item() if hasattr(value, "item") else value)
+
+    def make(self, it, name):
+        return self.dtype._wrap(next(it), Origin(f"parameter '{name}' ({self.desc}, rule {self.rule}: "
+                                                 f"{RULES[self.rule]})"))
+
+    # -- match rules ----------------------------------------------------------------------------
+    @classmethod
+    def match_annotated(cls, value, ann, ctx):
+        """Rule 2: annotated with a scalar type; the value is range-checked."""
+        if not _is_scalar_annotation(ann):
+            return None
+        _check_annotated(value, ann, ctx.name)
+        return cls(ann, 2)
+
+    @classmethod
+    def match_host_scalar(cls, value, ann, ctx):
+        """Rule 2: a host ``ws.Int32(5)``, its type given by the value."""
+        return cls(value.dtype, 2) if isinstance(value, HostScalar) else None
+
+    @classmethod
+    def match_bare(cls, value, ann, ctx):
+        """Rule 3: a bare bool / int / float, or a numpy scalar (its own dtype)."""
+        name = ctx.name
+        if is_np_generic(value):
+            dtype = _NP_SCALARS.get(value.dtype.name)
+            if dtype is None:
+                raise ArgumentError(f"parameter '{name}': numpy scalar of dtype {value.dtype.name} "
+                                    "is not a warpstage dtype.\nFix: convert it, e.g. int(x) or "
+                                    "float(x).")
+            return cls(dtype, 3)
+        if isinstance(value, bool):
+            return cls(Boolean, 3)
+        if isinstance(value, int):
+            if not fits(ir.i64, value):
+                raise ArgumentError(f"parameter '{name}': the int {value} does not fit in 64 bits."
+                                    "\nFix: pass a smaller value, or make it static with "
+                                    "ws.Static[int].")
+            return cls(Int32 if fits(ir.i32, value) else Int64, 3)
+        if isinstance(value, float):
+            check_float_range(value, Float32, name)
+            return cls(Float32, 3)
+        return None
+
+    # -- disk -----------------------------------------------------------------------------------
+    def stored(self):
+        return {"k": "scalar", "type": self.dtype.ir_type.name}
+
+    @classmethod
+    def bind_stored(cls, d, value, name, out):
+        type_name = d["type"]
+        t = SCALAR_TYPES[type_name]
+        v = value.value if isinstance(value, HostScalar) else value
+        if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+            v = v.item()
+        if isinstance(v, enum.Enum):                # static by rule 7, even an IntEnum member
+            raise mismatch(name, f"a scalar of type {type_name}",
+                           f"the enum member {v!r}, which is static (rule 7)")
+        ok = (isinstance(v, (bool, int)) if not t.is_float else
+              isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not ok:
+            raise mismatch(name, f"a scalar of type {type_name}", f"{type(v).__name__} {v!r}"[:60])
+        if t.is_int or t.is_bool:
+            if not fits(t, int(v)):
+                raise mismatch(name, f"a scalar of type {type_name}", f"{v}, which does not fit")
+            out.append(int(v))
+        else:
+            out.append(float(v))
+
+    def change(self, new):
+        return f"{self.dtype.__name__} -> {new.dtype.__name__}"
+
+    # -- the fast paths -------------------------------------------------------------------------
+    @classmethod
+    def fast_kind(cls, annotation, self_rule):
+        """('scalar', lo, hi, is_float): what ``bind_scalar`` accepts."""
+        if not _is_scalar_annotation(annotation):
+            return None
+        return ("scalar", *range_of(annotation.ir_type), annotation.ir_type.is_float)
+
+    @classmethod
+    def binder(cls, annotation, self_rule, adapter):
+        if isinstance(annotation, type) and issubclass(annotation, Scalar) and \
+                annotation.ir_type is None:
+            return never_binds                 # an abstract scalar type: the full path explains
+        if not _is_scalar_annotation(annotation):
+            return None
+        key = ("scalar", annotation.ir_type.name)
+        lo, hi = range_of(annotation.ir_type)
+        is_float = annotation.ir_type.is_float
+
+        def bind_scalar(v, keys, leaves):
+            t = type(v)
+            if t is HostScalar:
+                if v.dtype is not annotation:
+                    return False
+                v = v.value
+            elif t is not int and t is not float and t is not bool:
+                return False                   # numpy scalars etc.: checked on the full path
+            elif t is float and not is_float:
+                return False                   # a float for an int parameter: the full path explains
+            if not lo <= v <= hi:
+                return False                   # out of range: the full path explains it
+            keys.append(key)
+            leaves.append(v)
+            return True
+        return bind_scalar
+
+    @staticmethod
+    def bind_int(v, keys, leaves):
+        if -2147483648 <= v <= 2147483647:
+            keys.append(_I32_KEY)
+        elif -9223372036854775808 <= v <= 9223372036854775807:
+            keys.append(_I64_KEY)
+        else:
+            return False                       # beyond 64 bits: the full path explains it
+        leaves.append(v)
+        return True
+
+    @staticmethod
+    def bind_float(v, keys, leaves):
+        if not -F32_MAX <= v <= F32_MAX and v == v and v not in (INF, -INF):
+            return False                       # overflows Float32: the full path explains it
+        keys.append(_F32_KEY)
+        leaves.append(v)
+        return True
+
+    @staticmethod
+    def bind_bool(v, keys, leaves):
+        keys.append(_BOOL_KEY)
+        leaves.append(v)
+        return True
+
+    AUTO_TYPES = {int: "bind_int", float: "bind_float", bool: "bind_bool"}
+
+    FAST = '''\
+    t{i} = type({v})
+    if ({not_number}) or not _lo{i} <= {v} <= _hi{i}:
+        {miss}
+'''
+    AUTO = (("t{i} is int", '''\
+        if -2147483648 <= {v} <= 2147483647:
+            g{i} = 0
+        elif -9223372036854775808 <= {v} <= 9223372036854775807:
+            g{i} = 1
+        else:
+            {miss}
+        c{i} = ({v},)
+        e{i} = None
+'''), ("t{i} is float", '''\
+        if not -_F32_MAX <= {v} <= _F32_MAX and {v} == {v} and {v} not in (_INF, -_INF):
+            {miss}
+        g{i} = 2
+        c{i} = ({v},)
+        e{i} = None
+'''), ("t{i} is bool", '''\
+        g{i} = 3
+        c{i} = ({v},)
+        e{i} = None
+'''))
+
+    @classmethod
+    def fast_parts(cls, i, v, kind):
+        types = ("int", "float", "bool") if kind[3] else ("int", "bool")
+        return {"read": cls.FAST.format(v=v, i=i, miss="{miss}", not_number=" and ".join(
+                    f"t{i} is not {t}" for t in types)),
+                "leaves": v,                    # the key part is the annotation's
+                "namespace": {f"_lo{i}": kind[1], f"_hi{i}": kind[2]}}
