@@ -242,7 +242,14 @@ class ScalarKind(Kind):
         leaves.append(v)
         return True
 
-    AUTO_TYPES = {int: "bind_int", float: "bind_float", bool: "bind_bool"}
+    @staticmethod
+    def bind_host(v, keys, leaves):
+        keys.append(("scalar", v.dtype.ir_type.name))      # rule 2: the type it is tagged with
+        value = v.value
+        leaves.append(value.item() if hasattr(value, "item") else value)
+        return True
+
+    AUTO_TYPES = {int: "bind_int", float: "bind_float", bool: "bind_bool", HostScalar: "bind_host"}
 
     FAST = '''\
     t{i} = type({v})
