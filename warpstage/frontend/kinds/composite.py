@@ -244,7 +244,11 @@ class CompositeKind(Kind):
         return bind
 
     @staticmethod
-    def is_composite_type(t) -> bool:
-        """True for the types whose values rule 5 or 6 would take (the full path binds them)."""
-        return (t is dict or hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__")
-                or hasattr(t, "__dataclass_fields__") or hasattr(t, "_fields"))
+    def bind_fallback(v, keys, leaves):
+        """Rules 5 and 6 other than a bare tuple or list take the full path (False); None for a
+        value of no composite type."""
+        t = type(v)
+        if (t is dict or hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__")
+                or hasattr(t, "__dataclass_fields__") or hasattr(t, "_fields")):
+            return False
+        return None

@@ -249,6 +249,11 @@ class ScalarKind(Kind):
         leaves.append(value.item() if hasattr(value, "item") else value)
         return True
 
+    @staticmethod
+    def bind_fallback(v, keys, leaves):
+        """A numpy scalar (rule 3 with its own dtype) takes the full path."""
+        return False if type(v).__module__ == "numpy" else None
+
     AUTO_TYPES = {int: "bind_int", float: "bind_float", bool: "bind_bool", HostScalar: "bind_host"}
 
     FAST = '''\

@@ -16,7 +16,7 @@ from .base import FAST_KINDS, MatchContext
 from .composite import CompositeKind
 from .scalar import ScalarKind
 from .static import StaticKind
-from .tensor import PointerKind, TensorKind, bind_torch, tensor_key, tensor_leaves
+from .tensor import PointerKind, TensorKind
 from .tma import DescriptorKind, TensorMapKind
 
 __all__ = ["TABLE", "KINDS", "AUTO_READERS", "classify", "make_binder", "auto_binder", "kind_of",
@@ -83,29 +83,27 @@ def make_binder(annotation, self_rule: bool, adapter):
 
 def auto_binder(adapter):
     """The binder of a bare parameter: by the value's exact type, the kind that takes it
-    (each kind's ``AUTO_TYPES``; a tuple or list binds its items by this same binder); else a
-    torch tensor, anything the tensor ``adapter`` reads, and rule 7; False for numpy scalars and
-    composites other than tuples and lists (the full path binds them)."""
+    (each kind's ``AUTO_TYPES``; a tuple or list binds its items by this same binder); else
+    the kinds' fallbacks in the table's order (a tensor, through the tensor ``adapter``; a
+    numpy scalar or a composite other than a tuple or list: False, the full path binds them),
+    each True / False when it decides, None when the value is not its kind; else
+    rule 7."""
     by_type = {t: getattr(kind, method) for kind in KINDS
                for t, method in getattr(kind, "AUTO_TYPES", {}).items()}
-    from ...runtime.tensors import _KIND_BY_TYPE   # the live table of tensor types
 
     def bind_auto(v, keys, leaves):
         t = type(v)
         bind = by_type.get(t)
         if bind is not None:
             return bind(v, keys, leaves)
-        if _KIND_BY_TYPE.get(t) == "torch" and bind_torch(v, keys, leaves):
-            return True
-        ta = adapter(v)
-        if ta is not None:
-            keys.append(tensor_key(ta))
-            tensor_leaves(ta, leaves)
-            return True
-        if t.__module__ == "numpy" or CompositeKind.is_composite_type(t):
-            return False                           # rule 3 / 5 / 6 on the full path
+        for fallback in fallbacks:
+            took = fallback(v, keys, leaves)
+            if took is not None:
+                return took
         return StaticKind.bind_auto(v, keys, leaves)
     by_type[tuple] = by_type[list] = CompositeKind.bind_sequence(bind_auto)
+    fallbacks = [TensorKind.fallback(adapter), ScalarKind.bind_fallback,
+                 CompositeKind.bind_fallback]
     return bind_auto
 
 
