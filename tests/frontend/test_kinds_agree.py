@@ -3,7 +3,7 @@ kind, the full path (``classify``), the hot-path binders (``make_binder``) and t
 call path (jit/fast_call.py) agree on the binding, the key and the packed values, call by call.
 
 Values: ints at the i32 / i64 edges and beyond, floats (inf, nan, beyond Float32), bools, None,
-numpy scalars, host scalars (``ws.Int64(5)``), enum members (``IntEnum`` too), tensors of each
+numpy scalars, host scalars (``ws.Int64(5)``), enum members (``IntEnum`` too), numpy dtypes, tensors of each
 dtype and stride pattern (tests/fake_gpu.py's torch-free ``FakeCudaArray``, and numpy arrays),
 TMA descriptors, static objects, and composites of these nested (tuples, lists, dicts,
 NamedTuples, dataclasses, ``@ws.struct``). The generated path runs on the pretend GPU of
@@ -69,7 +69,8 @@ np_scalars = st.builds(lambda t, v: np.dtype(t).type(v),
 host_scalars = st.builds(lambda t, v: t(v), st.sampled_from([ws.Int32, ws.Int64, ws.Float16]),
                          st.integers(-100, 100))
 enums = st.sampled_from([Color.RED, Color.BLUE, Level.LOW, Level.HIGH])
-statics = enums | st.sampled_from([None, "s", len, ws.Float16, Cfg(64), Cfg(128)])
+dtypes = st.sampled_from([np.dtype("float32"), np.dtype(">f4"), np.dtype("float16")])
+statics = enums | dtypes | st.sampled_from([None, "s", len, ws.Float16, Cfg(64), Cfg(128)])
 
 _DTYPES = [np.float32, np.float16, np.int32, np.int64, np.uint8, np.float64]
 _PATTERNS = {                                 # a 2-d array of 8 x 12 -> one stride pattern

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .base import FAST_KINDS, MatchContext
 from .composite import CompositeKind
+from .dtype import DTypeKind
 from .scalar import ScalarKind
 from .static import StaticKind
 from .tensor import PointerKind, TensorKind
@@ -24,6 +25,7 @@ __all__ = ["TABLE", "KINDS", "AUTO_READERS", "classify", "make_binder", "auto_bi
 
 TABLE = (
     (0, StaticKind.match_self),             # first parameter named `self`
+    (1, DTypeKind.match_annotated),         # ws.Static[T] given a dtype object: by name
     (1, StaticKind.match_annotated),        # ws.Static[T] / ws.Static(v)
     (2, ScalarKind.match_annotated),        # ws.Int32, ws.Float32, ...
     (2, TensorKind.match_annotated),        # ws.Tensor, ws.Tensor[dtype, ndim]
@@ -38,12 +40,13 @@ TABLE = (
     (5, CompositeKind.match_record),        # dataclass / NamedTuple
     (6, CompositeKind.match_container),     # tuple / list / dict
     (7, StaticKind.match_kernel_only),      # (errors: kernel-only values, a class for a value)
+    (7, DTypeKind.match),                   # torch.float16, np.dtype("f4"): keyed by name
     (7, StaticKind.match_any),              # anything else: static
 )
 """The ordered rules; the number is the rule of DESIGN §2 each implements."""
 
-KINDS = (StaticKind, ScalarKind, TensorKind, PointerKind, TensorMapKind, DescriptorKind,
-         CompositeKind)
+KINDS = (DTypeKind, StaticKind, ScalarKind, TensorKind, PointerKind, TensorMapKind,
+         DescriptorKind, CompositeKind)
 """Every parameter kind, in the order the fast paths ask them (make_binder, kind_of)."""
 
 AUTO_READERS = (ScalarKind, StaticKind, TensorKind, DescriptorKind)
@@ -85,8 +88,8 @@ def auto_binder(adapter):
     """The binder of a bare parameter: by the value's exact type, the kind that takes it
     (each kind's ``AUTO_TYPES``; a tuple or list binds its items by this same binder); else
     the kinds' fallbacks in the table's order (a tensor, through the tensor ``adapter``; a
-    numpy scalar or a composite other than a tuple or list: False, the full path binds them),
-    each True / False when it decides, None when the value is not its kind; else
+    numpy scalar or a composite other than a tuple or list: False, the full path binds them; a
+    dtype object), each True / False when it decides, None when the value is not its kind; else
     rule 7."""
     by_type = {t: getattr(kind, method) for kind in KINDS
                for t, method in getattr(kind, "AUTO_TYPES", {}).items()}
@@ -103,7 +106,7 @@ def auto_binder(adapter):
         return StaticKind.bind_auto(v, keys, leaves)
     by_type[tuple] = by_type[list] = CompositeKind.bind_sequence(bind_auto)
     fallbacks = [TensorKind.fallback(adapter), ScalarKind.bind_fallback,
-                 CompositeKind.bind_fallback]
+                 CompositeKind.bind_fallback, DTypeKind.bind_fallback]
     return bind_auto
 
 
