@@ -40,7 +40,7 @@ class _StaticAnnotation:
 
 def _got_text(v) -> str:
     """What the error says it got; a ws.compile placeholder (type attribute 'placeholder_of')
-    is named by the type it stands for, never by its stand-in value (frontend/specs.got_text
+    is named by the type it stands for, never by its stand-in value (frontend/kinds/base.got_text
     says the same for the other binders)."""
     if getattr(type(v), "placeholder_of", None) is not None:
         return f"the type {v.placeholder_of}"

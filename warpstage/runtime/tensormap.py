@@ -126,7 +126,7 @@ class TensorDescriptor:
         self._check()
         self._encoded: Optional[bytes] = None
         # the launch layer's (cache key part, call-signature token), made at the first launch
-        # (frontend.binders.descriptor_key): a descriptor is not changed after it is built
+        # (frontend.kinds.tma.descriptor_key): a descriptor is not changed after it is built
         self._launch_key: Optional[tuple] = None
         self.tensormap = TensorMapArg(self)
 

@@ -14,7 +14,7 @@ object ``classify`` returns, formerly called a Spec): the rule that decided, the
   classmethod): the ABI values of a host argument for that form (jit/loaded.py);
 - ``change(new)``: what changed against another binding of the kind, for recompile reasons;
 - ``row(name)``: its ``ws.explain`` row;
-- its fast forms: ``binder`` (a classmethod: the hot-path key and leaves, frontend/binders.py)
+- its fast forms: ``binder`` (a classmethod: the hot-path key and leaves, ``make_binder``)
   and ``fast_kind`` / ``fast_parts`` (what the generated call path reads, fast_call_source.py).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The binding-time rules of DESIGN §2, written once: ``TABLE``, the ordered match rules of the
 parameter kinds, and what reads it — ``classify`` (the full path), ``make_binder`` (the hot
-path's per-parameter key and leaves, frontend/binders.py), ``kind_of`` and ``auto_parts`` (what
-the generated call path reads, frontend/fast_call_source.py).
+path's per-parameter key and leaves, jit/kernel.py's cached launch), ``kind_of`` and
+``fast_parts`` (what the generated call path reads, frontend/fast_call_source.py).
 
 A rule is ``(number, match)``: ``match(value, annotation, ctx)`` is a classmethod of a kind
 (base.py) that returns that kind's binding for the value, None when the rule does not apply, or
