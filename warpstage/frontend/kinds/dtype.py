@@ -17,10 +17,15 @@ from .static import StaticKind
 __all__ = ["DTypeKind", "dtype_key"]
 
 
+_PLAIN = frozenset({int, float, bool, str, type(None), tuple, list, dict})
+
+
 def dtype_key(value):
     """``("dtype", library, name...)`` for a torch dtype or a plain numpy dtype (no fields, no
     sub-array), else None."""
     t = type(value)
+    if t in _PLAIN:
+        return None
     if t.__module__ == "torch" and t.__name__ == "dtype":
         return ("dtype", "torch", str(value)[len("torch."):])
     np = sys.modules.get("numpy")
@@ -52,8 +57,10 @@ class DTypeKind(StaticKind):
     def match_annotated(cls, value, ann, ctx):
         """Rule 1 for a dtype object (``ws.Static[torch.dtype]``; the value checked as rule 1
         checks it)."""
+        if not isinstance(ann, _StaticAnnotation):
+            return None
         key = dtype_key(value)
-        if key is None or not isinstance(ann, _StaticAnnotation):
+        if key is None:
             return None
         ann.check(value, ctx.name)
         return cls(value, key, 1)

@@ -53,11 +53,13 @@ class StaticKind(Kind):
         return cls(value, 0, ctx.name) if ctx.self_rule else None
 
     @classmethod
+    def match_wrapped(cls, value, ann, ctx):
+        """Rule 1: passed as ``ws.Static(v)``."""
+        return cls(value.value, 1, ctx.name) if isinstance(value, StaticValue) else None
+
+    @classmethod
     def match_annotated(cls, value, ann, ctx):
-        """Rule 1: annotated ``ws.Static[T]`` (value checked against ``T``), or passed as
-        ``ws.Static(v)``."""
-        if isinstance(value, StaticValue):
-            return cls(value.value, 1, ctx.name)
+        """Rule 1: annotated ``ws.Static[T]`` (value checked against ``T``)."""
         if not isinstance(ann, _StaticAnnotation):
             return None
         tp = ann.tp
@@ -143,20 +145,12 @@ class StaticKind(Kind):
 
     @classmethod
     def binder(cls, annotation, self_rule, adapter):
-        if not (self_rule or isinstance(annotation, _StaticAnnotation)):
-            return None
-
-        def bind_static(v, keys, leaves):
-            try:
-                keys.append(("static", static_key(v)))
-            except UnkeyableError:
-                return False
-            return True
-        return bind_static
+        return cls.bind_value if self_rule or isinstance(annotation, _StaticAnnotation) else None
 
     @staticmethod
-    def bind_auto(v, keys, leaves):
-        """Rule 7 for a bare parameter whose value no other kind's fast binder took."""
+    def bind_value(v, keys, leaves):
+        """The hot-path binder of a static value (rules 0 and 1; rule 7 for a bare parameter
+        whose value no other kind's fast binder took): its key, no leaves."""
         try:
             keys.append(("static", static_key(v)))
         except UnkeyableError:

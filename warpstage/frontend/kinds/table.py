@@ -3,7 +3,7 @@ parameter kinds, and what reads it — ``classify`` (the full path), ``make_bind
 path's per-parameter key and leaves, jit/kernel.py's cached launch), ``kind_of`` and
 ``fast_parts`` (what the generated call path reads, frontend/fast_call_source.py).
 
-A rule is ``(number, match)``: ``match(value, annotation, ctx)`` is a classmethod of a kind
+A rule is ``(number, match, when)``: ``match(value, annotation, ctx)`` is a classmethod of a kind
 (base.py) that returns that kind's binding for the value, None when the rule does not apply, or
 raises ``ArgumentError`` for a value the rule names but cannot take. The first rule that
 returns a binding decides. The order is DESIGN §2's, with two placements it implies: an enum
@@ -12,6 +12,7 @@ descriptor's tensor map (a leaf the descriptor itself extracts) before the tenso
 """
 from __future__ import annotations
 
+from ...core.static import _StaticAnnotation
 from .base import FAST_KINDS, MatchContext
 from .composite import CompositeKind
 from .dtype import DTypeKind
@@ -24,26 +25,36 @@ __all__ = ["TABLE", "KINDS", "AUTO_READERS", "classify", "make_binder", "auto_bi
            "fast_parts"]
 
 TABLE = (
-    (0, StaticKind.match_self),             # first parameter named `self`
-    (1, DTypeKind.match_annotated),         # ws.Static[T] given a dtype object: by name
-    (1, StaticKind.match_annotated),        # ws.Static[T] / ws.Static(v)
-    (2, ScalarKind.match_annotated),        # ws.Int32, ws.Float32, ...
-    (2, TensorKind.match_annotated),        # ws.Tensor, ws.Tensor[dtype, ndim]
-    (2, PointerKind.match_annotated),       # ws.Pointer[dtype]
-    (7, StaticKind.match_enum),             # an enum member, IntEnum too: before rule 3
-    (2, ScalarKind.match_host_scalar),      # a host ws.Int32(5): its own type
-    (3, ScalarKind.match_bare),             # bool / int / float / numpy scalar
-    (4, TensorMapKind.match),               # a descriptor's extracted map
-    (4, TensorKind.match_bare),             # DLPack / __cuda_array_interface__ / numpy array
-    (5, DescriptorKind.match_descriptor),   # ws.tma.TensorDescriptor
-    (5, CompositeKind.match_protocol),      # __extract_values__ / @ws.struct
-    (5, CompositeKind.match_record),        # dataclass / NamedTuple
-    (6, CompositeKind.match_container),     # tuple / list / dict
-    (7, StaticKind.match_kernel_only),      # (errors: kernel-only values, a class for a value)
-    (7, DTypeKind.match),                   # torch.float16, np.dtype("f4"): keyed by name
-    (7, StaticKind.match_any),              # anything else: static
+    (0, StaticKind.match_self, "self"),             # first parameter named `self`
+    (1, StaticKind.match_wrapped, None),            # ws.Static(v)
+    (1, DTypeKind.match_annotated, "static"),       # ws.Static[T] given a dtype object: by name
+    (1, StaticKind.match_annotated, "static"),      # ws.Static[T]
+    (2, ScalarKind.match_annotated, "annotated"),   # ws.Int32, ws.Float32, ...
+    (2, TensorKind.match_annotated, "annotated"),   # ws.Tensor, ws.Tensor[dtype, ndim]
+    (2, PointerKind.match_annotated, "annotated"),  # ws.Pointer[dtype]
+    (7, StaticKind.match_enum, None),               # an enum member, IntEnum too: before rule 3
+    (2, ScalarKind.match_host_scalar, None),        # a host ws.Int32(5): its own type
+    (3, ScalarKind.match_bare, None),               # bool / int / float / numpy scalar
+    (4, TensorMapKind.match, None),                 # a descriptor's extracted map
+    (4, TensorKind.match_bare, None),               # DLPack / __cuda_array_interface__ / numpy
+    (5, DescriptorKind.match_descriptor, None),     # ws.tma.TensorDescriptor
+    (5, CompositeKind.match_protocol, None),        # __extract_values__ / @ws.struct
+    (5, CompositeKind.match_record, None),          # dataclass / NamedTuple
+    (6, CompositeKind.match_container, None),       # tuple / list / dict
+    (7, StaticKind.match_kernel_only, None),        # (errors: kernel-only values, a class)
+    (7, DTypeKind.match, None),                     # torch.float16, np.dtype("f4"): by name
+    (7, StaticKind.match_any, None),                # anything else: static
 )
-"""The ordered rules; the number is the rule of DESIGN §2 each implements."""
+"""The ordered rules: ``(rule of DESIGN §2, match, when)``; ``when`` is "self" for a rule that
+applies to a first parameter named ``self`` only, "static" for one that reads a ``ws.Static[T]``
+annotation, "annotated" for one that reads any other annotation, else None (the rule may apply
+to any parameter)."""
+
+_RULES = {(is_self, ann): tuple(match for _, match, when in TABLE
+                                if when is None or when == "self" and is_self or when == ann)
+          for is_self in (False, True) for ann in (None, "static", "annotated")}
+"""The match functions of ``TABLE`` that can apply, by (rule 0 applies, the annotation's sort);
+the others would return None, so skipping them changes no outcome."""
 
 KINDS = (DTypeKind, StaticKind, ScalarKind, TensorKind, PointerKind, TensorMapKind,
          DescriptorKind, CompositeKind)
@@ -62,7 +73,9 @@ def classify(value, annotation=None, name: str = "arg", self_rule: bool = False,
     named ``self`` (rule 0). ``tensor_adapter``: value -> TensorArg or None (rule 4).
     Raises ArgumentError naming the parameter for a value no rule can take."""
     ctx = MatchContext(name, self_rule, tensor_adapter, classify)
-    for _, match in TABLE:
+    sort = (None if annotation is None else
+            "static" if isinstance(annotation, _StaticAnnotation) else "annotated")
+    for match in _RULES[bool(self_rule), sort]:
         got = match(value, annotation, ctx)
         if got is not None:
             return got
@@ -103,7 +116,7 @@ def auto_binder(adapter):
             took = fallback(v, keys, leaves)
             if took is not None:
                 return took
-        return StaticKind.bind_auto(v, keys, leaves)
+        return StaticKind.bind_value(v, keys, leaves)
     by_type[tuple] = by_type[list] = CompositeKind.bind_sequence(bind_auto)
     fallbacks = [TensorKind.fallback(adapter), ScalarKind.bind_fallback,
                  CompositeKind.bind_fallback, DTypeKind.bind_fallback]

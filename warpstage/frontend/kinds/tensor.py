@@ -221,35 +221,25 @@ class TensorKind(Kind):
     def binder(cls, annotation, self_rule, adapter):
         if not (annotation is Tensor or isinstance(annotation, TensorSpec)):
             return None
-        from ...runtime.tensors import _KIND_BY_TYPE
+        return cls.fallback(adapter, False)     # annotated: a value that is not one explains there
+
+    @staticmethod
+    def fallback(adapter, not_a_tensor=None):
+        """The hot-path binder of a value that is a tensor (a torch tensor inline, else through
+        ``adapter``); it returns ``not_a_tensor`` for a value that is not one (None: the next
+        fallback of a bare parameter decides)."""
+        from ...runtime.tensors import _KIND_BY_TYPE   # the live table of tensor types
 
         def bind_tensor(v, keys, leaves):
             if _KIND_BY_TYPE.get(type(v)) == "torch" and bind_torch(v, keys, leaves):
                 return True
             ta = adapter(v)
             if ta is None:
-                return False
+                return not_a_tensor
             keys.append(tensor_key(ta))
             tensor_leaves(ta, leaves)
             return True
         return bind_tensor
-
-    @staticmethod
-    def fallback(adapter):
-        """The hot-path binder of a bare value that is a tensor (a torch tensor inline, else
-        through ``adapter``); None for a value that is not one."""
-        from ...runtime.tensors import _KIND_BY_TYPE   # the live table of tensor types
-
-        def bind_fallback(v, keys, leaves):
-            if _KIND_BY_TYPE.get(type(v)) == "torch" and bind_torch(v, keys, leaves):
-                return True
-            ta = adapter(v)
-            if ta is None:
-                return None
-            keys.append(tensor_key(ta))
-            tensor_leaves(ta, leaves)
-            return True
-        return bind_fallback
 
     # reading a tensor argument into s (strides), p (address), h (shape): a plain torch tensor
     # inline, anything else through the tensor adapter (one call)
