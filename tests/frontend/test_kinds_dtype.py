@@ -13,7 +13,7 @@ from warpstage.jit.loaded import bind_host_args, describe_params
 
 
 @ws.kernel
-def fill(out: ws.Tensor, dt, n: ws.Int32):
+def fill(out: ws.Tensor, dt, n: ws.Int32):             # `dt`: a dtype object, static (rule 7)
     i = ws.arch.thread_idx()[0]
     if i < n:
         out[i] = ws.Float32(dt.itemsize)        # the object itself, read while compiling
@@ -54,16 +54,26 @@ def test_static_annotation_keys_a_dtype_by_name_too():
         classify("f2", ws.Static[np.dtype], "dt")
 
 
-def test_a_kernel_specializes_per_dtype_and_says_why():
-    out = np.zeros(4, np.float32)
-    fill[1, 32](out, np.dtype("float16"), 4)
-    assert out.tolist() == [2.0] * 4
-    fill[1, 32](out, np.dtype("float64"), 4)
-    assert out.tolist() == [8.0] * 4
-    assert fill.trace_count == 2
+def test_a_kernel_specializes_per_dtype_and_says_why(target):
+    out = target.array(np.zeros(4, np.float32))
+    kern = ws.kernel(fill.fn)
+    kern[1, 32](out, np.dtype("float16"), 4)
+    assert target.numpy(out).tolist() == [2.0] * 4
+    kern[1, 32](out, np.dtype("float64"), 4)
+    assert target.numpy(out).tolist() == [8.0] * 4
+    kern[1, 32](out, np.dtype("float64"), 4)
+    assert kern.trace_count == 2
     old, new = (classify(np.dtype(n)) for n in ("float16", "float64"))
     assert param_change(old, new) == "dtype('float16') -> dtype('float64')"
     assert new.row("dt")[:4] == ("dt", "7", "static", "numpy dtype = dtype('float64')")
+
+
+def test_a_torch_dtype_argument_launches(target):
+    torch = pytest.importorskip("torch")
+    out = target.array(np.zeros(4, np.float32))
+    kern = ws.kernel(fill.fn)
+    kern[1, 32](out, torch.bfloat16, 4)
+    assert target.numpy(out).tolist() == [2.0] * 4
 
 
 def test_stored_form_binds_the_same_dtype_and_rejects_another():
