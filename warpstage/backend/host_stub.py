@@ -579,25 +579,25 @@ ok_ret:
   ret ptr %nonep
 
 m_arity:
-  %r1 = call ptr @miss(ptr %c, i64 {arity})
+  %r1 = call ptr @miss(ptr %c, i64 {miss_arity})
   ret ptr %r1
 m_arg:
-  %r2 = call ptr @miss(ptr %c, i64 {argument})
+  %r2 = call ptr @miss(ptr %c, i64 {miss_argument})
   ret ptr %r2
 m_devices:
-  %r3 = call ptr @miss(ptr %c, i64 {devices})
+  %r3 = call ptr @miss(ptr %c, i64 {miss_devices})
   ret ptr %r3
 m_nomatch:
-  %r4 = call ptr @miss(ptr %c, i64 {no_match})
+  %r4 = call ptr @miss(ptr %c, i64 {miss_no_match})
   ret ptr %r4
 m_stream:
-  %r5 = call ptr @miss(ptr %c, i64 {stream})
+  %r5 = call ptr @miss(ptr %c, i64 {miss_stream})
   ret ptr %r5
 m_driver:
-  %r6 = call ptr @miss(ptr %c, i64 {driver})
+  %r6 = call ptr @miss(ptr %c, i64 {miss_driver})
   ret ptr %r6
 m_big:
-  %r7 = call ptr @miss(ptr %c, i64 {too_big})
+  %r7 = call ptr @miss(ptr %c, i64 {miss_too_big})
   ret ptr %r7
 }
 """
@@ -614,7 +614,7 @@ def stub_source() -> str:
     fields = {name: i for name, i in _C.items()}
     fields.update({f"e_{name}": i for name, i in _E.items()})
     fields.update({f"k_{name}": i for name, i in _K.items()})
-    fields.update({name: code for name, code in MISS.items()})
+    fields.update({f"miss_{name}": code for name, code in MISS.items()})
     fields.update(max_facts=MAX_FACTS, max_params=MAX_PARAMS, max_buffer=MAX_BUFFER,
                   max_slots=MAX_SLOTS, facts_room=MAX_FACTS - 40, entry_words=len(ENTRY_FIELDS))
     return _fill(_IR, fields)

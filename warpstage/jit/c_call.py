@@ -27,6 +27,7 @@ ever launches what the Python path would have launched:
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
@@ -39,7 +40,7 @@ from . import c_env
 from .launch import get_target, stream_handle
 from .tracebacks import _user_error
 
-__all__ = ["State", "launch_type", "stub_kinds", "MAX_ENTRIES", "NO_MATCH"]
+__all__ = ["State", "launch_type", "bound_stub", "stub_kinds", "MAX_ENTRIES", "NO_MATCH"]
 
 MAX_ENTRIES = 16                        # per launch configuration; then the oldest goes
 NO_MATCH = host_stub.MISS["no_match"]
@@ -185,6 +186,7 @@ class State:
             return
 
     def _register(self, L, args) -> None:
+        self.dry.publish([])                    # the facts of this call, matched by nothing
         kind, code, facts = self.dry.dry_run(args)
         if kind != "miss" or code != NO_MATCH or facts in self.rejected:
             return
@@ -248,3 +250,38 @@ class State:
         return c_env.Entry(facts, launcher._raw_function.value or 0, smem, hit[3], template,
                            offsets, patch, width)
 
+
+
+def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int):
+    """A builtin launching the prepared launch ``bound`` (runtime/launcher.BoundLaunch) from C:
+    ``stub()`` returns None when it launched (else a miss code; then launch from Python). Its
+    one entry's template is the BoundLaunch's own buffer, so ``rebind`` takes effect. None when
+    the C path is off here, or a dry run does not reproduce the launch (function, dims, smem,
+    ``expected_stream``, device, buffer). The builtin is returned with the context it needs, as
+    ``(stub, context)``: keep both."""
+    from ..options import env_c_call
+    launcher = bound.launcher
+    torch = sys.modules.get("torch")
+    if (not env_c_call() or torch is None or launcher.path_used != "ctypes"
+            or launcher._raw is not raw_launch.launch_function()):
+        return None
+    try:
+        env = c_env.environment(torch)
+        launch_fn = None if env is None else env.launch_fn or c_env.launch_address()
+        if launch_fn is None:
+            return None
+        size = launcher._struct.size
+        entry = c_env.Entry((launcher.device,), launcher._raw_function.value or 0, bound.smem,
+                            torch_stream, ctypes.addressof(bound.slot[0]), launcher._offsets,
+                            (), (), size=size)
+        contexts = [c_env.Context(env, [], bound.dims, fixed_stream, launch_fn,
+                                  default_device=launcher.device, dry=dry) for dry in (True, False)]
+        for ctx in contexts:
+            ctx.publish([entry])
+        expect = (launcher._raw_function.value or 0, *bound.dims, bound.smem, expected_stream,
+                  launcher.device)
+        if contexts[0].dry_run(()) != ("launch", expect, bound.slot[0].raw[:size]):
+            return None
+    except Exception:               # noqa: BLE001 - no C stub: p() launches from Python
+        return None
+    return contexts[1].stub, contexts[1]
