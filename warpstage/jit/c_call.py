@@ -117,8 +117,8 @@ def launch_type(fast, base: type) -> type:
 
     def _first_call(L, args, kwargs):
         result = py_call(L, *args, **kwargs)
-        if kwargs or get_target() != "cuda":
-            return result
+        if kwargs or get_target() != "cuda" or c_env.stub_ready() is False:
+            return result                       # (the stub compiles meanwhile)
         key = _state_key(L)
         with lock:
             st = states.get(key)

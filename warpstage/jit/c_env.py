@@ -19,7 +19,9 @@ from typing import Optional
 from ..backend import host_stub
 from ..runtime import raw_launch
 
-__all__ = ["Environment", "environment", "unavailable_reason", "Context", "make_stub",
+__all__ = ["Environment", "environment", "unavailable_reason", "stub_address", "stub_ready",
+           "object_cache",
+           "Context", "make_stub",
            "launch_address", "LAUNCH_TYPE", "KDL_CUDA", "KDL_CPU"]
 
 KDL_CPU, KDL_CUDA = 1, 2           # DLDeviceType
@@ -146,10 +148,44 @@ def _host_reason() -> str:
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return "the C path needs a 64-bit host"
     try:
-        host_stub.stub_address()
-    except Exception as e:          # noqa: BLE001 - any LLVM failure disables the path
-        return f"the launch stub did not compile for this host ({e})"
+        stub_address()
+    except RuntimeError as e:
+        return str(e)
     return ""
+
+
+def stub_address() -> int:
+    """The compiled stub's address, compiling it now (with the disk cache) if needed."""
+    return host_stub.stub_address(object_cache())
+
+
+def stub_ready() -> Optional[bool]:
+    """Whether the stub is compiled: True; False while it compiles in the background (started
+    by this call; launches take the Python path meanwhile); None when it cannot be compiled."""
+    return host_stub.ready(object_cache())
+
+
+_cache = None
+
+
+def object_cache():
+    """``(load, store)`` of the stub's object code in warpstage's disk cache (jit/cache/files.py;
+    its own key: source, LLVM version, host triple), so that only the first process on a machine
+    compiles it."""
+    global _cache
+    if _cache is None:
+        from .cache import files
+        key = files.disk_key(host_stub.cache_key_parts())
+
+        def load():
+            entry = files.get(key)
+            data = entry.get("object") if entry else None
+            return data if isinstance(data, bytes) else None
+
+        def store(data):
+            files.put(key, {"object": bytes(data)})
+        _cache = (load, store)
+    return _cache
 
 
 _ADAPTERS: dict = {}
@@ -189,7 +225,7 @@ def make_stub(context) -> object:
     The builtin holds only the context's address: keep the context alive while it is used."""
     global _method_def
     if _method_def is None:
-        _method_def = _MethodDef(b"warpstage_launch_stub", host_stub.stub_address(),
+        _method_def = _MethodDef(b"warpstage_launch_stub", stub_address(),
                                  _METH_FASTCALL, None)
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object,
