@@ -24,7 +24,7 @@ for mode in 1 0; do
   WARPSTAGE_CCALL=$mode timeout 75 python3 -m pytest -m gpu -q -p no:cacheprovider $TESTS 2>&1 \
     | tee "$OUT/pytest_ccall$mode.txt" | tail -6
 done
-timeout 70 python3 benchmarks/launch_overhead.py --batches 7 --launches 5000 2>&1 | tee "$OUT/launch_overhead.txt"
+timeout 70 python3 -X faulthandler benchmarks/launch_overhead.py --batches 7 --launches 5000 2>&1 | tee "$OUT/launch_overhead.txt"
 echo "== summary =="
 for mode in 1 0; do echo "WARPSTAGE_CCALL=$mode: $(tail -1 "$OUT/pytest_ccall$mode.txt")"; done
 grep -E "^ws |^  the |^  BoundLaunch|^raw|^torch|^Triton|^CuTe|^tvm-ffi|^C path" "$OUT/launch_overhead.txt"

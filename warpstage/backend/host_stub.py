@@ -1,4 +1,4 @@
-"""The launch stub: x86-64 code, compiled once per process with LLVM's MCJIT, that reads a
+"""The launch stub: x86-64 code, compiled once per machine with LLVM's MCJIT, that reads a
 launch's arguments, finds its specialization and calls ``cuLaunchKernel`` (docs/launch.md,
 "The C-level call path").
 
@@ -8,10 +8,13 @@ signature, ``PyObject *stub(PyObject *self, PyObject *const *args, Py_ssize_t na
 context per launch configuration, built by ``jit/c_call.py``). Per argument, by the parameter's
 kind code (:data:`KINDS`), it appends *facts* to an int64 vector:
 
-- a ``torch.Tensor`` (exact type): read by torch's C DLPack exchange API,
-  ``dltensor_from_py_object_no_sync`` (dlpack.h ``DLPackExchangeAPI``, DLPack 1.2+; no
-  allocation); facts: dtype (``code | bits << 8 | lanes << 16``), ndim, shape, strides (elements),
-  address mod 16; it must be on the context's device type, and all tensors on one device id;
+- a ``torch.Tensor`` (exact type): first the checks of :data:`CHECK_FIELDS` through torch's own
+  C getters (``data_ptr()`` answers and is not 0, the dtype is one torch exports, not nested:
+  torch's reader crashes the process on the tensors its ``__dlpack__`` refuses), then read by
+  torch's C DLPack exchange API, ``dltensor_from_py_object_no_sync`` (dlpack.h
+  ``DLPackExchangeAPI``, DLPack 1.2+; no allocation); facts: dtype (``code | bits << 8 | lanes
+  << 16``), ndim, shape, strides (elements), address mod 16; it must be on the context's device
+  type, and all tensors on one device id;
 - an int or bool for an annotated integer scalar: no fact; range-checked against the context's
   per-parameter bounds;
 - an unannotated parameter: tag 0 (int in int32 range), 1 (int64), 3 (bool), 4 (None), or 5
@@ -35,6 +38,7 @@ size, then at byte 128 the buffer), a miss writes the fact vector to ``scratch``
 
 The stub never raises and never returns NULL: a Python error inside a producer's function is
 cleared and reported as a miss, after which the Python path runs and raises what it raises.
+The IR is ``host_stub.ll``; its layouts and codes are backend/host_stub_ir.py's.
 """
 from __future__ import annotations
 

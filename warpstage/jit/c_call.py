@@ -247,8 +247,10 @@ class State:
         if leaf != len(leaves):
             return None
         template = launcher.pack(leaves)
-        return c_env.Entry(facts, launcher._raw_function.value or 0, smem, hit[3], template,
-                           offsets, patch, width)
+        entry = c_env.Entry(facts, launcher._raw_function.value or 0, smem, hit[3], template,
+                            offsets, patch, width)
+        entry.launcher = launcher               # keeps its Function (and module) alive
+        return entry
 
 
 

@@ -310,6 +310,7 @@ class Entry:
 
     def __init__(self, facts, function: int, smem: int, torch_stream: bool, template, offsets,
                  patch, width, size: Optional[int] = None):
+        self.launcher = None                    # the Launcher of ``function``, kept alive
         self.facts = tuple(facts)
         self._facts = (ctypes.c_int64 * max(1, len(facts)))(*facts)
         if isinstance(template, int):
