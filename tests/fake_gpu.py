@@ -251,3 +251,50 @@ def fake_c_environment(torch):
     return c_env.Environment(*addresses[:2], c_env.KDL_CPU, env.torch_type,
                              c_env.tensor_checks(torch), keep=callbacks + env.keep,
                              launch_fn=addresses[2])
+
+
+def key_of(kern, ck):
+    """The cache key under which ``kern`` holds the compiled kernel ``ck``."""
+    return next(key for key, entry in kern._cache.items() if entry is ck)
+
+
+def twin(fn, **options):
+    """``fn`` as a second kernel with the generated (and C) call paths switched off: the full
+    path on every call, the reference of the call-by-call comparisons."""
+    import warpstage as ws
+    from warpstage.jit import kernel as api
+    k = ws.kernel(fn, **options)
+    k._launch_type = api._Launch
+    return k
+
+
+def run(kern, launches, config, args):
+    """Launch and return what was launched (``launches``: install()'s list), the compiled
+    kernel given as its cache key."""
+    n = len(launches)
+    kern[config](*args)
+    assert len(launches) == n + 1
+    ck, *rest = launches[-1]
+    return (key_of(kern, ck), *rest)
+
+
+def compare_call_by_call(fn, pool: dict, configs, launches, seed: int, calls: int) -> int:
+    """Launch ``fn`` as a kernel with every call path on and as :func:`twin`, ``calls`` times
+    with arguments drawn from ``pool`` (parameter name -> candidate values, in parameter order)
+    and a configuration from ``configs``; each call twice (a new call signature, then a hit);
+    assert each launch equals the full path's and both traced alike. Returns the number of
+    launches the C path made."""
+    import numpy as np
+    import warpstage as ws
+    rng = np.random.default_rng(seed)
+    fast, full = ws.kernel(fn), twin(fn)
+    before = len(C_LAUNCHES)
+    for _ in range(calls):
+        args = tuple(values[rng.integers(len(values))] for values in pool.values())
+        config = configs[rng.integers(len(configs))]
+        expected = run(full, launches, config, args)
+        for _ in range(2):
+            assert run(fast, launches, config, args) == expected, args
+    assert fast.trace_count == full.trace_count
+    assert fast._fast.memo, "the generated path never took a call"
+    return len(C_LAUNCHES) - before

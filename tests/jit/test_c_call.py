@@ -7,15 +7,14 @@ On the pretend GPU of tests/fake_gpu.py: the stub reads CPU torch tensors with t
 DLPack reader (``_test_device`` reported as the device), kDLCPU counts as the GPU, and the
 launches it makes are recorded with the Python path's (``C_LAUNCHES`` holds the stub's alone).
 """
-import threading
-
 import numpy as np
 import pytest
 
 import warpstage as ws
 from warpstage.backend.host_stub import MISS
-from warpstage.jit import c_call, kernel as api
+from warpstage.jit import c_call
 from fake_gpu import C_LAUNCHES, RAW_STREAM, FakeCudaArray, install
+from fake_gpu import compare_call_by_call, key_of as _key_of, run as _run, twin as _twin
 
 torch = pytest.importorskip("torch")
 
@@ -25,24 +24,6 @@ def fake_gpu(monkeypatch):
     launches = install(monkeypatch, torch)
     monkeypatch.delenv("WARPSTAGE_CCALL", raising=False)
     return launches
-
-
-def _twin(fn):
-    k = ws.kernel(fn)
-    k._launch_type = api._Launch                # the full path on every call
-    return k
-
-
-def _key_of(kern, ck):
-    return next(key for key, entry in kern._cache.items() if entry is ck)
-
-
-def _run(kern, launches, config, args):
-    n = len(launches)
-    kern[config](*args)
-    assert len(launches) == n + 1
-    ck, *rest = launches[-1]
-    return (_key_of(kern, ck), *rest)
 
 
 def _reason(kern, config):
@@ -70,19 +51,9 @@ def _pool():
 @pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(4))
 def test_every_call_launches_what_the_full_path_launches(fake_gpu, seed):
-    rng = np.random.default_rng(seed)
-    fast, full = ws.kernel(_all), _twin(_all)
-    pool = _pool()
-    for _ in range(60):
-        args = tuple(pool[p][rng.integers(len(pool[p]))] for p in "xynusz")
-        config = ((2, 1, 1), (32, 1, 1)) if rng.integers(2) else (3, 64, 0, 99)
-        expected = _run(full, fake_gpu, config, args)
-        for _ in range(2):                                # a new call signature, then a hit
-            before = len(C_LAUNCHES)
-            assert _run(fast, fake_gpu, config, args) == expected, args
-            assert len(C_LAUNCHES) <= before + 1
-    assert fast.trace_count == full.trace_count
-    assert len(C_LAUNCHES) > 30, "the C path took few calls"
+    configs = [((2, 1, 1), (32, 1, 1)), (3, 64, 0, 99)]
+    c_launches = compare_call_by_call(_all, _pool(), configs, fake_gpu, seed, calls=60)
+    assert c_launches > 30, "the C path took few calls"
 
 
 def _four(a: ws.Tensor, b: ws.Tensor, c: ws.Tensor, d: ws.Tensor, n: ws.Int32):
@@ -207,32 +178,6 @@ def test_tensors_on_two_devices_raise_as_on_the_python_path(fake_gpu):
     assert _reason(k, (2, 32)) == MISS["devices"]
 
 
-SCALE = 2.0
-
-
-def _guarded(x: ws.Tensor):
-    x[0] = x[0] * SCALE
-
-
-def test_a_changed_global_recompiles_before_the_stub_runs(fake_gpu):
-    global SCALE
-    k = ws.kernel(_guarded)
-    x = torch.zeros(4)
-    k[1, 32](x)
-    k[1, 32](x)
-    first = fake_gpu[-1][0]
-    assert len(C_LAUNCHES) == 1
-    try:
-        SCALE = 3.0
-        k[1, 32](x)                                       # guards fail: the entry is dropped
-        assert k.trace_count == 2 and fake_gpu[-1][0] is not first
-        assert len(C_LAUNCHES) == 1
-        k[1, 32](x)
-        assert len(C_LAUNCHES) == 2 and fake_gpu[-1][0] is not first
-    finally:
-        SCALE = 2.0
-
-
 def test_stream_argument_and_the_driver_refusing(fake_gpu):
     k = ws.kernel(_four)
     x = torch.zeros(64)
@@ -265,32 +210,6 @@ def test_float_scalars_keep_the_python_path(fake_gpu):
     for _ in range(3):
         k[1, 32](x, 2.0)
     assert not C_LAUNCHES and c_call.stub_kinds(k._fast.kinds) is None
-
-
-def test_threads_sharing_one_launch_object(fake_gpu):
-    k, full = ws.kernel(_four), _twin(_four)
-    launch = k[1, 32]
-    tensors = [torch.zeros(64), torch.zeros(8, 8).t(), torch.zeros(65)[1:],
-               torch.zeros(64, dtype=torch.float16)]
-    for x in tensors:
-        launch(x, x, x, x, 5)
-        launch(x, x, x, x, 5)
-
-    def work(j):
-        for i in range(200):
-            x = tensors[(i + j) % 4]
-            launch(x, x, x, x, 5)
-    threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
-    del fake_gpu[:]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    got = [(_key_of(k, ck), *rest) for ck, *rest in fake_gpu]
-    assert len(got) == 800
-    expected = {x.data_ptr(): _run(full, fake_gpu, (1, 32), (x, x, x, x, 5)) for x in tensors}
-    for launched in got:
-        assert launched == expected[launched[5][0]]
 
 
 def test_prepared_launches_from_c(fake_gpu):
