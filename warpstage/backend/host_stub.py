@@ -44,14 +44,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Optional
 
 import llvmlite.binding as llvm
 
 from .host_stub_ir import (CHECK_FIELDS, CTX_FIELDS, ENTRY_FIELDS, KINDS, MAX_BUFFER, MAX_FACTS,
                            MAX_PARAMS, MAX_SLOTS, MISS, stub_source)
 
-__all__ = ["stub_address", "ready", "cache_key_parts", "stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
+__all__ = ["stub_address", "cache_key_parts", "stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
            "MISS", "MAX_FACTS", "MAX_BUFFER", "MAX_SLOTS", "MAX_PARAMS"]
 
 _PYTHON_API = ("PyLong_AsVoidPtr", "PyLong_AsLongLongAndOverflow", "PyLong_FromLong", "Py_IncRef",
@@ -59,7 +58,6 @@ _PYTHON_API = ("PyLong_AsVoidPtr", "PyLong_AsLongLongAndOverflow", "PyLong_FromL
 _lock = threading.Lock()
 _compiled = None          # (execution engine, address) once compiled; False: it failed
 _error = ""
-_thread = None
 
 
 def stub_address(object_cache=None) -> int:
@@ -74,28 +72,11 @@ def stub_address(object_cache=None) -> int:
             if _compiled is None:
                 try:
                     _compiled = _compile(object_cache)
-                except Exception as e:      # noqa: BLE001 - reported below and by ready()
+                except Exception as e:      # noqa: BLE001 - raised below, now and later
                     _compiled, _error = False, f"{type(e).__name__}: {e}"
     if _compiled is False:
         raise RuntimeError(f"the launch stub did not compile for this host ({_error})")
     return _compiled[1]
-
-
-def ready(object_cache=None) -> Optional[bool]:
-    """True when the stub is compiled, False while it is compiling (started here, in a daemon
-    thread, the first time: launches keep the Python path meanwhile), None when compiling failed
-    (:func:`stub_address` raises why)."""
-    global _thread
-    if _compiled:
-        return True
-    if _compiled is False:
-        return None
-    with _lock:
-        if _thread is None:
-            _thread = threading.Thread(target=_compile_quietly, args=(object_cache,),
-                                       name="warpstage launch stub", daemon=True)
-            _thread.start()
-    return False
 
 
 def cache_key_parts() -> tuple:
@@ -104,28 +85,23 @@ def cache_key_parts() -> tuple:
     return ("warpstage launch stub", stub_source(), llvm_version(), llvm.get_default_triple())
 
 
-def _compile_quietly(object_cache) -> None:
-    try:
-        stub_address(object_cache)
-    except RuntimeError:
-        pass
-
-
 def _compile(object_cache):
-    from .ptx import _lock as llvm_lock     # llvmlite's one LLVM context: one user at a time
-    with llvm_lock:
-        return _build(object_cache)
+    from .ptx import _lock as llvm_lock
+    with llvm_lock:                         # LLVM's target registry: set up by one thread
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+    return _build(object_cache)
 
 
 def _build(object_cache):
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
     for name in _PYTHON_API:
         llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     for name in ("memcpy", "memset", "memmove"):
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-    module = llvm.parse_assembly(stub_source())
+    # a context of its own: the PTX emission of backend/ptx.py (the global context, under its
+    # lock) runs meanwhile in other threads
+    module = llvm.parse_assembly(stub_source(), llvm.create_context())
     module.verify()
     target = llvm.Target.from_default_triple()
     machine = target.create_target_machine(opt=2, codemodel="jitdefault")

@@ -31,7 +31,7 @@ import ctypes
 import sys
 import threading
 
-from ..backend import host_stub
+from ..backend import host_stub_ir as host_stub    # its layouts and codes: no llvmlite
 from ..frontend.guards import guards_hold
 from ..runtime import raw_launch
 from ..runtime.launch_dims import normalize_dims
@@ -82,6 +82,7 @@ def launch_type(fast, base: type) -> type:
     if kinds is None or len(kinds) > host_stub.MAX_PARAMS:
         return None
     states: dict = {}
+    seen: set = set()                           # configurations launched once so far
     py_call = base.__call__
     lock = threading.Lock()
 
@@ -117,9 +118,17 @@ def launch_type(fast, base: type) -> type:
 
     def _first_call(L, args, kwargs):
         result = py_call(L, *args, **kwargs)
-        if kwargs or get_target() != "cuda" or c_env.stub_ready() is False:
-            return result                       # (the stub compiles meanwhile)
+        if kwargs or get_target() != "cuda":
+            return result
         key = _state_key(L)
+        # the stub compiles (in the background) from a configuration's second launch: a
+        # process that launches each kernel once never imports llvmlite for it
+        ready = c_env.stub_ready(start=key in seen)
+        if ready is False:
+            if len(seen) > 4096:
+                seen.clear()
+            seen.add(key)
+            return result                       # (the Python path meanwhile)
         with lock:
             st = states.get(key)
             if st is None:

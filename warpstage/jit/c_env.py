@@ -14,9 +14,10 @@ from __future__ import annotations
 import ctypes
 import sys
 import sysconfig
+import threading
 from typing import Optional
 
-from ..backend import host_stub
+from ..backend import host_stub_ir as layout       # no llvmlite: that is host_stub's
 from ..runtime import raw_launch
 
 __all__ = ["Environment", "environment", "unavailable_reason", "stub_address", "stub_ready",
@@ -155,14 +156,45 @@ def _host_reason() -> str:
 
 
 def stub_address() -> int:
-    """The compiled stub's address, compiling it now (with the disk cache) if needed."""
+    """The compiled stub's address, compiling it now (with the disk cache) if needed. Raises
+    ``RuntimeError`` when it cannot be compiled here."""
+    from ..backend import host_stub
     return host_stub.stub_address(object_cache())
 
 
-def stub_ready() -> Optional[bool]:
-    """Whether the stub is compiled: True; False while it compiles in the background (started
-    by this call; launches take the Python path meanwhile); None when it cannot be compiled."""
-    return host_stub.ready(object_cache())
+_thread = None
+_failed = None            # why the stub could not be compiled
+
+
+def stub_ready(start: bool = True) -> Optional[bool]:
+    """Whether the stub is compiled: True; False while it is not, after starting its compile in
+    a daemon thread when ``start`` (importing llvmlite, the disk cache lookup and the compile
+    all happen there; launches take the Python path meanwhile); None when it cannot be compiled
+    here."""
+    global _thread
+    host = sys.modules.get(_HOST_STUB)
+    if host is not None and getattr(host, "_compiled", None):     # (it may be importing)
+        return True
+    if _failed is not None:
+        return None
+    if start and _thread is None:
+        thread = threading.Thread(target=_compile_in_background, name="warpstage launch stub",
+                                  daemon=True)
+        if _thread is None:                 # the GIL: one thread wins the store
+            _thread = thread
+            thread.start()
+    return False
+
+
+_HOST_STUB = __name__.rsplit(".", 2)[0] + ".backend.host_stub"
+
+
+def _compile_in_background() -> None:
+    global _failed
+    try:
+        stub_address()
+    except Exception as e:                  # noqa: BLE001 - the C path stays off, saying why
+        _failed = str(e)
 
 
 _cache = None
@@ -175,6 +207,7 @@ def object_cache():
     global _cache
     if _cache is None:
         from .cache import files
+        from ..backend import host_stub
         key = files.disk_key(host_stub.cache_key_parts())
 
         def load():
@@ -221,7 +254,7 @@ _method_def = None
 
 def make_stub(context) -> object:
     """A builtin function calling the stub with ``context`` (an int64 ctypes array) as its
-    context: ``stub(*args)`` returns None when it launched, else a miss code (host_stub.MISS).
+    context: ``stub(*args)`` returns None when it launched, else a miss code (host_stub_ir.MISS).
     The builtin holds only the context's address: keep the context alive while it is used."""
     global _method_def
     if _method_def is None:
@@ -234,7 +267,7 @@ def make_stub(context) -> object:
 
 
 class Context:
-    """One stub context (an int64 ctypes array, fields host_stub.CTX_FIELDS) and what it points
+    """One stub context (an int64 ctypes array, fields host_stub_ir.CTX_FIELDS) and what it points
     to. ``kinds``: per parameter ``(stub kind code, lo, hi)`` (bounds for integer scalars);
     ``dims``: grid + block, six ints; ``stream``: a fixed stream handle, or None (torch's current
     stream when an entry asks for it, else 0); ``launch_fn``: the driver entry's address;
@@ -245,10 +278,10 @@ class Context:
                  default_device: int = 0, dry: bool = False):
         n = len(kinds)
         self.env, self.nparams = env, n
-        self.words = ctx = (ctypes.c_int64 * len(host_stub.CTX_FIELDS))()
+        self.words = ctx = (ctypes.c_int64 * len(layout.CTX_FIELDS))()
         self._arrays = [(ctypes.c_int64 * max(n, 1))(*[k[i] for k in kinds]) for i in range(3)]
-        self.scratch = (ctypes.c_int64 * (host_stub.MAX_FACTS + 1))()
-        self.dry_out = (ctypes.c_int64 * (16 + host_stub.MAX_BUFFER // 8))()
+        self.scratch = (ctypes.c_int64 * (layout.MAX_FACTS + 1))()
+        self.dry_out = (ctypes.c_int64 * (16 + layout.MAX_BUFFER // 8))()
         self.entries: list = []         # (Entry, ...) as published
         self._published = None
         values = dict(dltensor=env.dltensor, stream_fn=env.stream_fn, launch_fn=launch_fn,
@@ -272,7 +305,7 @@ class Context:
         """Make ``entries`` (a list of :class:`Entry`) the ones the stub matches, in order.
         One store each for the count and the array: a thread inside the stub holds the GIL
         while it reads them, and the old array stays alive (``self.entries``)."""
-        words = len(host_stub.ENTRY_FIELDS)
+        words = len(layout.ENTRY_FIELDS)
         table = (ctypes.c_int64 * max(1, words * len(entries)))()
         for i, e in enumerate(entries):
             table[i * words:(i + 1) * words] = e.words
@@ -292,15 +325,15 @@ class Context:
             size = out[10]
             return "launch", tuple(out[0:10]), ctypes.string_at(ctypes.addressof(out) + 128, size)
         facts = tuple(self.scratch[1:1 + self.scratch[0]]) \
-            if got == host_stub.MISS["no_match"] else None
+            if got == layout.MISS["no_match"] else None
         return "miss", got, facts
 
 
-_FIELD = {name: i for i, name in enumerate(host_stub.CTX_FIELDS)}
+_FIELD = {name: i for i, name in enumerate(layout.CTX_FIELDS)}
 
 
 class Entry:
-    """One specialization the stub can launch (fields host_stub.ENTRY_FIELDS): its ``facts``
+    """One specialization the stub can launch (fields host_stub_ir.ENTRY_FIELDS): its ``facts``
     (what the stub reads from matching arguments), the CUfunction address, dynamic shared memory
     bytes, whether it launches on torch's current stream, the packed parameter buffer
     ``template`` (bytes; the per-call values are written over it), the ``void*[]`` slot offsets,
