@@ -21,10 +21,10 @@ python3 -c "import tvm_ffi; print('tvm_ffi', tvm_ffi.__version__)" 2>&1 | tail -
 TESTS="tests/jit/test_c_call_gpu.py tests/jit/test_fast_call_gpu.py tests/runtime/test_graphs_gpu.py
   tests/gpu/test_devices_gpu.py tests/runtime/test_tma_launch_gpu.py"
 for mode in 1 0; do
-  WARPSTAGE_CCALL=$mode timeout 75 python3 -m pytest -m gpu -q -p no:cacheprovider $TESTS 2>&1 \
+  WARPSTAGE_CCALL=$mode timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider $TESTS 2>&1 \
     | tee "$OUT/pytest_ccall$mode.txt" | tail -6
 done
-timeout 70 python3 -X faulthandler benchmarks/launch_overhead.py --batches 7 --launches 5000 2>&1 | tee "$OUT/launch_overhead.txt"
+timeout 60 python3 -X faulthandler benchmarks/launch_overhead.py --batches 5 --launches 5000 2>&1 | tee "$OUT/launch_overhead.txt"
 echo "== summary =="
 for mode in 1 0; do echo "WARPSTAGE_CCALL=$mode: $(tail -1 "$OUT/pytest_ccall$mode.txt")"; done
 grep -E "^ws |^  the |^  BoundLaunch|^raw|^torch|^Triton|^CuTe|^tvm-ffi|^C path" "$OUT/launch_overhead.txt"
