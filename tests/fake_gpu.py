@@ -171,7 +171,8 @@ def install(monkeypatch, torch) -> list:
     monkeypatch.setattr(tensormap, "_encode_tiled", fake_encode)
     del ENCODED[:]
     from warpstage.jit import c_env
-    c_env.stub_address()                            # now, not in the background
+    if torch is not None:                           # the C path reads torch tensors only
+        c_env.stub_address()                        # compiled now, not in the background
     monkeypatch.setattr(c_env, "_override", fake_c_environment if torch is not None else
                         (lambda torch: None))
 
