@@ -13,7 +13,7 @@ import pytest
 import warpstage as ws
 from warpstage.backend.host_stub import MISS
 from warpstage.jit import c_call
-from fake_gpu import C_LAUNCHES, RAW_STREAM, FakeCudaArray, install
+from fake_gpu import C_LAUNCHES, RAW_STREAM, FakeCudaArray, fake_dlpack_capsule, install
 from fake_gpu import compare_call_by_call, key_of as _key_of, run as _run, twin as _twin
 
 torch = pytest.importorskip("torch")
@@ -74,12 +74,17 @@ def test_a_repeated_call_launches_from_c_with_its_own_values(fake_gpu):
     assert C_LAUNCHES[-1][3] == RAW_STREAM                # torch's current stream
 
 
+_KEEP: list = []                                # what the capsules point to
+
+
 def _miss_cases():
     x = torch.zeros(64)
     sub = torch.nn.Parameter(torch.zeros(64))
     return [
         ("argument", lambda: (sub, x, x, x, 64)),                     # a torch subclass
         ("argument", lambda: (FakeCudaArray(np.zeros(64, np.float32)), x, x, x, 64)),
+        ("argument", lambda: (fake_dlpack_capsule(np.zeros(64, np.float32), _KEEP), x, x, x,
+                              64)),                          # a bare DLPack capsule
         ("argument", lambda: (x, x, x, x, 2 ** 31)),                  # out of Int32's range
         ("argument", lambda: (x, x, x, x, 2.0)),
         ("argument", lambda: (x, x, x, x, 2 ** 70)),                  # no C long long
