@@ -81,16 +81,34 @@ class _Patcher:
         return getattr(self.mp, name)
 
 
-def setup(torch, entry):
+def setup(torch, entry, c_entry=None):
     """Install the pretend GPU with ``entry`` as the driver call; undo the recorder of launches
-    (it is test scaffolding, not launch cost)."""
+    (it is test scaffolding, not launch cost). ``c_entry`` (a ctypes no-op): the C-level call
+    path on, with torch's real C DLPack reader and ``c_entry`` as the driver entry of every
+    launch (function handles NULL, torch's stream 0), no test callbacks; else the path is off."""
     import fake_gpu
+    from warpstage.jit import c_env
     from warpstage.runtime import launcher as launcher_module, raw_launch
     real_launch = launcher_module.Launcher.launch
     mp = _Patcher()
     fake_gpu.install(mp, torch)
     mp.setattr(launcher_module.Launcher, "launch", real_launch)
-    mp.setattr(raw_launch, "_fn", entry)
+    mp.setattr(raw_launch, "_fn", entry if c_entry is None else c_entry)
+    if c_entry is None:
+        mp.setenv("WARPSTAGE_CCALL", "0")
+        return mp
+    mp.setattr(launcher_module, "_handle_address", lambda handle: 0)    # labs(NULL) == 0
+    mp.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0)  # as torch's C API says
+
+    def environment(torch):
+        c_env._override = None
+        try:
+            env = c_env.environment(torch)
+        finally:
+            c_env._override = environment
+        env.device_type = c_env.KDL_CPU             # CPU tensors stand for the GPU's
+        return env
+    mp.setattr(c_env, "_override", environment)
     return mp
 
 
@@ -111,10 +129,12 @@ def rows_for(torch, calls: int, reps: int, ctypes_entry):
     p = launch.prepare(t0, t1, t2, t3, n)
     hit = next(v for k, v in four._fast.memo.items() if v[3])
     launcher, guards = hit[0], hit[1]
-    if ctypes_entry is not None:            # libc labs(NULL, ...) returns 0
+    if ctypes_entry is not None and getattr(launch, "cstate", None) is None:   # labs(NULL) == 0
         for k in (four, three, eight):
             for e in k._fast.memo.values():
                 e[0]._raw, e[0]._raw_function = ctypes_entry, None
+    state = getattr(launch, "cstate", None)
+    stub = state.stub if state is not None else (lambda *a: None)
     raw_stream = four._fast.namespace["_raw_stream"]
     memo = four._fast.memo
     sig = next(k for k, v in memo.items() if v is hit)
@@ -144,6 +164,8 @@ def rows_for(torch, calls: int, reps: int, ctypes_entry):
         ("step: Launcher.launch (pack + driver call)",
          lambda: launcher.launch(grid, block, 0, 0, values)),
         ("step: driver entry alone", lambda: entry(fn, *dims, 0, None, slot[2], None)),
+        ("step: the C stub alone (reads, match, pack, driver entry)",
+         lambda: stub(t0, t1, t2, t3, n)),
         ("empty Python call (loop floor)", lambda: None),
     ]
     return [(name, timed(f, calls, reps)) for name, f in table]
@@ -157,8 +179,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
     results = {}
-    for label, entry in (("ctypes no-op", _libc_noop()), ("py no-op", None)):
-        mp = setup(torch, lambda *a: 0)
+    noop = _libc_noop()
+    columns = (("C path", noop, noop), ("ctypes no-op", noop, None), ("py no-op", None, None))
+    for label, entry, c_entry in columns:
+        mp = setup(torch, lambda *a: 0, c_entry)
         try:
             results[label] = rows_for(torch, args.calls, args.reps, entry)
             if args.profile and entry is not None:
@@ -170,12 +194,13 @@ def main(argv=None) -> int:
                 k._cache.clear()
     names = [name for name, _ in results["ctypes no-op"]]
     width = max(map(len, names))
+    labels = [label for label, *_ in columns]
     print(f"Python {sys.version.split()[0]}, torch {torch.__version__}; µs per call, min / median "
           f"of {args.reps} batches of {args.calls}; driver entry: a no-op")
-    print(f"{'what':<{width}}  {'ctypes no-op':>14}  {'py no-op':>14}")
+    print(f"{'what':<{width}}  " + "  ".join(f"{label:>14}" for label in labels))
     for i, name in enumerate(names):
-        cells = ["{:6.2f} /{:6.2f}".format(*results[k][i][1]) for k in ("ctypes no-op", "py no-op")]
-        print(f"{name:<{width}}  {cells[0]:>14}  {cells[1]:>14}")
+        cells = ["{:6.2f} /{:6.2f}".format(*results[k][i][1]) for k in labels]
+        print(f"{name:<{width}}  " + "  ".join(f"{c:>14}" for c in cells))
     return 0
 
 

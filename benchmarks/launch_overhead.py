@@ -9,18 +9,23 @@ The kernels are tiny, so this is the host's cost of a launch (a row can be no fa
 runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch.md says why):
 
 - warpstage ``kern[8, 128](t0, t1, t2, t3, n)``: 4 torch tensors + 1 int, the call written in
-  full in the loop; with annotated and bare parameters; with the driver call through ctypes
+  full in the loop, on the C call path (jit/c_call.py) and on the Python path alone
+  (``WARPSTAGE_CCALL=0`` when the kernel's launch type is made), and the C stub called alone;
+  with annotated and bare parameters; with the driver call through ctypes
   (default) and through cuda-bindings (``Launcher.set_path``); the same parameters with an empty
   body (no GPU work, so the GPU's time per kernel cannot bound the row); with 2 or more GPUs, the
   empty body on 4 tensors of cuda:1 while cuda:0 is current (issue 17's placement);
-- the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` and ``p(*args)``;
+- the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` (C path and Python
+  path) and ``p(*args)``;
 - 3 tensors + 1 int (``examples/vector_add.py``), 8 tensors + 2 ints, 2 TMA descriptors + 2 ints
   (descriptors built once, as ``ws.ops.flash_attention`` keeps them);
 - raw ``cuLaunchKernel``: cuda-bindings with a prebuilt ``void**`` and with tuple params; libcuda
   through ctypes with prebuilt C arguments (runtime/raw_launch.py's call, nothing else);
   ``BoundLaunch.launch`` (what ``p()`` costs below the stream read and guard check);
 - ``torch.add(a, b, out=c)``; Triton ``kern[(8,)](t0, t1, t2, t3, n)`` (when importable);
-  CuTe DSL compiled with TVM-FFI (when importable; it is not on the H200 host: the row says so).
+  CuTe DSL compiled with TVM-FFI, an empty kernel of 4 tensors + 1 int (when importable: the
+  FA4 install of scripts/fa4_install.sh brings it; else the row says why); apache-tvm-ffi's call
+  of a C no-op with the same arguments (option (c)'s floor; when tvm_ffi is importable).
 
 The "full path" column counts the calls of a warpstage row that left the generated call path
 (memo misses) during warm-up and the measured batches: 0 means every call was a memo hit. Without a usable
@@ -125,11 +130,14 @@ def warpstage_rows(torch, function, scratch):
     n = 1024
     ts = [torch.ones(n, device="cuda") for _ in range(8)]
     four[8, 128](*ts[:4], n)
+    NOTES.append(_wait_for_stub(torch, four, (8, 128), (*ts[:4], n)))
     torch.cuda.synchronize()
     if not torch.equal(ts[3], ts[0] + ts[1] + ts[2]):
         raise RuntimeError("the 4-tensor kernel gave a wrong result")
     args4 = (*ts[:4], n)
-    four_bindings = ws.kernel(four.fn)
+    four_py = _python_path(ws.kernel(four.fn), args4)
+    prepared_py = four_py[8, 128].prepare(*args4)
+    four_bindings = _python_path(ws.kernel(four.fn), args4)
     four_bindings[8, 128](*args4)
     ck = next(iter(four_bindings._cache.values()))
     ck._cuda[2].set_path("bindings")
@@ -140,7 +148,9 @@ def warpstage_rows(torch, function, scratch):
     src, dst = torch.zeros(64, 64, device="cuda"), torch.zeros(64, 64, device="cuda")
     descs = (D(src, (8, 32)), D(dst, (8, 32)), 0, 0)
     table = [
-        ("ws kern[8, 128](t0, t1, t2, t3, n)  (ctypes driver call)", four, (8, 128), args4),
+        ("ws kern[8, 128](t0, t1, t2, t3, n)  (C call path)", four, (8, 128), args4),
+        ("  the same, Python call path (WARPSTAGE_CCALL=0), ctypes driver call", four_py,
+         (8, 128), args4),
         ("  the same, bare parameters (def k(t0, t1, t2, t3, n))", four_bare, (8, 128), args4),
         ("  the same parameters, empty body", four_empty, (8, 128), args4),
         ("  the same, cuda-bindings driver call", four_bindings, (8, 128), args4),
@@ -159,13 +169,50 @@ def warpstage_rows(torch, function, scratch):
         sync = (lambda: torch.cuda.synchronize(1)) if "cuda:1" in name else torch.cuda.synchronize
         rows.append((name, _in_full(kern, config, args), sync))
         misses[name] = kern
-    rows.insert(3, ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)",
+    stub = getattr(four[8, 128], "cstate", None)
+    if stub is not None and getattr(stub, "stub", None) is not None:
+        rows.insert(2, ("  the C stub alone (reads, match, pack, cuLaunchKernel)",
+                        _loop(stub.stub, *args4), torch.cuda.synchronize))
+    rows.insert(4, ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)  (C)",
                     _loop(prepared), torch.cuda.synchronize))
-    rows.insert(4, ("  the same, p(t0, t1, t2, t3, n): rebinding each call",
+    rows.insert(5, ("  the same, Python path", _loop(prepared_py), torch.cuda.synchronize))
+    rows.insert(6, ("  the same, p(t0, t1, t2, t3, n): rebinding each call",
                     _loop(prepared, *args4), torch.cuda.synchronize))
-    rows.insert(5, ("  BoundLaunch.launch(stream) alone (below p(): no guard, no stream read)",
+    rows.insert(7, ("  BoundLaunch.launch(stream) alone (below p(): no guard, no stream read)",
                     _loop(prepared._bound.launch, 0), torch.cuda.synchronize))
     return rows, misses
+
+
+def _python_path(kern, args):
+    """``kern`` with its launch type made while WARPSTAGE_CCALL=0: the generated Python call
+    path alone (the C path is chosen when the launch type is made)."""
+    before = os.environ.get("WARPSTAGE_CCALL")
+    os.environ["WARPSTAGE_CCALL"] = "0"
+    try:
+        kern[8, 128]
+    finally:
+        if before is None:
+            del os.environ["WARPSTAGE_CCALL"]
+        else:
+            os.environ["WARPSTAGE_CCALL"] = before
+    kern[8, 128](*args)
+    return kern
+
+
+def _wait_for_stub(torch, kern, config, args) -> str:
+    """Call until the C path runs (the stub compiles in the background on the first call):
+    a note for the table."""
+    from warpstage.jit import c_env
+    start = time.perf_counter()
+    while c_env.stub_ready() is False and time.perf_counter() - start < 30:
+        time.sleep(0.01)
+    for _ in range(3):
+        kern[config](*args)
+    state = getattr(kern[config], "cstate", None)
+    entries = len(state.live.entries) if state is not None and hasattr(state, "live") else 0
+    return (f"C path: stub {'ready' if c_env.stub_ready() else c_env.unavailable_reason()}, "
+            f"{entries} entr{'y' if entries == 1 else 'ies'} for kern[8, 128]; "
+            f"{time.perf_counter() - start:.2f} s waited")
 
 
 def _vector_add():
@@ -228,13 +275,64 @@ def triton_row(torch):
     return ("Triton kern[(8,)](t0, t1, t2, t3, n)", run, torch.cuda.synchronize)
 
 
-def cute_row():
+NOTES: list = []
+
+
+def cute_row(torch):
+    """CuTe DSL 4.x compiled with ``--enable-tvm-ffi`` (its launch path: torch tensors read by
+    TVM-FFI's Cython call through torch's C DLPack API): a kernel with 4 tensors + 1 int and an
+    empty body, called ``compiled(t0, t1, t2, t3, n)``. Written without a GPU to try it on: any
+    failure is reported as the row's text."""
+    name = "CuTe DSL with TVM-FFI: compiled(t0, t1, t2, t3, n), empty kernel"
     try:
-        import cutlass.cute  # noqa: F401
+        import cutlass
+        import cutlass.cute as cute
     except Exception as e:  # noqa: BLE001
-        return None, ("CuTe DSL with TVM-FFI", f"n/a (cutlass.cute not importable: "
-                                                f"{type(e).__name__})")
-    return None, ("CuTe DSL with TVM-FFI", "n/a (importable, but no row written for it yet)")
+        return None, (name, f"n/a (cutlass.cute not importable: {type(e).__name__})")
+    try:
+        @cute.kernel
+        def empty(t0: cute.Tensor, t1: cute.Tensor, t2: cute.Tensor, t3: cute.Tensor,
+                  n: cutlass.Int32):
+            pass
+
+        @cute.jit
+        def launch(t0: cute.Tensor, t1: cute.Tensor, t2: cute.Tensor, t3: cute.Tensor,
+                   n: cutlass.Int32):
+            empty(t0, t1, t2, t3, n).launch(grid=(8, 1, 1), block=(128, 1, 1))
+
+        ts = [torch.ones(1024, device="cuda") for _ in range(4)]
+        fakes = [cute.runtime.from_dlpack(t, enable_tvm_ffi=True).mark_layout_dynamic()
+                 for t in ts]
+        compiled = cute.compile(launch, *fakes, 1024, options="--enable-tvm-ffi")
+        compiled(*ts, 1024)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        return None, (name, f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    return (name, _loop(compiled, *ts, 1024), torch.cuda.synchronize), None
+
+
+def tvm_ffi_row(torch):
+    """apache-tvm-ffi's Function call of a C function that does nothing (``int f(void*, const
+    TVMFFIAny*, int32_t, TVMFFIAny*)`` returning 0, compiled with llvmlite here), with 4 torch
+    tensors + 1 int: the cost of option (c)'s argument conversion alone (docs/launch.md)."""
+    name = "tvm-ffi Function call of a C no-op (4 tensors + int): option (c)'s floor"
+    try:
+        import tvm_ffi
+        import llvmlite.binding as llvm
+    except Exception as e:  # noqa: BLE001
+        return None, (name, f"n/a (tvm_ffi not importable: {type(e).__name__})")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly("define i32 @noop(ptr %h, ptr %a, i32 %n, ptr %r) {\n"
+                                 "  ret i32 0\n}\n")
+    machine = llvm.Target.from_default_triple().create_target_machine(codemodel="jitdefault")
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    fn = tvm_ffi.Function.__from_extern_c__(engine.get_function_address("noop"),
+                                            keep_alive_object=engine)
+    ts = [torch.ones(1024, device="cuda") for _ in range(4)]
+    fn(*ts, 1024)
+    return (name, _loop(fn, *ts, 1024), lambda: None), None
 
 
 def _torch():
@@ -277,7 +375,11 @@ def main(argv=None) -> int:
             rows.append(triton_row(torch))
         except Exception as e:  # noqa: BLE001
             failed.append(("Triton", f"n/a ({type(e).__name__}: {e})"))
-    failed.append(cute_row()[1])
+    if torch is not None:
+        for make in (cute_row, tvm_ffi_row):
+            row, absent = make(torch)
+            rows += [row] if row is not None else []
+            failed += [absent] if absent is not None else []
     for kern in misses.values():
         _MISSES[kern] = 0
     results = measure(rows, args.batches, args.launches)
@@ -305,6 +407,7 @@ def report(props, args, rows, results, failed, misses) -> None:
         lines.append(f"{name:<{width}}  {median:8.2f}  {low:8.2f}  {count}")
     for name, text in failed:
         lines.append(f"{name:<{width}}  {text}")
+    lines += NOTES
     print("\n".join(lines))
 
 

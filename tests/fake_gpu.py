@@ -4,7 +4,8 @@ tests/runtime/test_tma_launch.py): CPU torch tensors pose as tensors on cuda:0 (
 -1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, TMA
 descriptors are "encoded" by :func:`fake_encode`, and the driver's launch is replaced by a
 recorder: each launch records (compiled key, grid, block, smem, stream, the packed parameter
-values).
+values), those of the C call path (warpstage/jit/c_call.py) too, decoded from what the driver
+entry received (also kept in ``C_LAUNCHES``).
 
 Without torch (``install(monkeypatch, None)``), :class:`FakeCudaArray` is the tensor on the pretend
 cuda:0: a numpy array's memory behind ``__cuda_array_interface__``, as cupy exposes it.
@@ -36,6 +37,8 @@ LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 6553
                                       232448, 1024, 32)
 ENCODED = []                          # the descriptors encoded (by fake_encode), in order
 DRIVER_LAUNCHES = []                  # what fake_cu_launch_kernel received, decoded
+C_LAUNCHES = []                       # those of them the C call path made (jit/c_call.py)
+_RECORDER = [[]]                      # the launches list of the current install()
 _LAUNCHERS = {}                       # pretend CUfunction address -> its Launcher
 CURRENT = [0]                         # the device whose context is current on the thread
 PUSHES = []                           # the devices on_device pushed, in order
@@ -167,6 +170,11 @@ def install(monkeypatch, torch) -> list:
     monkeypatch.setattr(driver, "set_max_dynamic_smem", lambda function, nbytes, device=0: None)
     monkeypatch.setattr(tensormap, "_encode_tiled", fake_encode)
     del ENCODED[:]
+    from warpstage.jit import c_env
+    if torch is not None:                           # the C path reads torch tensors only
+        c_env.stub_address()                        # compiled now, not in the background
+    monkeypatch.setattr(c_env, "_override", fake_c_environment if torch is not None else
+                        (lambda torch: None))
 
     def cuda_launcher(self, device=0):
         if device not in self._devices:
@@ -183,7 +191,8 @@ def install(monkeypatch, torch) -> list:
                 self._cuda = self._devices[0]
         return None, self._devices[device][2]
     monkeypatch.setattr(CompiledKernel, "cuda_launcher", cuda_launcher)
-    launches = []
+    launches = _RECORDER[0] = []
+    del C_LAUNCHES[:]
     real_launch = launcher_module.Launcher.launch
 
     def launch(self, grid, block, smem, stream, values):
@@ -191,3 +200,102 @@ def install(monkeypatch, torch) -> list:
         return real_launch(self, grid, block, smem, stream, values)
     monkeypatch.setattr(launcher_module.Launcher, "launch", launch)
     return launches
+
+
+_DL_READ = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
+_DL_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)
+
+
+def fake_c_environment(torch):
+    """The C call path's environment on the pretend GPU (warpstage/jit/c_env.py): torch's real
+    DLPack reader for CPU tensors, through a callback that reports a tensor's ``_test_device``
+    (-1: not a GPU tensor) as its device, kDLCPU counted as the GPU's device type, and torch's
+    (patched) current raw stream."""
+    from warpstage.jit import c_env
+    real = c_env._override
+    c_env._override = None
+    try:
+        env = c_env.environment(torch)
+    finally:
+        c_env._override = real
+    if env is None:
+        return None
+    read = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(env.dltensor)
+
+    def dltensor(obj, out):
+        rc = read(id(obj), out)
+        device = getattr(obj, "_test_device", 0)
+        if rc == 0 and device != 0:
+            fields = (ctypes.c_int32 * 4).from_address(out + 8)
+            if device < 0:
+                fields[0] = 99                      # not the GPU's device type
+            else:
+                fields[1] = device
+        return rc
+
+    def stream(device_type, device_id, out):
+        ctypes.c_void_p.from_address(out).value = torch._C._cuda_getCurrentRawStream(device_id)
+        return 0
+
+    def launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        rc = raw_launch.launch_function()(ctypes.c_void_p(f), gx, gy, gz, bx, by, bz, smem,
+                                          ctypes.c_void_p(stream) if stream else None,
+                                          ctypes.c_void_p(params), None)
+        if rc == 0:                         # recorded as Launcher.launch records
+            grid, block, smem, stream, values, _ = DRIVER_LAUNCHES[-1]
+            C_LAUNCHES.append(DRIVER_LAUNCHES[-1])
+            _RECORDER[0].append((_LAUNCHERS[f].ck, grid, block, smem, stream, values))
+        return rc
+
+    callbacks = (_DL_READ(dltensor), _DL_STREAM(stream), c_env.LAUNCH_TYPE(launch))
+    addresses = [ctypes.cast(c, ctypes.c_void_p).value for c in callbacks]
+    return c_env.Environment(*addresses[:2], c_env.KDL_CPU, env.torch_type,
+                             c_env.tensor_checks(torch), keep=callbacks + env.keep,
+                             launch_fn=addresses[2])
+
+
+def key_of(kern, ck):
+    """The cache key under which ``kern`` holds the compiled kernel ``ck``."""
+    return next(key for key, entry in kern._cache.items() if entry is ck)
+
+
+def twin(fn, **options):
+    """``fn`` as a second kernel with the generated (and C) call paths switched off: the full
+    path on every call, the reference of the call-by-call comparisons."""
+    import warpstage as ws
+    from warpstage.jit import kernel as api
+    k = ws.kernel(fn, **options)
+    k._launch_type = api._Launch
+    return k
+
+
+def run(kern, launches, config, args):
+    """Launch and return what was launched (``launches``: install()'s list), the compiled
+    kernel given as its cache key."""
+    n = len(launches)
+    kern[config](*args)
+    assert len(launches) == n + 1
+    ck, *rest = launches[-1]
+    return (key_of(kern, ck), *rest)
+
+
+def compare_call_by_call(fn, pool: dict, configs, launches, seed: int, calls: int) -> int:
+    """Launch ``fn`` as a kernel with every call path on and as :func:`twin`, ``calls`` times
+    with arguments drawn from ``pool`` (parameter name -> candidate values, in parameter order)
+    and a configuration from ``configs``; each call twice (a new call signature, then a hit);
+    assert each launch equals the full path's and both traced alike. Returns the number of
+    launches the C path made."""
+    import numpy as np
+    import warpstage as ws
+    rng = np.random.default_rng(seed)
+    fast, full = ws.kernel(fn), twin(fn)
+    before = len(C_LAUNCHES)
+    for _ in range(calls):
+        args = tuple(values[rng.integers(len(values))] for values in pool.values())
+        config = configs[rng.integers(len(configs))]
+        expected = run(full, launches, config, args)
+        for _ in range(2):
+            assert run(fast, launches, config, args) == expected, args
+    assert fast.trace_count == full.trace_count
+    assert fast._fast.memo, "the generated path never took a call"
+    return len(C_LAUNCHES) - before

@@ -65,3 +65,14 @@ def test_debug_still_means_both_with_a_deprecation_warning():
         warnings.simplefilter("error")
         assert not CompileOptions(device_asserts=True).compiler_frames
         assert CompileOptions().with_(opt_level=1).opt_level == 1
+
+
+@pytest.mark.parametrize("value, on", [(None, True), ("", True), ("1", True), ("0", False),
+                                       ("off", False), (" No ", False), ("yes", True)])
+def test_the_c_call_path_switch(monkeypatch, value, on):
+    from warpstage.options import env_c_call
+    if value is None:
+        monkeypatch.delenv("WARPSTAGE_CCALL", raising=False)
+    else:
+        monkeypatch.setenv("WARPSTAGE_CCALL", value)
+    assert env_c_call() is on

@@ -36,7 +36,7 @@ from dataclasses import InitVar, dataclass, field, replace
 from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
-           "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_progress",
+           "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call", "env_progress",
            "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP"]
 
 
@@ -159,6 +159,13 @@ def env_launch_path() -> str:
     cuLaunchKernel through ctypes) or 'bindings' (through cuda-bindings). See docs/launch.md."""
     path = os.environ.get("WARPSTAGE_LAUNCH", "").strip().lower()
     return path if path in ("ctypes", "bindings") else "ctypes"
+
+
+def env_c_call() -> bool:
+    """WARPSTAGE_CCALL: False for '0'/'false'/'no'/'off' (launches take the Python call path),
+    else True: the C-level call path where it can run (warpstage/jit/c_call.py, docs/launch.md).
+    Read when a kernel makes its launch type (its first ``kern[grid, block]``)."""
+    return os.environ.get("WARPSTAGE_CCALL", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def env_progress() -> Optional[bool]:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from warpstage.jit import kernel as api
 from warpstage.jit import fast_call
-from fake_gpu import ENCODED, RAW_STREAM, fake_encode, install
+from fake_gpu import C_LAUNCHES, ENCODED, RAW_STREAM, fake_encode, install
+from fake_gpu import compare_call_by_call, key_of as _key_of, run as _run, twin as _twin
 
 torch = pytest.importorskip("torch")
 
@@ -25,26 +25,6 @@ torch = pytest.importorskip("torch")
 def fake_gpu(monkeypatch):
     """CPU torch tensors on a pretend cuda:0; returns the list of recorded launches."""
     return install(monkeypatch, torch)
-
-
-def _key_of(kern, ck):
-    return next(key for key, entry in kern._cache.items() if entry is ck)
-
-
-def _twin(fn, **options):
-    """The same function as a second kernel with the generated call path switched off."""
-    k = ws.kernel(fn, **options)
-    k._launch_type = api._Launch
-    return k
-
-
-def _run(kern, launches, config, args):
-    """Launch and return what was launched, the compiled kernel given as its cache key."""
-    n = len(launches)
-    kern[config](*args)
-    assert len(launches) == n + 1
-    ck, *rest = launches[-1]
-    return (_key_of(kern, ck), *rest)
 
 
 def _mixed(x: ws.Tensor, y, n: ws.Int32, s: ws.Static[int]):
@@ -68,15 +48,9 @@ def _pool():
 @pytest.mark.filterwarnings("ignore::warpstage.jit.kernel.RecompileWarning")
 @pytest.mark.parametrize("seed", range(6))
 def test_every_call_launches_what_the_full_path_launches(fake_gpu, seed):
-    rng = np.random.default_rng(seed)
-    fast, full = ws.kernel(_mixed), _twin(_mixed)
-    pool = _pool()
-    for _ in range(40):
-        args = tuple(pool[p][rng.integers(len(pool[p]))] for p in ("x", "y", "n", "s"))
-        config = ((2, 1, 1), (32, 1, 1)) if rng.integers(2) else (3, 64)
-        assert _run(fast, fake_gpu, config, args) == _run(full, fake_gpu, config, args), args
-    assert fast.trace_count == full.trace_count
-    assert fast._fast.memo, "the generated path never took a call"
+    configs = [((2, 1, 1), (32, 1, 1)), (3, 64)]
+    c_launches = compare_call_by_call(_mixed, _pool(), configs, fake_gpu, seed, calls=40)
+    assert c_launches > 10, "the C path (jit/c_call.py) took few calls"
 
 
 def _sig_count(kern):
@@ -143,12 +117,14 @@ def test_a_changed_global_recompiles(fake_gpu):
     k[1, 32](x)
     first = fake_gpu[-1][0]
     assert k.trace_count == 1 and _sig_count(k) == 1
+    assert len(C_LAUNCHES) == 1                          # the second call: the C path's
     try:
         SCALE = 3.0
-        k[1, 32](x)
-        assert k.trace_count == 2 and fake_gpu[-1][0] is not first
+        k[1, 32](x)                                       # its entry dropped before the stub
+        assert k.trace_count == 2 and fake_gpu[-1][0] is not first and len(C_LAUNCHES) == 1
         k[1, 32](x)                                       # the new entry is memoized
         assert k.trace_count == 2
+        assert len(C_LAUNCHES) == 2 and fake_gpu[-1][0] is not first
     finally:
         SCALE = 2.0
     k[1, 32](x)
@@ -297,13 +273,13 @@ def test_threads_sharing_one_launch_object(fake_gpu, monkeypatch):
         for i in range(300):
             launch(tensors[(i + j) % 4], 1, 2, 1)
     threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
-    del fake_gpu[:]
+    del fake_gpu[:], C_LAUNCHES[:]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     got = [(_key_of(k, ck), *rest) for ck, *rest in fake_gpu]
-    assert len(got) == 4 * 300
+    assert len(got) == 4 * 300 and len(C_LAUNCHES) > 300  # most of them launched by the C stub
     full = _twin(_mixed)
     expected = {x.data_ptr(): _run(full, fake_gpu, (1, 32), (x, 1, 2, 1)) for x in tensors}
     for launched in got:

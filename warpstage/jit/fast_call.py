@@ -140,6 +140,9 @@ class FastCall:
         self.launch_type = base if self.call is None else type(
             base.__name__, (base,), {"__slots__": (), "__call__": self.call,
                                      "__doc__": base.__doc__})
+        if self.call is not None:               # the C-level path in front of it (c_call.py)
+            from .c_call import launch_type
+            self.launch_type = launch_type(self, self.launch_type) or self.launch_type
 
     def miss(self, launch, args, sig):
         """The full path for a call the generated code did not launch (classify, specialize,

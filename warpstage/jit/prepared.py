@@ -7,7 +7,9 @@ values into a parameter buffer of the prepared launch's own (``Launcher.bind``).
 
 - ``prepared()`` launches again with the same values: it checks the guards (a changed global
   the kernel read re-prepares, as a normal call recompiles), reads the stream and makes the
-  driver call; nothing is packed or looked up.
+  driver call; nothing is packed or looked up. Where the C-level path runs (jit/c_call.py), the
+  stream and the driver call happen in one C call (``bound_stub``), checked against this
+  Python path once, when bound.
 - ``prepared(*new_args)`` rebinds: the generated call path's readers (jit/fast_call.py)
   compute the new arguments' call signature; when it equals the prepared one (same dtypes,
   shapes, strides, alignment, scalar widths, static values: everything the key and the packed
@@ -26,6 +28,7 @@ from __future__ import annotations
 import sys
 
 from ..frontend.guards import guards_hold
+from .c_call import bound_stub
 from .launch import cuda_values, get_target, stream_handle
 from .tracebacks import _user_error
 
@@ -45,7 +48,7 @@ class PreparedLaunch:
         L = self._launch
         kernel = L.kernel
         self.args = args
-        self.sig = self._hit = self._bound = None
+        self.sig = self._hit = self._bound = self._c = None
         self._target = get_target()
         if self._target != "cuda":
             return
@@ -79,6 +82,8 @@ class PreparedLaunch:
         if self._torch_stream and self._fixed_stream is None:
             from ..runtime.launcher import torch_stream_reader
             self._raw_stream = torch_stream_reader(sys.modules["torch"])
+        self._c = bound_stub(self._bound, self._fixed_stream, self._torch_stream,
+                             self._stream())       # (stub, context), or None: from Python
 
     def __call__(self, *args):
         """Launch with the bound arguments, or rebind to ``args`` (same kernel parameters) and
@@ -92,15 +97,20 @@ class PreparedLaunch:
                 self._rebind(args)
             elif self._guards and not guards_hold(self._guards):
                 self._bind(self.args)
-            stream = self._fixed_stream
-            if stream is None:
-                stream = self._raw_stream(self._device) if self._raw_stream is not None else 0
-            self._bound.launch(stream)
+            c = self._c
+            if c is None or c[0]() is not None:     # the C stub (jit/c_call.py), else Python
+                self._bound.launch(self._stream())
         except Exception as e:
             if self._launch.kernel.options.compiler_frames:
                 raise
             _user_error(e)
             raise
+
+    def _stream(self) -> int:
+        stream = self._fixed_stream
+        if stream is None:
+            stream = self._raw_stream(self._device) if self._raw_stream is not None else 0
+        return stream
 
     def _rebind(self, args: tuple) -> None:
         hit = self._hit
