@@ -19,6 +19,7 @@ from typing import Optional
 from .cache import persist
 from .cache.memory import Specializations
 from . import pipeline
+from .arguments import argument_mismatch, signature_text
 from .compiled import CompiledKernel
 from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from ..frontend import binding_time as bt
@@ -216,10 +217,10 @@ class Kernel:
             return list(args)
         try:
             ba = self.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise ArgumentError(f"kernel {self.__qualname__}({', '.join(self.param_names)}) takes "
-                                f"{len(self.params)} argument(s), got {len(args) + len(kwargs)}: "
-                                f"{e}") from None
+        except TypeError:
+            raise argument_mismatch(self.__qualname__, self.param_names, args, kwargs,
+                                    signature_text(self.signature), {p.name for p in self.params if
+                                                          p.default is not p.empty}) from None
         ba.apply_defaults()
         return list(ba.arguments.values())
 
@@ -365,7 +366,10 @@ class Kernel:
                                    "@ws.jit device function instead.")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be kern[grid, block] or kern[grid, block, "
-                              f"smem_bytes, stream], got kern[{config!r}]")
+                              f"smem_bytes, stream], got kern[{config!r}].\nFix: "
+                              f"{self.__qualname__}[grid, block](...), e.g. "
+                              f"{self.__qualname__}[n_ctas, 128](...) (grid: CTAs, block: "
+                              "threads per CTA; each an int or up to 3 ints).")
         last = self._last_launch
         if last is not None and last[0] == config:
             return last[1]
@@ -387,8 +391,13 @@ class Kernel:
             raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
                                    "call a @ws.jit device function instead")
         if grid is None or block is None:
-            raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
-                              "kern(*args, grid=..., block=...)")
+            lacks = ("grid and block" if grid is None and block is None else
+                     "grid" if grid is None else "block")
+            raise LaunchError(
+                f"kernel {self.__qualname__} was called without a launch {lacks}.\nExpected: a grid (CTAs, an int or up to 3 ints) and a block (threads per CTA, "
+                f"an int or up to 3 ints).\nFix: {self.__qualname__}[grid, block](...), e.g. "
+                f"{self.__qualname__}[n_ctas, 128](...), or {self.__qualname__}(..., grid=..., "
+                "block=...).")
         cls = _Launch if cluster is not None else self._launch_type or self._make_launch_type()
         return cls(self, grid, block, smem, stream, cluster)
 

@@ -138,11 +138,14 @@ class Scalar:
             return op[0](*(v.item() if _is_np_scalar(v) else v for v in inputs))
         from ..core.trace import emit_location
         name = getattr(ufunc, "__name__", "ufunc")
+        why = f"; it became dynamic at: {self.origin}" if self.origin else ""
         raise BindingTimeError(
-            f"numpy's np.{name} was given the dynamic {type(self).__name__} {self.origin or ''}"
-            f"\n{emit_location()}\nnumpy runs on the host while compiling; it cannot compute "
-            f"on a GPU value.\nFix: use warpstage's GPU math (ws.math.{_WS_MATH.get(name, name)}"
-            "(...), operators, ws.math.min/max), or apply numpy to static values only.")
+            f"np.{name}() was given a dynamic {type(self).__name__} (a value known only on the "
+            f"GPU at run time{why})\n{emit_location()}\nnumpy runs on the host while the kernel "
+            "compiles, so it cannot compute on a GPU value.\nExpected: static numbers (Python or "
+            f"numpy) as numpy's arguments; got a dynamic {type(self).__name__}.\nFix: "
+            f"ws.math.{_WS_MATH.get(name, name)}(...) (warpstage's GPU math; also operators and "
+            "ws.math.min/max), or apply numpy to static values only.")
 
     # -- arithmetic --------------------------------------------------------------------------
     def _bin(self, other, kind, reverse=False):

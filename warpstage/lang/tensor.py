@@ -143,18 +143,38 @@ class Tensor(metaclass=_TensorMeta):
     def __repr__(self) -> str:
         return f"<dynamic Tensor {self.dtype.__name__} ndim={self.ndim}>"
 
+    # Python's protocols on a tensor: each would need its dynamic shape as a Python value (or,
+    # for iteration, would run __getitem__ with 0, 1, 2, ... forever: no index is ever out of
+    # range while tracing). Each is an error at the user's line saying what to write instead.
     def __bool__(self):
-        raise TypeError("a dynamic tensor has no static truth value")
+        raise _protocol_error(self, "a tensor used as a truth value (`if x:`, `x and y`, "
+                              "bool(x))", "A tensor has no truth value, static or dynamic.",
+                              "test an element or the shape, e.g. `if x[0] != 0:` or "
+                              "`if x.shape[0] > 0:`.")
+
+    def __len__(self):
+        raise _protocol_error(self, "len() of a tensor", "len() must return a Python int, and "
+                              "a tensor's shape is dynamic (known on the GPU at run time).",
+                              "x.shape[0] (a dynamic int: ws.range(x.shape[0]) loops over it), "
+                              "or pass the length as a ws.Static[int] parameter.")
 
     def __iter__(self):
-        # without this, Python iterates through __getitem__ with 0, 1, 2, ... forever (the
-        # shape is dynamic, so no index is ever out of range while tracing)
-        from ..errors import UnsupportedError
-        from ..core.trace import emit_location
-        raise UnsupportedError(
-            f"iterating over a tensor (`for v in x`, unpacking, list(x))\n{emit_location()}\n"
-            "A tensor's shape is dynamic, so the loop has no static length.\nFix: loop over "
-            "indices, e.g. `for i in ws.range(x.shape[0]): v = x[i]`.")
+        raise _protocol_error(self, "iterating over a tensor (`for v in x`, unpacking, list(x))",
+                              "A tensor's shape is dynamic, so the loop has no static length.",
+                              "loop over indices, e.g. `for i in ws.range(x.shape[0]): "
+                              "v = x[i]`.")
+
+    def __contains__(self, item):
+        raise _protocol_error(self, "`v in x` on a tensor", "It would search the tensor while "
+                              "compiling, and the tensor's elements and shape exist only on "
+                              "the GPU.", "compare in a loop, e.g. `found = False` then "
+                              "`for i in ws.range(x.shape[0]): found = found or x[i] == v`.")
+
+
+def _protocol_error(t: Tensor, what: str, why: str, fix: str):
+    from ..errors import UnsupportedError
+    return UnsupportedError(f"{what}, on a dynamic ws.Tensor[{t.dtype.__name__}, {t.ndim}]"
+                            f"\n{emit_location()}\n{why}\nFix: {fix}")
 
 
 NEGATIVE_INDEX = ("\nFix: count from the end explicitly, e.g. x[x.shape[0] - 1] for the last "
