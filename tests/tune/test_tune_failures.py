@@ -35,7 +35,8 @@ def test_each_failure_is_labelled_by_where_it_happened(cache_dir, fn, jobs):
                     c["host"].reason), c["host"].reason
     assert c["none"].status == "no launch" and "launched no kernel" in c["none"].reason
     assert c["kernel"].status == "compile error", c["kernel"].reason
-    assert "(in broken_kernel, " in c["kernel"].reason and "tune_kernels.py" in c["kernel"].reason
+    assert c["kernel"].reason.startswith("OperandError: ws.Float32(...): expected a number")
+    assert 'tune_kernels.py", line ' in c["kernel"].reason     # it names the kernel's line
     assert [c[n].status for n in ("slow", "fast")] == ["timed", "timed"]
     assert {d.config.name for d in tuned.report.dropped()} == {"host", "none", "kernel"}
 

@@ -114,7 +114,7 @@ class Bare:
 
 @ws.kernel
 def broken_kernel(cfg: ws.Static[Bare], y: ws.Tensor):
-    y[0] = ws.Float32(cfg.name)                 # a str: a TypeError while tracing
+    y[0] = ws.Float32(cfg.name)                 # a str: an error while tracing
 
 
 CALLS = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import ArgumentError, LaunchError
-from .arguments import argument_mismatch
+from ..core.arguments import argument_mismatch
 from ..frontend.kinds import bind_stored
 
 __all__ = ["describe_params", "params_of", "bind_host_args", "StoredLaunch"]

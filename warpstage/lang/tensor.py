@@ -108,20 +108,28 @@ class Tensor(metaclass=_TensorMeta):
         if not isinstance(index, tuple):
             index = (index,)
         if len(index) != self.ndim:
-            raise IndexError(f"a {self.ndim}-d tensor needs {self.ndim} indices, got {len(index)}")
+            example = ", ".join("ijkl"[d] if d < 4 else f"i{d}" for d in range(self.ndim))
+            raise _index_error(f"indexing a dynamic ws.Tensor[{self.dtype.__name__}, "
+                               f"{self.ndim}]", f"{self.ndim} index(es), one per dimension",
+                               f"{len(index)}", f"x[{example}] (an element; slices and partial "
+                               "indexing are not supported)")
         idx_t = self.index_dtype
         offset = None
         for k, (i, stride) in enumerate(zip(index, self.strides)):
             if isinstance(i, slice):
-                raise TypeError("slicing a global tensor is not supported yet; index single "
-                                "elements, e.g. t[i, j]")
+                raise _index_error("slicing a global tensor", "one integer per dimension",
+                                   f"the slice {i.start}:{i.stop}" +
+                                   (f":{i.step}" if i.step is not None else ""), "index single "
+                                   "elements, e.g. t[i, j], in a ws.range loop")
             if isinstance(i, Scalar):
                 if not (i.ir_type.is_int or i.ir_type.is_bool):
-                    raise TypeError(f"tensor index {k} must be an integer, got a dynamic "
-                                    f"{type(i).__name__}; convert it with ws.Int32(...)")
+                    raise _index_error(f"tensor index {k}", "an integer",
+                                       f"a dynamic {type(i).__name__}", "convert it with "
+                                       "ws.Int32(...)")
             elif not isinstance(i, int) and not (hasattr(i, "__index__") and not isinstance(i, float)):
-                raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__} "
-                                f"{i!r}; convert it with int(...) or ws.Int32(...)")
+                raise _index_error(f"tensor index {k}", "an integer",
+                                   f"{type(i).__name__} {i!r}", "convert it with int(...) or "
+                                   "ws.Int32(...)")
             elif i < 0:
                 raise OperandError(
                     f"tensor index {k} is the static negative {i}\n{emit_location()}\nIndices "
@@ -171,10 +179,37 @@ class Tensor(metaclass=_TensorMeta):
                               "`for i in ws.range(x.shape[0]): found = found or x[i] == v`.")
 
 
+def _index_error(what: str, expected: str, got: str, fix: str):
+    """The OperandError for a tensor index of the wrong count or type."""
+    return OperandError(f"{what}: expected {expected}, got {got}\n{emit_location()}\nFix: {fix}.")
+
+
 def _protocol_error(t: Tensor, what: str, why: str, fix: str):
     from ..errors import UnsupportedError
     return UnsupportedError(f"{what}, on a dynamic ws.Tensor[{t.dtype.__name__}, {t.ndim}]"
                             f"\n{emit_location()}\n{why}\nFix: {fix}")
+
+
+def _whole_tensor_operator(symbol: str):
+    def op(self, *other):
+        raise _protocol_error(self, f"the operator {symbol} on a whole tensor", "A tensor in a "
+                              "kernel is memory, not a value: operators work on its elements "
+                              "(dynamic scalars).", "index elements, e.g. `y[i] = x[i] "
+                              f"{symbol if symbol not in ('-x', '~x', 'abs()') else '+'} 1.0` "
+                              "in a ws.range loop over x.shape[0], or use ws.ops for whole-tensor "
+                              "work on the host.")
+    return op
+
+
+for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                       ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("matmul", "@"),
+                       ("and", "&"), ("or", "|"), ("xor", "^"), ("lshift", "<<"),
+                       ("rshift", ">>")):
+    setattr(Tensor, f"__{_name}__", _whole_tensor_operator(_symbol))
+    setattr(Tensor, f"__r{_name}__", _whole_tensor_operator(_symbol))
+for _name, _symbol in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("neg", "-x"),
+                       ("invert", "~x"), ("abs", "abs()")):
+    setattr(Tensor, f"__{_name}__", _whole_tensor_operator(_symbol))
 
 
 NEGATIVE_INDEX = ("\nFix: count from the end explicitly, e.g. x[x.shape[0] - 1] for the last "

@@ -1,8 +1,9 @@
-"""The error for a kernel call whose arguments do not fit the kernel's parameters: a missing
-one, one too many, an unknown or repeated keyword. One diagnosis for the traced kernel
-(``Kernel._bind``) and a stored one (``loaded.bind_host_args``), in the house form: what, the
-expected and the given argument lists, and the call to write instead. The caller's line is added
-by the public entry (tracebacks.py)."""
+"""The error for a call whose arguments do not fit the parameters: a missing one, one too many,
+an unknown or repeated keyword. One diagnosis for a kernel's launch (``Kernel._bind``), a stored
+kernel's (``loaded.bind_host_args``) and a ``@ws.jit`` device function's call inside a kernel
+(``frontend/specialize.call_device_function``), in the house form: what, the expected and the
+given argument lists, and the call to write instead. The caller's line is added by the public
+entry or the trace (jit/tracebacks.py)."""
 from __future__ import annotations
 
 import difflib
@@ -13,11 +14,13 @@ __all__ = ["argument_mismatch", "signature_text"]
 
 
 def argument_mismatch(name: str, params: list, args: tuple, kwargs: dict,
-                      signature: str = "", optional=()) -> ArgumentError:
-    """The ArgumentError for calling kernel ``name`` (parameters named ``params``, in order; a
-    ``*args`` or ``**kwargs`` parameter is not supported by kernels) with ``args`` / ``kwargs``.
-    ``signature``: the kernel's signature as text (with annotations), else the names alone;
-    ``optional``: the names of parameters with a default."""
+                      signature: str = "", optional=(), what: str = "kernel",
+                      call: str = "") -> ArgumentError:
+    """The ArgumentError for calling ``what`` ``name`` (parameters named ``params``, in order; a
+    ``*args`` or ``**kwargs`` parameter is not supported) with ``args`` / ``kwargs``.
+    ``signature``: its signature as text (with annotations), else the names alone;
+    ``optional``: the names of parameters with a default; ``call``: how it is called in the
+    Fix (default ``name[grid, block]``, a kernel's launch)."""
     shown = signature or f"({', '.join(params)})"
     given = list(params[:len(args)])
     problems = []
@@ -37,11 +40,11 @@ def argument_mismatch(name: str, params: list, args: tuple, kwargs: dict,
         problems.append("no value for " + ", ".join(repr(p) for p in missing))
     n = len(args) + len(kwargs)
     return ArgumentError(
-        f"kernel {name}{shown} was called with {'; '.join(problems) or 'arguments that do not bind'}"
+        f"{what} {name}{shown} was called with {'; '.join(problems) or 'arguments that do not bind'}"
         f".\nExpected: {len(params)} argument(s) ({', '.join(params)}); got {n}"
         f"{' (' + ', '.join(_given(params, args, kwargs)) + ')' if n else ''}.\n"
-        f"Fix: {name}[grid, block]({', '.join(params)}), one value per parameter, by position or "
-        "by name.")
+        f"Fix: {call or name + '[grid, block]'}({', '.join(params)}), one value per parameter, by "
+        "position or by name.")
 
 
 def signature_text(signature) -> str:

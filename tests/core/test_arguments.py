@@ -1,5 +1,5 @@
 """A kernel called with arguments that do not fit its parameters, or without a launch grid
-(jit/arguments.py, Kernel.__call__): each error names the kernel with its signature, says what is
+(core/arguments.py, Kernel.__call__; a @ws.jit function's call in a kernel): each error names the kernel with its signature, says what is
 wrong, the expected and the given arguments, the caller's line, and the call to write."""
 import numpy as np
 import pytest
