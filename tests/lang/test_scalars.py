@@ -66,3 +66,25 @@ def test_a_static_negative_index_is_refused_and_a_dynamic_one_is_not_wrapped():
         last[1, 32](x, y)
     with pytest.raises(ws.OutOfBoundsError, match="4 bytes before the start of buffer"):
         at[1, 32](x, y, -1)
+
+
+@pytest.mark.parametrize("fn, fix", [(np.exp, "ws.math.exp(...)"), (np.sqrt, "ws.math.sqrt(...)")])
+def test_a_numpy_function_of_a_dynamic_value_says_what_expected_and_the_fix(fn, fix):
+    @ws.kernel
+    def k(out: ws.Tensor, v: ws.Float32):
+        w = v * 2.0
+        out[0] = fn(w)
+
+    with pytest.raises(ws.BindingTimeError) as ei:
+        k[1, 32](np.zeros(1, np.float32), 1.0)
+    msg = str(ei.value)
+    lines = msg.splitlines()
+    # the first line is whole: the function, the value's type, and where it became dynamic
+    assert lines[0].startswith(f"np.{fn.__name__}() was given a dynamic Float32 (a value known "
+                               "only on the GPU at run time; it became dynamic at: parameter "
+                               "'v'"), msg
+    assert lines[0].endswith(")"), msg
+    assert lines[1].startswith(f'  File "{__file__}", line ') and "fn(w)" in lines[2], msg
+    assert "Expected: static numbers (Python or numpy) as numpy's arguments; got a dynamic " \
+           "Float32." in msg
+    assert lines[-1].startswith("Fix: " + fix), msg

@@ -53,6 +53,23 @@ def test_a_configuration_that_cannot_be_rebuilt_does_not_travel():
     assert portable.pack_config(Odd(3)) is None
 
 
+def test_what_names_a_class_of_main_or_a_local_one_does_not_travel(monkeypatch):
+    """It pickles here, but a worker (its __main__ is worker_main) could not unpickle it."""
+    import sys
+    main_policy = type("MainPolicy", (), {"__init__": lambda self, t=64: setattr(self, "t", t)})
+    main_policy.__module__ = "__main__"
+    monkeypatch.setattr(sys.modules["__main__"], "MainPolicy", main_policy, raising=False)
+    pickle.dumps(main_policy())                     # plain pickle accepts it
+    assert portable.pack_config(main_policy()) is None
+
+    class Local:
+        def __init__(self, t=64):
+            self.t = t
+    assert portable.pack_config(Local()) is None
+    assert portable.pack_args((np.zeros(2), Local()), {}, data=True) is None
+    assert portable.pack_args((np.zeros(2),), {"c": main_policy}, data=False) is None
+
+
 def test_functions_travel_by_name_unless_local():
     import tune_kernels as tk
     assert portable.function_ref(tk.scale) == ("tune_kernels", "scale")

@@ -103,3 +103,52 @@ def data(n=100):
 def decorated(x, y, *, config):
     """The module attribute is the Tuned object; workers find the function through it."""
     scale(x, y, config=config)
+
+
+class Bare:
+    """A policy with no __repr__ of its own (reports show its fields, never an address)."""
+
+    def __init__(self, name, threads=32):
+        self.name, self.threads = name, threads
+
+
+@ws.kernel
+def broken_kernel(cfg: ws.Static[Bare], y: ws.Tensor):
+    y[0] = ws.Float32(cfg.name)                 # a str: an error while tracing
+
+
+CALLS = []
+"""The configurations ``picky`` ran with, in order (the warm-up test reads it)."""
+
+
+def picky(x, y, *, config):
+    """A launch function whose behaviour depends on ``config.name``: 'host' raises in its own
+    host code, 'none' launches nothing, 'kernel' launches a kernel that fails to compile; any
+    other name launches scale_kernel."""
+    CALLS.append(config.name)
+    if config.name == "host":
+        return x.shape[3]                       # an IndexError in host code
+    if config.name == "none":
+        return None
+    if config.name == "kernel":
+        broken_kernel[1, 32](config, y)
+        return None
+    n = x.shape[0]
+    scale_kernel[(-(-n // config.threads),), config.threads](Tiles("fast", config.threads),
+                                                             x, y, n)
+
+
+PICKY_MS = {"fast": 1.0, "slow": 2.0, "host": 0.1, "none": 0.1, "kernel": 0.1}
+
+
+class PickyTimer:
+    """Runs the candidate once and reports PICKY_MS[config.name]; ``seen`` holds, per measure
+    call, (config name, len(CALLS) before the run)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def measure(self, run, config, warmup, rep):
+        self.seen.append((config.name, len(CALLS)))
+        run()
+        return PICKY_MS[config.name]

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..ir.core import Location
 
-__all__ = ["register_user_code", "user_location", "excerpt", "format_location"]
+__all__ = ["register_user_code", "is_kernel_code", "user_location", "excerpt", "format_location"]
 
 _USER_CODE: set = set()
 
@@ -23,6 +23,12 @@ def register_user_code(code) -> None:
     for c in code.co_consts:
         if hasattr(c, "co_code"):
             register_user_code(c)
+
+
+def is_kernel_code(code) -> bool:
+    """Whether ``code`` is registered kernel source (a kernel's or device function's rewritten
+    body, or code nested in it): a frame running it is tracing."""
+    return code in _USER_CODE
 
 
 def user_location(depth: int = 1) -> Optional[Location]:

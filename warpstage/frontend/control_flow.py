@@ -25,7 +25,7 @@ from .host_checks import call_print, format_value, read_item  # noqa: F401  (the
 from .loops import for_stmt, while_stmt
 from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
                       not_any, truth)
-from ..core.source import format_location
+from ..core.source import format_location, user_location
 from ..core.trace import builder, maybe_current
 from ..core.unbound import UNDEF, Unbound, UnboundVariableError
 
@@ -35,8 +35,14 @@ __all__ = ["Site", "if_stmt", "ifexp", "and_", "or_", "not_", "not_any", "compar
 
 
 def returned(value):
-    """What a ``return`` statement returns, after checking it holds no unbound variable."""
+    """What a ``return`` statement returns, after checking it holds no unbound variable. A
+    value's ``return`` line is kept in the trace (``last_return``): the last one before a kernel
+    ends is the kernel's own, which returning a value is an error at."""
     _check_bound(value)
+    if value is not None:
+        ctx = maybe_current()
+        if ctx is not None:
+            ctx.last_return = user_location(2)
     return value
 
 

@@ -36,6 +36,7 @@ import weakref
 from ..errors import UnsupportedError
 from . import control_flow
 from .rewrite_reads import HostReads, check_source
+from .rewrite_passes import fix_locations
 from .rewrite_regions import CF, INFO, Context, rewrite_scope
 from ..core.source import register_user_code
 
@@ -224,7 +225,7 @@ def _build(fn):
                               decorator_list=[], returns=None)
     ast.copy_location(factory, node)
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
+    fix_locations(module)
     try:
         compiled = compile(module, code.co_filename, "exec",
                            flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)

@@ -34,6 +34,44 @@ def cf_attr(name: str) -> ast.expr:
     return ast.Attribute(value=ast.Name(CF, ast.Load()), attr=name, ctx=ast.Load())
 
 
+def fix_locations(node: ast.AST) -> ast.AST:
+    """Give every node the rewriter made without a position the *first line* of its nearest
+    positioned ancestor (``ast.fix_missing_locations`` gives it the ancestor's whole extent).
+    It matters for the generated ``__ws_cf__.f(...)`` calls: CPython puts a method call's CALL
+    on the line where its attribute ends, and the attribute of a call made for a compound
+    statement (``for``, ``while``, ``if``) would otherwise end on the statement's last line, so
+    an error raised under that call (a tensor's ``__iter__`` in ``for v in x``, ``__bool__`` in
+    ``if x:``) would name a line of the body instead of the statement's header."""
+    def fix(n, pos):
+        if "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is None:
+                n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = pos
+            else:
+                pos = _first_line(n)
+        for child in ast.iter_child_nodes(n):
+            fix(child, pos)
+    fix(node, _first_line(node) if getattr(node, "lineno", None) is not None else (1, 0, 1, 0))
+    return node
+
+
+def at_header(new: ast.AST, node: ast.AST) -> ast.AST:
+    """``new`` placed on ``node``'s first line (its header if ``node`` is a compound statement):
+    the position of a call the rewriter makes for ``node`` (see :func:`fix_locations`)."""
+    new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = _first_line(node)
+    return new
+
+
+def _first_line(n: ast.AST) -> tuple:
+    """(line, col, end line, end col) of ``n`` cut to its first line: all of it if it fits on
+    one line, else its header (a ``for``'s ``for x in it``, an ``if``'s/``while``'s test) if
+    that ends there, else only its start."""
+    line, col = n.lineno, n.col_offset
+    for end in (n, getattr(n, "iter", None), getattr(n, "test", None)):
+        if isinstance(end, ast.AST) and getattr(end, "end_lineno", None) == line:
+            return line, col, line, end.end_col_offset
+    return line, col, line, col
+
+
 def call(func: ast.expr, args, keywords=()) -> ast.Call:
     return ast.Call(func=func, args=list(args), keywords=list(keywords))
 
@@ -44,7 +82,7 @@ def name(n: str, store=False) -> ast.Name:
 
 def assign(n: str, value: ast.expr, like: ast.AST) -> ast.Assign:
     node = ast.copy_location(ast.Assign(targets=[name(n, True)], value=value), like)
-    return ast.fix_missing_locations(node)
+    return fix_locations(node)
 
 
 def no_args() -> ast.arguments:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import ast
 
 from .regions import Site
-from .rewrite_passes import (CF, INFO, RET, RETVAL, Flags, assign, bound_names, call, cf_attr,
-                             lambda_, last_lines, local_nodes, name, no_args, unsupported)
+from .rewrite_passes import (CF, INFO, RET, RETVAL, Flags, assign, at_header, bound_names, call,
+                             cf_attr, fix_locations, lambda_, last_lines, local_nodes, name,
+                             no_args, unsupported)
 
 
 class Context:
@@ -49,7 +50,7 @@ class Context:
         self.sites.append(Site(kind, self.file, node.lineno, node.col_offset, **kw))
         ref = ast.Subscript(value=name(INFO), slice=ast.Constant(len(self.sites) - 1),
                             ctx=ast.Load())
-        return ast.copy_location(ref, node)
+        return at_header(ref, node)
 
 
 def _params(fn: ast.FunctionDef) -> set:
@@ -87,7 +88,7 @@ def rewrite_scope(fn: ast.FunctionDef, ctx: Context, top: bool) -> ast.FunctionD
     flags = Flags(body, ctx.new_id)
     body = flags.run(body)
     for s in body:
-        ast.fix_missing_locations(s)
+        fix_locations(s)
     like = fn.body[0] if fn.body else fn
     if flags.returns:
         site = ctx.site("return", fn, func=ctx.qualname if top else fn.name)
@@ -203,7 +204,7 @@ class Regions(ast.NodeTransformer):
                                        name(other.name) if other else ast.Constant(None),
                                        name(get.name), name(put.name), site])
         return [then] + ([other] if other else []) + [get, put,
-                                                     ast.copy_location(ast.Expr(c), node)]
+                                                     at_header(ast.Expr(c), node)]
 
     def visit_For(self, node):
         stop = getattr(node, "_ws_stop", ())
@@ -223,7 +224,7 @@ class Regions(ast.NodeTransformer):
         site = self.ctx.site("for", node, names=names, lines=lines, stop=stop, targets=targets)
         get, put = self._state(k, names, node)
         c = call(cf_attr("for_stmt"), [it, name(fn.name), name(get.name), name(put.name), site])
-        return [fn, get, put, ast.copy_location(ast.Expr(c), node)]
+        return [fn, get, put, at_header(ast.Expr(c), node)]
 
     def visit_AsyncFor(self, node):
         raise unsupported(node, self.ctx.file, "`async for` is not supported in kernel code",
@@ -244,7 +245,7 @@ class Regions(ast.NodeTransformer):
         get, put = self._state(k, names, node)
         c = call(cf_attr("while_stmt"), [name(test_fn.name), name(body_fn.name), name(get.name),
                                           name(put.name), site])
-        return [test_fn, body_fn, get, put, ast.copy_location(ast.Expr(c), node)]
+        return [test_fn, body_fn, get, put, at_header(ast.Expr(c), node)]
 
     # -- expressions -----------------------------------------------------------------------------
     def _thunk(self, expr: ast.expr, what: str) -> ast.Lambda:
@@ -302,7 +303,7 @@ class Regions(ast.NodeTransformer):
         site = self.ctx.site("assert", node, text=text)
         msg = self._thunk(node.msg, "an assert message") if node.msg else ast.Constant(None)
         c = call(cf_attr("assert_"), [site, self._thunk(node.test, "an assert"), msg])
-        return ast.copy_location(ast.Expr(c), node)
+        return at_header(ast.Expr(c), node)
 
     def visit_Return(self, node):
         self.generic_visit(node)

@@ -12,6 +12,7 @@ from typing import Any
 from .. import ir
 from ..errors import CompilationError
 from .contents import assign_in_place
+from ..core.arguments import argument_mismatch, signature_text
 from ..core.static_key import UnkeyableError, static_key
 from ..core.source import format_location
 from ..core.trace import TraceContext, current
@@ -52,8 +53,13 @@ def trace_kernel(py_fn, name: str, specs: list, param_names: list, options, attr
         n = len(param_names) - len(kwonly)
         result = rewritten(*args[:n], **dict(zip(param_names[n:], args[n:])))
         if result is not None:
-            raise CompilationError(f"kernel {name} returned {type(result).__name__}; kernels return "
-                                   "nothing — write results to an output tensor")
+            loc = ctx.last_return
+            raise CompilationError(
+                f"kernel {name} returns a value (a {type(result).__name__})\n"
+                f"{format_location(loc)}\nExpected: a kernel returns nothing; its results go to "
+                "memory.\nFix: store the value into an output tensor (out[i] = v) and end with a "
+                "bare `return` (or none); a @ws.jit device function may return values.",
+                where=str(loc) if loc else None)
         ctx.builder.loc = None
         ctx.builder.return_()
     return module, abi, ctx.reached, ctx.facts
@@ -76,8 +82,14 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
     ctx = current(f"calling @ws.jit function {jit_fn.__name__}")
     try:
         bound = jit_fn.signature.bind(*args, **kwargs)
-    except TypeError as e:
-        raise TypeError(f"{jit_fn.__qualname__}(): {e}") from None
+    except TypeError:
+        sig = jit_fn.signature
+        params = list(sig.parameters.values())
+        e = argument_mismatch(jit_fn.__qualname__, [p.name for p in params], args, kwargs,
+                              signature_text(sig), {p.name for p in params
+                                                    if p.default is not p.empty},
+                              what="@ws.jit function", call=jit_fn.__qualname__)
+        raise e from None
     bound.apply_defaults()
     values = list(bound.arguments.values())
     skels, leaves = [], []

@@ -19,6 +19,7 @@ from typing import Optional
 from .cache import persist
 from .cache.memory import Specializations
 from . import pipeline
+from ..core.arguments import argument_mismatch, signature_text
 from .compiled import CompiledKernel
 from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from ..frontend import binding_time as bt
@@ -87,9 +88,15 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is None:
-            raise CompilationError(f"@ws.jit function {self.__qualname__} was called from host "
-                                   "code; device functions run on the GPU. Call it from a "
-                                   "@ws.kernel (or another @ws.jit function).")
+            try:                                # a public entry (tracebacks.py): no frame here
+                raise CompilationError(
+                    f"@ws.jit function {self.__qualname__} was called from host code; device "
+                    "functions run on the GPU, inside a kernel being compiled.\nFix: call it "
+                    "from a @ws.kernel (or another @ws.jit function) and launch the kernel: "
+                    "kern[grid, block](...).")
+            except CompilationError as e:
+                _user_error(e)
+                raise
         return call_device_function(self, args, kwargs)
 
     def __get__(self, obj, objtype=None):
@@ -216,10 +223,10 @@ class Kernel:
             return list(args)
         try:
             ba = self.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise ArgumentError(f"kernel {self.__qualname__}({', '.join(self.param_names)}) takes "
-                                f"{len(self.params)} argument(s), got {len(args) + len(kwargs)}: "
-                                f"{e}") from None
+        except TypeError:
+            raise argument_mismatch(self.__qualname__, self.param_names, args, kwargs,
+                                    signature_text(self.signature), {p.name for p in self.params if
+                                                          p.default is not p.empty}) from None
         ba.apply_defaults()
         return list(ba.arguments.values())
 
@@ -361,11 +368,15 @@ class Kernel:
     def _launch_of(self, config) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched (kern[...]) from inside "
-                                   "traced code; kernels cannot launch kernels.\nFix: call a "
-                                   "@ws.jit device function instead.")
+                                   "traced code; kernels cannot launch kernels.\nFix: make the "
+                                   "code it runs a @ws.jit device function and call that "
+                                   "instead.")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be kern[grid, block] or kern[grid, block, "
-                              f"smem_bytes, stream], got kern[{config!r}]")
+                              f"smem_bytes, stream], got kern[{config!r}].\nFix: "
+                              f"{self.__qualname__}[grid, block](...), e.g. "
+                              f"{self.__qualname__}[n_ctas, 128](...) (grid: CTAs, block: "
+                              "threads per CTA; each an int or up to 3 ints).")
         last = self._last_launch
         if last is not None and last[0] == config:
             return last[1]
@@ -385,10 +396,16 @@ class Kernel:
     def _launch_for_call(self, grid, block, smem, stream, cluster) -> "_Launch":
         if maybe_current() is not None:
             raise CompilationError(f"kernel {self.__qualname__} launched from inside traced code; "
-                                   "call a @ws.jit device function instead")
+                                   "kernels cannot launch kernels.\nFix: make the code it runs a "
+                                   "@ws.jit device function and call that instead.")
         if grid is None or block is None:
-            raise LaunchError(f"launch {self.__qualname__} as kern[grid, block](*args) or "
-                              "kern(*args, grid=..., block=...)")
+            lacks = ("grid and block" if grid is None and block is None else
+                     "grid" if grid is None else "block")
+            raise LaunchError(
+                f"kernel {self.__qualname__} was called without a launch {lacks}.\nExpected: a grid (CTAs, an int or up to 3 ints) and a block (threads per CTA, "
+                f"an int or up to 3 ints).\nFix: {self.__qualname__}[grid, block](...), e.g. "
+                f"{self.__qualname__}[n_ctas, 128](...), or {self.__qualname__}(..., grid=..., "
+                "block=...).")
         cls = _Launch if cluster is not None else self._launch_type or self._make_launch_type()
         return cls(self, grid, block, smem, stream, cluster)
 
@@ -400,9 +417,20 @@ def kernel(fn=None, **options):
     """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel``, or ``@ws.kernel(**options)``
     with CompileOptions fields, e.g. ``@ws.kernel(device_asserts=True)``)."""
     def wrap(f):
+        if not inspect.isfunction(f):
+            raise ArgumentError(f"@ws.kernel decorates a Python function (a `def`), got "
+                                f"{_what(f)}.\nFix: put @ws.kernel on the line above a `def`; "
+                                "compile options go as @ws.kernel(name=value).")
         opts = default_options().with_(**options) if options else None
         return Kernel(f, opts)
     return wrap(fn) if fn is not None else wrap
+
+
+def _what(x) -> str:
+    """``x`` for an error: its type and a short repr (``the int 3``, ``the function f``)."""
+    if inspect.isfunction(x):
+        return f"the plain function {x.__qualname__}"
+    return f"the {type(x).__name__} {repr(x)[:60]}"
 
 
 def jit(fn=None, *, inline: bool = True):
@@ -478,7 +506,11 @@ def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
             _user_error(e)
             raise
     if not isinstance(kern, Kernel):
-        raise ArgumentError(f"ws.explain expects a @ws.kernel, got {type(kern).__name__}")
+        raise ArgumentError(f"ws.explain(kern, *args): expected a @ws.kernel as kern (or an "
+                            f"op that explains itself, such as ws.ops.flash_attention), got "
+                            f"{_what(kern)}.\nFix: decorate the function with @ws.kernel and "
+                            "pass the kernel with the arguments of a launch: "
+                            "ws.explain(kern, x, y).")
     from .explain import format_table
     values = kern._bind(args, kwargs)
     try:

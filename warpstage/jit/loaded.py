@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import ArgumentError, LaunchError
+from ..core.arguments import argument_mismatch
 from ..frontend.kinds import bind_stored
 
 __all__ = ["describe_params", "params_of", "bind_host_args", "StoredLaunch"]
@@ -42,22 +43,16 @@ def params_of(ck) -> Optional[list]:
     return ck._host_params
 
 
-def bind_host_args(params: list, param_names: list, args: tuple, kwargs: dict) -> list:
+def bind_host_args(params: list, param_names: list, args: tuple, kwargs: dict,
+                   name: str = "the kernel") -> list:
     """The ABI values for host ``args``/``kwargs`` (a TensorArg for each tensor's data pointer).
     Raises ArgumentError for a missing/extra argument or one that does not fit."""
-    if len(args) > len(param_names):
-        raise ArgumentError(f"the kernel takes {len(param_names)} arguments "
-                            f"({', '.join(param_names)}), got {len(args)}")
     values = dict(zip(param_names, args))
-    for k, v in kwargs.items():
-        if k not in param_names or k in values:
-            raise ArgumentError(f"unexpected or repeated argument {k!r}; the kernel takes "
-                                f"({', '.join(param_names)})")
-        values[k] = v
-    missing = [n for n in param_names if n not in values]
-    if missing:
-        raise ArgumentError(f"missing argument(s) {', '.join(missing)}; the kernel takes "
-                            f"({', '.join(param_names)})")
+    if len(args) > len(param_names) or any(k not in param_names or k in values for k in kwargs):
+        raise argument_mismatch(name, list(param_names), args, kwargs)
+    values.update(kwargs)
+    if len(values) < len(param_names):
+        raise argument_mismatch(name, list(param_names), args, kwargs)
     out: list = []
     for d, n in zip(params, param_names):
         bind_stored(d, values[n], n, out)
@@ -73,7 +68,9 @@ class StoredLaunch:
         from .launch_config import _dim3
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError(f"launch configuration must be ck[grid, block] or ck[grid, block, "
-                              f"smem_bytes, stream], got ck[{config!r}]")
+                              f"smem_bytes, stream], got ck[{config!r}].\nFix: ck[grid, "
+                              f"{tuple(ck.block)}](...) (grid: CTAs, an int or up to 3 ints; "
+                              "the block it was compiled for).")
         grid, block, smem, stream = (tuple(config) + (0, None))[:4]
         self.ck = ck
         self.grid = _dim3(grid, "grid")
@@ -95,7 +92,7 @@ class StoredLaunch:
             raise ArgumentError(f"kernel {ck.name}: a parameter's binding has no stored form, so "
                                 "it cannot be launched this way.\nFix: launch it through its "
                                 "@ws.kernel: kern[grid, block](*args).")
-        leaves = bind_host_args(params, ck.param_names, args, kwargs)
+        leaves = bind_host_args(params, ck.param_names, args, kwargs, ck.name)
         from .launch import get_target
         if get_target() != "cuda":
             raise LaunchError(f"kernel {ck.name} is compiled PTX/cubin and runs on the GPU only; "

@@ -89,8 +89,7 @@ class Scalar:
             return cls._wrap(b.cast(x.value, cls.ir_type), x.origin)
         if isinstance(x, (bool, numbers.Number)) or _is_np_scalar(x):
             return constant(cls, x, Origin(f"{cls.__name__}({x!r})", user_location(2)))
-        raise TypeError(f"{cls.__name__}() takes a number or a dynamic scalar, got "
-                        f"{type(x).__name__}")
+        raise not_a_number(x, cls, f"ws.{cls.__name__}(...)")
 
     @classmethod
     def _wrap(cls, value: ir.Value, origin: Optional[Origin] = None) -> "Scalar":
@@ -126,7 +125,19 @@ class Scalar:
         self._needs_static("converting a dynamic value to a Python float")
 
     def __iter__(self):
-        raise TypeError(f"a dynamic {type(self).__name__} is a scalar and cannot be iterated")
+        raise self._not_a_container("iterating over (or unpacking)")
+
+    def __len__(self):
+        raise self._not_a_container("len() of")
+
+    def _not_a_container(self, what: str):
+        from ..core.trace import emit_location
+        return UnsupportedError(
+            f"{what} a dynamic {type(self).__name__}, which is one scalar value\n"
+            f"{emit_location()}\nExpected: a tuple, a list or a static range there; got a "
+            f"scalar (known on the GPU at run time).\nFix: loop with ws.range(n) over a "
+            "dynamic count n; for the (x, y, z) of ws.arch.thread_idx() and similar, unpack the "
+            "tuple it returns, not one of its elements.")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """numpy meets a dynamic value: ``np.float32(2) * x`` is the Python operator on the
@@ -138,11 +149,14 @@ class Scalar:
             return op[0](*(v.item() if _is_np_scalar(v) else v for v in inputs))
         from ..core.trace import emit_location
         name = getattr(ufunc, "__name__", "ufunc")
+        why = f"; it became dynamic at: {self.origin}" if self.origin else ""
         raise BindingTimeError(
-            f"numpy's np.{name} was given the dynamic {type(self).__name__} {self.origin or ''}"
-            f"\n{emit_location()}\nnumpy runs on the host while compiling; it cannot compute "
-            f"on a GPU value.\nFix: use warpstage's GPU math (ws.math.{_WS_MATH.get(name, name)}"
-            "(...), operators, ws.math.min/max), or apply numpy to static values only.")
+            f"np.{name}() was given a dynamic {type(self).__name__} (a value known only on the "
+            f"GPU at run time{why})\n{emit_location()}\nnumpy runs on the host while the kernel "
+            "compiles, so it cannot compute on a GPU value.\nExpected: static numbers (Python or "
+            f"numpy) as numpy's arguments; got a dynamic {type(self).__name__}.\nFix: "
+            f"ws.math.{_WS_MATH.get(name, name)}(...) (warpstage's GPU math; also operators and "
+            "ws.math.min/max), or apply numpy to static values only.")
 
     # -- arithmetic --------------------------------------------------------------------------
     def _bin(self, other, kind, reverse=False):
@@ -319,8 +333,19 @@ def constant(cls, x, origin=None) -> Scalar:
     if t.is_int and isinstance(x, float):
         x = _float_to_int(x, t, cls)
     if t.is_int and isinstance(x, int) and not fits(t, x):
-        raise OverflowError(f"{x} does not fit in {cls.__name__}")
+        raise _overflow(x, cls, f"the constant {x} as a {cls.__name__}")
     return cls._wrap(builder().constant(t, x), origin)
+
+
+def _overflow(x: int, cls, what: str):
+    from ..errors import OperandError
+    from ..core.trace import emit_location
+    lo, hi = (0, 1) if cls.ir_type.is_bool else _INT_RANGE[cls.ir_type.bits] \
+        if cls.ir_type.is_signed else (0, 2 ** cls.ir_type.bits - 1)
+    wider = "ws.Int64" if cls.ir_type.bits < 64 else "a float type"
+    return OperandError(f"{what}: expected an int in [{lo}, {hi}] ({cls.__name__}), got {x}\n"
+                        f"{emit_location()}\nFix: use a wider type ({wider}(...) on the dynamic "
+                        "operand), or a smaller constant.")
 
 
 def _float_to_int(x: float, t: ir.ScalarType, cls) -> int:
@@ -399,8 +424,8 @@ def _coerce(a: Scalar, other, what):
         t = arith_type(_literal_type(a.ir_type, other))
         b = builder()
         if t.is_int and isinstance(other, int) and not fits(t, other):
-            raise OverflowError(f"the constant {other} does not fit in {DTYPES[t].__name__} "
-                                f"(in {what} with a dynamic {type(a).__name__})")
+            raise _overflow(other, DTYPES[t], f"the constant {other} in {what} with a dynamic "
+                            f"{type(a).__name__}")
         return b.cast(a.value, t), b.constant(t, other), t
     return None, None, None
 
@@ -426,8 +451,25 @@ def as_dynamic(x, cls=None) -> Scalar:
         elif isinstance(x, float):
             cls = Float32
         else:
-            raise TypeError(f"expected a number or a dynamic scalar, got {type(x).__name__}")
+            raise not_a_number(x, None, "this operation")
+    elif not (isinstance(x, (bool, numbers.Number)) or _is_np_scalar(x)):
+        raise not_a_number(x, cls, f"converting to {cls.__name__} (a store into a "
+                           f"{cls.__name__} tensor, an operand of type {cls.__name__})")
     return constant(cls, x, Origin(f"the constant {x!r}", user_location(2)))
+
+
+def not_a_number(x, cls, what: str):
+    """The OperandError for a value that is neither a number nor a dynamic scalar given where
+    one is converted to ``cls`` (None: a dtype chosen by rule 3): ``ws.Float32("1.5")``, a str
+    stored into a tensor element."""
+    from ..errors import OperandError
+    from ..core.trace import emit_location
+    into = f"a {cls.__name__}" if cls is not None else "a dynamic scalar"
+    fix = (f"convert it on the host first (ws.{cls.__name__ if cls else 'Float32'}(float(s)) for "
+           "a numeric string)" if isinstance(x, (str, bytes)) else
+           "pass a Python or numpy number, or a dynamic scalar (x[i], a ws.Int32 parameter)")
+    return OperandError(f"{what}: expected a number or a dynamic scalar to make {into} of, got "
+                        f"{type(x).__name__} {x!r:.60}\n{emit_location()}\nFix: {fix}.")
 
 
 def needs_static_error(value: Scalar, what: str, fix: Optional[str] = None) -> BindingTimeError:

@@ -108,20 +108,28 @@ class Tensor(metaclass=_TensorMeta):
         if not isinstance(index, tuple):
             index = (index,)
         if len(index) != self.ndim:
-            raise IndexError(f"a {self.ndim}-d tensor needs {self.ndim} indices, got {len(index)}")
+            example = ", ".join("ijkl"[d] if d < 4 else f"i{d}" for d in range(self.ndim))
+            raise _index_error(f"indexing a dynamic ws.Tensor[{self.dtype.__name__}, "
+                               f"{self.ndim}]", f"{self.ndim} index(es), one per dimension",
+                               f"{len(index)}", f"x[{example}] (an element; slices and partial "
+                               "indexing are not supported)")
         idx_t = self.index_dtype
         offset = None
         for k, (i, stride) in enumerate(zip(index, self.strides)):
             if isinstance(i, slice):
-                raise TypeError("slicing a global tensor is not supported yet; index single "
-                                "elements, e.g. t[i, j]")
+                raise _index_error("slicing a global tensor", "one integer per dimension",
+                                   f"the slice {i.start}:{i.stop}" +
+                                   (f":{i.step}" if i.step is not None else ""), "index single "
+                                   "elements, e.g. t[i, j], in a ws.range loop")
             if isinstance(i, Scalar):
                 if not (i.ir_type.is_int or i.ir_type.is_bool):
-                    raise TypeError(f"tensor index {k} must be an integer, got a dynamic "
-                                    f"{type(i).__name__}; convert it with ws.Int32(...)")
+                    raise _index_error(f"tensor index {k}", "an integer",
+                                       f"a dynamic {type(i).__name__}", "convert it with "
+                                       "ws.Int32(...)")
             elif not isinstance(i, int) and not (hasattr(i, "__index__") and not isinstance(i, float)):
-                raise TypeError(f"tensor index {k} must be an integer, got {type(i).__name__} "
-                                f"{i!r}; convert it with int(...) or ws.Int32(...)")
+                raise _index_error(f"tensor index {k}", "an integer",
+                                   f"{type(i).__name__} {i!r}", "convert it with int(...) or "
+                                   "ws.Int32(...)")
             elif i < 0:
                 raise OperandError(
                     f"tensor index {k} is the static negative {i}\n{emit_location()}\nIndices "
@@ -143,18 +151,65 @@ class Tensor(metaclass=_TensorMeta):
     def __repr__(self) -> str:
         return f"<dynamic Tensor {self.dtype.__name__} ndim={self.ndim}>"
 
+    # Python's protocols on a tensor: each would need its dynamic shape as a Python value (or,
+    # for iteration, would run __getitem__ with 0, 1, 2, ... forever: no index is ever out of
+    # range while tracing). Each is an error at the user's line saying what to write instead.
     def __bool__(self):
-        raise TypeError("a dynamic tensor has no static truth value")
+        raise _protocol_error(self, "a tensor used as a truth value (`if x:`, `x and y`, "
+                              "bool(x))", "A tensor has no truth value, static or dynamic.",
+                              "test an element or the shape, e.g. `if x[0] != 0:` or "
+                              "`if x.shape[0] > 0:`.")
+
+    def __len__(self):
+        raise _protocol_error(self, "len() of a tensor", "len() must return a Python int, and "
+                              "a tensor's shape is dynamic (known on the GPU at run time).",
+                              "x.shape[0] (a dynamic int: ws.range(x.shape[0]) loops over it), "
+                              "or pass the length as a ws.Static[int] parameter.")
 
     def __iter__(self):
-        # without this, Python iterates through __getitem__ with 0, 1, 2, ... forever (the
-        # shape is dynamic, so no index is ever out of range while tracing)
-        from ..errors import UnsupportedError
-        from ..core.trace import emit_location
-        raise UnsupportedError(
-            f"iterating over a tensor (`for v in x`, unpacking, list(x))\n{emit_location()}\n"
-            "A tensor's shape is dynamic, so the loop has no static length.\nFix: loop over "
-            "indices, e.g. `for i in ws.range(x.shape[0]): v = x[i]`.")
+        raise _protocol_error(self, "iterating over a tensor (`for v in x`, unpacking, list(x))",
+                              "A tensor's shape is dynamic, so the loop has no static length.",
+                              "loop over indices, e.g. `for i in ws.range(x.shape[0]): "
+                              "v = x[i]`.")
+
+    def __contains__(self, item):
+        raise _protocol_error(self, "`v in x` on a tensor", "It would search the tensor while "
+                              "compiling, and the tensor's elements and shape exist only on "
+                              "the GPU.", "compare in a loop, e.g. `found = False` then "
+                              "`for i in ws.range(x.shape[0]): found = found or x[i] == v`.")
+
+
+def _index_error(what: str, expected: str, got: str, fix: str):
+    """The OperandError for a tensor index of the wrong count or type."""
+    return OperandError(f"{what}: expected {expected}, got {got}\n{emit_location()}\nFix: {fix}.")
+
+
+def _protocol_error(t: Tensor, what: str, why: str, fix: str):
+    from ..errors import UnsupportedError
+    return UnsupportedError(f"{what}, on a dynamic ws.Tensor[{t.dtype.__name__}, {t.ndim}]"
+                            f"\n{emit_location()}\n{why}\nFix: {fix}")
+
+
+def _whole_tensor_operator(symbol: str):
+    def op(self, *other):
+        raise _protocol_error(self, f"the operator {symbol} on a whole tensor", "A tensor in a "
+                              "kernel is memory, not a value: operators work on its elements "
+                              "(dynamic scalars).", "index elements, e.g. `y[i] = x[i] "
+                              f"{symbol if symbol not in ('-x', '~x', 'abs()') else '+'} 1.0` "
+                              "in a ws.range loop over x.shape[0], or use ws.ops for whole-tensor "
+                              "work on the host.")
+    return op
+
+
+for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                       ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("matmul", "@"),
+                       ("and", "&"), ("or", "|"), ("xor", "^"), ("lshift", "<<"),
+                       ("rshift", ">>")):
+    setattr(Tensor, f"__{_name}__", _whole_tensor_operator(_symbol))
+    setattr(Tensor, f"__r{_name}__", _whole_tensor_operator(_symbol))
+for _name, _symbol in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("neg", "-x"),
+                       ("invert", "~x"), ("abs", "abs()")):
+    setattr(Tensor, f"__{_name}__", _whole_tensor_operator(_symbol))
 
 
 NEGATIVE_INDEX = ("\nFix: count from the end explicitly, e.g. x[x.shape[0] - 1] for the last "

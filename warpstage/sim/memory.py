@@ -34,12 +34,14 @@ _GAP = 4096
 class AccessFault(Exception):
     """Internal: address ``addrs[position]`` faulted; ``reason`` says why (no location yet)."""
 
-    def __init__(self, position: int, address: int, reason: str, out_of_bounds: bool = True):
+    def __init__(self, position: int, address: int, reason: str, out_of_bounds: bool = True,
+                 fix: str = ""):
         super().__init__(reason)
         self.position = position
         self.address = address
         self.reason = reason
         self.out_of_bounds = out_of_bounds
+        self.fix = fix
 
 
 class Buffer:
@@ -167,7 +169,9 @@ class _Space:
         for pos, a in enumerate(addrs.tolist()):
             if a % k:
                 raise AccessFault(pos, a, f"misaligned {k}-byte access (the address is not a "
-                                          f"multiple of {k})", out_of_bounds=False)
+                                          f"multiple of {k})", out_of_bounds=False,
+                                  fix="keep an element's byte offset a multiple of its size "
+                                      "(a view's offset, or a pointer cast to a wider type)")
             b = self.find(a)
             if b is None or a + k > b.end:
                 raise AccessFault(pos, a, self.nearest(a))
@@ -179,7 +183,9 @@ class _Space:
             if store and b.readonly:
                 raise AccessFault(positions[0], int(addrs[positions[0]]),
                                   f"store into read-only {b.describe()}",
-                                  out_of_bounds=False)
+                                  out_of_bounds=False,
+                                  fix="pass a writable array for a tensor the kernel stores "
+                                      "into (np.array(a) copies a read-only one)")
             out.append((b, b.typed(dtype).view, np.array(positions), np.array(idx, np.int64)))
         return out
 

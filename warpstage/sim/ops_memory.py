@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OutOfBoundsError, SimulatorError, UnsupportedError
+from ..core.source import format_location
 from ..ir.core import Operation
 from .compiler import where
 from .dtypes import LANES, from_memory, memory_dtype, register_dtype, to_memory
@@ -37,13 +38,17 @@ def access_error(op: Operation, w, what: str, fault: AccessFault, lanes) -> Simu
     """The user-facing error for ``fault`` raised while executing ``op`` (``lanes``: the lane of
     each address position, or None when all 32 lanes were active)."""
     lane = fault.position if lanes is None else int(lanes[fault.position])
+    excerpt = format_location(op.loc if op is not None else None)
+    excerpt = "\n" + excerpt if excerpt else ""
     if fault.out_of_bounds:
         return OutOfBoundsError(
             f"out-of-bounds {what} at {where(op)}: address {fault.address:#x} is "
             f"{fault.reason}; accessed by {w.describe_lane(lane)}. Check the index computation "
-            f"and the bounds guard around this access.", where=where(op))
+            f"and the bounds guard around this access.{excerpt}\nFix: guard the access with the "
+            "tensor's extent (`if i < x.shape[0]:`), or correct the index.", where=where(op))
     return SimulatorError(f"bad {what} at {where(op)}: address {fault.address:#x}: "
-                          f"{fault.reason}; accessed by {w.describe_lane(lane)}", where=where(op))
+                          f"{fault.reason}; accessed by {w.describe_lane(lane)}{excerpt}" +
+                          (f"\nFix: {fault.fix}." if fault.fix else ""), where=where(op))
 
 
 @handler("ptr.offset")

@@ -4,6 +4,7 @@ keeping the winner on disk.
 
 - ``autotune.py``: the decorator and the ``Tuned`` object (key, memory, disk record, call);
 - ``search.py``: one tuning run (strategies, budget) and ``COUNTS``;
+- ``configs.py``: a configuration's fields and text (``features``, ``config_text``);
 - ``capture.py``: a candidate's launches recorded without running (its compile step);
 - ``resources.py``: the compiler's resource report and the launch-limit checks;
 - ``workers.py``: worker processes and the watchdog; ``portable.py``: what travels to them;
@@ -13,9 +14,10 @@ from .autotune import Tuned, autotune, default_key
 from .records import all_records, clear
 from .report import Candidate, TuneReport
 from .resources import KernelResources, Resources, launch_problems
-from .search import COUNTS, features
+from .configs import config_text, features
+from .search import COUNTS
 from .timing import CudaEventTimer, WallTimer
 
 __all__ = ["autotune", "Tuned", "default_key", "COUNTS", "Candidate", "TuneReport",
            "Resources", "KernelResources", "launch_problems", "CudaEventTimer", "WallTimer",
-           "features", "all_records", "clear"]
+           "features", "config_text", "all_records", "clear"]

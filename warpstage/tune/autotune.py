@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from ..errors import ArgumentError, AutotuneError
 from ..jit.tracebacks import user_entry, user_entry_methods
 from . import records
+from .configs import config_text
 from .portable import function_ref
 from .report import TuneReport
 from .search import COUNTS, run_tuning
@@ -152,7 +153,8 @@ class Tuned:
             try:
                 static_key(c)
             except UnkeyableError as e:
-                raise ArgumentError(f"ws.autotune({self.name}): configuration #{i} ({c!r}) has "
+                raise ArgumentError(f"ws.autotune({self.name}): configuration #{i} "
+                                    f"({config_text(c)}) has "
                                     f"no static key ({e}); a configuration must be a static "
                                     "policy object. Fix: give its class plain attributes, "
                                     "__slots__ or a __static_key__ method") from None
@@ -213,9 +215,9 @@ class Tuned:
         records.store(rkey, {
             "name": self.name, "device": _device_name(self.device_target), "key": repr(key),
             "best_index": report.best.index, "best_digest": digests[report.best.index],
-            "best": repr(report.best.config), "best_ms": report.best.ms,
+            "best": config_text(report.best.config), "best_ms": report.best.ms,
             "candidates": len(space), "timed": report.count("timed"),
-            "dropped": [[repr(c.config), c.status, c.reason] for c in report.dropped()],
+            "dropped": [[config_text(c.config), c.status, c.reason] for c in report.dropped()],
             "wall_s": report.wall_s, "compile_s": report.compile_s,
             "timing_s": report.timing_s, "strategy": self.strategy})
         self._winners[key] = report.best.config

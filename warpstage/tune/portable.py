@@ -11,11 +11,15 @@ configurations and the arguments as bytes.
   (shape, strides, dtype, device), rebuilt with ``torch.empty_strided`` on the device: compiling
   reads no data. For timing the data itself travels (the worker times on copies).
 
-Each ``pack_*`` returns None for what cannot travel; the autotuner then works in-process.
+Each ``pack_*`` returns None for what cannot travel; the autotuner then works in-process. What
+names a class or function of ``__main__`` or a local one cannot travel either: it pickles, but
+the worker (whose ``__main__`` is worker_main, and which never re-imports the user's script)
+cannot find it again (``_dumps``).
 """
 from __future__ import annotations
 
 import inspect
+import io
 import pickle
 from typing import Optional
 
@@ -55,6 +59,26 @@ def _is_kernel(x) -> bool:
     return isinstance(x, Kernel)
 
 
+class _NotImportable(pickle.PicklingError):
+    """A class or function a worker process could not import by its name."""
+
+
+class _WorkerPickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        if isinstance(obj, type) or inspect.isfunction(obj):
+            if obj.__module__ == "__main__" or "<locals>" in getattr(obj, "__qualname__", ""):
+                raise _NotImportable(f"{obj.__module__}.{obj.__qualname__}")
+        return NotImplemented
+
+
+def _dumps(obj) -> bytes:
+    """``pickle.dumps(obj)``, refusing (``_NotImportable``) what names a class or function of
+    ``__main__`` or a local one, which would pickle here and fail to unpickle in a worker."""
+    buf = io.BytesIO()
+    _WorkerPickler(buf).dump(obj)
+    return buf.getvalue()
+
+
 def _construct(cls, kwargs):
     return cls(**kwargs)
 
@@ -62,7 +86,9 @@ def _construct(cls, kwargs):
 def pack_config(config) -> Optional[bytes]:
     """``config`` as bytes a worker can unpickle into an equal configuration, or None."""
     try:
-        return pickle.dumps(("config", config))
+        return _dumps(("config", config))
+    except _NotImportable:
+        return None
     except Exception:  # noqa: BLE001 - fall back to the constructor's arguments
         pass
     cls = type(config)
@@ -71,7 +97,7 @@ def pack_config(config) -> Optional[bytes]:
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
             return None
         kwargs = {p.name: getattr(config, p.name) for p in params}
-        blob = pickle.dumps((_construct, cls, kwargs))
+        blob = _dumps((_construct, cls, kwargs))
         from ..core.static_key import static_key
         if static_key(_construct(cls, kwargs)) != static_key(config):
             return None
@@ -120,8 +146,8 @@ def pack_args(args: tuple, kwargs: dict, data: bool) -> Optional[bytes]:
     tensors as stand-ins (compile step); True: with their contents (timing)."""
     try:
         if data:
-            return pickle.dumps(("data", args, kwargs))
-        return pickle.dumps(("stand-ins", _stand_ins(args), _stand_ins(kwargs)))
+            return _dumps(("data", args, kwargs))
+        return _dumps(("stand-ins", _stand_ins(args), _stand_ins(kwargs)))
     except Exception:  # noqa: BLE001 - lambdas, open files, ...
         return None
 

@@ -7,15 +7,61 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from .configs import config_text
 from .resources import Resources
 
-__all__ = ["Candidate", "TuneReport", "ProgressLine", "STATUSES"]
+__all__ = ["Candidate", "TuneReport", "ProgressLine", "STATUSES", "DROPPED", "failure",
+           "error_text"]
 
-STATUSES = ("pending", "compiled", "timed", "compile error", "pruned", "failed", "hung",
-            "skipped")
-"""A candidate's status: 'timed' (has ``ms``); dropped: 'compile error', 'pruned' (the launch
-limits or ``prune``), 'failed' (raised or trapped while running), 'hung' (the watchdog);
-'skipped': not reached (budget, or not visited by the local search)."""
+DROPPED = ("compile error", "host error", "no launch", "pruned", "prune error", "failed", "hung")
+STATUSES = ("pending", "compiled", "timed") + DROPPED + ("skipped",)
+"""A candidate's status: 'timed' (has ``ms``); dropped (``DROPPED``): 'compile error' (tracing
+a kernel or device function, LLVM, ptxas), 'host error' (the launch function's own code, or a
+launch it makes, raised), 'no launch' (its call launched no kernel: a timing would measure
+host code only), 'pruned' (the launch limits or ``prune``), 'prune error' (``prune`` raised
+for it), 'failed' (raised or trapped while timed), 'hung' (the watchdog); 'skipped': not
+reached (budget, or not visited by the local search)."""
+
+NO_LAUNCH = ("its call launched no kernel, so a timing would measure host code only.\nFix: "
+             "launch the kernel for every configuration of the space (or leave this one out)")
+
+
+def failure(e: BaseException, step: str) -> str:
+    """'STATUS: what' for ``e``, raised by a candidate in ``step`` ('compile' or 'time'): in
+    the compile step a 'compile error' when a kernel was being compiled (a CompilationError,
+    or a frame of kernel or device-function code on its traceback), else a 'host error'; in
+    the time step 'failed'. The innermost frame is named (the user's file:line: public entries
+    leave only the user's frames), as the watchdog's and a dead worker's reasons are too."""
+    from ..core.source import is_kernel_code
+    from ..errors import CompilationError
+    frames = _frames(e)
+    if step != "compile":
+        status = "failed"
+    elif isinstance(e, CompilationError) or any(is_kernel_code(t.tb_frame.f_code)
+                                                for t in frames):
+        status = "compile error"
+    else:
+        status = "host error"
+    return f"{status}: {error_text(e)}"
+
+
+def error_text(e: BaseException) -> str:
+    """'Type: message (in fn, file:line)', the innermost frame of ``e``'s traceback named
+    unless the message names a position already."""
+    text = f"{type(e).__name__}: {e}"
+    frames = _frames(e)
+    if frames and "  File \"" not in text:
+        code = frames[-1].tb_frame.f_code
+        text += f" (in {code.co_name}, {code.co_filename}:{frames[-1].tb_lineno})"
+    return text
+
+
+def _frames(e: BaseException) -> list:
+    out, tb = [], e.__traceback__
+    while tb is not None:
+        out.append(tb)
+        tb = tb.tb_next
+    return out
 
 
 @dataclass
@@ -33,7 +79,7 @@ class Candidate:
 
     def line(self) -> str:
         what = f"{self.ms:.4f} ms" if self.ms is not None else f"{self.status}: {self.reason}"
-        return f"#{self.index} {self.config!r}: {what}"
+        return f"#{self.index} {config_text(self.config)}: {what}"
 
 
 @dataclass
@@ -59,16 +105,17 @@ class TuneReport:
         return sum(c.status == status for c in self.candidates)
 
     def dropped(self) -> List[Candidate]:
-        return [c for c in self.candidates if c.status in ("compile error", "pruned", "failed",
-                                                           "hung")]
+        return [c for c in self.candidates if c.status in DROPPED]
 
     def summary(self) -> str:
         """One line: candidates, wall time and its split, drops, the winner."""
         if self.from_disk:
-            return (f"[warpstage] tune {self.name}: from disk, best {self.best_config!r} "
+            return (f"[warpstage] tune {self.name}: from disk, best "
+                    f"{config_text(self.best_config)} "
                     f"({self.best_ms:.4f} ms when tuned)")
         n = len(self.candidates)
-        best = (f"best #{self.best.index} {self.best.config!r}: {self.best.ms:.4f} ms"
+        best = (f"best #{self.best.index} {config_text(self.best.config)}: "
+                f"{self.best.ms:.4f} ms"
                 if self.best else "no candidate ran")
         return (f"[warpstage] tune {self.name}: {self.count('timed')} of {n} candidates timed "
                 f"in {self.wall_s:.1f} s (compile {self.compile_s:.1f} s, timing "

@@ -11,17 +11,18 @@ not reached by then is skipped and the fastest so far wins.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from typing import Dict, List
 
 from . import workers
 from .capture import capture_launches
+from .configs import features
 from .portable import pack_args, pack_config
-from .report import Candidate, ProgressLine, TuneReport
+from .report import (DROPPED, NO_LAUNCH, Candidate, ProgressLine, TuneReport, error_text,
+                     failure)
 from .resources import launch_problems
-from .timing import copy_args
+from .timing import copy_args, warm_up
 
 __all__ = ["run_tuning", "features", "COUNTS"]
 
@@ -30,35 +31,21 @@ COUNTS = {"compiles": 0, "timings": 0, "tunings": 0, "record_hits": 0}
 a disk record (tests use it to prove that a second process compiles and times nothing)."""
 
 
-def features(config) -> Dict[str, str]:
-    """The fields of a configuration, as text, for the local search's neighbourhood: a
-    dataclass's fields, else the (name, value) pairs of ``__static_key__()``, else the plain
-    attributes."""
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config)}
-    key = getattr(config, "__static_key__", None)
-    if key is not None:
-        k = key()
-        if isinstance(k, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in k):
-            return {str(n): repr(v) for n, v in k}
-    attrs = getattr(config, "__dict__", None)
-    if attrs:
-        return {n: repr(v) for n, v in attrs.items()
-                if isinstance(v, (int, float, str, bool, type(None), tuple))}
-    return {"value": repr(config)}
-
-
 def _verdict(reason: str, default: str) -> tuple:
-    """(status, reason) of a failed step: 'hung' / 'failed' for the watchdog's and a dead
-    worker's reasons (workers.py prefixes them so), else ``default``."""
-    for status in ("hung", "failed"):
+    """(status, reason) of a failed step: the status its text starts with ('STATUS: ...', as
+    ``report.failure`` and the watchdog's and a dead worker's reasons in workers.py write it),
+    else ``default``."""
+    for status in DROPPED:
         if reason.startswith(status + ": "):
             return status, reason[len(status) + 2:]
     return default, reason
 
 
 def _compiled(c: Candidate, resources) -> None:
-    c.status, c.resources = "compiled", resources
+    if not resources.launches:
+        c.status, c.reason = "no launch", NO_LAUNCH
+    else:
+        c.status, c.resources = "compiled", resources
 
 
 def _timed(c: Candidate, ms: float) -> None:
@@ -74,6 +61,7 @@ class _Run:
         self.t0 = time.perf_counter()
         self.deadline = None if tuned.budget_s is None else self.t0 + tuned.budget_s
         self.copies = None              # the in-process copies of the arguments
+        self.warm = False               # this process has run a candidate before timing
         self.ref = tuned.fn_ref
         self.jobs = tuned.jobs or os.cpu_count() or 1
 
@@ -118,10 +106,10 @@ class _Run:
                 c.status, c.reason = "skipped", reason
 
     # -- the steps -----------------------------------------------------------------------------
-    def _step(self, cands: List[Candidate], job, jobs: int, here, done) -> None:
+    def _step(self, cands: List[Candidate], job, jobs: int, here, done, step: str) -> None:
         """Run ``cands`` in ``jobs`` workers (``job``; None: it cannot travel), else, and for the
         candidates of a worker that never got ready, ``here(candidate)`` in this process;
-        ``done(index, ok, payload)`` records each result."""
+        ``done(index, ok, payload)`` records each result; ``step``: 'compile' or 'time'."""
         by_index = {c.index: c for c in cands}
         items = self._items(cands) if job is not None else None
         local = cands
@@ -137,7 +125,7 @@ class _Run:
             try:
                 done(c.index, True, here(c))
             except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
-                done(c.index, False, f"{type(e).__name__}: {e}")
+                done(c.index, False, failure(e, step))
 
     def _recorder(self, cands: List[Candidate], counter: str, on_ok, failed: str):
         """``done(index, ok, payload)`` for one step: counts it in ``COUNTS[counter]``, stores
@@ -159,7 +147,7 @@ class _Run:
         t0 = time.perf_counter()
         done = self._recorder(cands, "compiles", _compiled, "compile error")
         self._step(cands, self._job("compile", data=False), self.jobs,
-                   lambda c: capture_launches(self._call(c)), done)
+                   lambda c: capture_launches(self._call(c)), done, "compile")
         self.report.compile_s += time.perf_counter() - t0
 
     def prune(self, cands: List[Candidate]) -> None:
@@ -168,7 +156,11 @@ class _Run:
                 continue
             problems = launch_problems(c.resources, self.t.arch, self.t.max_smem)
             if not problems and self.t.prune is not None:
-                verdict = self.t.prune(c.config, c.resources)
+                try:
+                    verdict = self.t.prune(c.config, c.resources)
+                except Exception as e:  # noqa: BLE001 - that candidate's failure (docs)
+                    c.status, c.reason = "prune error", f"prune() raised {error_text(e)}"
+                    continue
                 if verdict:
                     problems = [verdict if isinstance(verdict, str) else
                                 f"prune() dropped it ({c.resources})"]
@@ -186,7 +178,10 @@ class _Run:
             return float(self.t.timer.measure(self._call(c), c.config, self.t.warmup,
                                               self.t.rep))
         job = self._job("time", data=True) if self.t.isolation == "process" else None
-        self._step(todo, job, 1, here, done)
+        if job is None and not self.warm:       # a worker warms itself up (worker_main.py)
+            self.warm = True
+            warm_up(self._call(todo[0]))
+        self._step(todo, job, 1, here, done, "time")
         self.report.timing_s += time.perf_counter() - t0
 
     def evaluate(self, cands: List[Candidate]) -> None:

@@ -20,6 +20,8 @@ def _main() -> int:
     job = pickle.loads(sys.stdin.buffer.read())
     from warpstage.tune.capture import capture_launches
     from warpstage.tune.portable import resolve, unpack
+    from warpstage.tune.report import failure
+    from warpstage.tune.timing import warm_up
     from warpstage.tune.workers import READY, make_call
     target = resolve(job["target"])
     args, kwargs = unpack(job["args"])
@@ -36,10 +38,12 @@ def _main() -> int:
             if job["mode"] == "compile":
                 payload = capture_launches(call)
             else:
+                if index == job["items"][0][0]:
+                    warm_up(call)               # the process's first launch, untimed
                 payload = float(timer.measure(call, config, job["warmup"], job["rep"]))
             line = (index, True, payload)
         except Exception as e:  # noqa: BLE001 - the candidate's failure is its result
-            line = (index, False, f"{type(e).__name__}: {e}")
+            line = (index, False, failure(e, job["mode"]))
         _send(out, line)
         if not line[1] and job["mode"] == "time" and on_gpu:
             return 3
