@@ -3,7 +3,7 @@ the cost of a cache-hit call; then first calls in fresh processes, cold and from
 (:func:`fresh_process_rows`), and several processes sharing one empty disk cache
 (:func:`shared_cache_rows`).
 
-    PYTHONPATH=. python benchmarks/compile_time.py [main] [attention] [fresh] [shared]
+    PYTHONPATH=. python benchmarks/compile_time.py [main] [attention] [fresh [reference]] [shared]
 
 Stages: trace (Python -> IR, passes included), lower (IR -> LLVM IR), ptx (LLVM O3 + NVPTX),
 ptxas (PTX -> cubin), load (cuModuleLoadData, GPU only). "cold" is the first compile of the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,6 +119,14 @@ t0 = time.perf_counter()
 import warpstage as ws
 from warpstage.ops import attention
 t1 = time.perf_counter()
+if os.environ.get("WS_BENCH_REFERENCE"):     # the compile without CSE and packing reuse
+    import importlib
+    pp = importlib.import_module("warpstage.passes.pipeline")
+    pp.PIPELINE = tuple(p for p in pp.PIPELINE if p.__name__ != "common_subexpressions")
+    LC = importlib.import_module("warpstage.backend.context").LoweringContext
+    LC.whole_of = lambda self, elements: None
+    LC.word_of = lambda self, vector: None
+    LC.reuse = lambda self, key, make: make()
 what, head_dim = sys.argv[1], int(sys.argv[2])
 barrier = sys.argv[3] if len(sys.argv) > 3 else None
 gpu = ws.get_target() == "cuda"
@@ -169,8 +178,14 @@ stages = {}
 for ck in kern._cache.values():
     for name, seconds in ck.timings.items():
         stages[name] = stages.get(name, 0.0) + seconds
+sizes = {}
+for ck in kern._cache.values():
+    if ck.module is not None:
+        sizes["ops"] = sum(1 for f in ck.module.functions for top in f.body.block.ops
+                           for _ in top.walk())
+        sizes["llvm_lines"] = ck.llvm_ir.count("\n")
 print(json.dumps({"import": t1 - t0, "driver": driver_s, "first": t3 - t2, "second": t4 - t3,
-                  "stages": stages, "traced": kern.trace_count, "gpu": gpu}))
+                  "stages": stages, "traced": kern.trace_count, "gpu": gpu, "sizes": sizes}))
 """
 
 
@@ -189,12 +204,15 @@ def _result(proc):
 
 def _row(label, r):
     stages = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in r["stages"].items())
+    sizes = r.get("sizes") or {}
+    if sizes:
+        stages += f"; {sizes['ops']} ops after the passes, {sizes['llvm_lines']} LLVM IR lines"
     return (f"  {label:34} {1e3 * r['import']:6.0f} | {1e3 * r['driver']:6.1f} | "
             f"{1e3 * r['first']:8.1f} | {1e3 * r['second']:6.2f} | "
             f"{1e3 * (r['first'] - r['second']):8.1f} | traced {r['traced']}: {stages}")
 
 
-def fresh_process_rows() -> None:
+def fresh_process_rows(reference: bool = False) -> None:
     """First calls in fresh processes: FlashAttention D=64 and D=128 (mma.sync, bf16, (1, 8,
     1024, D); on the GPU ``ws.ops.flash_attention``, else ``ws.compile`` of its kernel) with an
     empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
@@ -205,7 +223,10 @@ def fresh_process_rows() -> None:
     the launch' subtracts the second call's, which is a memory-cache hit. 'driver' (GPU only) is
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed
     before the first call and not part of it. Stages: trace (passes included), lower, ptx,
-    ptxas, load (cuModuleLoadData); for a disk hit disk_key, disk_read, disk (check + unpack)."""
+    ptxas, load (cuModuleLoadData); for a disk hit disk_key, disk_read, disk (check + unpack).
+    ``reference``: after each FlashAttention cold row, the same compile without the CSE pass
+    and the backend's packing reuse (docs/compile-time.md), in its own empty cache folder
+    (both print the same PTX: tests/ops/test_attention_ptx_stable.py)."""
     import tempfile
     print("first call in a fresh process (ms): import | driver | first call | second call | "
           "beyond the launch | stages")
@@ -214,14 +235,29 @@ def fresh_process_rows() -> None:
         script = os.path.join(folder, "first_call.py")     # a file: kernels need their source
         with open(script, "w") as f:
             f.write(FRESH)
-        for what, dim, label in (("trivial", 0, "trivial kernel, cold"),
-                                 ("trivial", 0, "trivial kernel, disk hit"),
-                                 ("attention", 64, "flash_attention D=64, cold"),
-                                 ("attention", 64, "flash_attention D=64, disk hit"),
-                                 ("attention", 128, "flash_attention D=128, cold"),
-                                 ("attention", 128, "flash_attention D=128, disk hit"),
-                                 ("trivial_b", 0, "trivial kernel, cold, facts stored")):
-            r, err = _result(_fresh(script, env, what, dim))
+        rows = [("trivial", 0, "trivial kernel, cold"),
+                ("trivial", 0, "trivial kernel, disk hit"),
+                ("attention", 64, "flash_attention D=64, cold"),
+                ("attention", 64, "flash_attention D=64, disk hit"),
+                ("attention", 128, "flash_attention D=128, cold"),
+                ("attention", 128, "flash_attention D=128, disk hit"),
+                ("trivial_b", 0, "trivial kernel, cold, facts stored")]
+        if reference:
+            for dim in (128, 64):
+                at = rows.index(("attention", dim, f"flash_attention D={dim}, cold")) + 1
+                rows.insert(at, ("attention", dim, f"D={dim} cold, reference"))
+        ref_env = dict(env, WS_BENCH_REFERENCE="1",
+                       WARPSTAGE_CACHE_DIR=os.path.join(folder, "reference-cache"))
+        for what, dim, label in rows:
+            ref = label.endswith("reference")
+            if ref:             # an empty cache but for the machine's facts, as the cold row
+                ref_dir, main_dir = ref_env["WARPSTAGE_CACHE_DIR"], env["WARPSTAGE_CACHE_DIR"]
+                shutil.rmtree(ref_dir, ignore_errors=True)
+                os.makedirs(ref_dir)
+                for name in os.listdir(main_dir):
+                    if name.endswith(".wsf"):
+                        shutil.copy(os.path.join(main_dir, name), ref_dir)
+            r, err = _result(_fresh(script, ref_env if ref else env, what, dim))
             print(f"  {label:34} failed: {err}" if err else _row(label, r))
 
 
@@ -261,6 +297,6 @@ if __name__ == "__main__":
     if "attention" in which:
         attention_compile_time()
     if "fresh" in which:
-        fresh_process_rows()
+        fresh_process_rows(reference="reference" in which)
     if "shared" in which:
         shared_cache_rows()

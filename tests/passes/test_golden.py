@@ -1,7 +1,7 @@
 """Golden IR files (tests/passes/golden/*.wsir), FileCheck-style.
 
 Each file is IR text (``warpstage.ir.parse``) with comment lines: ``// RUN: <stage>`` picks what
-runs on the parsed module (``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
+runs on the parsed module (``cse``, ``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
 pipeline, ``llvm``:
 the passes then ``backend.lower``, ``ptx``: LLVM IR then PTX); ``// CHECK: text`` lines must appear in the output
 in order, ``// CHECK-SAME: text`` on the line of the previous match, after it, and
@@ -14,6 +14,7 @@ import pytest
 from warpstage.backend import emit_ptx, lower
 from warpstage.ir import parse, print_module, verify
 from warpstage.options import CompileOptions
+from warpstage.passes.cse import common_subexpressions
 from warpstage.passes.dce import dead_code_elimination
 from warpstage.passes.kernel_attrs import kernel_attributes
 from warpstage.passes.legalize import legalize
@@ -31,6 +32,7 @@ def _ir_after(pass_fn):
 
 
 STAGES = {
+    "cse": _ir_after(common_subexpressions),
     "dce": _ir_after(dead_code_elimination),
     "kernel_attrs": _ir_after(kernel_attributes),
     "legalize": _ir_after(legalize),

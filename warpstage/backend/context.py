@@ -27,6 +27,9 @@ class LoweringContext:
         self.builder = ir.IRBuilder()
         self.values: dict[int, ir.Value] = {}
         self.op: Optional[Operation] = None
+        self.parts: dict = {}           # id(element) -> (vector, index): see ``part_of``
+        self.words: dict = {}           # id(vector) -> the word it was bitcast from
+        self._reused: dict = {}         # (id(block), key) -> value: see ``reuse``
 
     # -- SSA values ------------------------------------------------------------------------------
     def bind(self, value: Value, llvm_value: ir.Value) -> None:
@@ -37,6 +40,45 @@ class LoweringContext:
 
     def operands(self, op: Operation) -> list:
         return [self.values[id(v)] for v in op.operands]
+
+    # -- values the rules may reuse ------------------------------------------------------------
+    def split_from(self, vector: ir.Value, elements: Sequence[ir.Value],
+                   word: Optional[ir.Value] = None) -> None:
+        """Record that ``elements`` are ``vector``'s elements in order (``extractelement``), and
+        that ``vector`` is ``word`` bitcast, so packing them again can return ``vector``/``word``."""
+        for j, e in enumerate(elements):
+            self.parts[id(e)] = (vector, j)
+        if word is not None:
+            self.words[id(vector)] = word
+
+    def whole_of(self, elements: Sequence[ir.Value]) -> Optional[ir.Value]:
+        """The vector whose elements, in order, are exactly ``elements``, if one was split
+        (``split_from``); it dominates them, so it can stand for their repacking anywhere."""
+        first = self.parts.get(id(elements[0]))
+        if first is None or first[1] != 0:
+            return None
+        vector = first[0]
+        if vector.type.count != len(elements):
+            return None
+        for j, e in enumerate(elements[1:], 1):
+            part = self.parts.get(id(e))
+            if part is None or part[0] is not vector or part[1] != j:
+                return None
+        return vector
+
+    def word_of(self, vector: ir.Value) -> Optional[ir.Value]:
+        """The value ``vector`` was bitcast from (``split_from``), if any."""
+        return self.words.get(id(vector))
+
+    def reuse(self, key: tuple, make: Callable[[], ir.Value]) -> ir.Value:
+        """``make()``, unless it was built for ``key`` earlier in the current basic block (which
+        then dominates the insertion point): the value built then. ``key`` names the inputs by
+        ``id``; they are operands of instructions in the module, so they stay alive."""
+        k = (id(self.builder.block), key)
+        v = self._reused.get(k)
+        if v is None:
+            v = self._reused[k] = make()
+        return v
 
     # -- declarations ----------------------------------------------------------------------------
     def intrinsic(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:

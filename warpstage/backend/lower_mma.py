@@ -33,11 +33,28 @@ _VOID = ir.VoidType()
 
 
 def _vector(ctx: LoweringContext, vals) -> ir.Value:
-    """<n x T> holding ``vals`` in order (element 0 is the low bits after a bitcast)."""
-    vec = ir.Constant(ir.VectorType(vals[0].type, len(vals)), ir.Undefined)
-    for j, v in enumerate(vals):
-        vec = ctx.builder.insert_element(vec, v, ir.Constant(I32, j))
-    return vec
+    """<n x T> holding ``vals`` in order (element 0 is the low bits after a bitcast). Elements
+    split from one vector (ldmatrix's words, an f16 accumulator) give that vector back, and a
+    list packed before in the same basic block gives its earlier vector: fragment A of a tile
+    feeds several mma.sync, and LLVM would otherwise parse and fold each copy."""
+    whole = ctx.whole_of(vals)
+    if whole is not None and whole.type.element == vals[0].type:
+        return whole
+
+    def build():
+        vec = ir.Constant(ir.VectorType(vals[0].type, len(vals)), ir.Undefined)
+        for j, v in enumerate(vals):
+            vec = ctx.builder.insert_element(vec, v, ir.Constant(I32, j))
+        return vec
+    return ctx.reuse(("vector",) + tuple(id(v) for v in vals), build)
+
+
+def _word(ctx: LoweringContext, vec: ir.Value) -> ir.Value:
+    """``vec`` as the i32 register PTX takes: the word it came from, else a bitcast."""
+    word = ctx.word_of(vec)
+    if word is not None and word.type == I32:
+        return word
+    return ctx.reuse(("word", id(vec)), lambda: ctx.builder.bitcast(vec, I32))
 
 
 def _pack(ctx: LoweringContext, vals: list, ab: str) -> list:
@@ -47,15 +64,18 @@ def _pack(ctx: LoweringContext, vals: list, ab: str) -> list:
         return [b.bitcast(v, I32) for v in vals]
     per = 4 if ab in ("s8", "u8") else 2
     regs = [_vector(ctx, vals[k:k + per]) for k in range(0, len(vals), per)]
-    return regs if ab == "f16" else [b.bitcast(r, I32) for r in regs]
+    return regs if ab == "f16" else [_word(ctx, r) for r in regs]
 
 
-def _split(ctx: LoweringContext, regs: list) -> list:
-    """Vectors -> their elements, in order."""
+def _split(ctx: LoweringContext, regs: list, words=None) -> list:
+    """Vectors -> their elements, in order (``words[i]``: the value ``regs[i]`` was bitcast
+    from, remembered so that packing the elements again returns it)."""
     out = []
-    for r in regs:
-        for j in range(r.type.count):
-            out.append(ctx.builder.extract_element(r, ir.Constant(I32, j)))
+    for i, r in enumerate(regs):
+        elements = [ctx.builder.extract_element(r, ir.Constant(I32, j))
+                    for j in range(r.type.count)]
+        ctx.split_from(r, elements, words[i] if words is not None else None)
+        out += elements
     return out
 
 
@@ -94,12 +114,12 @@ def _ldmatrix(ctx: LoweringContext, op: Operation) -> list:
     res = ctx.call_intrinsic(_matrix_name("ldmatrix", op), ret, [p])
     words = [res] if num == 1 else [ctx.builder.extract_value(res, i) for i in range(num)]
     pair = ir.VectorType(llvm_type(op.results[0].type), 2)
-    return _split(ctx, [ctx.builder.bitcast(w, pair) for w in words])
+    return _split(ctx, [ctx.builder.bitcast(w, pair) for w in words], words)
 
 
 def _stmatrix(ctx: LoweringContext, op: Operation) -> list:
     p, *vals = ctx.operands(op)
-    words = [ctx.builder.bitcast(_vector(ctx, vals[k:k + 2]), I32) for k in range(0, len(vals), 2)]
+    words = [_word(ctx, _vector(ctx, vals[k:k + 2])) for k in range(0, len(vals), 2)]
     ctx.call_intrinsic(_matrix_name("stmatrix", op), _VOID, [p] + words)
     return []
 
