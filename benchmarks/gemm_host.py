@@ -7,7 +7,8 @@ descriptors are "encoded" by a digest, the driver's launch is a recorder), so wh
 warpstage's host path only: argument checks, operand views, policy choice, descriptor reuse, the
 kernel's cache look-up and the packing of the launch. Rows: ``ws.ops.matmul(a, b, out=c)``
 (what benchmarks/gemm.py's ``ws.ops`` column calls), without ``out=`` (a new output each call),
-with an nn.Linear weight (``b = w.T``), a decode shape (M = 16: split-K, two launches), and the kernel launched directly with descriptors built
+with an nn.Linear weight (``b = w.T``), a decode shape (M = 16: split-K, two launches), ``ws.ops.scaled_matmul`` (FP8, its scales an
+epilogue), and the kernel launched directly with descriptors built
 once (``ws kernel``: the floor of the host path). On the GPU a call costs its host time or its
 kernel time, whichever is longer, when calls run back to back; 4096^3 bf16 runs ~185 us on the
 H200. Needs torch (CPU build is enough). A benchmark: nothing is asserted.
@@ -66,6 +67,10 @@ def main(argv=None) -> int:
             ("ws.ops.matmul(a, b)", lambda: ws.ops.matmul(a, b))]
     x16, c16 = torch.empty(16, s, dtype=torch.bfloat16), torch.empty(16, s, dtype=torch.bfloat16)
     rows.append(("M=16: ws.ops.matmul(x, w.T, out=c)", lambda: ws.ops.matmul(x16, w.T, out=c16)))
+    a8, w8 = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+    one = torch.tensor(1.0)
+    rows.append(("fp8: ws.ops.scaled_matmul(a, w.T, s, s)",
+                 lambda: ws.ops.scaled_matmul(a8, w8.T, one, one, out=c)))
     p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, 256)
     descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
              for x, box in zip((a, b, c), p.descriptor_boxes())]

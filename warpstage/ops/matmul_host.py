@@ -195,18 +195,26 @@ def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile
                schedule: str = "cooperative", split_k: bool = False, b_dtype=None) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
-    return make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, None, split_k, b_dtype)
+    return _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                       group, schedule, split_k, b_dtype)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
                 schedule, epilogue, split_k=False, b_dtype=None) -> Matmul:
-    """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8)."""
+    """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8):
+    the cached configuration of ``policy_for`` with ``epilogue`` put in (``Matmul.with_epilogue``),
+    so a call with a new epilogue object costs a copy, not the policy's layouts."""
+    return policy_for(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                      group, schedule, split_k, b_dtype).with_epilogue(epilogue)
+
+
+def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
+                schedule, split_k, b_dtype) -> Matmul:
     stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
               else num_stages)
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
-                  schedule=schedule, epilogue=epilogue, split_k=split_k, b_dtype=b_dtype)
+                  schedule=schedule, split_k=split_k, b_dtype=b_dtype)
 
 
 def _sms(ta) -> int:
