@@ -1,7 +1,8 @@
 """FP8 on the H200: the e4m3/e5m2 conversions bit for bit against ``ir.fp8`` (what the
 simulator computes), the fp8 wgmma tile kernel of tests/lang/test_wgmma_fp8.py exactly, and
 ``ws.ops.scaled_matmul`` against the f32 product of the decoded inputs (and torch._scaled_mm):
-squares, tails, LLM shapes (split-K at small M), e4m3/e5m2, row-wise scales, bias, out dtypes.
+squares, tails, LLM shapes (split-K at small M), e4m3/e5m2, row-wise scales, bias, out dtypes,
+batched operands (per batch against torch._scaled_mm) and the tuned launch function.
 The output is poisoned with NaN first, so unwritten elements fail."""
 import math
 
@@ -154,3 +155,47 @@ def test_row_major_b_is_copied():
     with pytest.warns(ws.ops.MatmulCopyWarning):
         c = ws.ops.scaled_matmul(a, b.contiguous(), sa, sb)
     assert relative_error(c, reference_mm(a, b, sa, sb)) < 1e-2
+
+
+@pytest.mark.parametrize("bs, m, n, k, a3, rowwise", [
+    (4, 1000, 1000, 1008, True, False), (3, 17, 136, 48, True, True),
+    (8, 128, 4096, 4096, True, False), (2, 4096, 4096, 4096, True, True),
+    (4, 512, 384, 640, False, False)], ids=str)
+def test_batched_per_batch_against_scaled_mm(bs, m, n, k, a3, rowwise):
+    """(B, M, K) @ (B, K, N) (B as w.mT of a (B, N, K) weight), and a 2-D a broadcast; each
+    batch against torch._scaled_mm of that batch and the f32 product."""
+    g = torch.Generator(device="cuda").manual_seed(bs * m)
+    a = (torch.randn((bs, m, k) if a3 else (m, k), device="cuda", generator=g) * 2).to(
+        torch.float8_e4m3fn)
+    b = (torch.randn(bs, n, k, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).mT
+    sa = torch.rand((bs, m, 1) if rowwise else (), device="cuda", generator=g) + 0.5
+    sb = torch.rand((1, n) if rowwise else (), device="cuda", generator=g) + 0.5
+    out = torch.full((bs, m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ws.ops.MatmulCopyWarning)   # the broadcast a: a copy
+        assert ws.ops.scaled_matmul(a, b, sa, sb, out=out) is out
+    assert not torch.isnan(out).any(), "unwritten (NaN) elements"
+    for i in range(bs):
+        ai = a[i] if a3 else a
+        si = sa[i] if rowwise else sa
+        ref = reference_mm(ai, b[i], si, sb)
+        assert relative_error(out[i], ref) < TOL[torch.bfloat16], i
+        theirs = torch._scaled_mm(ai, b[i], si, sb, out_dtype=torch.bfloat16)
+        assert relative_error(out[i], theirs.float()) < 2e-2 + relative_error(theirs, ref), i
+
+
+def test_the_tuned_fp8_gemm_times_its_candidates_and_matches(tmp_path, monkeypatch):
+    """The FP8 tuning space's launch function under ws.autotune, three candidates (one split-K)
+    timed on the GPU; the winner's result against the f32 product."""
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path))
+    from warpstage.ops import tune_spaces as ts
+    a, b, sa, sb = operands(128, 4096, 4096, seed=5)
+    space = [ts.MatmulTuning(256, 4, 4), ts.MatmulTuning(128, 6, 4, splits=4),
+             ts.MatmulTuning(128, 5, 8, "M", "pingpong")]
+    tuned = ws.autotune(space, key=ts.scaled_matmul_shape_class, progress=False)(
+        ts.tuned_scaled_matmul)
+    out = torch.full((128, 4096), float("nan"), device="cuda", dtype=torch.bfloat16)
+    tuned(a, b, sa, sb, out)
+    assert tuned.report.count("timed") == 3 and tuned.report.best.ms > 0
+    assert relative_error(out, reference_mm(a, b, sa, sb)) < TOL[torch.bfloat16]

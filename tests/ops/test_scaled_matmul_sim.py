@@ -1,7 +1,8 @@
 """ws.ops.scaled_matmul (FP8) in the CPU simulator against float64 numpy on the decoded inputs:
 odd M, N, K (tails in every dimension, one and several 128-wide K steps, several tiles per
 persistent CTA), e4m3 and e5m2 (mixed too), per-tensor and row/column-wise scales, bias, the
-output dtypes, ``out=``, split-K, layouts that are copied K-major, and the argument errors."""
+output dtypes, ``out=``, split-K, layouts that are copied K-major, batched operands (per batch
+against numpy), and the argument errors."""
 import warnings
 
 import numpy as np
@@ -104,7 +105,11 @@ def test_saturated_inputs_and_zero_k():
 
 @pytest.mark.parametrize("what, args, needle", [
     ("bf16 a", lambda a, b, s: (a.astype(ml_dtypes.bfloat16), b, s, s), "float8_e4m3fn"),
-    ("3-d b", lambda a, b, s: (a, b[None], s, s), "2-d tensor"),
+    ("4-d b", lambda a, b, s: (a, b[None, None], s, s), "2-d or 3-d"),
+    ("batched row scale", lambda a, b, s: (a[None], b[None], np.ones((8, 1), np.float32), s),
+     "(1, 8, 1)"),
+    ("batches differ", lambda a, b, s: (np.stack([a, a]), np.stack([b] * 3), s, s),
+     "do not chain"),
     ("no chain", lambda a, b, s: (a, b[:16], s, s), "do not chain"),
     ("f16 scale", lambda a, b, s: (a, b, s.astype(np.float16), s), "float32 tensor"),
     ("bad row scale", lambda a, b, s: (a, b, np.ones((5, 1), np.float32), s), "(8, 1)"),
@@ -115,6 +120,49 @@ def test_argument_errors(what, args, needle):
         ws.ops.scaled_matmul(*args(a, b, sa))
     assert needle in str(e.value) and "Fix:" in str(e.value)
     assert "ws.ops.scaled_matmul" in str(e.value)
+
+
+# (B, M, N, K, A batched, B batched, row-wise scales, bias, policy overrides)
+BATCHED = [
+    (3, 17, 72, 48, True, True, False, True, {}),                # tails in M, N and K
+    (2, 130, 64, 272, True, True, True, False, {}),              # two M tiles, 3 K steps, rows
+    (2, 33, 80, 160, True, False, True, True, {}),               # (B, M, K) @ (K, N): folded
+    (3, 9, 64, 40, False, True, False, False, {}),               # a 2-D a broadcast (a copy)
+    (2, 17, 64, 520, True, True, True, True, dict(splits=3)),    # split-K over the batches
+]
+
+
+@pytest.mark.parametrize("case", BATCHED, ids=lambda c: "x".join(map(str, c[:4]))
+                         + f"-a{'3' if c[4] else '2'}b{'3' if c[5] else '2'}"
+                         + ("-rowwise" if c[6] else "") + ("-bias" if c[7] else "")
+                         + "".join(f"-{k}{v}" for k, v in c[8].items()))
+def test_batched_scaled_matmul_matches_numpy_per_batch(case):
+    bs, m, n, k, a3, b3, rowwise, bias, pol = case
+    rng = np.random.default_rng(bs * m + k)
+    a = fp8((bs, m, k) if a3 else (m, k), E4M3, m)
+    w = fp8((bs, n, k) if b3 else (n, k), E4M3, n)
+    b = np.swapaxes(w, -1, -2)                                   # w.mT: K-major, no copy
+    sa = rng.uniform(0.5, 2, (bs, m, 1) if rowwise else ()).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (1, n) if rowwise else (1,)).astype(np.float32)
+    bb = rng.standard_normal(n).astype(np.float32) if bias else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MatmulCopyWarning)     # the broadcast a is copied
+        c = ws.ops.scaled_matmul(a, b, sa, sb, bias=bb, out_dtype=np.float32, **pol)
+    assert c.shape == (bs, m, n) and c.dtype == np.float32
+    for i in range(bs):
+        ai, bi = (a[i] if a3 else a), (b[i] if b3 else b)
+        ref = reference(ai, bi, sa[i] if rowwise else sa, sb, bb)
+        assert relative_error(c[i], ref) < 1e-6, i
+        assert np.abs(ref).max() > 1.0
+
+
+def test_batched_out():
+    a, w = fp8((2, 24, 128), E4M3, 1), fp8((2, 64, 128), E4M3, 2)
+    one = np.ones((), np.float32)
+    out = np.full((2, 24, 64), np.nan, ml_dtypes.bfloat16)
+    assert ws.ops.scaled_matmul(a, np.swapaxes(w, 1, 2), one, one, out=out) is out
+    for i in range(2):
+        assert relative_error(out[i], reference(a[i], w[i].T, one, one)) < 1e-2
 
 
 def test_matmul_points_fp8_to_scaled_matmul():

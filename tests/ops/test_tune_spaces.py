@@ -112,3 +112,58 @@ def test_an_attention_candidates_fields_reach_the_wgmma_kernel_in_the_simulator(
         assert launched.launches[0].dynamic_smem == fa.smem_bytes != default.smem_bytes
     finally:
         ws.set_target(None)
+
+
+E4M3 = ml_dtypes.float8_e4m3fn
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (128, 4096, 4096), (3, 200, 520)])
+def test_the_fp8_space_is_the_gemm_space_on_the_fp8_ring(shape):
+    m, n, k = shape
+    a, w = np.zeros((m, k), E4M3), np.zeros((n, k), E4M3)
+    one = np.ones((), np.float32)
+    space = ts.scaled_matmul_space(a, w.T, one, one)
+    assert len(space) >= 24 and len(set(space)) == len(space)
+    tile_n, group, _ = choose_config(m, n, k, 1, 2, k_step=128)
+    assert (space[0].tile_n, space[0].group) == (tile_n, group)
+    for c in space:
+        p = policy_for(ws.Float8E4M3FN, ws.BFloat16, "K", "K", False, c.tile_n, c.num_stages,
+                       c.raster, c.group, c.schedule)          # raises for an invalid one
+        assert p.tile_k == 128
+    deepest = max(c.num_stages for c in space if c.tile_n == 256)
+    assert deepest == policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, 256).num_stages
+    key = ts.scaled_matmul_shape_class(a, w.T, one, one)
+    assert key[0] == "scaled_matmul" and key != ts.scaled_matmul_shape_class(
+        a, w.T, np.ones((m, 1), np.float32), one)
+
+
+def test_small_m_spaces_add_k_splits():
+    # 2 SMs in the simulator: a 128 x 128 output has 1 tile < 2 SMs; 256 x 256 has 4
+    small = ts.matmul_space(np.zeros((100, 512), BF16), np.zeros((512, 128), BF16))
+    large = ts.matmul_space(np.zeros((256, 512), BF16), np.zeros((512, 256), BF16))
+    assert {c.splits for c in small} == {None, 1, 2, 4, 8}
+    assert {c.splits for c in large} == {None}
+
+
+def test_the_tuned_fp8_launch_runs_the_chosen_policy_in_the_simulator(tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path))
+    ws.set_target("sim")
+    try:
+        rng = np.random.default_rng(0)
+        a = (rng.standard_normal((2, 70, 256)) * 2).astype(E4M3)
+        w = (rng.standard_normal((2, 96, 256)) * 2).astype(E4M3)
+        sa, sb = np.full((), 0.5, np.float32), np.ones((1,), np.float32)
+        space = [ts.MatmulTuning(128, 2, 4), ts.MatmulTuning(64, 2, 8, "N", splits=2)]
+        tuned = _small_tuner(ts.tuned_scaled_matmul, space, ts.scaled_matmul_shape_class)
+        c = tuned(a, np.swapaxes(w, 1, 2), sa, sb, None, np.float32)
+        assert tuned.report.best.config == space[1]
+        ref = 0.5 * np.einsum("bmk,bnk->bmn", a.astype(np.float64), w.astype(np.float64))
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-3)
+    finally:
+        ws.set_target(None)
+
+
+def test_scaled_matmul_tune_true_refuses_policy_arguments():
+    a, one = np.zeros((64, 64), E4M3), np.ones((), np.float32)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)ws.ops.scaled_matmul: tune=True.*Fix: drop"):
+        ws.ops.scaled_matmul(a, a.T, one, one, tune=True, splits=2)

@@ -226,17 +226,20 @@ def _foldable(ta) -> bool:
     return ta.shape[0] == 1 or ta.shape[1] == 1 or ta.strides[0] == ta.shape[1] * ta.strides[1]
 
 
-def _shapes(ta, tb):
-    """(batches, M, N, K, a_batched, b_batched); ArgumentError when they do not chain."""
+def _shapes(ta, tb, op: str = "matmul"):
+    """(batches, M, N, K, a_batched, b_batched); ArgumentError (from ``ws.ops.<op>``) when they
+    do not chain."""
     m, k = ta.shape[-2:]
     k2, n = tb.shape[-2:]
     ba = ta.shape[0] if ta.ndim == 3 else None
     bb = tb.shape[0] if tb.ndim == 3 else None
     if k != k2 or (ba is not None and bb is not None and ba != bb):
-        raise ArgumentError(f"ws.ops.matmul: shapes {tuple(ta.shape)} and {tuple(tb.shape)} do "
+        raise ArgumentError(f"ws.ops.{op}: shapes {tuple(ta.shape)} and {tuple(tb.shape)} do "
                             "not chain; expected (M, K) @ (K, N), with batched operands "
                             "(B, M, K) @ (B, K, N) (or one of them 2-D). Fix: transpose or "
-                            "reshape the operands")
+                            "reshape the operands" + (" (b as w.T / w.mT of an (N, K) or "
+                                                      "(B, N, K) weight)" if op != "matmul"
+                                                      else ""))
     return ba or bb or 1, m, n, k, ba is not None, bb is not None
 
 
@@ -258,8 +261,8 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     ``matmul_splitk.py``; cooperative schedule only; None: chosen per shape, 1: none).
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
-    shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations;
-    the first call of a class compiles and times them, the winner is kept on disk for later
+    shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations,
+    up to 8 more K-split ones at small M; the first call of a class compiles and times them, the winner is kept on disk for later
     calls and processes; docs/autotune.md). It cannot be combined with the policy arguments.
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
@@ -285,13 +288,19 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
     """``matmul(..., tune=True)``: the autotuned policy (warpstage/ops/tune_spaces.py)."""
-    if tune is not True or any(x is not None and x is not False for x in given):
-        raise _user_error(ArgumentError(
-            f"ws.ops.matmul: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, raster, schedule); expected tune=True alone (the tuner chooses them) or "
-            "tune=False. Fix: drop the policy arguments, or tune=False"))
+    check_tune("matmul", tune, given)
     from .tune_spaces import tuner
     return tuner("matmul")(a, b, out, out_dtype, epilogue)
+
+
+def check_tune(op: str, tune, given) -> None:
+    """ArgumentError (raised from the user's frame) unless ``tune`` is True and none of the
+    policy arguments ``given`` (their values; None or False: not given) is set."""
+    if tune is not True or any(x is not None and x is not False for x in given):
+        raise _user_error(ArgumentError(
+            f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
+            "splits, raster, schedule); expected tune=True alone (the tuner chooses them) or "
+            "tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
 def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,

@@ -22,7 +22,7 @@ from ..lang.scalars import DTYPES, BFloat16
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
-from .matmul_host import _matmul, _out_dtype
+from .matmul_host import _matmul, _out_dtype, _shapes, check_tune
 from .torch_dispatch import torch_op
 
 __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
@@ -31,9 +31,10 @@ __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
 class Scales(Epilogue):
     """The epilogue of ``scaled_matmul``: ``x * scale_a * scale_b (+ bias[col])``.
 
-    ``scale_a``: a 1-element f32 tensor (per-tensor) or M elements (row-wise, one per row of
-    A: torch._scaled_mm's (M, 1)); ``scale_b``: 1 element or N (column-wise, its (1, N)); both
-    given flattened to 1-d. ``bias``: None or an (N,) tensor of any float dtype. The product of
+    ``scale_a``: a 1-element f32 tensor (per-tensor) or one element per output row (row-wise:
+    torch._scaled_mm's (M, 1); batched, (B, M, 1): rows counted over the batches, as the
+    epilogue's ``row``); ``scale_b``: 1 element or N (column-wise, its (1, N), shared by the
+    batches); both given flattened to 1-d. ``bias``: None or an (N,) tensor of any float dtype. The product of
     two per-tensor scales is computed once per thread (``prologue``); row/column scales are
     read per element (from L1)."""
 
@@ -73,29 +74,31 @@ class Scales(Epilogue):
 
 def _fp8_arg(name, x):
     ta = as_tensor_arg(x, name)
-    if ta is None or ta.ndim != 2 or not is_fp8(ta.dtype):
+    if ta is None or ta.ndim not in (2, 3) or not is_fp8(ta.dtype):
         got = (f"a {type(x).__name__}" if ta is None else
                f"shape {tuple(ta.shape)} of {ta.dtype}")
-        raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a 2-d tensor of "
-                            "float8_e4m3fn or float8_e5m2 ((M, K) for a, (K, N) for b). Fix: "
+        raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a 2-d or 3-d "
+                            "(batched) tensor of float8_e4m3fn or float8_e5m2 ((M, K) or (B, M, "
+                            "K) for a, (K, N) or (B, K, N) for b). Fix: "
                             f"{name}.to(torch.float8_e4m3fn) after scaling it into range "
                             "(|x| <= 448), as for torch._scaled_mm")
     return ta
 
 
-def _scale_arg(name, s, rows: int, axis: int, ta):
-    """The scale as a 1-d view, checked: 1 element (per-tensor), or ``rows`` elements laid out
-    as (M, 1) for scale_a / (1, N) for scale_b (row- / column-wise)."""
+def _scale_arg(name, s, want: tuple, ta):
+    """The scale as a 1-d view, checked: 1 element (per-tensor), or of shape ``want``: (M, 1)
+    / (B, M, 1) for scale_a (row-wise: one per output row, over the batches), (1, N) for
+    scale_b (column-wise, shared by the batches)."""
     t = as_tensor_arg(s, name)
-    want = (rows, 1) if axis == 0 else (1, rows)
     if t is None or str(t.dtype) != "f32" or not (t.numel == 1 or tuple(t.shape) == want):
         got = (f"a {type(s).__name__}" if t is None else
                f"shape {tuple(t.shape)} of {t.dtype}")
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a float32 tensor "
                             f"of one element (per-tensor) or of shape {want} "
-                            f"({'row' if axis == 0 else 'column'}-wise). Fix: "
-                            f"{name} = torch.tensor(1.0, device=a.device) or a {want} float32 "
-                            "tensor")
+                            f"({'row' if name == 'scale_a' else 'column'}-wise"
+                            + (", one per row of every batch" if len(want) == 3 else "")
+                            + f"). Fix: {name} = torch.tensor(1.0, device=a.device) or a "
+                            f"{want} float32 tensor")
     if (t.device, t.device_index) != (ta.device, ta.device_index):
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is on {t.device}, a on {ta.device}; "
                             f"expected one device. Fix: {name}.to(a.device)")
@@ -103,25 +106,38 @@ def _scale_arg(name, s, rows: int, axis: int, ta):
 
 
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None, tile_n=None,
-                  num_stages=None, raster="M", group=None, schedule="cooperative", splits=None):
+                  num_stages=None, raster="M", group=None, schedule="cooperative", splits=None,
+                  tune=False):
     """``(a @ b) * scale_a * scale_b + bias`` for 8-bit float operands, like
-    ``torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)``.
+    ``torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)``, and batched.
 
-    ``a``: (M, K), ``b``: (K, N), each float8_e4m3fn or float8_e5m2 (torch CUDA tensors on the
-    GPU; numpy arrays of ``ml_dtypes.float8_*`` or CPU tensors in the simulator). ``b`` is read
-    K-major: pass it column-major (``w.T`` of an (N, K) weight, no copy); any other layout, and
-    an ``a`` that is not row-major, is copied with a ``ws.ops.MatmulCopyWarning``. Any M, N, K
-    (tails are TMA's zero fill and clipping). ``scale_a`` / ``scale_b``: float32 tensors of one
-    element (per-tensor; 0-d or (1,) or (1, 1)), or row-wise (M, 1) / column-wise (1, N), in
-    any combination. ``bias``: None or (N,) of any float dtype. f32 accumulation on the tensor
+    ``a``: (M, K) or (B, M, K), ``b``: (K, N) or (B, K, N), each float8_e4m3fn or float8_e5m2
+    (torch CUDA tensors on the GPU; numpy arrays of ``ml_dtypes.float8_*`` or CPU tensors in
+    the simulator); a 2-D operand with a 3-D one is broadcast over the batch (as
+    ``ws.ops.matmul``; (B, M, K) @ (K, N) is one (B * M, K) @ (K, N) GEMM, no copy). ``b`` is
+    read K-major: pass it column-major (``w.T`` of an (N, K) weight, ``w.mT`` of a (B, N, K)
+    one: no copy); any other layout, and an ``a`` that is not row-major, is copied with a
+    ``ws.ops.MatmulCopyWarning``. Any M, N, K (tails are TMA's zero fill and clipping).
+    ``scale_a`` / ``scale_b``: float32 tensors of one element (per-tensor; 0-d or (1,) or
+    (1, 1)), or row-wise (M, 1) (batched: (B, M, 1)) / column-wise (1, N), in any
+    combination. ``bias``: None or (N,) of any float dtype. f32 accumulation on the tensor
     cores (K-steps of 32 per wgmma), the scales and bias applied in f32, one rounding to
     ``out_dtype`` (default bfloat16; float16 or float32 as a torch, numpy or ws dtype).
-    ``out``: an (M, N) tensor of that dtype to write. ``tile_n`` ... ``splits``: the kernel
-    policy, as for ``ws.ops.matmul`` (None: chosen per shape).
+    ``out``: an (M, N) / (B, M, N) tensor of that dtype to write. ``tile_n`` ... ``splits``:
+    the kernel policy, as for ``ws.ops.matmul`` (None: chosen per shape). ``tune``: True
+    chooses the policy per shape class with ``ws.autotune`` over
+    ``tune_spaces.scaled_matmul_space`` (as ``ws.ops.matmul(tune=True)``, docs/autotune.md);
+    not with the policy arguments.
 
     Returns ``out`` or a new tensor. Raises ArgumentError for other dtypes, ranks, scale
-    shapes, devices or a mismatched ``out``. With torch tensors and no ``out``, it goes through
-    ``torch.ops.warpstage.scaled_matmul`` under torch.compile (no backward)."""
+    shapes, devices, a mismatched ``out`` or ``tune`` with policy arguments. With torch tensors
+    and no ``out``, it goes through ``torch.ops.warpstage.scaled_matmul`` under torch.compile
+    (no backward)."""
+    if tune is not False:
+        check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, raster != "M",
+                                           schedule != "cooperative"))
+        from .tune_spaces import tuner
+        return tuner("scaled_matmul")(a, b, scale_a, scale_b, out, out_dtype, bias)
     torch = sys.modules.get("torch")
     ok = out is None and torch is not None and (out_dtype is None or isinstance(
         out_dtype, torch.dtype)) and all(n is None or type(n) is int
@@ -142,15 +158,11 @@ def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bia
     """:func:`scaled_matmul` without the torch op (what the op runs)."""
     try:
         ta, tb = _fp8_arg("a", a), _fp8_arg("b", b)
-        m, k = ta.shape
-        if tb.shape[0] != k:
-            raise ArgumentError(f"ws.ops.scaled_matmul: shapes {tuple(ta.shape)} and "
-                                f"{tuple(tb.shape)} do not chain; expected (M, K) @ (K, N). "
-                                "Fix: pass b as w.T of an (N, K) weight")
-        n = tb.shape[1]
-        epi = Scales(_scale_arg("scale_a", scale_a, m, 0, ta),
-                     _scale_arg("scale_b", scale_b, n, 1, ta), bias)
-        epi.check(m, n, 1)
+        batches, m, n, k, a3, b3 = _shapes(ta, tb, "scaled_matmul")
+        rows = (batches, m, 1) if a3 or b3 else (m, 1)
+        epi = Scales(_scale_arg("scale_a", scale_a, rows, ta),
+                     _scale_arg("scale_b", scale_b, (1, n), ta), bias)
+        epi.check(m, n, batches)
         odt = _out_dtype(out_dtype, BFloat16)
         return _matmul(a, b, out, odt, epi, tile_n, num_stages, raster, group, schedule, splits,
                        (DTYPES[ta.dtype], DTYPES[tb.dtype]))

@@ -41,15 +41,18 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] =
                         raster=raster, group=group, schedule=schedule, splits=splits)
 
 
+def _product_like(a, b, dtype) -> torch.Tensor:
+    """An empty (batch..., M, N) tensor of a (batched) product: a 2-D operand broadcasts."""
+    batch = a.shape[:-2] or b.shape[:-2]
+    return torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=dtype, device=a.device)
+
+
 def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=None,
                  schedule="cooperative", splits=None):
-    m, n = a.shape[-2], b.shape[-1]
-    batch = a.shape[:-2] or b.shape[:-2]                # a 2-D operand broadcasts over the batch
-    return torch.empty((*batch, m, n), dtype=out_dtype or a.dtype, device=a.device)
+    return _product_like(a, b, out_dtype or a.dtype)
 
 
 matmul_op = custom_op("warpstage::matmul", _matmul, mutates_args=(), fake=_matmul_fake)
-
 
 
 def _scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
@@ -67,8 +70,7 @@ def _scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
 def _scaled_matmul_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, tile_n=None,
                         num_stages=None, raster="M", group=None, schedule="cooperative",
                         splits=None):
-    return torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16,
-                       device=a.device)
+    return _product_like(a, b, out_dtype or torch.bfloat16)
 
 
 scaled_matmul_op = custom_op("warpstage::scaled_matmul", _scaled_matmul, mutates_args=(),

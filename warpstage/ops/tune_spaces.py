@@ -1,5 +1,5 @@
-"""The configuration spaces ``ws.ops.matmul(..., tune=True)`` and ``ws.ops.flash_attention(...,
-tune=True)`` search (``ws.autotune``, docs/autotune.md), and their shape classes.
+"""The configuration spaces ``ws.ops.matmul(..., tune=True)``, ``ws.ops.scaled_matmul(...,
+tune=True)`` and ``ws.ops.flash_attention(..., tune=True)`` search (``ws.autotune``, docs/autotune.md), and their shape classes.
 
 Without ``tune`` the ops keep their shipped, measured defaults (``choose_config``,
 ``WGMMA_DEFAULTS``): nobody waits for tuning unless asked. With it, the first call of a shape
@@ -9,7 +9,9 @@ version and shape class, so later calls and later processes take it at once.
 - GEMM (``matmul_space``): the cooperative schedule with tile_n 128 and 256, the deepest ring and
   one stage less, tile-order bands (group) 4, 8 and 16, raster along M and along N (24), and
   the ping-pong schedule with tile_n 128, groups 4 and 8 (2): 26 configurations, the shipped
-  default first.
+  default first; at small M (fewer 128 x 128 output tiles than SMs) also tile_n 256 / 128 x 1,
+  2, 4, 8 K splits (up to 8 more). FP8 (``scaled_matmul_space``): the same space on the fp8
+  ring (K per stage 128 elements, the same stage bytes).
 - Attention (``attention_space``, the wgmma kernel, D padded as the host pads it): tile_n 64,
   128 and the shipped one, ring depths 2 and 3, 2 or 3 consumer warpgroups, persistent or one
   CTA per tile; those the policy refuses (shared memory, register split) and those equal to
@@ -27,8 +29,10 @@ from typing import Optional, Tuple
 
 from ..runtime.tensors import as_tensor_arg
 
-__all__ = ["MatmulTuning", "AttentionTuning", "matmul_space", "attention_space",
-           "matmul_shape_class", "attention_shape_class", "tuned_matmul", "tuned_attention"]
+__all__ = ["MatmulTuning", "AttentionTuning", "matmul_space", "gemm_space",
+           "scaled_matmul_space", "attention_space", "matmul_shape_class",
+           "scaled_matmul_shape_class", "attention_shape_class", "tuned_matmul",
+           "tuned_scaled_matmul", "tuned_attention"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class MatmulTuning:
     group: int
     raster: str = "M"
     schedule: str = "cooperative"
+    splits: Optional[int] = None
+    """K ranges (split-K); None: planned per shape for the candidate's tile_n."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +83,23 @@ def matmul_space(a, b, out=None, out_dtype=None, epilogue=None) -> list:
     """The GEMM candidates for these operands (see the module docstring), shipped default
     first."""
     from ..lang.scalars import BFloat16, Float16
-    from .matmul_host import _out_dtype, _sms, _shapes, choose_config
-    from .matmul_kernel import max_stages
-    ta, tb = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
+    from .matmul_host import _out_dtype
+    ta = as_tensor_arg(a, "a")
     dtype = Float16 if str(ta.dtype) == "f16" else BFloat16
-    odt = _out_dtype(out_dtype, dtype)
+    return gemm_space(a, b, dtype, _out_dtype(out_dtype, dtype))
+
+
+def gemm_space(a, b, dtype, odt) -> list:
+    """The candidates of ``matmul_space`` for operands ``a``, ``b`` of ws dtype ``dtype``
+    (16-bit or fp8: the ring depths and split-K plan follow its K per stage) and output dtype
+    ``odt``; when the output has fewer 128 x 128 tiles than SMs (small M), also tile_n 256 and
+    128 with 1, 2, 4 and 8 K splits (the split-K plan is a cost estimate: the tuner measures)."""
+    from .matmul_host import _sms, _shapes, choose_config
+    from .matmul_kernel import TILE_M, max_stages, tile_k_of
+    ta, tb = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
     batches, m, n, k, _, _ = _shapes(ta, tb)
-    tile_n, group, _ = choose_config(m, n, k, batches, _sms(ta))
+    sms, k_step = _sms(ta), tile_k_of(dtype)
+    tile_n, group, _ = choose_config(m, n, k, batches, sms, k_step=k_step)
 
     def deepest(tn, schedule):
         return min(8, max_stages(tn, odt, dtype, schedule))
@@ -91,6 +107,9 @@ def matmul_space(a, b, out=None, out_dtype=None, epilogue=None) -> list:
     for tn, less, g, raster in itertools.product((256, 128), (0, 1), (4, 8, 16), ("M", "N")):
         space.append(MatmulTuning(tn, deepest(tn, "cooperative") - less, g, raster))
     space += [MatmulTuning(128, deepest(128, "pingpong"), g, "M", "pingpong") for g in (4, 8)]
+    if -(-m // TILE_M) * -(-n // 128) * batches < sms:
+        space += [MatmulTuning(tn, deepest(tn, "cooperative"), group, splits=sp)
+                  for tn, sp in itertools.product((256, 128), (1, 2, 4, 8))]
     return list(dict.fromkeys(space))           # the default once, in first place
 
 
@@ -99,7 +118,39 @@ def tuned_matmul(a, b, out=None, out_dtype=None, epilogue=None, *, config: Matmu
     from .matmul_host import matmul_eager
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue,
                         tile_n=config.tile_n, num_stages=config.num_stages, raster=config.raster,
-                        group=config.group, schedule=config.schedule)
+                        group=config.group, schedule=config.schedule, splits=config.splits)
+
+
+def scaled_matmul_shape_class(a, b, scale_a, scale_b, out=None, out_dtype=None,
+                              bias=None) -> tuple:
+    """The FP8 GEMM's tuning key: ``matmul_shape_class``'s, with both operand dtypes and
+    whether the scales are per-tensor and a bias is added."""
+    row_a, col_b = (getattr(as_tensor_arg(s), "numel", 0) > 1 for s in (scale_a, scale_b))
+    base = matmul_shape_class(a, b, out, out_dtype)
+    return ("scaled_matmul", str(as_tensor_arg(b, "b").dtype), row_a, col_b,
+            bias is not None) + base[1:3] + base[4:]
+
+
+def scaled_matmul_space(a, b, scale_a, scale_b, out=None, out_dtype=None, bias=None) -> list:
+    """The FP8 GEMM's candidates: ``gemm_space`` with the fp8 ring (K per stage 128)."""
+    from ..ir.fp8 import is_fp8
+    from ..lang.scalars import DTYPES, BFloat16
+    from .matmul_host import _out_dtype
+    ta = as_tensor_arg(a, "a")
+    dtype = DTYPES[ta.dtype] if is_fp8(ta.dtype) else None
+    if dtype is None:                   # the tuned call explains it (scaled_matmul_eager)
+        return [MatmulTuning(256, 4, 8)]
+    return gemm_space(a, b, dtype, _out_dtype(out_dtype, BFloat16))
+
+
+def tuned_scaled_matmul(a, b, scale_a, scale_b, out=None, out_dtype=None, bias=None, *,
+                        config: MatmulTuning):
+    """``scaled_matmul_eager`` with one candidate's policy arguments."""
+    from .scaled_matmul import scaled_matmul_eager
+    return scaled_matmul_eager(a, b, scale_a, scale_b, out=out, out_dtype=out_dtype, bias=bias,
+                               tile_n=config.tile_n, num_stages=config.num_stages,
+                               raster=config.raster, group=config.group,
+                               schedule=config.schedule, splits=config.splits)
 
 
 def attention_shape_class(q, k, v, causal=False, scale=None, causal_align="top_left",
@@ -164,12 +215,16 @@ _TUNERS: dict = {}
 
 
 def tuner(op: str):
-    """The ``ws.autotune`` object of ``op`` ('matmul' or 'attention'), made on first use."""
+    """The ``ws.autotune`` object of ``op`` ('matmul', 'scaled_matmul' or 'attention'), made on
+    first use."""
     t = _TUNERS.get(op)
     if t is None:
         from ..tune import autotune
         if op == "matmul":
             t = autotune(matmul_space, key=matmul_shape_class, name="ws.ops.matmul")(tuned_matmul)
+        elif op == "scaled_matmul":
+            t = autotune(scaled_matmul_space, key=scaled_matmul_shape_class,
+                         name="ws.ops.scaled_matmul")(tuned_scaled_matmul)
         else:
             t = autotune(attention_space, key=attention_shape_class,
                          name="ws.ops.flash_attention")(tuned_attention)
