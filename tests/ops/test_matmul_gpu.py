@@ -140,3 +140,17 @@ def test_split_k_dtypes_epilogue_batched_transposed():
     out = ws.ops.matmul(a, b, out_dtype=torch.float32, epilogue=ws.ops.BiasGelu(bias),
                         splits=8)
     assert relative_error(out, F.gelu(reference(a, b) + bias, approximate="tanh")) < 1e-3
+
+
+@pytest.mark.parametrize("m, n, k, tb, kw", [
+    (64, 4096, 4096, True, {}), (1, 11008, 4096, True, {}), (17, 1000, 200, False, {}),
+    (200, 4096, 4096, True, dict(tile_m=64)),          # 4 row blocks, an M tail
+    (64, 4096, 4096, True, dict(tile_m=64, splits=8)),
+    (128, 4096, 4096, True, dict(tile_m=64, splits=4, tile_n=128)),
+    (48, 520, 1000, False, dict(tile_m=64, ta=True, batch=3))], ids=str)
+def test_64_row_tiles(m, n, k, tb, kw):
+    """tile_m=64 (one consumer warpgroup, 256 threads): the default at M <= 64, and asked
+    for, with split-K, A M-major and batches."""
+    kw = dict(kw)
+    ta, batch = kw.pop("ta", False), kw.pop("batch", None)
+    check(*operands(m, n, k, ta=ta, tb=tb, batch=batch), **kw)

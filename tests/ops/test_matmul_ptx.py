@@ -45,8 +45,9 @@ def assert_clean_build(ck, p: Matmul) -> None:
     dict(),
     dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
          out_dtype=ws.Float32, batched=True, dtype=ws.Float16),
-    dict(split_k=True, out_dtype=ws.Float32, b_major="K")],
-    ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt"])
+    dict(split_k=True, out_dtype=ws.Float32, b_major="K"),
+    dict(tile_m=64, a_major="MN", b_major="K", num_stages=5)],
+    ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt", "tile-m-64-At-Bt"])
 def test_ptx_ptxas_and_sass(fields):
     p = Matmul(**fields)
     ck = compile_policy(p)

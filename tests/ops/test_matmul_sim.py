@@ -54,6 +54,12 @@ CASES = [
     # batched, A M-major, f32 out; an N tail
     (17, 72, 200, "bfloat16", False, True, None, None, dict(splits=3)),
     (40, 64, 520, "float16", True, False, 2, "float32", dict(splits=4)),
+    # 64-row tiles (one consumer warpgroup; M <= 64 picks them): 3 x 2 tiles with M and N
+    # tails, A M-major; batched with B K-major; split-K with f32 out; 128-row tiles at M <= 64
+    (152, 104, 136, "bfloat16", True, False, None, None, dict(tile_m=64)),
+    (33, 136, 72, "float16", False, True, 3, None, dict(tile_m=64, tile_n=128)),
+    (64, 64, 520, "bfloat16", True, True, None, "float32", dict(tile_m=64, splits=3)),
+    (17, 72, 200, "bfloat16", False, True, None, None, dict(tile_m=128)),
 ]
 
 
@@ -190,7 +196,8 @@ def test_dtype_errors():
     (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
     (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
     (dict(schedule="pingpong"), "tile_n: expected 64 or 128 with schedule='pingpong'"), (dict(schedule="ws"), "schedule"),
-    (dict(split_k=True), "it writes f32 partial sums")])
+    (dict(split_k=True), "it writes f32 partial sums"), (dict(tile_m=32), "tile_m"),
+    (dict(tile_m=64, schedule="pingpong", tile_n=128), "128-row tile")])
 def test_policy_errors(fields, match):
     """Each is an OperandError (a ValueError) in the house form: what, expected vs got, the
     caller's line, a Fix."""
@@ -211,6 +218,9 @@ def test_config_choice_fills_the_gpu():
     assert choose(128, 128256, 4096, 1, 132)[2] == 1               # 501 tiles: no split
     assert choose(16, 4096, 4096, 1, 132, "pingpong")[::2] == (64, 1)
     assert choose(16, 4096, 100, 1, 132, splits=7)[2] == 2         # 2 K steps: 2 ranges
+    assert [matmul_host.choose_tile_m(m) for m in (1, 64, 65, 4096)] == [64, 64, 128, 128]
+    assert matmul_host.choose_tile_m(16, "pingpong") == 128
+    assert matmul_host.choose_tile_m(16, tile_m=128) == 128
 
 
 @pytest.mark.parametrize("bad", ["gelu", object(), ws.ops.BiasGelu])

@@ -51,6 +51,8 @@ CASES = [
     (33, 80, 160, E4M3, E5M2, True, False, np.float32, dict(tile_n=128)),
     (64, 136, 144, E5M2, E4M3, False, True, np.float32, dict(schedule="pingpong")),
     (17, 64, 520, E4M3, E4M3, True, True, np.float32, dict(splits=3)),  # split-K, 5 K steps
+    (17, 72, 272, E4M3, E4M3, True, False, np.float32, dict(tile_m=128)),  # M <= 64: 128 rows
+    (100, 64, 144, E4M3, E4M3, False, True, np.float32, dict(tile_m=64)),  # 2 tiles of 64 rows
 ]
 
 

@@ -142,7 +142,11 @@ def test_small_m_spaces_add_k_splits():
     small = ts.matmul_space(np.zeros((100, 512), BF16), np.zeros((512, 128), BF16))
     large = ts.matmul_space(np.zeros((256, 512), BF16), np.zeros((512, 256), BF16))
     assert {c.splits for c in small} == {None, 1, 2, 4, 8}
-    assert {c.splits for c in large} == {None}
+    assert {c.tile_m for c in small} == {None, 64, 128}
+    assert {c.splits for c in large} == {None} and {c.tile_m for c in large} == {None}
+    for c in small:
+        policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, c.tile_n, c.num_stages,
+                   c.raster, c.group, c.schedule, tile_m=c.tile_m or 64)    # M = 100 <= 128
 
 
 def test_the_tuned_fp8_launch_runs_the_chosen_policy_in_the_simulator(tmp_path, monkeypatch):

@@ -161,14 +161,28 @@ def _operand(name: str, x, ta, dtype, k_inner: bool):
     return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
 
 
+SMALL_TILE_ROWS = 64
+"""M at or below which ``choose_tile_m`` picks 64-row tiles (one consumer warpgroup): a 128-row
+tile would compute at least as many rows past M as in it."""
+
+
+def choose_tile_m(m: int, schedule: str = "cooperative", tile_m=None) -> int:
+    """Rows per output tile: ``tile_m`` when given (ValueError from the policy if it is not 64
+    or 128), else 64 for M <= ``SMALL_TILE_ROWS`` with the cooperative schedule, else 128."""
+    if tile_m is not None:
+        return tile_m
+    return 64 if m <= SMALL_TILE_ROWS and schedule == "cooperative" else TILE_M
+
+
 @functools.lru_cache(maxsize=256)
 def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
-                  tile_n=None, group=None, splits=None, k_step: int = 64) -> tuple:
+                  tile_n=None, group=None, splits=None, k_step: int = 64,
+                  tile_m: int = TILE_M) -> tuple:
     """(tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the given
     ones are kept. tile_n and splits: ``matmul_splitk.plan`` (the ping-pong schedule: tile_n
     at most 128, no split); group: ``GROUP_SMALL`` / ``GROUP_LARGE`` by the tile count. A given
     ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of ``k_step``-element
-    steps (the policy's tile_k: 64, 128 for fp8).
+    steps (the policy's tile_k: 64, 128 for fp8). ``tile_m``: rows per tile (128 or 64).
     Raises ArgumentError for a ``splits`` that is not an int >= 1."""
     if schedule == "pingpong":
         widths, splits = (128, 64), 1 if splits is None else splits
@@ -176,7 +190,7 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
         widths = (256, 128, 64)
     if tile_n is None or splits is None:
         tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
-                      split=splits is None, k_step=k_step)
+                      split=splits is None, k_step=k_step, tile_m=tile_m)
         tile_n = tn if tile_n is None else tile_n
         splits = sp if splits is None else splits
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
@@ -184,7 +198,7 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
                             "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
     splits = even_splits(-(-k // k_step), min(splits, MAX_SPLITS))     # no empty K range
     if group is None:
-        tiles = -(-m // TILE_M) * -(-n // tile_n) * batches
+        tiles = -(-m // tile_m) * -(-n // tile_n) * batches
         group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
     return tile_n, group, splits
 
@@ -192,29 +206,32 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
-               schedule: str = "cooperative", split_k: bool = False, b_dtype=None) -> Matmul:
+               schedule: str = "cooperative", split_k: bool = False, b_dtype=None,
+               tile_m: int = TILE_M) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, split_k, b_dtype)
+                       group, schedule, split_k, b_dtype, tile_m)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, epilogue, split_k=False, b_dtype=None) -> Matmul:
+                schedule, epilogue, split_k=False, b_dtype=None, tile_m=TILE_M) -> Matmul:
     """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8):
     the cached configuration of ``policy_for`` with ``epilogue`` put in (``Matmul.with_epilogue``),
     so a call with a new epilogue object costs a copy, not the policy's layouts."""
     return policy_for(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                      group, schedule, split_k, b_dtype).with_epilogue(epilogue)
+                      group, schedule, split_k, b_dtype, tile_m).with_epilogue(epilogue)
 
 
 def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, split_k, b_dtype) -> Matmul:
-    stages = (min(8, max_stages(tile_n, out_dtype, dtype, schedule)) if num_stages is None
-              else num_stages)
+                schedule, split_k, b_dtype, tile_m) -> Matmul:
+    stages = num_stages
+    if stages is None:
+        Matmul.check_tile_m(tile_m, schedule)          # before max_stages uses it
+        stages = min(8, max_stages(tile_n, out_dtype, dtype, schedule, tile_m))
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
-                  schedule=schedule, split_k=split_k, b_dtype=b_dtype)
+                  schedule=schedule, split_k=split_k, b_dtype=b_dtype, tile_m=tile_m)
 
 
 def _sms(ta) -> int:
@@ -244,7 +261,8 @@ def _shapes(ta, tb, op: str = "matmul"):
 
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-           raster="M", group=None, schedule="cooperative", splits=None, tune=False):
+           raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
+           tune=False):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -259,6 +277,8 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     policy (``ws.ops.Matmul``; None: chosen per shape). ``splits``: K ranges computed by
     separate work units into an f32 workspace and added by a second kernel (split-K,
     ``matmul_splitk.py``; cooperative schedule only; None: chosen per shape, 1: none).
+    ``tile_m``: rows per tile, 128 or 64 (one consumer warpgroup; cooperative only); None: 64
+    for M <= 64, else 128 (``choose_tile_m``).
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
     shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations,
@@ -275,15 +295,15 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,
-                      (tile_n, num_stages, group, splits, raster != "M",
+                      (tile_n, num_stages, group, splits, tile_m, raster != "M",
                        schedule != "cooperative"))
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule, splits)
+                       schedule, splits, tile_m)
     if op is not None:
-        return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule, splits)
+        return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m)
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
                         num_stages=num_stages, raster=raster, group=group, schedule=schedule,
-                        splits=splits)
+                        splits=splits, tile_m=tile_m)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
@@ -299,33 +319,33 @@ def check_tune(op: str, tune, given) -> None:
     if tune is not True or any(x is not None and x is not False for x in given):
         raise _user_error(ArgumentError(
             f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, raster, schedule); expected tune=True alone (the tuner chooses them) or "
+            "splits, tile_m, raster, schedule); expected tune=True alone (the tuner chooses them) or "
             "tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
 def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-                  splits):
+                  splits, tile_m=None):
     torch = sys.modules.get("torch")
     ok = out is None and epilogue is None and torch is not None and (
         out_dtype is None or isinstance(out_dtype, torch.dtype)) and \
-        all(n is None or type(n) is int for n in (tile_n, num_stages, group, splits)) \
+        all(n is None or type(n) is int for n in (tile_n, num_stages, group, splits, tile_m)) \
         and type(raster) is str and type(schedule) is str
     return torch_op("matmul", (a, b), ok)
 
 
 def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-                 raster="M", group=None, schedule="cooperative", splits=None):
+                 raster="M", group=None, schedule="cooperative", splits=None, tile_m=None):
     """:func:`matmul` without the torch op (what the op runs)."""
     try:
         return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule, splits)
+                       schedule, splits, tile_m=tile_m)
     except (WarpstageError, ValueError) as e:
         _user_error(e)
         raise
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits, dtypes=None):
+            splits, dtypes=None, tile_m=None):
     """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
     both float16 or both bfloat16."""
     ta, tb = _arg("a", a), _arg("b", b)
@@ -361,7 +381,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule, splits, dtypes)
+                    raster, group, schedule, splits, dtypes, tile_m)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
@@ -395,12 +415,13 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
     xb, b_arg, b_major = _operand("b", b, tb, b_dtype, k_inner=False)
     sms = _sms(ta)
+    tm = choose_tile_m(m, schedule, tile_m)
     tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group, splits,
-                                      tile_k_of(dtype))
+                                      tile_k_of(dtype), tm)
     if splits > 1:
         return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt,
-                        (dtype, b_dtype), (m, n, k, batches), epilogue, tn, num_stages, raster,
-                        group, splits, sms)
+                        (dtype, b_dtype), (m, n, k, batches), epilogue, (tm, tn), num_stages,
+                        raster, group, splits, sms)
     c, c_arg = out, (to if out is not None else None)
     if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
@@ -408,10 +429,10 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         c_arg = None
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                       schedule, b_dtype=b_dtype)
+                       schedule, b_dtype=b_dtype, tile_m=tm)
     else:
         p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                        schedule, epilogue, b_dtype=b_dtype)
+                        schedule, epilogue, b_dtype=b_dtype, tile_m=tm)
     launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         return out
@@ -424,13 +445,14 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     return c
 
 
-def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, tn, num_stages,
-             raster, group, splits, sms):
+def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, tiles,
+             num_stages, raster, group, splits, sms):
     """The split-K path: the GEMM's f32 partials into a (batches x splits, M, N) workspace
     (rows padded to 16 bytes), then ``splitk_reduce`` into ``out`` or a new tensor."""
     m, n, k, batches = sizes
+    tm, tn = tiles
     p = policy_for(dtypes[0], Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
-                   raster, group, "cooperative", True, dtypes[1])
+                   raster, group, "cooperative", True, dtypes[1], tm)
     work = _new(like, (batches * splits, m, -(-n // 4) * 4), Float32)
     launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
            (args[0], args[1], None))

@@ -3,7 +3,8 @@
 
     C[b] (M x N) = epilogue(A[b] (M x K) @ B[b] (K x N)),  fp16/bf16 or fp8 in, f32 accumulation
 
-384 threads per CTA, one CTA per SM, each walking output tiles of ``128 x tile_n`` with the
+384 threads per CTA (256 with ``tile_m=64``: one consumer warpgroup), one CTA per SM, each
+walking output tiles of ``tile_m x tile_n`` (128 or 64 rows) with the
 static persistent tile scheduler (``ws.sched``):
 
 - warpgroup 0, the producer (``setmaxnreg.dec`` to ``producer_regs``): one elected thread of
@@ -66,27 +67,26 @@ class Matmul(MatmulConsumer):
     ws.BFloat16 or ws.Float32. ``a_major`` / ``b_major``: which dimension of A (M x K) and of
     B (K x N) is contiguous in memory: "K" (A row-major, B column-major, i.e. an (N, K)
     row-major weight) or "MN". ``batched``: 3-D (batch, rows, cols) operands. ``tile_n``: N per
-    CTA tile, 64, 128, 192 or 256 (M per tile is 128). ``num_stages``: the TMA ring depth
+    CTA tile, 64, 128, 192 or 256. ``tile_m``: M per tile, 128 (two consumer warpgroups of 64
+    rows: 384 threads) or 64 (one consumer warpgroup, 256 threads: small M, where a 128-row
+    tile would compute rows past M; cooperative schedule only). ``num_stages``: the TMA ring depth
     (>= 2). ``raster`` ('M' / 'N') and ``group``: the tile scheduler's order and swizzle band.
     ``cluster``: (1, 1) only (TMA multicast across a cluster is not built). ``epilogue``: None
     or a static object with a ``@ws.jit`` ``apply(x, row, col, operands)`` method
     (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
-    ``setmaxnreg`` counts of the producer and the two consumer warpgroups. ``schedule``:
+    ``setmaxnreg`` counts of the producer and the consumer warpgroups. ``schedule``:
     "cooperative" (both consumer warpgroups on one tile) or "pingpong" (alternate tiles, turns
     through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``.
 
     Raises ValueError naming the field for a configuration the kernel cannot run (shared
     memory included)."""
 
-    threads = 384
     producer_threads = 128
-    consumer_threads = 256
-    tile_m = TILE_M
 
     def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
                  batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
                  epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative",
-                 split_k=False, b_dtype=None):
+                 split_k=False, b_dtype=None, tile_m=TILE_M):
         fp8 = dtype in FP8_DTYPES
         b_dtype = dtype if b_dtype is None else b_dtype
         out_dtype = (BFloat16 if fp8 else dtype) if out_dtype is None else out_dtype
@@ -112,6 +112,7 @@ class Matmul(MatmulConsumer):
         if schedule not in SCHEDULES:
             raise _policy_error("schedule", schedule, "'cooperative' or 'pingpong'",
                                 "schedule='cooperative' (the default)")
+        self.check_tile_m(tile_m, schedule)
         if schedule == "pingpong" and tile_n > 128:
             raise _policy_error("tile_n", tile_n, "64 or 128 with schedule='pingpong' (a "
                                 "warpgroup holds a whole 128 x tile_n tile: tile_n f32 registers "
@@ -153,18 +154,21 @@ class Matmul(MatmulConsumer):
         self.cluster = (1, 1)
         self.schedule = schedule
         self.split_k = bool(split_k)
-        self.consumer_arrivals = 128 if schedule == "pingpong" else 256    # per stage
+        self.tile_m = tile_m
+        self.consumer_threads = 2 * 128 if schedule == "pingpong" else 2 * tile_m
+        self.threads = self.producer_threads + self.consumer_threads
+        self.consumer_arrivals = 128 if schedule == "pingpong" else 2 * tile_m    # per stage
         self.epilogue = epilogue
         self.producer_regs, self.mma_regs = producer_regs, mma_regs
         # smem tiles: rows x cols with cols contiguous (TileLayout); K-major A is M x K, MN-major
         # A is K x M; K-major B is N x K, MN-major B is K x N
         tk = self.tile_k
-        self.a_layout = (TileLayout(TILE_M, tk, dtype, 128) if a_major == "K"
-                         else TileLayout(tk, TILE_M, dtype, 128))
+        self.a_layout = (TileLayout(tile_m, tk, dtype, 128) if a_major == "K"
+                         else TileLayout(tk, tile_m, dtype, 128))
         self.b_layout = (TileLayout(tile_n, tk, b_dtype, 128) if b_major == "K"
                          else TileLayout(tk, tile_n, b_dtype, 128))
         self.stage_bytes = self.a_layout.nbytes + self.b_layout.nbytes
-        self.out, c_spec = epilogue_buffers(out_dtype, tile_n, schedule)
+        self.out, c_spec = epilogue_buffers(out_dtype, tile_n, schedule, tile_m)
         self.SharedStorage = ws.smem.make_storage(
             "MatmulStorage",
             a=ws.smem.Array(dtype, (num_stages,) + self.a_layout.shape, swizzle=128),
@@ -173,14 +177,26 @@ class Matmul(MatmulConsumer):
             barriers=ws.pipeline.BarrierStorage[num_stages])
         self.smem_bytes = ws.smem.size_of(self.SharedStorage)
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise _policy_error("num_stages", num_stages, f"at most "
-                                f"{max_stages(tile_n, out_dtype, dtype, schedule)} for "
+            most = max_stages(tile_n, out_dtype, dtype, schedule, tile_m)
+            raise _policy_error("num_stages", num_stages, f"at most {most} for "
                                 f"tile_n={tile_n}: {num_stages} stages of {self.stage_bytes} "
                                 f"bytes and the {c_spec.nbytes}-byte epilogue buffers need "
                                 f"{self.smem_bytes} bytes of shared memory, more than the "
                                 f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use",
-                                f"num_stages={max_stages(tile_n, out_dtype, dtype, schedule)} "
+                                f"num_stages={most} "
                                 "or less, or a smaller tile_n")
+
+    @staticmethod
+    def check_tile_m(tile_m, schedule) -> None:
+        """ValueError unless ``tile_m`` (rows per tile) is one the kernel has with
+        ``schedule``."""
+        if tile_m not in TILE_MS or isinstance(tile_m, bool):
+            raise _policy_error("tile_m", tile_m, f"one of {TILE_MS} (128: two consumer "
+                                "warpgroups of 64 rows; 64: one)", "tile_m=128 (the default)")
+        if tile_m != TILE_M and schedule == "pingpong":
+            raise _policy_error("tile_m", tile_m, f"{TILE_M} with schedule={schedule!r} (a "
+                                "ping-pong warpgroup holds a whole 128-row tile)",
+                                "tile_m=128, or schedule='cooperative'")
 
     def with_epilogue(self, epilogue) -> "Matmul":
         """This policy with ``epilogue`` in place of its own: a shallow copy sharing the derived
@@ -206,16 +222,15 @@ class Matmul(MatmulConsumer):
                 self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
                 self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
-                self.schedule, self.split_k)
+                self.schedule, self.split_k, self.tile_m)
 
     def __repr__(self) -> str:
         ab = self.dtype.__name__ + ("" if self.b_dtype is self.dtype
                                     else f" x {self.b_dtype.__name__}")
         return (f"Matmul({ab} -> {self.out_dtype.__name__}, A {self.a_major}-"
-                f"major, B {self.b_major}-major{', batched' if self.batched else ''}, 128 x "
-                f"{self.tile_n} tiles, {self.schedule}, {self.num_stages} stages, raster "
-                f"{self.raster}/"
-                f"{self.group}, epilogue {type(self.epilogue).__name__}"
+                f"major, B {self.b_major}-major{', batched' if self.batched else ''}, "
+                f"{self.tile_m} x {self.tile_n} tiles, {self.schedule}, {self.num_stages} "
+                f"stages, raster {self.raster}/{self.group}, epilogue {type(self.epilogue).__name__}"
                 f"{', split-K partials' if self.split_k else ''})")
 
     # -- host-side facts -----------------------------------------------------------------------
@@ -230,7 +245,7 @@ class Matmul(MatmulConsumer):
 
     def tiles(self, m: int, n: int, batches: int = 1, splits: int = 1) -> int:
         """Work units of an M x N (x batches) problem: output tiles, times ``splits`` K ranges."""
-        return -(-m // TILE_M) * -(-n // self.tile_n) * batches * splits
+        return -(-m // self.tile_m) * -(-n // self.tile_n) * batches * splits
 
     def work(self, sched, t, k_tiles, splits):
         """Work unit ``t``: (m_blk, n_blk, batch of A/B, batch of C, first K step, K steps).
@@ -262,7 +277,7 @@ class Matmul(MatmulConsumer):
                 if ws.arch.elect_one():
                     bar = pipeline.producer_get_barrier(state)
                     self.load_operand(a_desc, self.a_layout, self.a_major,
-                                      storage.a[state.index], m_blk * TILE_M,
+                                      storage.a[state.index], m_blk * self.tile_m,
                                       (k0 + kt) * self.tile_k, batch, bar)
                     self.load_operand(b_desc, self.b_layout, self.b_major,
                                       storage.b[state.index], n_blk * self.tile_n,
@@ -282,16 +297,18 @@ class Matmul(MatmulConsumer):
 
 
 TILE_NS = (64, 128, 192, 256)
+TILE_MS = (128, 64)
 
 
-def epilogue_buffers(out_dtype, tile_n: int, schedule: str) -> tuple:
+def epilogue_buffers(out_dtype, tile_n: int, schedule: str, tile_m: int = TILE_M) -> tuple:
     """(the TmaStoreEpilogue, the smem field of its buffers) of a schedule: cooperative, one
-    epilogue of both warpgroups (named barrier 1); ping-pong, one per warpgroup (two copies of
-    the buffers; named barrier 3 + warpgroup, passed at the store)."""
+    epilogue of the consumer warpgroups (``tile_m / 64`` of them, named barrier 1); ping-pong,
+    one per warpgroup (two copies of the buffers; named barrier 3 + warpgroup, passed at the
+    store)."""
     if schedule == "pingpong":
         out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=3, warpgroups=1)
         return out, ws.smem.Array(out_dtype, (2,) + out.buffer_shape, swizzle=128)
-    out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=1)
+    out = TmaStoreEpilogue(out_dtype, tile_m, tile_n, barrier_id=1)
     return out, out.buffer_spec
 
 
@@ -308,12 +325,14 @@ def _policy_error(name: str, got, expected: str, fix: str):
     return operand_error(f"ws.ops.Matmul's {name}", got, expected, fix)
 
 
-def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative") -> int:
+def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperative",
+               tile_m: int = TILE_M) -> int:
     """The deepest TMA ring that fits in shared memory with the epilogue buffers (ValueError
     for a tile width the kernel does not have, ``check_tile_n``)."""
     check_tile_n(tile_n)
-    stage = (TILE_M + tile_n) * tile_k_of(dtype) * dtype.ir_type.nbytes
-    free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule)[1].nbytes
+    stage = (tile_m + tile_n) * tile_k_of(dtype) * dtype.ir_type.nbytes
+    free = ws.smem.MAX_DYNAMIC_SMEM - epilogue_buffers(out_dtype, tile_n, schedule,
+                                                       tile_m)[1].nbytes
     return (free - 1024) // stage
 
 
@@ -324,7 +343,7 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, s
     pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=p.num_stages,
                                                    consumer_count=p.consumer_arrivals,
                                                    transaction_bytes=p.stage_bytes)
-    sched = PersistentTileScheduler.create((m + (TILE_M - 1)) // TILE_M,
+    sched = PersistentTileScheduler.create((m + (p.tile_m - 1)) // p.tile_m,
                                            (n + (p.tile_n - 1)) // p.tile_n, batches * splits,
                                            raster=p.raster, group=p.group)
     k_tiles = (k + (p.tile_k - 1)) // p.tile_k

@@ -73,16 +73,16 @@ def even_splits(k_tiles: int, s: int) -> int:
 
 
 def plan(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 128, 64),
-         split: bool = True, k_step: int = 64) -> tuple:
+         split: bool = True, k_step: int = 64, tile_m: int = 128) -> tuple:
     """(tile_n, splits) of least estimated time for a (batches x) M x N x K problem on ``sms``
     SMs: per candidate, waves of work units x K steps per unit x tile_n / efficiency, plus
     ``_SPLIT_COST`` when split. K is split only when the output has fewer tiles than SMs;
     ``splits`` never leaves a range empty (``split`` False: never split). Ties go to no split,
-    then the wider tile. ``k_step``: K per stage (64; 128 for fp8)."""
+    then the wider tile. ``k_step``: K per stage (64; 128 for fp8); ``tile_m``: rows per tile."""
     k_tiles = max(1, -(-k // k_step))
     best = None
     for tn in widths:
-        tiles = -(-m // 128) * -(-n // tn) * batches
+        tiles = -(-m // tile_m) * -(-n // tn) * batches
         counts = [1] if tiles >= sms or not split else sorted({even_splits(k_tiles, s) for s in
                                                    range(1, min(MAX_SPLITS, k_tiles) + 1)})
         for s in counts:

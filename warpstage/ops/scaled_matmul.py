@@ -107,7 +107,7 @@ def _scale_arg(name, s, want: tuple, ta):
 
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None, tile_n=None,
                   num_stages=None, raster="M", group=None, schedule="cooperative", splits=None,
-                  tune=False):
+                  tile_m=None, tune=False):
     """``(a @ b) * scale_a * scale_b + bias`` for 8-bit float operands, like
     ``torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)``, and batched.
 
@@ -123,7 +123,7 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None
     combination. ``bias``: None or (N,) of any float dtype. f32 accumulation on the tensor
     cores (K-steps of 32 per wgmma), the scales and bias applied in f32, one rounding to
     ``out_dtype`` (default bfloat16; float16 or float32 as a torch, numpy or ws dtype).
-    ``out``: an (M, N) / (B, M, N) tensor of that dtype to write. ``tile_n`` ... ``splits``:
+    ``out``: an (M, N) / (B, M, N) tensor of that dtype to write. ``tile_n`` ... ``tile_m``:
     the kernel policy, as for ``ws.ops.matmul`` (None: chosen per shape). ``tune``: True
     chooses the policy per shape class with ``ws.autotune`` over
     ``tune_spaces.scaled_matmul_space`` (as ``ws.ops.matmul(tune=True)``, docs/autotune.md);
@@ -134,27 +134,27 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None
     and no ``out``, it goes through ``torch.ops.warpstage.scaled_matmul`` under torch.compile
     (no backward)."""
     if tune is not False:
-        check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, raster != "M",
-                                           schedule != "cooperative"))
+        check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
+                                           raster != "M", schedule != "cooperative"))
         from .tune_spaces import tuner
         return tuner("scaled_matmul")(a, b, scale_a, scale_b, out, out_dtype, bias)
     torch = sys.modules.get("torch")
     ok = out is None and torch is not None and (out_dtype is None or isinstance(
         out_dtype, torch.dtype)) and all(n is None or type(n) is int
-                                         for n in (tile_n, num_stages, group, splits))
+                                         for n in (tile_n, num_stages, group, splits, tile_m))
     tensors = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
     op = torch_op("scaled_matmul", tensors, ok and type(raster) is str and type(schedule) is str)
     if op is not None:
         return op(a, b, scale_a, scale_b, bias, out_dtype, tile_n, num_stages, raster, group,
-                  schedule, splits)
+                  schedule, splits, tile_m)
     return scaled_matmul_eager(a, b, scale_a, scale_b, out_dtype=out_dtype, out=out, bias=bias,
                                tile_n=tile_n, num_stages=num_stages, raster=raster, group=group,
-                               schedule=schedule, splits=splits)
+                               schedule=schedule, splits=splits, tile_m=tile_m)
 
 
 def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None,
                         tile_n=None, num_stages=None, raster="M", group=None,
-                        schedule="cooperative", splits=None):
+                        schedule="cooperative", splits=None, tile_m=None):
     """:func:`scaled_matmul` without the torch op (what the op runs)."""
     try:
         ta, tb = _fp8_arg("a", a), _fp8_arg("b", b)
@@ -165,7 +165,7 @@ def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bia
         epi.check(m, n, batches)
         odt = _out_dtype(out_dtype, BFloat16)
         return _matmul(a, b, out, odt, epi, tile_n, num_stages, raster, group, schedule, splits,
-                       (DTYPES[ta.dtype], DTYPES[tb.dtype]))
+                       (DTYPES[ta.dtype], DTYPES[tb.dtype]), tile_m)
     except (WarpstageError, ValueError) as e:
         raise _user_error(e) from None
 

@@ -35,10 +35,11 @@ flash_attention_op = custom_op("warpstage::flash_attention", _flash_attention, m
 def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
             tile_n: Optional[int] = None, num_stages: Optional[int] = None, raster: str = "M",
             group: Optional[int] = None, schedule: str = "cooperative",
-            splits: Optional[int] = None) -> torch.Tensor:
+            splits: Optional[int] = None, tile_m: Optional[int] = None) -> torch.Tensor:
     from .matmul_host import matmul_eager
     return matmul_eager(a, b, out_dtype=out_dtype, tile_n=tile_n, num_stages=num_stages,
-                        raster=raster, group=group, schedule=schedule, splits=splits)
+                        raster=raster, group=group, schedule=schedule, splits=splits,
+                        tile_m=tile_m)
 
 
 def _product_like(a, b, dtype) -> torch.Tensor:
@@ -48,7 +49,7 @@ def _product_like(a, b, dtype) -> torch.Tensor:
 
 
 def _matmul_fake(a, b, out_dtype=None, tile_n=None, num_stages=None, raster="M", group=None,
-                 schedule="cooperative", splits=None):
+                 schedule="cooperative", splits=None, tile_m=None):
     return _product_like(a, b, out_dtype or a.dtype)
 
 
@@ -60,16 +61,16 @@ def _scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
                    out_dtype: Optional[torch.dtype] = None, tile_n: Optional[int] = None,
                    num_stages: Optional[int] = None, raster: str = "M",
                    group: Optional[int] = None, schedule: str = "cooperative",
-                   splits: Optional[int] = None) -> torch.Tensor:
+                   splits: Optional[int] = None, tile_m: Optional[int] = None) -> torch.Tensor:
     from .scaled_matmul import scaled_matmul_eager
     return scaled_matmul_eager(a, b, scale_a, scale_b, out_dtype=out_dtype, bias=bias,
                                tile_n=tile_n, num_stages=num_stages, raster=raster, group=group,
-                               schedule=schedule, splits=splits)
+                               schedule=schedule, splits=splits, tile_m=tile_m)
 
 
 def _scaled_matmul_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, tile_n=None,
                         num_stages=None, raster="M", group=None, schedule="cooperative",
-                        splits=None):
+                        splits=None, tile_m=None):
     return _product_like(a, b, out_dtype or torch.bfloat16)
 
 

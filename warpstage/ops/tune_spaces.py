@@ -10,7 +10,7 @@ version and shape class, so later calls and later processes take it at once.
   one stage less, tile-order bands (group) 4, 8 and 16, raster along M and along N (24), and
   the ping-pong schedule with tile_n 128, groups 4 and 8 (2): 26 configurations, the shipped
   default first; at small M (fewer 128 x 128 output tiles than SMs) also tile_n 256 / 128 x 1,
-  2, 4, 8 K splits (up to 8 more). FP8 (``scaled_matmul_space``): the same space on the fp8
+  2, 4, 8 K splits x 128-row and (M <= 128) 64-row tiles (up to 16 more). FP8 (``scaled_matmul_space``): the same space on the fp8
   ring (K per stage 128 elements, the same stage bytes).
 - Attention (``attention_space``, the wgmma kernel, D padded as the host pads it): tile_n 64,
   128 and the shipped one, ring depths 2 and 3, 2 or 3 consumer warpgroups, persistent or one
@@ -46,6 +46,8 @@ class MatmulTuning:
     schedule: str = "cooperative"
     splits: Optional[int] = None
     """K ranges (split-K); None: planned per shape for the candidate's tile_n."""
+    tile_m: Optional[int] = None
+    """Rows per tile (128, 64); None: ``choose_tile_m``'s."""
 
 
 @dataclass(frozen=True)
@@ -93,23 +95,27 @@ def gemm_space(a, b, dtype, odt) -> list:
     """The candidates of ``matmul_space`` for operands ``a``, ``b`` of ws dtype ``dtype``
     (16-bit or fp8: the ring depths and split-K plan follow its K per stage) and output dtype
     ``odt``; when the output has fewer 128 x 128 tiles than SMs (small M), also tile_n 256 and
-    128 with 1, 2, 4 and 8 K splits (the split-K plan is a cost estimate: the tuner measures)."""
-    from .matmul_host import _sms, _shapes, choose_config
-    from .matmul_kernel import TILE_M, max_stages, tile_k_of
+    128 with 1, 2, 4 and 8 K splits, with 128-row tiles and (M <= 128) 64-row ones (the
+    split-K plan and ``choose_tile_m`` are estimates: the tuner measures)."""
+    from .matmul_host import _sms, _shapes, choose_config, choose_tile_m
+    from .matmul_kernel import max_stages, tile_k_of
     ta, tb = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
     batches, m, n, k, _, _ = _shapes(ta, tb)
-    sms, k_step = _sms(ta), tile_k_of(dtype)
-    tile_n, group, _ = choose_config(m, n, k, batches, sms, k_step=k_step)
+    sms, k_step, tm = _sms(ta), tile_k_of(dtype), choose_tile_m(m)
+    tile_n, group, _ = choose_config(m, n, k, batches, sms, k_step=k_step, tile_m=tm)
 
-    def deepest(tn, schedule):
-        return min(8, max_stages(tn, odt, dtype, schedule))
+    def deepest(tn, schedule, rows=tm):
+        return min(8, max_stages(tn, odt, dtype, schedule, rows if schedule != "pingpong"
+                                 else 128))
     space = [MatmulTuning(tile_n, deepest(tile_n, "cooperative"), group)]
     for tn, less, g, raster in itertools.product((256, 128), (0, 1), (4, 8, 16), ("M", "N")):
         space.append(MatmulTuning(tn, deepest(tn, "cooperative") - less, g, raster))
     space += [MatmulTuning(128, deepest(128, "pingpong"), g, "M", "pingpong") for g in (4, 8)]
-    if -(-m // TILE_M) * -(-n // 128) * batches < sms:
-        space += [MatmulTuning(tn, deepest(tn, "cooperative"), group, splits=sp)
-                  for tn, sp in itertools.product((256, 128), (1, 2, 4, 8))]
+    if -(-m // 128) * -(-n // 128) * batches < sms:
+        for rows, tn, sp in itertools.product((64, 128) if m <= 128 else (128,), (256, 128),
+                                              (1, 2, 4, 8)):
+            space.append(MatmulTuning(tn, deepest(tn, "cooperative", rows), group, splits=sp,
+                                      tile_m=rows))
     return list(dict.fromkeys(space))           # the default once, in first place
 
 
@@ -118,7 +124,8 @@ def tuned_matmul(a, b, out=None, out_dtype=None, epilogue=None, *, config: Matmu
     from .matmul_host import matmul_eager
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue,
                         tile_n=config.tile_n, num_stages=config.num_stages, raster=config.raster,
-                        group=config.group, schedule=config.schedule, splits=config.splits)
+                        group=config.group, schedule=config.schedule, splits=config.splits,
+                        tile_m=config.tile_m)
 
 
 def scaled_matmul_shape_class(a, b, scale_a, scale_b, out=None, out_dtype=None,
@@ -150,7 +157,8 @@ def tuned_scaled_matmul(a, b, scale_a, scale_b, out=None, out_dtype=None, bias=N
     return scaled_matmul_eager(a, b, scale_a, scale_b, out=out, out_dtype=out_dtype, bias=bias,
                                tile_n=config.tile_n, num_stages=config.num_stages,
                                raster=config.raster, group=config.group,
-                               schedule=config.schedule, splits=config.splits)
+                               schedule=config.schedule, splits=config.splits,
+                               tile_m=config.tile_m)
 
 
 def attention_shape_class(q, k, v, causal=False, scale=None, causal_align="top_left",
