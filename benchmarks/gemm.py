@@ -8,6 +8,7 @@ bf16 out, in one process on the GPU.
     PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
     PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
     PYTHONPATH=. python benchmarks/gemm.py --fp8 [--quick]   # ws.ops.scaled_matmul vs _scaled_mm
+    PYTHONPATH=. python benchmarks/gemm.py --small-m [--quick]  # M = 64-256, device time too
 
 Shapes: M x N x K. The squares use row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
 {1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008),
@@ -117,17 +118,19 @@ def kernel_runner(a, b, c, fields=None):
     xb, _, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
     sms = matmul_host._sms(ta)
     fields = dict(fields or {})
+    schedule = fields.get("schedule", "cooperative")
+    tm = matmul_host.choose_tile_m(m, schedule, fields.pop("tile_m", None))
     tn, group, splits = matmul_host.choose_config(
-        m, n, k, 1, sms, fields.get("schedule", "cooperative"), fields.pop("tile_n", None),
-        fields.pop("group", None), fields.pop("splits", None))
+        m, n, k, 1, sms, schedule, fields.pop("tile_n", None), fields.pop("group", None),
+        fields.pop("splits", None), tile_m=tm)
     split = splits > 1
     stages = fields.pop("num_stages", None)
     if stages is None:
         stages = min(8, max_stages(tn, ws.Float32 if split else ws.BFloat16, ws.BFloat16,
-                                   fields.get("schedule", "cooperative")))
+                                   schedule, tm))
     p = ws.ops.Matmul(a_major=a_major, b_major=b_major, tile_n=tn, group=group,
                       num_stages=stages, out_dtype=ws.Float32 if split else ws.BFloat16,
-                      split_k=split, **fields)
+                      split_k=split, tile_m=tm, **fields)
     out = torch.empty(splits, m, -(-n // 4) * 4, device=c.device)[..., :n] if split else c
     TD = ws.tma.TensorDescriptor
     descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, out), p.descriptor_boxes())]
@@ -317,6 +320,8 @@ def main(argv=None):
     ap.add_argument("--no-sweep", action="store_true", help="skip the policy sweep")
     ap.add_argument("--fp8", action="store_true", help="FP8: ws.ops.scaled_matmul against "
                     "torch._scaled_mm (benchmarks/gemm_fp8.py)")
+    ap.add_argument("--small-m", action="store_true", help="small M (64-256 rows), device "
+                    "time and end to end, and its tile sweep (benchmarks/gemm_small_m.py)")
     args = ap.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
@@ -324,6 +329,14 @@ def main(argv=None):
         return 0
     sys.path.insert(0, ROOT)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if args.small_m:
+        import gemm_small_m
+        shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape] or None
+        block = gemm_small_m.run(shapes, args.iters, args.repeats, environment(), args.quick)
+        print("\n" + block)
+        with open(os.path.join(os.environ.get("OUT") or "/tmp", "gemm_small_m.md"), "w") as f:
+            f.write(block)
+        return 0
     if args.fp8:
         import gemm_fp8
         shapes = ([tuple(int(x) for x in s.split(",")) for s in args.shape] or

@@ -8,7 +8,9 @@ torch._scaled_mm requires and fp8 wgmma reads without a copy). Columns: ``ws.ops
 call, host code included), ``ws kernel`` (the kernel launched with descriptors built once; "-"
 where the shape is split-K), cuBLAS ``torch._scaled_mm`` with ``use_fast_accum=False`` (its
 default: cuBLAS adds the tensor cores' partial sums into f32 registers every few K steps) and
-``True`` (accumulation left in the tensor cores, as warpstage's kernel does), and the floor
+``True`` (accumulation left in the tensor cores, as warpstage's kernel does), ``dev`` columns
+(ws.ops and cuBLAS timed with a warmed queue: device time, gpu_timing.py; the others are end to
+end), cuBLAS bf16 (``torch.matmul`` of the bf16-converted operands, device time), and the floor
 max(2MNK / peak, bytes / HBM) with the H200's 1979 TFLOP/s dense fp8 and 4.8 TB/s. Medians of
 ``--repeats`` runs of ``--iters`` back-to-back calls (CUDA events), inputs rotated over copies
 so L2 does not keep them. Max errors against the f32 product of the decoded inputs, relative
@@ -24,7 +26,10 @@ SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 LLM = [(m, n, k) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096))
        for m in (16, 128, 4096, 16384)]
 PEAK, HBM = 1978.9e12, 4.8e12                # H200 SXM: dense fp8 FLOP/s, HBM bytes/s
-COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "cuBLAS fast", "floor")
+COLUMNS = ("ws.ops", "ws.ops dev", "ws kernel", "cuBLAS", "cuBLAS dev", "cuBLAS fast",
+           "bf16 cuBLAS dev", "floor")
+DEVICE_TIMED = ("ws.ops", "cuBLAS")
+"""Also timed with a warmed queue (device time, the ``dev`` columns; gpu_timing.py)."""
 
 
 def input_sets(m, n, k, budget=8 << 30):
@@ -97,9 +102,20 @@ def measure(m, n, k, iters, repeats):
             row["errors"][name] = float((got.float() - ref).abs().max()) / scale
             runs = itertools.cycle([make(*s) for s in sets])
             row[name] = flops / seconds_per_call(lambda: next(runs)(), it, repeats) / 1e12
+            if name in DEVICE_TIMED:
+                row[name + " dev"] = flops / seconds_per_call(lambda: next(runs)(), it, repeats,
+                                                              warm_queue=True) / 1e12
         except Exception as e:                # a benchmark reports, it does not stop
             print(f"  {name} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             row[name] = None
+    try:
+        x16 = a.to(torch.bfloat16)
+        w16 = b.to(torch.bfloat16)
+        row["bf16 cuBLAS dev"] = flops / seconds_per_call(lambda: torch.matmul(x16, w16), it,
+                                                          repeats, warm_queue=True) / 1e12
+        del x16, w16
+    except Exception as e:
+        print(f"  bf16 cuBLAS at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
     nbytes = m * k + k * n + 2 * m * n
     row["floor"] = flops / max(flops / PEAK, nbytes / HBM) / 1e12
     del sets
