@@ -113,7 +113,6 @@ def measure(m, n, k, iters, repeats):
         w16 = b.to(torch.bfloat16)
         row["bf16 cuBLAS dev"] = flops / seconds_per_call(lambda: torch.matmul(x16, w16), it,
                                                           repeats, warm_queue=True) / 1e12
-        del x16, w16
     except Exception as e:
         print(f"  bf16 cuBLAS at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
     nbytes = m * k + k * n + 2 * m * n

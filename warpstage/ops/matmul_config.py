@@ -1,0 +1,93 @@
+"""The per-shape configuration of ``ws.ops.matmul`` / ``ws.ops.scaled_matmul``: tile rows
+(``choose_tile_m``), tile width, swizzle band and K splits (``choose_config``), and the cached
+policies (``policy_for``; ``make_policy`` puts an epilogue into one). Measured figures behind
+each choice: docs/matmul.md, benchmarks/RESULTS.md."""
+from __future__ import annotations
+
+import functools
+
+from ..errors import ArgumentError
+from .matmul_kernel import TILE_M, Matmul, max_stages
+from .matmul_splitk import MAX_SPLITS, even_splits, plan
+
+__all__ = ["choose_tile_m", "choose_config", "policy_for", "make_policy", "GROUP_SMALL",
+           "GROUP_LARGE", "SMALL_TILE_ROWS"]
+
+GROUP_SMALL, GROUP_LARGE = 4, 8
+"""The swizzle band of the tile order: 4 up to ``4 x SMs`` output tiles, 8 above. Measured on
+the H200 (2026-12-01 20:45 UTC, RESULTS.md, kernel launched directly, 128 x 256 tiles, 4
+stages): 4096^3 (512 tiles) group 4: 755 TFLOP/s, group 8: 742, 16: 746; 8192^3 (2048 tiles)
+group 8: 728, 4: 672, 16: 688."""
+
+
+SMALL_TILE_ROWS = 64
+"""M at or below which ``choose_tile_m`` picks 64-row tiles (one consumer warpgroup): a 128-row
+tile would compute at least as many rows past M as in it."""
+
+
+def choose_tile_m(m: int, schedule: str = "cooperative", tile_m=None) -> int:
+    """Rows per output tile: ``tile_m`` when given (ValueError from the policy if it is not 64
+    or 128), else 64 for M <= ``SMALL_TILE_ROWS`` with the cooperative schedule, else 128."""
+    if tile_m is not None:
+        return tile_m
+    return 64 if m <= SMALL_TILE_ROWS and schedule == "cooperative" else TILE_M
+
+
+@functools.lru_cache(maxsize=256)
+def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
+                  tile_n=None, group=None, splits=None, k_step: int = 64,
+                  tile_m: int = TILE_M) -> tuple:
+    """(tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the given
+    ones are kept. tile_n and splits: ``matmul_splitk.plan`` (the ping-pong schedule: tile_n
+    at most 128, no split); group: ``GROUP_SMALL`` / ``GROUP_LARGE`` by the tile count. A given
+    ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of ``k_step``-element
+    steps (the policy's tile_k: 64, 128 for fp8). ``tile_m``: rows per tile (128 or 64).
+    Raises ArgumentError for a ``splits`` that is not an int >= 1."""
+    if schedule == "pingpong":
+        widths, splits = (128, 64), 1 if splits is None else splits
+    else:
+        widths = (256, 128, 64)
+    if tile_n is None or splits is None:
+        tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
+                      split=splits is None, k_step=k_step, tile_m=tile_m)
+        tile_n = tn if tile_n is None else tile_n
+        splits = sp if splits is None else splits
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
+                            "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
+    splits = even_splits(-(-k // k_step), min(splits, MAX_SPLITS))     # no empty K range
+    if group is None:
+        tiles = -(-m // tile_m) * -(-n // tile_n) * batches
+        group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
+    return tile_n, group, splits
+
+
+@functools.lru_cache(maxsize=128)
+def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
+               num_stages=None, raster: str = "M", group: int = 8,
+               schedule: str = "cooperative", split_k: bool = False, b_dtype=None,
+               tile_m: int = TILE_M) -> Matmul:
+    """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
+    deepest ring that fits, at most 8."""
+    return _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                       group, schedule, split_k, b_dtype, tile_m)
+
+
+def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
+                schedule, epilogue, split_k=False, b_dtype=None, tile_m=TILE_M) -> Matmul:
+    """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8):
+    the cached configuration of ``policy_for`` with ``epilogue`` put in (``Matmul.with_epilogue``),
+    so a call with a new epilogue object costs a copy, not the policy's layouts."""
+    return policy_for(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
+                      group, schedule, split_k, b_dtype, tile_m).with_epilogue(epilogue)
+
+
+def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
+                schedule, split_k, b_dtype, tile_m) -> Matmul:
+    stages = num_stages
+    if stages is None:
+        Matmul.check_tile_m(tile_m, schedule)          # before max_stages uses it
+        stages = min(8, max_stages(tile_n, out_dtype, dtype, schedule, tile_m))
+    return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
+                  batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
+                  schedule=schedule, split_k=split_k, b_dtype=b_dtype, tile_m=tile_m)
