@@ -175,3 +175,5 @@ def test_scaled_matmul_tune_true_refuses_policy_arguments():
     a, one = np.zeros((64, 64), E4M3), np.ones((), np.float32)
     with pytest.raises(ws.ArgumentError, match=r"(?s)ws.ops.scaled_matmul: tune=True.*Fix: drop"):
         ws.ops.scaled_matmul(a, a.T, one, one, tune=True, splits=2)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)float8_e4m3fn.*Fix:"):   # not tuned first
+        ws.ops.scaled_matmul(a.astype(BF16), a.T, one, one, tune=True)

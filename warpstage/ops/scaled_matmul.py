@@ -136,6 +136,10 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None
     if tune is not False:
         check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
                                            raster != "M", schedule != "cooperative"))
+        try:
+            _checked(a, b, scale_a, scale_b, bias)      # before tuning, not as its failure
+        except WarpstageError as e:
+            raise _user_error(e) from None
         from .tune_spaces import tuner
         return tuner("scaled_matmul")(a, b, scale_a, scale_b, out, out_dtype, bias)
     torch = sys.modules.get("torch")
@@ -157,15 +161,22 @@ def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bia
                         schedule="cooperative", splits=None, tile_m=None):
     """:func:`scaled_matmul` without the torch op (what the op runs)."""
     try:
-        ta, tb = _fp8_arg("a", a), _fp8_arg("b", b)
-        batches, m, n, k, a3, b3 = _shapes(ta, tb, "scaled_matmul")
-        rows = (batches, m, 1) if a3 or b3 else (m, 1)
-        epi = Scales(_scale_arg("scale_a", scale_a, rows, ta),
-                     _scale_arg("scale_b", scale_b, (1, n), ta), bias)
-        epi.check(m, n, batches)
+        ta, tb, epi = _checked(a, b, scale_a, scale_b, bias)
         odt = _out_dtype(out_dtype, BFloat16)
         return _matmul(a, b, out, odt, epi, tile_n, num_stages, raster, group, schedule, splits,
                        (DTYPES[ta.dtype], DTYPES[tb.dtype]), tile_m)
     except (WarpstageError, ValueError) as e:
         raise _user_error(e) from None
+
+
+def _checked(a, b, scale_a, scale_b, bias):
+    """(a's and b's TensorArgs, the ``Scales`` epilogue), the arguments checked (ArgumentError
+    for dtypes, ranks, shapes, scales, devices, the bias)."""
+    ta, tb = _fp8_arg("a", a), _fp8_arg("b", b)
+    batches, m, n, k, a3, b3 = _shapes(ta, tb, "scaled_matmul")
+    rows = (batches, m, 1) if a3 or b3 else (m, 1)
+    epi = Scales(_scale_arg("scale_a", scale_a, rows, ta),
+                 _scale_arg("scale_b", scale_b, (1, n), ta), bias)
+    epi.check(m, n, batches)
+    return ta, tb, epi
 
