@@ -123,21 +123,18 @@ def measure(m, n, k, iters, repeats):
 
 
 def table(rows) -> str:
-    def f(v):
-        return "-" if v is None else f"{v:.0f}"
-    head = ("| M x N x K | " + " | ".join(COLUMNS) + " | ws.ops / cuBLAS | ws.ops / cuBLAS "
-            "fast | max err (ws, cuBLAS, fast) |\n|---|" + "---|" * (len(COLUMNS) + 3) + "\n")
-    lines = []
-    for r in rows:
-        ratios = [f"{r['ws.ops'] / r[c]:.2f}" if r.get("ws.ops") and r.get(c) else "-"
-                  for c in ("cuBLAS", "cuBLAS fast")]
+    from tables import figure, markdown, ratio
+
+    def cells(r):
         e = r["errors"]
         errs = ", ".join(f"{e[c]:.1g}" if c in e else "-"
                          for c in ("ws.ops", "cuBLAS", "cuBLAS fast"))
-        lines.append(f"| {'x'.join(map(str, r['shape']))} | "
-                     + " | ".join(f(r.get(c)) for c in COLUMNS)
-                     + f" | {' | '.join(ratios)} | {errs} |")
-    return head + "\n".join(lines)
+        return (["x".join(map(str, r["shape"]))] + [figure(r.get(c)) for c in COLUMNS]
+                + [ratio(r.get("ws.ops"), r.get(c)) for c in ("cuBLAS", "cuBLAS fast")]
+                + [errs])
+    return markdown(("M x N x K",) + COLUMNS + ("ws.ops / cuBLAS", "ws.ops / cuBLAS fast",
+                                                "max err (ws, cuBLAS, fast)"),
+                    [cells(r) for r in rows])
 
 
 def run(shapes, iters, repeats, environment) -> str:

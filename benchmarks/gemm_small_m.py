@@ -81,20 +81,15 @@ def sweep(m, n, k, iters, repeats):
 
 
 def table(rows) -> str:
-    def f(v):
-        return "-" if v is None else f"{v:.0f}"
-    head = ("| M x N x K | " + " | ".join(COLUMNS) + " | dev / cuBLAS dev | max err (ws, "
-            "cuBLAS) | policy |\n|---|" + "---|" * (len(COLUMNS) + 3) + "\n")
-    lines = []
-    for r in rows:
-        ratio = (f"{r['ws.ops dev'] / r['cuBLAS dev']:.2f}"
-                 if r.get("ws.ops dev") and r.get("cuBLAS dev") else "-")
+    from tables import figure, markdown, ratio
+
+    def cells(r):
         e = r["errors"]
         errs = ", ".join(f"{e[c]:.1g}" if c in e else "-" for c in ("ws.ops", "cuBLAS"))
-        lines.append(f"| {'x'.join(map(str, r['shape']))} | "
-                     + " | ".join(f(r.get(c)) for c in COLUMNS)
-                     + f" | {ratio} | {errs} | {r['policy']} |")
-    return head + "\n".join(lines)
+        return (["x".join(map(str, r["shape"]))] + [figure(r.get(c)) for c in COLUMNS]
+                + [ratio(r.get("ws.ops dev"), r.get("cuBLAS dev")), errs, r["policy"]])
+    return markdown(("M x N x K",) + COLUMNS + ("dev / cuBLAS dev", "max err (ws, cuBLAS)",
+                                                "policy"), [cells(r) for r in rows])
 
 
 def run(shapes, iters, repeats, environment, quick=False) -> str:
