@@ -181,7 +181,10 @@ def test_batched_per_batch_against_scaled_mm(bs, m, n, k, a3, rowwise):
         si = sa[i] if rowwise else sa
         ref = reference_mm(ai, b[i], si, sb)
         assert relative_error(out[i], ref) < TOL[torch.bfloat16], i
-        theirs = torch._scaled_mm(ai, b[i], si, sb, out_dtype=torch.bfloat16)
+        try:
+            theirs = torch._scaled_mm(ai, b[i], si, sb, out_dtype=torch.bfloat16)
+        except (RuntimeError, TypeError, ValueError):  # a shape cuBLAS refuses (N % 16 != 0)
+            continue
         assert relative_error(out[i], theirs.float()) < 2e-2 + relative_error(theirs, ref), i
 
 
