@@ -201,9 +201,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     for M <= 64, else 128 (``choose_tile_m``).
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
-    shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations,
-    up to 8 more K-split ones at small M; the first call of a class compiles and times them, the winner is kept on disk for later
-    calls and processes; docs/autotune.md). It cannot be combined with the policy arguments.
+    shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations, up
+    to 16 more at small M: K splits and tile rows; the first call of a class compiles and
+    times them, the winner is kept on disk for later calls and processes; docs/autotune.md). It cannot be combined with the policy arguments.
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
@@ -239,8 +239,8 @@ def check_tune(op: str, tune, given) -> None:
     if tune is not True or any(x is not None and x is not False for x in given):
         raise _user_error(ArgumentError(
             f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, tile_m, raster, schedule); expected tune=True alone (the tuner chooses them) or "
-            "tune=False. Fix: drop the policy arguments, or tune=False"))
+            "splits, tile_m, raster, schedule); expected tune=True alone (the tuner chooses "
+            "them) or tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
 def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,

@@ -230,7 +230,8 @@ class Matmul(MatmulConsumer):
         return (f"Matmul({ab} -> {self.out_dtype.__name__}, A {self.a_major}-"
                 f"major, B {self.b_major}-major{', batched' if self.batched else ''}, "
                 f"{self.tile_m} x {self.tile_n} tiles, {self.schedule}, {self.num_stages} "
-                f"stages, raster {self.raster}/{self.group}, epilogue {type(self.epilogue).__name__}"
+                f"stages, raster {self.raster}/{self.group}, epilogue "
+                f"{type(self.epilogue).__name__}"
                 f"{', split-K partials' if self.split_k else ''})")
 
     # -- host-side facts -----------------------------------------------------------------------

@@ -34,15 +34,20 @@ class Scales(Epilogue):
     ``scale_a``: a 1-element f32 tensor (per-tensor) or one element per output row (row-wise:
     torch._scaled_mm's (M, 1); batched, (B, M, 1): rows counted over the batches, as the
     epilogue's ``row``); ``scale_b``: 1 element or N (column-wise, its (1, N), shared by the
-    batches); both given flattened to 1-d. ``bias``: None or an (N,) tensor of any float dtype. The product of
-    two per-tensor scales is computed once per thread (``prologue``); row/column scales are
-    read per element (from L1)."""
+    batches); both given flattened to 1-d (``row_a`` / ``col_b``: whether each has more than
+    one element, when the caller knows; None: looked up). ``bias``: None or an (N,) tensor of
+    any float dtype. The product of two per-tensor scales is computed once per thread
+    (``prologue``); row/column scales are read per element (from L1). The static key is
+    (row_a, col_b, has_bias): what ``apply`` specializes on."""
 
-    def __init__(self, scale_a, scale_b, bias=None):
+    def __init__(self, scale_a, scale_b, bias=None, row_a=None, col_b=None):
         self.scale_a, self.scale_b, self.bias = scale_a, scale_b, bias
-        self.row_a = as_tensor_arg(scale_a).numel > 1
-        self.col_b = as_tensor_arg(scale_b).numel > 1
+        self.row_a = as_tensor_arg(scale_a).numel > 1 if row_a is None else row_a
+        self.col_b = as_tensor_arg(scale_b).numel > 1 if col_b is None else col_b
         self.has_bias = bias is not None
+
+    def __static_key__(self):
+        return ("Scales", self.row_a, self.col_b, self.has_bias)     # what apply specializes on
 
     def operands(self) -> tuple:
         return (self.scale_a, self.scale_b) + ((self.bias,) if self.has_bias else ())
@@ -86,9 +91,9 @@ def _fp8_arg(name, x):
 
 
 def _scale_arg(name, s, want: tuple, ta):
-    """The scale as a 1-d view, checked: 1 element (per-tensor), or of shape ``want``: (M, 1)
-    / (B, M, 1) for scale_a (row-wise: one per output row, over the batches), (1, N) for
-    scale_b (column-wise, shared by the batches)."""
+    """(the scale as a 1-d view, whether it has more than one element), checked: 1 element
+    (per-tensor), or of shape ``want``: (M, 1) / (B, M, 1) for scale_a (row-wise: one per output
+    row, over the batches), (1, N) for scale_b (column-wise, shared by the batches)."""
     t = as_tensor_arg(s, name)
     if t is None or str(t.dtype) != "f32" or not (t.numel == 1 or tuple(t.shape) == want):
         got = (f"a {type(s).__name__}" if t is None else
@@ -102,7 +107,7 @@ def _scale_arg(name, s, want: tuple, ta):
     if (t.device, t.device_index) != (ta.device, ta.device_index):
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is on {t.device}, a on {ta.device}; "
                             f"expected one device. Fix: {name}.to(a.device)")
-    return s.reshape(-1)
+    return (s if t.ndim == 1 else s.reshape(-1)), t.numel > 1
 
 
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None, tile_n=None,
@@ -175,8 +180,9 @@ def _checked(a, b, scale_a, scale_b, bias):
     ta, tb = _fp8_arg("a", a), _fp8_arg("b", b)
     batches, m, n, k, a3, b3 = _shapes(ta, tb, "scaled_matmul")
     rows = (batches, m, 1) if a3 or b3 else (m, 1)
-    epi = Scales(_scale_arg("scale_a", scale_a, rows, ta),
-                 _scale_arg("scale_b", scale_b, (1, n), ta), bias)
+    (sa, row_a), (sb, col_b) = (_scale_arg("scale_a", scale_a, rows, ta),
+                                _scale_arg("scale_b", scale_b, (1, n), ta))
+    epi = Scales(sa, sb, bias, row_a, col_b)
     epi.check(m, n, batches)
     return ta, tb, epi
 

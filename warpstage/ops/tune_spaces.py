@@ -1,5 +1,6 @@
 """The configuration spaces ``ws.ops.matmul(..., tune=True)``, ``ws.ops.scaled_matmul(...,
-tune=True)`` and ``ws.ops.flash_attention(..., tune=True)`` search (``ws.autotune``, docs/autotune.md), and their shape classes.
+tune=True)`` and ``ws.ops.flash_attention(..., tune=True)`` search (``ws.autotune``,
+docs/autotune.md), and their shape classes.
 
 Without ``tune`` the ops keep their shipped, measured defaults (``choose_config``,
 ``WGMMA_DEFAULTS``): nobody waits for tuning unless asked. With it, the first call of a shape
@@ -10,8 +11,9 @@ version and shape class, so later calls and later processes take it at once.
   one stage less, tile-order bands (group) 4, 8 and 16, raster along M and along N (24), and
   the ping-pong schedule with tile_n 128, groups 4 and 8 (2): 26 configurations, the shipped
   default first; at small M (fewer 128 x 128 output tiles than SMs) also tile_n 256 / 128 x 1,
-  2, 4, 8 K splits x 128-row and (M <= 128) 64-row tiles (up to 16 more). FP8 (``scaled_matmul_space``): the same space on the fp8
-  ring (K per stage 128 elements, the same stage bytes).
+  2, 4, 8 K splits x 128-row and (M <= 128) 64-row tiles (up to 16 more). FP8
+  (``scaled_matmul_space``): the same space on the fp8 ring (K per stage 128 elements, the
+  same stage bytes).
 - Attention (``attention_space``, the wgmma kernel, D padded as the host pads it): tile_n 64,
   128 and the shipped one, ring depths 2 and 3, 2 or 3 consumer warpgroups, persistent or one
   CTA per tile; those the policy refuses (shared memory, register split) and those equal to
