@@ -67,6 +67,8 @@ def test_tune_true_refuses_policy_arguments():
     a, b = np.zeros((64, 64), BF16), np.zeros((64, 64), BF16)
     with pytest.raises(ws.ArgumentError, match=r"(?s)tune=True alone.*Fix: drop"):
         ws.ops.matmul(a, b, tune=True, tile_n=128)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)both float16 or both bfloat16.*Fix:"):
+        ws.ops.matmul(a.astype(np.float32), b, tune=True)         # not tuned first
     q = np.zeros((1, 1, 64, 64), BF16)
     with pytest.raises(ws.ArgumentError, match=r"(?s)tune=True alone.*Fix: drop"):
         ws.ops.flash_attention(q, q, q, tune=True, mma="mma.sync")

@@ -1,26 +1,28 @@
 """``ws.ops.matmul``: C = A @ B with the warp-specialized persistent TMA + wgmma GEMM
 (``matmul_kernel.py``), called like ``torch.matmul`` for 2-D and 3-D operands.
 
-Host side only: argument checks, the operand views TMA reads (the transposes are strides, not
-copies), descriptor reuse, the policy choice per shape and the launch. Tensors may be torch
+Host side only: argument checks, the operand views TMA reads (``matmul_operands.py``: the
+transposes are strides, not copies), descriptor reuse, the policy choice per shape
+(``matmul_config.py``) and the launch. Tensors may be torch
 tensors (CUDA tensors run on the GPU; CPU tensors, or any tensor when the target is 'sim', in the
 CPU simulator) or numpy arrays (simulator; bf16 as ``ml_dtypes.bfloat16``).
 """
 from __future__ import annotations
 
 import sys
-import warnings
 
 import numpy as np
 
 from ..errors import ArgumentError, WarpstageError
-from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
+from ..lang.scalars import BFloat16, Float16, Float32
 from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
-from ..jit.tracebacks import _user_error, _user_stacklevel
+from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
 from .matmul_config import choose_config, choose_tile_m, make_policy, policy_for
+from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand,
+                              _swap, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from .torch_dispatch import torch_op
@@ -34,22 +36,6 @@ _IN = {"f16": Float16, "bf16": BFloat16}
 _DTYPE_NAMES = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32"}
 _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": BFloat16,
               "bf16": BFloat16, "float32": Float32, "float": Float32, "f32": Float32}
-class MatmulCopyWarning(UserWarning):
-    """An operand or the output had a layout TMA cannot address (a base not 16-byte aligned, no
-    unit stride, or a stride that is not a multiple of 16 bytes), so ``matmul`` copied it."""
-
-
-def tma_compatible(ta) -> bool:
-    """Whether TMA can address the tensor ``ta`` (a TensorArg) as it is (cuTensorMapEncodeTiled's
-    rules): 16-byte aligned base, innermost stride 1, every other stride of a dimension longer
-    than 1 positive, a multiple of 16 bytes and below 2^40 bytes."""
-    e = ta.dtype.nbytes
-    if ta.data_ptr % 16 or (ta.shape[-1] != 1 and ta.strides[-1] != 1):
-        return False
-    return all(n == 1 or (s > 0 and (s * e) % 16 == 0 and s * e < 1 << 40)
-               for n, s in zip(ta.shape[:-1], ta.strides[:-1]))
-
-
 def _arg(name: str, x):
     ta = as_tensor_arg(x, name)
     if ta is None:
@@ -83,75 +69,6 @@ def _out_dtype(out_dtype, default, like=()):
                             + ("torch.float32" if fw == "torch" else "np.float32")
                             + " (or leave it out: the inputs' dtype)")
     return got
-
-
-def _framework(x):
-    return "torch" if type(x).__module__.startswith("torch") else "numpy"
-
-
-def _new(like, shape, dtype, zeros=False):
-    """A new contiguous tensor of ``shape`` and ws ``dtype`` on ``like``'s device."""
-    names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32",
-             Float8E4M3FN: "float8_e4m3fn", Float8E5M2: "float8_e5m2"}
-    if _framework(like) == "torch":
-        import torch
-        make = torch.zeros if zeros else torch.empty
-        return make(shape, dtype=getattr(torch, names[dtype]), device=like.device)
-    if dtype in (BFloat16, Float8E4M3FN, Float8E5M2):
-        import ml_dtypes
-        npd = getattr(ml_dtypes, names[dtype])
-    else:
-        npd = np.dtype(names[dtype])
-    return (np.zeros if zeros else np.empty)(shape, dtype=npd)
-
-
-def _swap(x):
-    """x with its last two dimensions swapped (a view)."""
-    if _framework(x) == "torch":
-        return x.transpose(-1, -2)
-    return np.swapaxes(x, -1, -2)
-
-
-_TMA_RULE = ("it needs a 16-byte aligned base, one unit stride and the other strides multiples "
-             "of 16 bytes, so it is copied. Fix: pass contiguous tensors whose rows are "
-             "multiples of 16 bytes")
-_FP8_RULE = ("FP8 wgmma reads A and B K-major only (A row-major, B column-major, as "
-             "torch._scaled_mm wants them), so it is copied K-major. Fix: pass a as (M, K) "
-             "row-major and b as w.T of an (N, K) row-major w")
-
-
-def _padded_copy(name: str, x, ta, dtype, why: str = _TMA_RULE):
-    """A zero-padded contiguous copy of ``x`` whose innermost extent is a multiple of 16 bytes
-    (zeros add nothing to the products), with a MatmulCopyWarning saying ``why``."""
-    warnings.warn(f"ws.ops.matmul: TMA cannot read {name} (shape {tuple(ta.shape)}, strides "
-                  f"{tuple(ta.strides)}, address {ta.data_ptr:#x}) as it is: {why}",
-                  MatmulCopyWarning, stacklevel=_user_stacklevel())
-    per = 16 // dtype.ir_type.nbytes
-    inner = -(-ta.shape[-1] // per) * per
-    buf = _new(x, tuple(ta.shape[:-1]) + (inner,), dtype, zeros=True)
-    buf[..., :ta.shape[-1]] = x
-    return buf
-
-
-def _operand(name: str, x, ta, dtype, k_inner: bool):
-    """(tensor TMA reads, its TensorArg, its major) for A (``k_inner``: K is A's last dimension) or B (K is
-    its second-to-last): the tensor itself when its last dimension is contiguous, its transposed
-    view when the other one is, else a padded copy. FP8 operands must end up K-major: A itself
-    or a copy, B's transposed view or a copy of it."""
-    fp8 = dtype in FP8_DTYPES
-    if tma_compatible(ta) and (k_inner or not fp8):
-        return x, ta, ("K" if k_inner else "MN")
-    view = _swap(x)
-    tv = as_tensor_arg(view, name)
-    if tma_compatible(tv) and not (k_inner and fp8):
-        return view, tv, ("MN" if k_inner else "K")
-    if fp8:                                    # K innermost: A as it is, B^T (N, K)
-        src, sa = (x, ta) if k_inner else (view, tv)
-        why = _FP8_RULE if tma_compatible(ta) or tma_compatible(tv) else _TMA_RULE
-        copy = _padded_copy(name, src, sa, dtype, why)
-        return copy, as_tensor_arg(copy), "K"
-    copy = _padded_copy(name, x, ta, dtype)
-    return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
 
 
 def _sms(ta) -> int:
@@ -229,6 +146,10 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
     """``matmul(..., tune=True)``: the autotuned policy (warpstage/ops/tune_spaces.py)."""
     check_tune("matmul", tune, given)
+    try:                                # the operands, before tuning (not as its failure)
+        _shapes(*_operands(a, b)[:2])
+    except WarpstageError as e:
+        raise _user_error(e) from None
     from .tune_spaces import tuner
     return tuner("matmul")(a, b, out, out_dtype, epilogue)
 
@@ -264,10 +185,10 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         raise
 
 
-def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits, dtypes=None, tile_m=None):
-    """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
-    both float16 or both bfloat16."""
+def _operands(a, b, dtypes=None):
+    """(a's and b's TensorArgs, A's and B's ws dtypes): ``dtypes`` when given (checked by the
+    caller), else both float16 or both bfloat16; ArgumentError for other dtypes, ranks, or
+    two devices."""
     ta, tb = _arg("a", a), _arg("b", b)
     dtype, b_dtype = dtypes or (_IN.get(str(ta.dtype)),) * 2
     if dtypes is None and (dtype is None or tb.dtype != ta.dtype):
@@ -280,6 +201,14 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if (ta.device, ta.device_index) != (tb.device, tb.device_index):
         raise ArgumentError(f"ws.ops.matmul: a is on {ta.device}, b on {tb.device}; expected one "
                             "device. Fix: move them to the same device")
+    return ta, tb, dtype, b_dtype
+
+
+def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
+            splits, dtypes=None, tile_m=None):
+    """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
+    both float16 or both bfloat16."""
+    ta, tb, dtype, b_dtype = _operands(a, b, dtypes)
     odt = _out_dtype(out_dtype, dtype, (ta, tb))
     batches, m, n, k, a3, b3 = _shapes(ta, tb)
     batched = a3 or b3

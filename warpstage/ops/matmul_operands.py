@@ -1,0 +1,101 @@
+"""The operands TMA reads for ``ws.ops.matmul``: each tensor as it is, its transposed view (the
+four transposes are strides, not copies), or, for a layout TMA cannot address (or an fp8
+operand that is not K-major), a zero-padded contiguous copy with a ``MatmulCopyWarning``; and
+new tensors like an operand (torch or numpy)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
+from ..runtime.tensors import as_tensor_arg
+from ..jit.tracebacks import _user_stacklevel
+from .matmul_kernel import FP8_DTYPES
+
+__all__ = ["MatmulCopyWarning", "tma_compatible"]
+
+
+class MatmulCopyWarning(UserWarning):
+    """An operand or the output had a layout TMA cannot address (a base not 16-byte aligned, no
+    unit stride, or a stride that is not a multiple of 16 bytes), so ``matmul`` copied it."""
+
+
+def tma_compatible(ta) -> bool:
+    """Whether TMA can address the tensor ``ta`` (a TensorArg) as it is (cuTensorMapEncodeTiled's
+    rules): 16-byte aligned base, innermost stride 1, every other stride of a dimension longer
+    than 1 positive, a multiple of 16 bytes and below 2^40 bytes."""
+    e = ta.dtype.nbytes
+    if ta.data_ptr % 16 or (ta.shape[-1] != 1 and ta.strides[-1] != 1):
+        return False
+    return all(n == 1 or (s > 0 and (s * e) % 16 == 0 and s * e < 1 << 40)
+               for n, s in zip(ta.shape[:-1], ta.strides[:-1]))
+
+
+def _framework(x):
+    return "torch" if type(x).__module__.startswith("torch") else "numpy"
+
+
+def _new(like, shape, dtype, zeros=False):
+    """A new contiguous tensor of ``shape`` and ws ``dtype`` on ``like``'s device."""
+    names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32",
+             Float8E4M3FN: "float8_e4m3fn", Float8E5M2: "float8_e5m2"}
+    if _framework(like) == "torch":
+        import torch
+        make = torch.zeros if zeros else torch.empty
+        return make(shape, dtype=getattr(torch, names[dtype]), device=like.device)
+    if dtype in (BFloat16, Float8E4M3FN, Float8E5M2):
+        import ml_dtypes
+        npd = getattr(ml_dtypes, names[dtype])
+    else:
+        npd = np.dtype(names[dtype])
+    return (np.zeros if zeros else np.empty)(shape, dtype=npd)
+
+
+def _swap(x):
+    """x with its last two dimensions swapped (a view)."""
+    if _framework(x) == "torch":
+        return x.transpose(-1, -2)
+    return np.swapaxes(x, -1, -2)
+
+
+_TMA_RULE = ("it needs a 16-byte aligned base, one unit stride and the other strides multiples "
+             "of 16 bytes, so it is copied. Fix: pass contiguous tensors whose rows are "
+             "multiples of 16 bytes")
+_FP8_RULE = ("FP8 wgmma reads A and B K-major only (A row-major, B column-major, as "
+             "torch._scaled_mm wants them), so it is copied K-major. Fix: pass a as (M, K) "
+             "row-major and b as w.T of an (N, K) row-major w")
+
+
+def _padded_copy(name: str, x, ta, dtype, why: str = _TMA_RULE):
+    """A zero-padded contiguous copy of ``x`` whose innermost extent is a multiple of 16 bytes
+    (zeros add nothing to the products), with a MatmulCopyWarning saying ``why``."""
+    warnings.warn(f"ws.ops.matmul: TMA cannot read {name} (shape {tuple(ta.shape)}, strides "
+                  f"{tuple(ta.strides)}, address {ta.data_ptr:#x}) as it is: {why}",
+                  MatmulCopyWarning, stacklevel=_user_stacklevel())
+    per = 16 // dtype.ir_type.nbytes
+    inner = -(-ta.shape[-1] // per) * per
+    buf = _new(x, tuple(ta.shape[:-1]) + (inner,), dtype, zeros=True)
+    buf[..., :ta.shape[-1]] = x
+    return buf
+
+
+def _operand(name: str, x, ta, dtype, k_inner: bool):
+    """(tensor TMA reads, its TensorArg, its major) for A (``k_inner``: K is A's last dimension) or B (K is
+    its second-to-last): the tensor itself when its last dimension is contiguous, its transposed
+    view when the other one is, else a padded copy. FP8 operands must end up K-major: A itself
+    or a copy, B's transposed view or a copy of it."""
+    fp8 = dtype in FP8_DTYPES
+    if tma_compatible(ta) and (k_inner or not fp8):
+        return x, ta, ("K" if k_inner else "MN")
+    view = _swap(x)
+    tv = as_tensor_arg(view, name)
+    if tma_compatible(tv) and not (k_inner and fp8):
+        return view, tv, ("MN" if k_inner else "K")
+    if fp8:                                    # K innermost: A as it is, B^T (N, K)
+        src, sa = (x, ta) if k_inner else (view, tv)
+        why = _FP8_RULE if tma_compatible(ta) or tma_compatible(tv) else _TMA_RULE
+        copy = _padded_copy(name, src, sa, dtype, why)
+        return copy, as_tensor_arg(copy), "K"
+    copy = _padded_copy(name, x, ta, dtype)
+    return copy, as_tensor_arg(copy), ("K" if k_inner else "MN")
