@@ -99,11 +99,13 @@ def run(shapes, iters, repeats, environment, quick=False) -> str:
     for s in shapes or (QUICK if quick else SHAPES):
         rows.append(measure(*s, iters, repeats))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
-    sweeps = [] if quick or shapes else [(s, sweep(*s, iters, repeats)) for s in SWEEP_SHAPES]
-    text = "".join(
-        f"\nPolicies at {'x'.join(map(str, s))} (device time, kernel launched directly, B "
-        "K-major): " + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: {t:.0f}"
-                                 for f, t in got) + "\n" for s, got in sweeps)
+    text = ""
+    for s in [] if quick or shapes else SWEEP_SHAPES:
+        line = (f"Policies at {'x'.join(map(str, s))} (device time, kernel launched directly, "
+                "B K-major): " + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: "
+                                          f"{t:.0f}" for f, t in sweep(*s, iters, repeats)))
+        print(line, flush=True)                  # as it comes: a timeout keeps what ran
+        text += "\n" + line + "\n"
     return (f"## GEMM at small M, bf16 (`benchmarks/gemm.py --small-m`)\n\n{environment}. "
             f"TFLOP/s, medians of {repeats} runs of {iters} back-to-back calls, inputs rotated; "
             "dev: warmed queue (device time), e2e: from an idle GPU.\n\n" + table(rows) + "\n"

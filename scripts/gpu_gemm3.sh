@@ -33,6 +33,6 @@ printf '%-24s %-4s %s\n' "gemm_host (pretend GPU)" "$host_rc" "$(grep -E 'fp8|a,
 printf '%-24s %-4s\n' "bench --small-m" "$small_rc"
 printf '%-24s %-4s\n' "bench --fp8" "$fp8_rc"
 grep -hE "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -10
-grep -E "^\| [0-9]" "$OUT/bench_small_m.txt" | tail -12 | cut -c1-150
-grep -E "^Policies" "$OUT/bench_small_m.txt" | cut -c1-400
+grep -E "^\| [0-9]" "$OUT/bench_small_m.txt" | tail -12 | cut -c1-200
+grep -E "^Policies" "$OUT/bench_small_m.txt" | sort -u | cut -c1-700
 grep -E "^\| [0-9]" "$OUT/bench_fp8.txt" | tail -2
