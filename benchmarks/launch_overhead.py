@@ -224,12 +224,18 @@ def _vector_add():
     return module.vector_add
 
 
+_KEEP_ALIVE: list = []
+
+
 def raw_rows(function, scratch):
     cu = driver.cuda()
     handle, stream = function.handle, cu.CUstream(0)
     storage = [ctypes.c_void_p(scratch), ctypes.c_uint32(0)]
     array = (ctypes.c_void_p * 2)(*[ctypes.addressof(s) for s in storage])
     address = ctypes.addressof(array)
+    # the rows hold only the address: keep the argument storage and the void*[] alive for the
+    # whole run (freed, the driver read garbage pointers: the segfault of session 5's runs)
+    _KEEP_ALIVE.append((storage, array))
     tuple_params = ((scratch, 0), (ctypes.c_void_p, ctypes.c_uint32))
     rows = [("raw cuLaunchKernel, cuda-bindings, prebuilt void**",
              _loop(cu.cuLaunchKernel, handle, 1, 1, 1, 32, 1, 1, 0, stream, address, 0),

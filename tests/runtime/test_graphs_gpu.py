@@ -98,7 +98,11 @@ def test_capture_a_kernel_taking_tma_descriptors():
 def streams(monkeypatch):
     """The stream handle of every launch, in order: ``Launcher.launch`` (whose ctypes call is
     inlined, so ``_call`` is not reached once the stream's pointer is known) and ``_call``
-    reached from elsewhere (prepared launches), each launch counted once."""
+    reached from elsewhere (prepared launches), each launch counted once. The C-level call
+    path (jit/c_call.py) launches from its stub, below these hooks, so it is off here (the
+    tests make their kernels after this fixture): tests/jit/test_c_call_gpu.py covers its
+    streams, and tests/jit/test_c_call.py compares its stream with this path's call by call."""
+    monkeypatch.setenv("WARPSTAGE_CCALL", "0")
     handles, inside = [], []
     Launcher = launcher_module.Launcher
     real_launch, real_call = Launcher.launch, Launcher._call
