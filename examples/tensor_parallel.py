@@ -158,23 +158,17 @@ def reference(x, weights, heads):
 
 
 def _seconds_per_block(fn, iters, repeats=3):
-    """Median over ``repeats`` of the seconds per call of ``fn`` over ``iters`` back-to-back
-    calls between CUDA events, after two warm-up calls; the slowest rank's figure (benchmarks/
-    gpu_timing.py's end-to-end method, with a barrier so that the ranks start together)."""
-    for _ in range(2):
-        fn()
+    """The slowest rank's seconds per call of ``fn``: benchmarks/gpu_timing.py's end-to-end
+    method (the median over ``repeats`` of ``iters`` back-to-back calls between CUDA events,
+    after a warm-up call) on every rank, started together after a barrier (the all-reduces in
+    the block keep the ranks in step from there)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "benchmarks"))
+    from gpu_timing import seconds_per_call
+    fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / iters)
-    worst = torch.tensor([sorted(times)[len(times) // 2]], device="cuda")
+    dist.barrier()
+    worst = torch.tensor([seconds_per_call(fn, iters, repeats)], device="cuda")
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)
     return float(worst)
 
@@ -192,16 +186,16 @@ def run_rank(args) -> int:
     """One rank of the job (torchrun's or --cpu-check's environment: RANK, WORLD_SIZE,
     LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Returns the exit status."""
     cpu = args.cpu_check
-    dist.init_process_group("gloo" if cpu else "nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
     if cpu and args.math == "torch":
         device, dtype, tol, math_ = "cpu", torch.float32, 1e-4, TorchMath()
     elif cpu:                                   # ws.ops on CPU tensors: the CPU simulator
         device, dtype, tol, math_ = "cpu", torch.bfloat16, 3e-2, WarpstageMath(target="sim")
     else:
-        local = int(os.environ.get("LOCAL_RANK", rank))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)          # this rank's GPU: warpstage launches follow it
         device, dtype, tol, math_ = f"cuda:{local}", torch.bfloat16, 3e-2, WarpstageMath()
+    dist.init_process_group("gloo" if cpu else "nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
     try:
         weights = make_weights(args.dim, seed=args.seed, dtype=dtype)
         s = shard({k: v.to(device) for k, v in weights.items()}, rank, world, args.heads)
@@ -209,11 +203,15 @@ def run_rank(args) -> int:
             args.seed + 1)).to(dtype=dtype, device=device)
         out = block(x, s, math_, world)
         gathered = _gather(s, world, args.dim)              # the full weights from the shards
+        baseline = None if cpu else block(x, s, TorchMath(), world)   # bf16 torch, for scale
         ok = True
         if rank == 0:
             ref = reference(x, gathered, args.heads)
             ok = _check(out, ref, tol, rank, f"{world} ranks, {math_.name} vs one-device "
                         f"float32 torch reference")
+            if baseline is not None:
+                err = float((baseline.float() - ref).abs().max() / ref.abs().max())
+                print(f"  (the same block in bf16 torch: {err:.2e})", flush=True)
             if cpu:                 # the ranks made the same weights: the gather must undo shard
                 same = all(torch.equal(gathered[k].cpu(), v) for k, v in weights.items())
                 print(f"shards gathered back into the full weights -> "
@@ -224,6 +222,8 @@ def run_rank(args) -> int:
         ok = bool(flag.item())
         if not cpu and ok and not args.no_timing:
             _timing(args, x, s, math_, world, rank)
+        if math_.name == "warpstage":
+            _compiles(rank, world)
         return 0 if ok else 1
     finally:
         dist.destroy_process_group()
@@ -258,7 +258,20 @@ def _timing(args, x, s, math_, world, rank):
         print(f"  {'math':<10} {'ms/block':>9} {'tokens/s':>12}")
         for name, sec in rows:
             print(f"  {name:<10} {sec * 1e3:9.3f} {tokens / sec:12.4g}")
-        print(f"  warpstage / torch: {rows[1][1] / rows[0][1]:.2f}x", flush=True)
+        print(f"  speedup of warpstage over torch: {rows[1][1] / rows[0][1]:.2f}x", flush=True)
+
+
+def _compiles(rank, world):
+    """Rank 0 prints what each rank compiled (traced) and read from the disk cache: ranks that
+    share one cache (WARPSTAGE_CACHE_DIR) trace each specialization once between them
+    (docs/distributed.md, "Shared disk cache")."""
+    from warpstage.jit.compiled import STAGE_COUNTS
+    mine = (STAGE_COUNTS["trace"], STAGE_COUNTS["disk_hit"])
+    every = [None] * world
+    dist.all_gather_object(every, mine)
+    if rank == 0:
+        print("kernels traced / read from the disk cache, per rank: " + ", ".join(
+            f"rank {r}: {t} / {h}" for r, (t, h) in enumerate(every)), flush=True)
 
 
 def _free_port() -> int:
