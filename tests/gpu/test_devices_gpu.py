@@ -4,7 +4,9 @@ with that device's module and torch's current stream there, leaves the thread's 
 
 One GPU: device 0, a foreign context current during the launch, modules per device. Two GPUs
 (skipped unless ``torch.cuda.device_count() >= 2``): cuda:1 while cuda:0 is current and the
-reverse, tensors on two devices, a prepared launch and a side stream on cuda:1.
+reverse, tensors on two devices (the error naming both), the module loaded once on device 1,
+a launch on cuda:1 queued on device 1's current stream while cuda:0 is current, a prepared
+launch and a side stream on cuda:1.
 """
 import pytest
 
@@ -107,8 +109,65 @@ def test_both_devices_share_one_compile_with_a_module_each():
 def test_tensors_on_two_devices_raise_naming_both():
     k = ws.kernel(vadd.vector_add.fn)
     a, b, out = _inputs("cuda:0")
-    with pytest.raises(ws.ArgumentError, match="'b' on cuda:1"):
+    with pytest.raises(ws.ArgumentError, match=r"parameter 'a' is on cuda:0 and parameter 'b' "
+                                               r"on cuda:1; .* Fix: .*b.to\('cuda:0'\)"):
         _run(k, a, b.to("cuda:1"), out)
+    with pytest.raises(ws.ArgumentError, match="parameter 'a' is on cuda:1 and parameter 'b' "
+                                               "on cuda:0"):
+        _run(k, a.to("cuda:1"), b, out.to("cuda:1"))
+
+
+@two_gpus
+def test_the_module_is_loaded_on_device_one_once(monkeypatch):
+    loads = []
+    real = driver.load_module
+
+    def counting(image, is_ptx, device=0):
+        loads.append(device)
+        return real(image, is_ptx, device=device)
+    monkeypatch.setattr(driver, "load_module", counting)
+    k = ws.kernel(vadd.vector_add.fn)
+    with torch.cuda.device(0):
+        for i in range(4):
+            if i == 2:
+                k._fast.memo.clear()                  # the full path again
+            a, b, out = _inputs("cuda:1")
+            _run(k, a, b, out)
+            torch.cuda.synchronize(1)
+            assert torch.equal(out, a + b)
+    assert loads == [1] and k.trace_count == 1
+
+
+@two_gpus
+def test_a_launch_on_cuda1_follows_device_ones_current_stream():
+    """cuda:0 current, device 1's current stream a side stream busy with a long sleep and then
+    writing the inputs: the kernel must queue behind them (a launch on any other stream of
+    device 1 would read the inputs before they are written)."""
+    k = ws.kernel(vadd.vector_add.fn)
+    n = 1 << 20
+    a = torch.zeros(n, device="cuda:1")
+    b = torch.zeros(n, device="cuda:1")
+    out = torch.full((n,), float("nan"), device="cuda:1")
+    _run(k, a, b, out)                                # compiled and loaded on device 1
+    torch.cuda.synchronize(1)
+    side = torch.cuda.Stream(device=1)
+    before = torch.cuda.current_stream(1)
+    try:
+        with torch.cuda.device(1):
+            torch.cuda.set_stream(side)
+        with torch.cuda.device(0):
+            assert torch.cuda.current_stream(1) == side
+            with torch.cuda.device(1):
+                torch.cuda._sleep(200_000_000)        # ~0.1 s of device 1's side stream
+                a.fill_(1.0)
+                b.fill_(2.0)
+            _run(k, a, b, out)
+            assert torch.cuda.current_device() == 0
+        side.synchronize()
+        assert torch.equal(out, torch.full_like(out, 3.0))
+    finally:
+        with torch.cuda.device(1):
+            torch.cuda.set_stream(before)
 
 
 @two_gpus

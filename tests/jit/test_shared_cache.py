@@ -3,11 +3,7 @@ processes that need the same specializations at the same moment build each of th
 process traces, lowers and assembles it under the entry's lock, the others wait and read the
 entry it stored — and every process gets the same cubin (api.Kernel._from_disk_or_trace,
 persist.building, jit/cache/files.py ``locked``)."""
-import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -15,8 +11,8 @@ import warpstage as ws
 from warpstage.backend import find_ptxas
 from warpstage.jit.cache import files as cache
 from warpstage.runtime import cache_lock
+from ranks import run_ranks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock here")
 
 RANK = """
@@ -40,29 +36,8 @@ print(json.dumps({"counts": STAGE_COUNTS, "digests": digests}))
 """
 
 
-def _run_ranks(tmp_path, n):
-    (tmp_path / "examples_vector_add.py").write_text(
-        open(os.path.join(ROOT, "examples", "vector_add.py")).read())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
-    procs = [subprocess.Popen([sys.executable, "-c", RANK, str(tmp_path), str(r)], env=env,
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for r in range(n)]
-    deadline = time.monotonic() + 120
-    while not all((tmp_path / f"ready-{r}").exists() for r in range(n)):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
-            [p.communicate() for p in procs if p.poll() is not None]
-        time.sleep(0.01)
-    (tmp_path / "go").write_text("")
-    out = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=300)
-        assert p.returncode == 0, stderr
-        out.append(json.loads(stdout.strip().splitlines()[-1]))
-    return out
-
-
 def test_ranks_sharing_a_cache_compile_each_specialization_once(tmp_path):
-    ranks = _run_ranks(tmp_path, 4)
+    ranks = run_ranks(tmp_path, 4, RANK)
     total = {k: sum(r["counts"][k] for r in ranks) for k in ranks[0]["counts"]}
     assert total["trace"] == 3 and total["lower"] == 3 and total["ptx"] == 3     # 3 dtypes
     assert total["ptxas"] == (3 if find_ptxas(ws.CompileOptions()) else 0)
