@@ -16,6 +16,7 @@ stage's output, so ``ck.ptx`` lowers but does not run ptxas.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 
 from . import progress
@@ -71,7 +72,23 @@ def lower(traced: Traced, options, timings: dict) -> Lowered:
         llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes
     with _step(traced.name, "ptx", timings):
         ptx = emit_ptx(llvm_ir, options)
+    _start_launch_stub()
     return Lowered(traced.name, llvm_ir, ptx)
+
+
+def _start_launch_stub() -> None:
+    """LLVM is loaded now: start compiling the C call path's launch stub (jit/c_call.py,
+    jit/c_env.py) in its background thread, so that it is ready before this kernel launches.
+    Started only at a kernel's second launch (what a process that loads every kernel from disk
+    still does), the compile ran beside the first launches and slowed them: the flagship's
+    first 20 calls at 0.75x of the later ones (H200, session 5). Only with torch imported
+    (the stub reads torch tensors) and the C path on (``WARPSTAGE_CCALL``)."""
+    if "torch" not in sys.modules:
+        return
+    from ..options import env_c_call
+    if env_c_call():
+        from . import c_env
+        c_env.stub_ready(start=True)
 
 
 def assemble(lowered: Lowered, options, timings: dict) -> Compiled:
