@@ -229,6 +229,36 @@ def test_static_side_effect_in_a_dynamic_if_is_an_error():
         k[1, 32](out(), 0)
 
 
+class _Counter:
+    def __init__(self):
+        self.n = 0
+
+
+def test_rebinding_a_static_objects_attribute_in_a_dynamic_if_is_an_error():
+    @ws.kernel
+    def k(c, x: ws.Tensor, n: ws.Int32):
+        if n > 0:  # marker: attribute side effect if
+            c.n = 5
+        x[0] = ws.Float32(c.n)
+
+    c = _Counter()
+    with raises_at(ws.BindingTimeError, "marker: attribute side effect if", "`c`", "Fix"):
+        k[1, 32](c, out(), 0)
+    assert c.n == 5 or c.n == 0         # (the trace ran the branch; the launch never happened)
+
+
+def test_a_static_object_gaining_an_attribute_in_a_dynamic_if_is_not_a_change():
+    @ws.kernel
+    def k(c, x: ws.Tensor, n: ws.Int32):
+        if n > 0:
+            c.cache = 1                 # a new attribute (a lazy cache): not a rebinding
+        x[0] = ws.Float32(c.n)
+
+    o = out()
+    k[1, 32](_Counter(), o, 1)
+    assert o[0] == 0
+
+
 def test_static_side_effect_in_a_dynamic_loop_is_an_error():
     @ws.kernel
     def k(x: ws.Tensor, n: ws.Int32):

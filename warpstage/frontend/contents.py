@@ -253,23 +253,63 @@ class StaticWatch:
                     self._watch(name, glob[name])
 
     def _watch(self, name: str, v) -> None:
-        if type(v) in (list, dict, set) and not name.startswith("__ws_") and \
-                not any(v is w for _, w, _ in self.items):
+        if name.startswith("__ws_") or any(v is w for _, w, _ in self.items):
+            return
+        if type(v) in (list, dict, set):
             try:
                 if not flatten(v)[1]:
                     self.items.append((name, v, static_key(v)))
             except Exception:   # noqa: BLE001 - unkeyable contents: not watched
                 return
+        elif _plain_object(v):
+            try:
+                if not flatten(v)[1]:
+                    self.items.append((name, v, _attributes(v)))
+            except Exception:   # noqa: BLE001 - not flattenable: not watched
+                return
 
     def changed(self):
-        """(name, object) of the first watched container whose key changed, else None."""
+        """(name, object) of the first watched container whose key changed, or of the first
+        watched object one of whose attributes was rebound (``cfg.n = 5``), else None."""
         for name, v, key in self.items:
             try:
-                if static_key(v) != key:
+                if type(key) is _Attributes:
+                    now = _attributes(v)
+                    if any(now.get(a, _GONE) is not x for a, x in key.items()):
+                        return name, v
+                elif static_key(v) != key:
                     return name, v
             except Exception:
                 return name, v
         return None
+
+
+class _Attributes(dict):
+    """An object's attributes when a region started: name -> the value object."""
+
+
+_GONE = object()
+
+
+def _attributes(v) -> "_Attributes":
+    return _Attributes(vars(v))
+
+
+def _plain_object(v) -> bool:
+    """A user object whose attributes a dynamic region could rebind: an instance with a
+    ``__dict__`` of a class outside warpstage (whose library objects may fill caches while
+    tracing), not a module, class, function or method. Attributes added in the region (a lazy
+    cache) are not a change; rebinding one that existed is (``_attributes``)."""
+    import types
+    module = type(v).__module__ or ""
+    if module.split(".")[0] in ("warpstage", "builtins", "functools", "numpy", "torch") or \
+            isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                           types.BuiltinFunctionType)):
+        return False                    # (an unbound variable's marker raises on any read)
+    try:
+        return isinstance(object.__getattribute__(v, "__dict__"), dict)
+    except Exception:  # noqa: BLE001 - no instance dict
+        return False
 
 
 def _names(code) -> set:
