@@ -79,20 +79,31 @@ def _ptx() -> str:
     return ".version 7.0\n.target sm_80\n.address_size 64\n" + PTX_BODY
 
 
-def measure(rows, batches: int, launches: int) -> list:
+def measure(rows, batches: int, launches: int, busy=None) -> list:
     """Per row ``(name, run, sync)``: (median, min) over ``batches`` rounds of the time of
     ``run(launches)`` + ``sync()``, divided by ``launches``, in µs. The rows take turns within
-    each round."""
+    each round.
+
+    With ``busy`` (a callable that queues a spin kernel on the GPU, ``--busy``) each batch is
+    queued behind that spin and only ``run(launches)`` is timed, the synchronization after it
+    not: the launches only enter the queue, so the row is the host's cost of a launch alone,
+    not bounded by how fast the GPU runs tiny kernels back to back."""
     for _, run, sync in rows:
         run(min(launches, 1000))   # warm up: first-launch setup, caches
         sync()
     times = [[] for _ in rows]
     for _ in range(batches):
         for (_, run, sync), row_times in zip(rows, times):
+            if busy is not None:
+                sync()
+                busy()
             start = time.perf_counter()
             run(launches)
-            sync()
+            if busy is None:
+                sync()
             row_times.append((time.perf_counter() - start) / launches * 1e6)
+            if busy is not None:
+                sync()
     return [(statistics.median(t), min(t)) for t in times]
 
 
@@ -354,6 +365,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=7)
     parser.add_argument("--launches", type=int, default=10000)
+    parser.add_argument("--busy", action="store_true",
+                        help="queue each batch behind a spin kernel and time the host's enqueue "
+                             "alone (use --launches <= 500: the launch queue must not fill)")
     args = parser.parse_args(argv)
     if not target.cuda_available():
         print(f"launch_overhead: no usable CUDA GPU ({target.cuda_unavailable_reason()}); nothing "
@@ -388,7 +402,13 @@ def main(argv=None) -> int:
             failed += [absent] if absent is not None else []
     for kern in misses.values():
         _MISSES[kern] = 0
-    results = measure(rows, args.batches, args.launches)
+    if args.busy and torch is None:
+        print("launch_overhead --busy needs torch (torch.cuda._sleep spins the GPU)")
+        return 1
+    # ~40 µs of GPU time per queued launch (the H200's SM clock is <= 1.98 GHz): longer than
+    # any row's enqueue, so the queue never drains while a batch is timed
+    spin = (lambda: torch.cuda._sleep(int(args.launches * 40e-6 * 2.0e9))) if args.busy else None
+    results = measure(rows, args.batches, args.launches, spin)
     driver.mem_free(scratch)
     report(props, args, rows, results, failed, misses)
     return 0
@@ -403,7 +423,9 @@ def report(props, args, rows, results, failed, misses) -> None:
              f"{props.driver_version_str}, cuda-bindings {bindings_version}, Python "
              f"{sys.version.split()[0]}",
              f"{args.batches} rounds x {args.launches} launches, the rows taking turns in each "
-             f"round; µs per launch"]
+             f"round; µs per launch"
+             + ("; --busy: queued behind a spin kernel, the enqueue alone timed" if args.busy
+                else "")]
     width = max(len(name) for name, *_ in rows + failed)
     lines.append(f"{'what':<{width}}  {'median':>8}  {'min':>8}  full path")
     lines.append("-" * (width + 31))
