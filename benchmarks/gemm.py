@@ -119,10 +119,9 @@ def kernel_runner(a, b, c, fields=None):
     sms = matmul_host._sms(ta)
     fields = dict(fields or {})
     schedule = fields.get("schedule", "cooperative")
-    tm = matmul_host.choose_tile_m(m, schedule, fields.pop("tile_m", None))
-    tn, group, splits = matmul_host.choose_config(
+    tm, tn, group, splits = matmul_host.choose_config(
         m, n, k, 1, sms, schedule, fields.pop("tile_n", None), fields.pop("group", None),
-        fields.pop("splits", None), tile_m=tm)
+        fields.pop("splits", None), tile_m=fields.pop("tile_m", None))
     split = splits > 1
     stages = fields.pop("num_stages", None)
     if stages is None:

@@ -60,10 +60,10 @@ def kernel_runner(a, b, sa, sb, c):
     xa, _, _ = matmul_host._operand("a", a, as_tensor_arg(a), e4m3, True)
     xb, _, _ = matmul_host._operand("b", b, as_tensor_arg(b), e4m3, False)
     sms = matmul_host._sms(as_tensor_arg(a))
-    tn, group, splits = matmul_host.choose_config(m, n, k, 1, sms, k_step=tile_k_of(e4m3))
+    tm, tn, group, splits = matmul_host.choose_config(m, n, k, 1, sms, k_step=tile_k_of(e4m3))
     epi = ws.ops.Scales(sa.reshape(-1), sb.reshape(-1))
     p = matmul_host.make_policy(e4m3, ws.BFloat16, "K", "K", False, tn, None, "M", group,
-                                "cooperative", epi)
+                                "cooperative", epi, tile_m=tm)
     if splits > 1:
         return None, repr(p) + f", {splits} K splits"
     TD = ws.tma.TensorDescriptor

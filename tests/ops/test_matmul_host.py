@@ -53,11 +53,26 @@ def test_a_small_m_shape_splits_k_into_a_workspace_and_reduces(fake_gpu):
     out = ws.ops.matmul(x, w.T)
     assert out.shape == (16, 4096) and out.dtype == torch.bfloat16
     gemm, reduce = fake_gpu
-    tn, _, splits = matmul_host.choose_config(16, 4096, 4096, 1, 132)
+    tm, tn, _, splits = matmul_host.choose_config(16, 4096, 4096, 1, 132)
     assert splits > 1 and gemm[1] == (-(-4096 // tn) * splits, 1, 1)
+    assert gemm[2] == (128 + tm * 2, 1, 1)                 # producer + tm / 64 consumer WGs
     assert reduce[1] == (-(-16 * 4096 // matmul_host.REDUCE_THREADS), 1, 1)
     assert reduce[2] == (matmul_host.REDUCE_THREADS, 1, 1)
     assert splits in gemm[5] and splits in reduce[5]
+
+
+@pytest.mark.parametrize("m, ctas", [(128, 64), (256, 128)])
+def test_a_prefill_shape_is_one_launch_of_64_row_tiles_without_a_workspace(fake_gpu, m, ctas):
+    """M = 128 / 256 against a 4096 x 4096 weight: 64 x 128 tiles (2 / 4 x 32 of them), one
+    consumer warpgroup (256 threads), no split: the one GEMM launch and no reduction (measured
+    1.6x faster than 128 x 256 tiles with 4-8 K splits, docs/matmul.md)."""
+    x, w = _bf16(m, 4096), _bf16(4096, 4096)
+    out = ws.ops.matmul(x, w.T)
+    assert out.shape == (m, 4096)
+    assert len(fake_gpu) == 1
+    (gemm,) = fake_gpu
+    assert gemm[1] == (ctas, 1, 1) and gemm[2] == (256, 1, 1)
+    assert matmul_host.choose_config(m, 4096, 4096, 1, 132)[:2] == (64, 128)
 
 
 

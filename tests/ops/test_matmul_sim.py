@@ -60,6 +60,15 @@ CASES = [
     (33, 136, 72, "float16", False, True, 3, None, dict(tile_m=64, tile_n=128)),
     (64, 64, 520, "bfloat16", True, True, None, "float32", dict(tile_m=64, splits=3)),
     (17, 72, 200, "bfloat16", False, True, None, None, dict(tile_m=128)),
+    # 64 x 128 tiles, the plan's choice at M = 65-256 (docs/matmul.md, "Choosing the tile by
+    # shape"): 4 row blocks with an M tail, an N tail, a K tail, B K-major (a weight); and each
+    # split count on them: 4 K steps in 2 ranges, 9 in 4 asked (3 of 3, f32 out, A M-major),
+    # 16 in 8 (2 each)
+    (200, 136, 72, "bfloat16", False, True, None, None, dict(tile_m=64, tile_n=128)),
+    (130, 264, 200, "float16", False, True, None, None, dict(tile_m=64, tile_n=128, splits=2)),
+    (96, 136, 520, "bfloat16", True, True, None, "float32",
+     dict(tile_m=64, tile_n=128, splits=4)),
+    (65, 128, 1000, "bfloat16", False, True, None, None, dict(tile_m=64, tile_n=128, splits=8)),
 ]
 
 
@@ -211,16 +220,16 @@ def test_policy_errors(fields, match):
 
 def test_config_choice_fills_the_gpu():
     choose = matmul_host.choose_config
-    assert choose(4096, 4096, 4096, 1, 132) == (256, 4, 1)         # 512 tiles: group 4
-    assert choose(8192, 8192, 8192, 1, 132) == (256, 8, 1)         # 2048 tiles: group 8
-    tn, _, splits = choose(128, 4096, 4096, 1, 132)                # 16 tiles of 128 x 256
-    assert splits > 1 and -(-4096 // tn) * splits <= 132
-    assert choose(128, 128256, 4096, 1, 132)[2] == 1               # 501 tiles: no split
-    assert choose(16, 4096, 4096, 1, 132, "pingpong")[::2] == (64, 1)
-    assert choose(16, 4096, 100, 1, 132, splits=7)[2] == 2         # 2 K steps: 2 ranges
-    assert [matmul_host.choose_tile_m(m) for m in (1, 64, 65, 4096)] == [64, 64, 128, 128]
-    assert matmul_host.choose_tile_m(16, "pingpong") == 128
-    assert matmul_host.choose_tile_m(16, tile_m=128) == 128
+    assert choose(4096, 4096, 4096, 1, 132) == (128, 256, 4, 1)    # 512 tiles: group 4
+    assert choose(8192, 8192, 8192, 1, 132) == (128, 256, 8, 1)    # 2048 tiles: group 8
+    tm, tn, _, splits = choose(128, 4096, 4096, 1, 132)            # 64 tiles of 64 x 128
+    assert (tm, tn, splits) == (64, 128, 1)
+    assert choose(128, 128256, 4096, 1, 132)[3] == 1               # 501 tiles: no split
+    tm, tn, _, splits = choose(16, 4096, 4096, 1, 132, "pingpong")
+    assert (tm, splits) == (128, 1) and tn in (64, 128)            # ping-pong: 128 rows
+    assert choose(16, 4096, 100, 1, 132, splits=7)[3] == 2         # 2 K steps: 2 ranges
+    assert choose(16, 4096, 4096, 1, 132, tile_m=128)[0] == 128    # given: kept
+    assert choose(16, 4096, 4096, 1, 132, tile_n=256)[1] == 256
 
 
 @pytest.mark.parametrize("bad", ["gelu", object(), ws.ops.BiasGelu])

@@ -10,7 +10,7 @@ import warpstage as ws
 from warpstage.core.static_key import static_key
 from warpstage.ops import tune_spaces as ts
 from warpstage.ops.attention import wgmma_policy_for
-from warpstage.ops.matmul_host import choose_config, choose_tile_m, policy_for
+from warpstage.ops.matmul_host import choose_config, policy_for
 
 BF16 = ml_dtypes.bfloat16
 
@@ -32,10 +32,10 @@ def test_the_gemm_space_has_the_shipped_default_first_and_only_valid_policies(sh
     a, b = np.zeros((m, k), BF16), np.zeros((k, n), BF16)
     space = ts.matmul_space(a, b)
     assert len(space) >= 24 and len(set(space)) == len(space)
-    tile_n, group, _ = choose_config(m, n, k, 1, 2, tile_m=choose_tile_m(m))
-    assert (space[0].tile_n, space[0].group) == (tile_n, group)
-    for c in space:                  # tile_m None: the host's choice (64 rows at M <= 64)
-        rows = c.tile_m or choose_tile_m(m, c.schedule)
+    tile_m, tile_n, group, _ = choose_config(m, n, k, 1, 2)
+    assert (space[0].tile_m, space[0].tile_n, space[0].group) == (tile_m, tile_n, group)
+    for c in space:                  # tile_m None: the host's choice (ping-pong: 128 rows)
+        rows = c.tile_m or choose_config(m, n, k, 1, 2, c.schedule, c.tile_n)[0]
         policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, c.tile_n, c.num_stages,
                    c.raster, c.group, c.schedule, tile_m=rows)     # raises for an invalid one
 
@@ -127,14 +127,14 @@ def test_the_fp8_space_is_the_gemm_space_on_the_fp8_ring(shape):
     one = np.ones((), np.float32)
     space = ts.scaled_matmul_space(a, w.T, one, one)
     assert len(space) >= 24 and len(set(space)) == len(space)
-    tile_n, group, _ = choose_config(m, n, k, 1, 2, k_step=128, tile_m=choose_tile_m(m))
-    assert (space[0].tile_n, space[0].group) == (tile_n, group)
+    rows, tile_n, group, _ = choose_config(m, n, k, 1, 2, k_step=128)
+    assert (space[0].tile_m, space[0].tile_n, space[0].group) == (rows, tile_n, group)
     for c in space:
         p = policy_for(ws.Float8E4M3FN, ws.BFloat16, "K", "K", False, c.tile_n, c.num_stages,
                        c.raster, c.group, c.schedule,
-                       tile_m=c.tile_m or choose_tile_m(m, c.schedule))   # raises if invalid
+                       tile_m=c.tile_m or 128)   # raises if invalid (None: ping-pong, 128)
         assert p.tile_k == 128
-    rows = choose_tile_m(m)               # the fp8 stage has bf16's bytes: the same depth
+    # the fp8 stage has bf16's bytes: the same depth
     deepest = max(c.num_stages for c in space if c.tile_n == 256 and c.tile_m in (None, rows))
     assert deepest == policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, 256,
                                  tile_m=rows).num_stages
@@ -149,10 +149,11 @@ def test_small_m_spaces_add_k_splits():
     large = ts.matmul_space(np.zeros((256, 512), BF16), np.zeros((512, 256), BF16))
     assert {c.splits for c in small} == {None, 1, 2, 4, 8}
     assert {c.tile_m for c in small} == {None, 64, 128}
-    assert {c.splits for c in large} == {None} and {c.tile_m for c in large} == {None}
+    assert {c.splits for c in large} == {None}
+    assert {c.tile_m for c in large} == {None, choose_config(256, 256, 512, 1, 2)[0]}
     for c in small:
         policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, c.tile_n, c.num_stages,
-                   c.raster, c.group, c.schedule, tile_m=c.tile_m or choose_tile_m(100))
+                   c.raster, c.group, c.schedule, tile_m=c.tile_m or 128)
 
 
 def test_the_tuned_fp8_launch_runs_the_chosen_policy_in_the_simulator(tmp_path, monkeypatch):

@@ -1,17 +1,16 @@
-"""The per-shape configuration of ``ws.ops.matmul`` / ``ws.ops.scaled_matmul``: tile rows
-(``choose_tile_m``), tile width, swizzle band and K splits (``choose_config``), and the cached
-policies (``policy_for``; ``make_policy`` puts an epilogue into one). Measured figures behind
-each choice: docs/matmul.md, benchmarks/RESULTS.md."""
+"""The per-shape configuration of ``ws.ops.matmul`` / ``ws.ops.scaled_matmul``: tile rows,
+tile width, swizzle band and K splits (``choose_config``, by ``matmul_plan.plan``), and the
+cached policies (``policy_for``; ``make_policy`` puts an epilogue into one). Measured figures
+behind each choice: docs/matmul.md, benchmarks/RESULTS.md."""
 from __future__ import annotations
 
 import functools
 
 from ..errors import ArgumentError
 from .matmul_kernel import TILE_M, Matmul, max_stages
-from .matmul_splitk import MAX_SPLITS, even_splits, plan
+from .matmul_plan import MAX_SPLITS, even_splits, plan
 
-__all__ = ["choose_tile_m", "choose_config", "policy_for", "make_policy", "GROUP_SMALL",
-           "GROUP_LARGE", "SMALL_TILE_ROWS"]
+__all__ = ["choose_config", "policy_for", "make_policy", "GROUP_SMALL", "GROUP_LARGE"]
 
 GROUP_SMALL, GROUP_LARGE = 4, 8
 """The swizzle band of the tile order: 4 up to ``4 x SMs`` output tiles, 8 above. Measured on
@@ -20,46 +19,38 @@ stages): 4096^3 (512 tiles) group 4: 755 TFLOP/s, group 8: 742, 16: 746; 8192^3 
 group 8: 728, 4: 672, 16: 688."""
 
 
-SMALL_TILE_ROWS = 64
-"""M at or below which ``choose_tile_m`` picks 64-row tiles (one consumer warpgroup): a 128-row
-tile would compute at least as many rows past M as in it."""
-
-
-def choose_tile_m(m: int, schedule: str = "cooperative", tile_m=None) -> int:
-    """Rows per output tile: ``tile_m`` when given (ValueError from the policy if it is not 64
-    or 128), else 64 for M <= ``SMALL_TILE_ROWS`` with the cooperative schedule, else 128."""
-    if tile_m is not None:
-        return tile_m
-    return 64 if m <= SMALL_TILE_ROWS and schedule == "cooperative" else TILE_M
-
-
 @functools.lru_cache(maxsize=256)
 def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
                   tile_n=None, group=None, splits=None, k_step: int = 64,
-                  tile_m: int = TILE_M) -> tuple:
-    """(tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the given
-    ones are kept. tile_n and splits: ``matmul_splitk.plan`` (the ping-pong schedule: tile_n
-    at most 128, no split); group: ``GROUP_SMALL`` / ``GROUP_LARGE`` by the tile count. A given
-    ``splits`` is lowered to at most ``MAX_SPLITS`` non-empty K ranges of ``k_step``-element
-    steps (the policy's tile_k: 64, 128 for fp8). ``tile_m``: rows per tile (128 or 64).
-    Raises ArgumentError for a ``splits`` that is not an int >= 1."""
+                  tile_m=None) -> tuple:
+    """(tile_m, tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the
+    given ones are kept, the others come from ``matmul_plan.plan`` (least estimated device
+    time over 128 / 64 rows x 256 / 128 columns x K splits; the ping-pong schedule: 128 rows,
+    tile_n 128 or 64, no split unless given) and, for the group, ``GROUP_SMALL`` /
+    ``GROUP_LARGE`` by the tile count. A given ``splits`` is lowered to at most ``MAX_SPLITS``
+    non-empty K ranges of ``k_step``-element steps (the policy's tile_k: 64, 128 for fp8).
+    Raises ArgumentError for a ``splits`` that is not an int >= 1 (a bad tile_m or tile_n is
+    the policy's ValueError)."""
     if schedule == "pingpong":
-        widths, splits = (128, 64), 1 if splits is None else splits
+        widths, rows, splits = (128, 64), (TILE_M,), 1 if splits is None else splits
     else:
-        widths = (256, 128, 64)
-    if tile_n is None or splits is None:
-        tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
-                      split=splits is None, k_step=k_step, tile_m=tile_m)
-        tile_n = tn if tile_n is None else tile_n
-        splits = sp if splits is None else splits
-    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        widths, rows = (256, 128), (TILE_M, 64)
+    if splits is not None and (isinstance(splits, bool) or not isinstance(splits, int)
+                               or splits < 1):
         raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
                             "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
+    if tile_n is None or splits is None or tile_m is None:
+        tm, tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
+                          rows if tile_m is None else (tile_m,),
+                          split=splits is None, k_step=k_step)
+        tile_m = tm if tile_m is None else tile_m
+        tile_n = tn if tile_n is None else tile_n
+        splits = sp if splits is None else splits
     splits = even_splits(-(-k // k_step), min(splits, MAX_SPLITS))     # no empty K range
     if group is None:
         tiles = -(-m // tile_m) * -(-n // tile_n) * batches
         group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
-    return tile_n, group, splits
+    return tile_m, tile_n, group, splits
 
 
 @functools.lru_cache(maxsize=128)

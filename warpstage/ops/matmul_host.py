@@ -20,14 +20,14 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
-from .matmul_config import choose_config, choose_tile_m, make_policy, policy_for
+from .matmul_config import choose_config, make_policy, policy_for
 from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand,
                               _swap, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from .torch_dispatch import torch_op
 
-__all__ = ["matmul", "policy_for", "choose_config", "choose_tile_m", "tma_compatible",
+__all__ = ["matmul", "policy_for", "choose_config", "tma_compatible",
            "MatmulCopyWarning", "SIM_CTAS"]
 
 SIM_CTAS = 2
@@ -114,8 +114,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     policy (``ws.ops.Matmul``; None: chosen per shape). ``splits``: K ranges computed by
     separate work units into an f32 workspace and added by a second kernel (split-K,
     ``matmul_splitk.py``; cooperative schedule only; None: chosen per shape, 1: none).
-    ``tile_m``: rows per tile, 128 or 64 (one consumer warpgroup; cooperative only); None: 64
-    for M <= 64, else 128 (``choose_tile_m``).
+    ``tile_m``: rows per tile, 128 or 64 (one consumer warpgroup; cooperative only). None
+    (each of tile_n, splits, tile_m): the least estimated device time for the shape
+    (``matmul_plan.plan``: at M = 128-256 against a 4096-wide weight, 64 x 128 tiles unsplit).
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
     shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations, up
@@ -264,9 +265,8 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
     xb, b_arg, b_major = _operand("b", b, tb, b_dtype, k_inner=False)
     sms = _sms(ta)
-    tm = choose_tile_m(m, schedule, tile_m)
-    tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group, splits,
-                                      tile_k_of(dtype), tm)
+    tm, tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group,
+                                          splits, tile_k_of(dtype), tile_m)
     if splits > 1:
         return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt,
                         (dtype, b_dtype), (m, n, k, batches), epilogue, (tm, tn), num_stages,

@@ -49,7 +49,7 @@ class MatmulTuning:
     splits: Optional[int] = None
     """K ranges (split-K); None: planned per shape for the candidate's tile_n."""
     tile_m: Optional[int] = None
-    """Rows per tile (128, 64); None: ``choose_tile_m``'s."""
+    """Rows per tile (128, 64); None: the per-shape plan's (``matmul_plan.plan``)."""
 
 
 @dataclass(frozen=True)
@@ -97,24 +97,25 @@ def gemm_space(a, b, dtype, odt) -> list:
     """The candidates of ``matmul_space`` for operands ``a``, ``b`` of ws dtype ``dtype``
     (16-bit or fp8: the ring depths and split-K plan follow its K per stage) and output dtype
     ``odt``; when the output has fewer 128 x 128 tiles than SMs (small M), also tile_n 256 and
-    128 with 1, 2, 4 and 8 K splits, with 128-row tiles and (M <= 128) 64-row ones (the
-    split-K plan and ``choose_tile_m`` are estimates: the tuner measures)."""
-    from .matmul_host import _sms, _shapes, choose_config, choose_tile_m
+    128 with 1, 2, 4 and 8 K splits, with 128-row tiles and (M <= 256) 64-row ones (the
+    per-shape plan is an estimate: the tuner measures). The cooperative candidates name their
+    tile rows (the plan's, where not swept), so each ring depth fits its tile."""
+    from .matmul_host import _sms, _shapes, choose_config
     from .matmul_kernel import max_stages, tile_k_of
     ta, tb = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
     batches, m, n, k, _, _ = _shapes(ta, tb)
-    sms, k_step, tm = _sms(ta), tile_k_of(dtype), choose_tile_m(m)
-    tile_n, group, _ = choose_config(m, n, k, batches, sms, k_step=k_step, tile_m=tm)
+    sms, k_step = _sms(ta), tile_k_of(dtype)
+    tm, tile_n, group, _ = choose_config(m, n, k, batches, sms, k_step=k_step)
 
     def deepest(tn, schedule, rows=tm):
         return min(8, max_stages(tn, odt, dtype, schedule, rows if schedule != "pingpong"
                                  else 128))
-    space = [MatmulTuning(tile_n, deepest(tile_n, "cooperative"), group)]
+    space = [MatmulTuning(tile_n, deepest(tile_n, "cooperative"), group, tile_m=tm)]
     for tn, less, g, raster in itertools.product((256, 128), (0, 1), (4, 8, 16), ("M", "N")):
-        space.append(MatmulTuning(tn, deepest(tn, "cooperative") - less, g, raster))
+        space.append(MatmulTuning(tn, deepest(tn, "cooperative") - less, g, raster, tile_m=tm))
     space += [MatmulTuning(128, deepest(128, "pingpong"), g, "M", "pingpong") for g in (4, 8)]
     if -(-m // 128) * -(-n // 128) * batches < sms:
-        for rows, tn, sp in itertools.product((64, 128) if m <= 128 else (128,), (256, 128),
+        for rows, tn, sp in itertools.product((64, 128) if m <= 256 else (128,), (256, 128),
                                               (1, 2, 4, 8)):
             space.append(MatmulTuning(tn, deepest(tn, "cooperative", rows), group, splits=sp,
                                       tile_m=rows))
