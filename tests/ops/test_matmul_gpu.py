@@ -62,6 +62,15 @@ def test_llm_shapes(m, n, k):
     check(*operands(m, n, k, tb=True))             # B = an nn.Linear weight (N, K), K-major
 
 
+@pytest.mark.parametrize("m, n, k", [(m, n, k) for m in (64, 200, 256)
+                                     for n, k in ((4096, 4096), (11008, 4096), (4096, 11008))],
+                         ids=lambda v: str(v))
+def test_small_m_plans(m, n, k):
+    """The per-shape plan at the decode / prefill sizes between the LLM rows (64-row tiles,
+    128 x 128 ones, K splits where it estimates them faster), on its own choice."""
+    check(*operands(m, n, k, tb=True))
+
+
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m, n, k", [(1000, 1000, 1000), (4096, 4096, 4096), (200, 72, 8)])
 def test_transposes(m, n, k, ta, tb):
@@ -147,7 +156,10 @@ def test_split_k_dtypes_epilogue_batched_transposed():
     (200, 4096, 4096, True, dict(tile_m=64)),          # 4 row blocks, an M tail
     (64, 4096, 4096, True, dict(tile_m=64, splits=8)),
     (128, 4096, 4096, True, dict(tile_m=64, splits=4, tile_n=128)),
-    (48, 520, 1000, False, dict(tile_m=64, ta=True, batch=3))], ids=str)
+    (48, 520, 1000, False, dict(tile_m=64, ta=True, batch=3)),
+    (256, 11008, 4096, True, dict(tile_m=64, tile_n=128)),   # 4 x 86 tiles: 3 waves
+    (130, 4096, 11008, True, dict(tile_m=64, tile_n=128, splits=2)),   # 172 K steps in 2
+    (96, 520, 1000, True, dict(tile_m=64, tile_n=64))], ids=str)
 def test_64_row_tiles(m, n, k, tb, kw):
     """tile_m=64 (one consumer warpgroup, 256 threads): the default at M <= 64, and asked
     for, with split-K, A M-major and batches."""
