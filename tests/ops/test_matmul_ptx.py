@@ -46,8 +46,13 @@ def assert_clean_build(ck, p: Matmul) -> None:
     dict(schedule="pingpong", tile_n=128, num_stages=5, a_major="MN", b_major="K",
          out_dtype=ws.Float32, batched=True, dtype=ws.Float16),
     dict(split_k=True, out_dtype=ws.Float32, b_major="K"),
-    dict(tile_m=64, a_major="MN", b_major="K", num_stages=5)],
-    ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt", "tile-m-64-At-Bt"])
+    dict(tile_m=64, a_major="MN", b_major="K", num_stages=5),
+    # the plan's choice at M = 128-256 against a weight (docs/matmul.md): 64 x 128, 8 stages;
+    # and with K splits
+    dict(tile_m=64, tile_n=128, b_major="K", num_stages=8),
+    dict(tile_m=64, tile_n=128, b_major="K", num_stages=8, split_k=True, out_dtype=ws.Float32)],
+    ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt", "tile-m-64-At-Bt",
+         "64x128-8-stages-Bt", "64x128-split-k-Bt"])
 def test_ptx_ptxas_and_sass(fields):
     p = Matmul(**fields)
     ck = compile_policy(p)
