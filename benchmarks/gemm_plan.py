@@ -22,7 +22,8 @@ from gpu_timing import seconds_per_call   # benchmarks/ is on sys.path when run 
 SHAPES = [(m, n, k) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096))
           for m in (64, 128, 256)]
 CANDIDATES = [(64, 128, 1), (64, 128, 2), (64, 128, 4), (128, 128, 1), (128, 128, 2),
-              (64, 256, 1), (128, 256, 1), (128, 256, 4), (64, 64, 1), (128, 64, 1)]
+              (64, 256, 1), (128, 256, 1), (128, 256, 4), (64, 64, 1), (128, 64, 1),
+              (128, 192, 1), (64, 192, 1)]
 """(tile_m, tile_n, splits): the plan's default widths (256, 128) with and without splits, and
 64 wide (not in the plan until measured)."""
 

@@ -1,14 +1,18 @@
 """The per-shape plan of ``ws.ops.matmul``: tile rows, tile width and K splits, chosen by an
 estimate of the device time fitted to the H200's measurements (docs/matmul.md, "Choosing the
-tile by shape"; the figures: benchmarks/RESULTS.md, session 6's small-M policy rows).
+tile by shape"; the figures: benchmarks/RESULTS.md, session 6's small-M policy rows and the
+``benchmarks/gemm_plan.py`` sweep of 05:10 UTC, 12 shapes x 10 configurations, which refitted
+the constants: the plan's pick is the fastest measured 256- or 128-wide configuration at
+every swept shape).
 
 A persistent CTA streams its work units' A and B tiles through TMA; what bounds it is whichever
 is slowest of:
 
-- **the SM's own intake**: a CTA pulls about ``SM_BYTES_PER_US`` (95 GB/s) of A and B tiles
-  from L2, whatever the tile (64 x 128: 24 KiB per K step in ~255 ns; 128 x 128: 32 KiB in
-  ~370 ns; 64 x 256: 40 KiB in ~376 ns, all measured with 32-128 CTAs), so a unit's time is
-  its bytes over that rate and more CTAs with fewer bytes each is what small M needs;
+- **the SM's own intake**: a CTA pulls about ``SM_BYTES_PER_US`` (145 GB/s) of A and B tiles
+  from L2, whatever the tile, after ``FIXED_US`` (4 us: launch, the ring's first round trip,
+  the last store) once per kernel; so a unit's time is its bytes over that rate and more CTAs
+  with fewer bytes each is what small M needs (the 04:10 fit without the fixed term read
+  95 GB/s: 64 x 128 tiles, 64 K steps of 24 KiB, 16.2-17.0 us with 32, 64 or 128 CTAs);
 - **its tensor cores**: ``SM_FMA_PER_US`` (2048 bf16 FMA per clock at ~1.9 GHz) on the unit's
   tile_m x tile_n x K; the two overlap imperfectly (``OVERLAP``: 128 x 256 at M = 128 ran 42
   us for 33 of bytes and 34 of wgmma);
@@ -19,33 +23,35 @@ is slowest of:
   part alone, 8 splits 17-21 us, which is why split-K at M >= 64 rarely wins: the whole
   product takes 16 us unsplit.
 
-Each wave of units also pays ``WAVE_US`` (the ring's first loads and the last drain and store,
-not overlapped with anything when a CTA has one unit). The plan takes the least estimate; ties
+Each wave of units also pays ``WAVE_US``. The plan takes the least estimate; ties
 go to no split, then the fewest rows past M, then 128 rows, then the wider tile. ``tune=True`` measures instead.
 """
 from __future__ import annotations
 
 __all__ = ["plan", "estimate_us", "even_splits", "MAX_SPLITS", "SM_BYTES_PER_US",
-           "SM_FMA_PER_US", "HBM_BYTES_PER_US", "SPLIT_US", "WAVE_US", "OVERLAP"]
+           "SM_FMA_PER_US", "HBM_BYTES_PER_US", "SPLIT_US", "WAVE_US", "OVERLAP", "FIXED_US", "TIE"]
 
 MAX_SPLITS = 16
-SM_BYTES_PER_US = 95e3
-"""A and B bytes one CTA takes in per microsecond (95 GB/s, ~48 bytes per clock), fitted to
-the unsplit 64-row and 128-row rows of the H200 sweep (2026-12-02 04:10 UTC): 64 x 128 tiles,
-64 K steps of 24 KiB, 16.2-17.0 us with 32, 64 or 128 CTAs alike."""
+SM_BYTES_PER_US = 145e3
+"""A and B bytes one CTA takes in per microsecond (145 GB/s, ~75 bytes per clock), fitted with
+``FIXED_US`` to the H200 sweep of 05:10 UTC (the 64 K-step and 172 K-step rows together:
+64 x 128 tiles took 16.2 us for 64 steps on 64 CTAs and 36.7 us for 172 steps on 128)."""
 SM_FMA_PER_US = 2048 * 1.9e3
 """bf16 multiply-adds per microsecond of one SM's tensor cores (989 TFLOP/s / 132 SMs)."""
 HBM_BYTES_PER_US = 3.8e6
 """Achieved HBM bandwidth (3.8 TB/s of the H200's 4.8): 64 x 4096 x 4096, 32 MiB of weight,
 took 16.9 us unsplit but 8 us is the floor of the bytes; 128 x 8192 x 8192 (128 MiB) 38 us."""
-SPLIT_US = 8.0
+SPLIT_US = 6.0
 """Fixed device cost of a split (the reduction kernel's launch and ramp, the kernel boundary),
-fitted: 64 x 4096 x 4096, 64 x 128 tiles, 1 / 2 / 4 splits: 16.9 / 17.3 / 18.5 us where the
-GEMM part alone drops to 8.6 (HBM-bound) and the workspace is 0.5-2 MiB."""
-WAVE_US = 0.7
-"""Per wave of work units: the first TMA round trip and the last drain + store of a unit."""
+fitted with ``FIXED_US`` (the 04:10 fit without it read 8): 64 x 4096 x 4096, 64 x 128 tiles,
+1 / 2 / 4 splits: 16.9 / 17.3 / 18.5 us where the GEMM part alone drops to 8.6 (HBM-bound) and
+the workspace is 0.5-2 MiB."""
+WAVE_US = 0.3
+"""Per wave of work units: a unit's own drain and store."""
 OVERLAP = 0.2
 """The share of the smaller of (intake, tensor-core) time that does not hide under the larger."""
+FIXED_US = 4.0
+"""Once per kernel: the launch, the ring's first TMA round trip, the last unit's store."""
 
 
 def even_splits(k_tiles: int, s: int) -> int:
@@ -70,21 +76,29 @@ def estimate_us(m: int, n: int, k: int, batches: int, sms: int, tile_m: int, til
     wgmma = per * tile_m * tile_n * k_step / (SM_FMA_PER_US * (2 if elem == 1 else 1))
     unit = max(intake, wgmma) + OVERLAP * min(intake, wgmma) + WAVE_US
     hbm = batches * (m * k * elem + n * k * elem + m * n * out_bytes) / HBM_BYTES_PER_US
-    t = max(waves * unit, hbm)
+    t = max(FIXED_US + waves * unit, hbm)
     if splits > 1:
         t += SPLIT_US + 2 * batches * splits * m * n * 4 / HBM_BYTES_PER_US
     return t
+
+
+TIE = 0.03
+"""Estimates within this share of the least count as ties (the model's error on the swept
+shapes is about +-5%): a near-tie goes to the simpler configuration, not to the model's noise
+(4096 x 11008 x 4096: 128 x 128 tiles estimated 1% below 128 x 256, measured 3% slower at
+4096^3)."""
 
 
 def plan(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 128),
          rows=(128, 64), split: bool = True, k_step: int = 64, out_bytes: int = 2) -> tuple:
     """(tile_m, tile_n, splits) of least ``estimate_us`` among ``rows`` x ``widths`` x K splits
     (``split`` False: 1 only; else 1 and every non-empty split count up to ``MAX_SPLITS``,
-    tried only while the output has fewer tiles than SMs). Ties: no split, then fewer rows
-    computed past M, then more rows, then the wider tile. The default widths are the two
-    measured at small M; 64 (and 192) are the caller's to pass."""
+    tried only while the output has fewer tiles than SMs). Estimates within ``TIE`` of the least
+    are ties, broken by: no split, then fewer rows computed past M, then more rows, then the
+    wider tile, then the estimate. The default widths are the two measured at small M; 64 (and
+    192) are the caller's to pass."""
     k_tiles = max(1, -(-k // k_step))
-    best = None
+    found = []
     for tm in rows:
         for tn in widths:
             tiles = -(-m // tm) * -(-n // tn) * batches
@@ -93,8 +107,8 @@ def plan(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 128),
                               for s in range(1, min(MAX_SPLITS, k_tiles) + 1)}))
             for s in counts:
                 t = estimate_us(m, n, k, batches, sms, tm, tn, s, k_step, out_bytes)
-                waste = -(-m // tm) * tm - m
-                key = (round(t, 6), s, waste, -tm, -tn)
-                if best is None or key < best[0]:
-                    best = (key, tm, tn, s)
-    return best[1:]
+                found.append((t, s, -(-m // tm) * tm - m, -tm, -tn))
+    least = min(t for t, *_ in found)
+    t, s, _, tm, tn = min((f for f in found if f[0] <= least * (1 + TIE)),
+                          key=lambda f: (f[1:], f[0]))
+    return -tm, -tn, s
