@@ -6,7 +6,7 @@ dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-t
 from .jit.kernel import RecompileWarning, compile, explain, jit, kernel
 from .jit.compiled import CompiledKernel
 from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
-                     DeviceError, LaunchError, LivelockError, OperandError, OutOfBoundsError,
+                     DeviceError, LaunchError, LivelockError, MissingNameError, OperandError, OutOfBoundsError,
                      PtxasError, RaceError, SimulatorError, StaticAssertionError,
                      UnboundVariableError, UnsupportedError, WarpstageError)
 from .core.static import Constexpr, Static
@@ -36,18 +36,18 @@ __version__ = "0.1.0"
 # fast call) do this inline.
 from .jit.tracebacks import user_entries as _user_entries
 _user_entries(globals(), ["compile", "explain", "jit", "kernel", "load", "set_target",
-                          "get_target", "flatten", "unflatten", "struct", "CompiledKernel"])
+                          "get_target", "flatten", "unflatten", "struct", "CompiledKernel",
+                          "CompileOptions"])
 _user_entries(vars(layout), layout.__all__)
 _user_entries(vars(ops), ops.__all__)
 _user_entries(vars(cache), cache.__all__)
-
-
-def __getattr__(name):
-    # ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import
-    if name == "torch":
-        import importlib
-        return importlib.import_module(".torch", __name__)
-    raise AttributeError(f"module 'warpstage' has no attribute {name!r}")
+# the device API: called on the host, its functions say so at the user's line (tracebacks.py)
+from .jit.tracebacks import device_entries as _device_entries
+for _m in (arch, copy, epilogue, math, mma, pipeline, sched, smem, tma, wgmma):
+    _device_entries(vars(_m), _m.__all__, "ws." + _m.__name__.rpartition(".")[2])
+_device_entries(globals(), ["atomic_add", "atomic_and", "atomic_cas", "atomic_exch", "atomic_max",
+                            "atomic_min", "atomic_or", "atomic_xor", "printf"], "ws")
+del _m
 
 
 __all__ = [
@@ -64,5 +64,16 @@ __all__ = [
     "DeadlockError", "DeviceError", "LaunchError", "LivelockError", "OperandError",
     "OutOfBoundsError", "PtxasError", "RaceError", "SimulatorError", "UnsupportedError",
     "UnboundVariableError", "StaticAssertionError",
-    "__version__", "load", "cache", "tune", "autotune", "AutotuneError",
+    "__version__", "load", "cache", "tune", "autotune", "AutotuneError", "MissingNameError",
 ]
+
+# a misspelt public name (ws.arch.warpid) is an error with the closest names (jit/names.py);
+# ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import
+from .jit.names import PUBLIC_MODULES as _PUBLIC, public_getattr as _getattr
+__getattr__ = _getattr(__name__, "ws", lazy={"torch": ".torch"})
+for _m in (arch, copy, epilogue, layout, math, mma, pipeline, sched, smem, tma, wgmma, ops,
+           cache, tune):
+    _public = "ws." + next(n for n, v in list(globals().items()) if v is _m)
+    _PUBLIC[_public] = _m
+    _m.__getattr__ = _getattr(_m.__name__, _public)
+del _m, _public

@@ -104,6 +104,11 @@ class UnboundVariableError(WarpstageError, UnboundLocalError):
     dynamic ``if``, or first assigned inside a dynamic loop)."""
 
 
+class MissingNameError(WarpstageError, AttributeError):
+    """A name a public warpstage module does not have (a typo: ``ws.arch.warpid``); the message
+    gives the closest public names (jit/names.py)."""
+
+
 class StaticAssertionError(CompilationError, AssertionError):
     """An ``assert`` on static values failed while compiling the kernel."""
 

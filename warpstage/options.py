@@ -70,6 +70,8 @@ class CompileOptions:
     debug: InitVar[Optional[bool]] = None
 
     def __post_init__(self, debug):
+        from .core.target import check_arch
+        check_arch(self.arch, "the compile option arch")
         if debug is not None:
             warnings.warn("CompileOptions(debug=...) / @ws.kernel(debug=...) is deprecated: it "
                           "meant two things, now two options. Fix: device_asserts=True (device "

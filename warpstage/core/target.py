@@ -15,8 +15,9 @@ notes" of each instruction (``sm_90a`` for wgmma and setmaxnreg; sm_90 for elect
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-__all__ = ["Target", "TARGETS", "target_for"]
+__all__ = ["Target", "TARGETS", "target_for", "check_arch", "closest_arch"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +71,44 @@ def target_for(arch: str) -> Target:
                          f"{', '.join(TARGETS)}. Fix: pass CompileOptions(arch=...) with one of "
                          "those (sm_90a for Hopper's wgmma and setmaxnreg)")
     return t
+
+
+_NAMES = {"ampere": "sm_80", "a100": "sm_80", "ada": "sm_89", "lovelace": "sm_89",
+          "hopper": "sm_90a", "h100": "sm_90a", "h200": "sm_90a", "h800": "sm_90a"}
+"""Names a user may try for an architecture (its marketing or GPU name) -> the ptxas name."""
+
+
+def closest_arch(value) -> Optional[str]:
+    """The ptxas name a user probably meant by ``value`` (``"sm90"``, ``90``, ``"compute_90a"``,
+    ``"hopper"``, ``"SM_90A"``), or None: compute capability digits with an optional ``a``
+    (sm_90 with its ``a`` when the default, sm_90a, is that architecture), or a GPU's name."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip().lower().replace("-", "_")
+    if text in _NAMES:
+        return _NAMES[text]
+    for prefix in ("compute_", "sm_", "sm", "compute"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    text = text.replace(".", "").replace("_", "")
+    if text in ("9", "90"):
+        return "sm_90a"          # Hopper: the default, with wgmma and setmaxnreg
+    name = f"sm_{text}"
+    return name if name in TARGETS else None
+
+
+def check_arch(value, what: str = "arch") -> str:
+    """``value`` if it is a ptxas architecture name the backend targets, else an OperandError
+    (a ValueError) saying what ``what`` (the option, as the user sets it) accepts, what it got
+    and the closest name."""
+    if isinstance(value, str) and value in TARGETS:
+        return value
+    from ..errors import OperandError
+    near = closest_arch(value)
+    hint = f" (did you mean {near!r}?)" if near else ""
+    raise OperandError(
+        f"{what}: expected a ptxas architecture name, one of {', '.join(map(repr, TARGETS))}; "
+        f"got {type(value).__name__} {value!r}{hint}.\n"
+        f"Fix: arch={near or 'sm_90a'!r}" + ("" if near else " (Hopper, with wgmma and "
+                                               "setmaxnreg; 'sm_80' for Ampere)") + ".")

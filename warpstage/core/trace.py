@@ -73,10 +73,22 @@ def current(what: str = "this operation") -> TraceContext:
     """The active trace, or a CompilationError saying ``what`` only works inside a kernel."""
     ctx = getattr(_state, "ctx", None)
     if ctx is None:
-        raise CompilationError(f"{what} can only be used inside a @ws.kernel or @ws.jit function "
-                               "while it is being compiled (it emits GPU code); call it from "
-                               "kernel code, not from the host")
+        raise outside_trace_error(what)
     return ctx
+
+
+def outside_trace_error(what: str) -> CompilationError:
+    """The error for device code (``what``, as the user wrote it: ``ws.arch.warp_idx()``) run
+    with no kernel being traced. ``e.outside_trace`` marks it, so that the public device entry
+    the user called (jit/tracebacks.device_entry) can name itself instead of the inner
+    function that found no trace."""
+    e = CompilationError(
+        f"{what} was called from host code, outside any kernel: it emits GPU code, so it only "
+        "runs inside a @ws.kernel or @ws.jit function while warpstage compiles it.\n"
+        f"Fix: call {what} in the body of a @ws.kernel (or of a @ws.jit function that one "
+        "calls) and launch the kernel: kern[grid, block](...).")
+    e.outside_trace = True
+    return e
 
 
 def builder(what: str = "this operation") -> Builder:

@@ -14,11 +14,12 @@ class Unbound:
     """The value of a variable that has none here. Every use raises ``UnboundVariableError``
     saying why; only ``repr`` and identity checks are safe."""
 
-    __slots__ = ("name", "reason")
+    __slots__ = ("name", "reason", "fix")
 
-    def __init__(self, name: str, reason: Optional[str] = None):
+    def __init__(self, name: str, reason: Optional[str] = None, fix: Optional[str] = None):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "fix", fix)
 
     def __repr__(self) -> str:
         return f"<unbound {self.name}>"
@@ -26,9 +27,10 @@ class Unbound:
     def error(self) -> UnboundVariableError:
         loc = user_location(2)
         why = self.reason or "it is used before it is assigned"
-        msg = (f"variable `{self.name}` has no value here: {why}.\n{format_location(loc)}\n"
-               f"Fix: assign `{self.name}` a value before this point on every path (for example "
-               f"before the `if` or loop), or only use it inside the region that assigns it.")
+        fix = self.fix or (f"assign `{self.name}` a value before this point on every path (for "
+                           "example before the `if` or loop), or only use it inside the region "
+                           "that assigns it")
+        msg = f"variable `{self.name}` has no value here: {why}.\n{format_location(loc)}\nFix: {fix}."
         return UnboundVariableError(msg, where=str(loc) if loc else None)
 
     def _fail(self, *args, **kwargs):

@@ -125,7 +125,7 @@ class _Loop:
             node = cf.plan_var(name, values, self.site, labels, i, identity)
             if isinstance(node, merge.Gone) and isinstance(values[0], Unbound) and not all(
                     isinstance(v, Unbound) for v in values):
-                node = merge.Gone(Unbound(name, self._unbound_reason(name)))
+                node = merge.Gone(Unbound(name, self._unbound_reason(name), self._unbound_fix(name)))
             out.append(node)
         return out
 
@@ -137,6 +137,10 @@ class _Loop:
         return (f"it is first assigned inside {what}; it has no value before the loop, so it is "
                 "not carried from one iteration to the next nor out of the loop (which may run "
                 "zero times)")
+
+    def _unbound_fix(self, name) -> str:
+        return (f"assign `{name}` before the loop (line {self.site.line}), e.g. `{name} = 0`, so "
+                f"the loop carries it out; or use `{name}` only inside the loop body")
 
     def entry_state(self, carried, args, reset_stop=False) -> tuple:
         out = []

@@ -118,18 +118,32 @@ def plan_var(name: str, values: list, site: Site, labels, index: int = -1, ident
     """merge.plan for variable ``name`` of ``site`` with errors worded for the user."""
     unbound = [isinstance(v, Unbound) for v in values]
     if any(unbound) and not all(unbound):
-        has = [labels[min(k, len(labels) - 1)] for k, u in enumerate(unbound) if not u]
-        lacks = [labels[min(k, len(labels) - 1)] for k, u in enumerate(unbound) if u]
-        why = (f"it is assigned in {has[0]} but not in {lacks[0]} of the dynamic "
-               f"{_WHAT.get(site.kind, site.kind)} at {site.where()}, so afterwards it has a "
-               "value on one path only")
-        return merge.Gone(Unbound(name, why))
+        return merge.Gone(_one_path_unbound(name, unbound, site, labels, index))
     try:
         return merge.plan(values, display(name), identity)
     except Conflict as e:
         lines = site.lines[index] if 0 <= index < len(site.lines) else ()
         raise conflict_error(e, site, labels,
                              lambda k: lines[min(k, len(lines) - 1)] if lines else 0) from None
+
+
+def _one_path_unbound(name: str, unbound: list, site: Site, labels, index: int) -> Unbound:
+    """The Unbound of variable ``name``, assigned on some paths of ``site`` only (``unbound``:
+    per path, whether it has no value there): which path assigns it (and on which line), and,
+    for an ``if``, the value of the condition that leaves it without one."""
+    k_has, k_lacks = unbound.index(False), unbound.index(True)
+    has, lacks = (labels[min(k, len(labels) - 1)] for k in (k_has, k_lacks))
+    lines = site.lines[index] if 0 <= index < len(site.lines) else ()
+    at = lines[min(k_has, len(lines) - 1)] if lines else 0
+    if site.kind != "if" or len(unbound) != 2:
+        return Unbound(name, f"it is assigned in {has} but not in {lacks} of the dynamic "
+                             f"{_WHAT.get(site.kind, site.kind)} at {site.where()}, so afterwards "
+                             "it has a value on one path only")
+    return Unbound(
+        name, f"it is assigned only in {has}{f' (line {at})' if at else ''} of the `if` at "
+              f"{site.where()}, whose condition is dynamic (known only on the GPU), so after the "
+              f"`if` it has no value when the condition is {'false' if k_has == 0 else 'true'}",
+        f"assign `{name}` before the `if` (line {site.line}), or in both branches")
 
 
 def promotion_origin(site: Site, between=("on one path", "on the other"), how=None):

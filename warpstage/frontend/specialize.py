@@ -151,7 +151,11 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         spec.tracing = False
     elif spec.tracing:
         raise CompilationError(f"@ws.jit function {jit_fn.__qualname__} calls itself with the same "
-                               "static arguments; recursion is not supported on the GPU")
+                               "static arguments; recursion is not supported on the GPU (a "
+                               "dynamic base case cannot end the unrolling while compiling).\n"
+                               "Fix: write the recursion as a loop (for i in range(n): ...), or "
+                               "make the argument that ends it static (ws.Static[int]) so each "
+                               "call is a new specialization down to the base case.")
     results = b.call(spec.function, [lf.value for lf in leaves])
     n = len(spec.ret_templates)
     for i, skel, templates in spec.mutated:       # write the callee's changes back in place

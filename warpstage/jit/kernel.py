@@ -195,8 +195,12 @@ class Kernel:
         self.params = list(self.signature.parameters.values())
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise CompilationError(f"kernel {fn.__qualname__}: *args/**kwargs parameters are "
-                                       "not supported; name each parameter")
+                raise CompilationError(
+                    f"kernel {fn.__qualname__}: the parameter {p}{' (*args)' if p.kind is p.VAR_POSITIONAL else ' (**kwargs)'} "
+                    "is not supported: a kernel's arguments are bound to ABI slots when it "
+                    "compiles, one per named parameter.\nFix: name each parameter "
+                    f"(def {fn.__name__}(x, a, b)), or pass a tuple or a @ws.struct as one "
+                    "parameter.")
         self.param_names = [p.name for p in self.params]
         self._kwonly = any(p.kind is p.KEYWORD_ONLY for p in self.params)
         self._options = options
@@ -461,6 +465,9 @@ def _compile_block(kern: Kernel, block) -> tuple:
     return dims
 
 
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(CompileOptions)) | {"debug"}
+
+
 def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None, jobs=None,
             **kwargs) -> CompiledKernel:
     """Compile ahead of time. ``args`` may be example values or types (``ws.Int32``,
@@ -469,7 +476,11 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
 
     ``ws.compile(requests, jobs=N)``: ``requests`` a list of ``(kernel, args)`` or ``(kernel,
     args, kwargs)``; builds them in N worker processes into the disk cache and returns their
-    CompiledKernels in order (warpstage/jit/precompile.py)."""
+    CompiledKernels in order (warpstage/jit/precompile.py).
+
+    ``kwargs`` that name a CompileOptions field and no parameter of the kernel
+    (``arch="sm_80"``, ``opt_level=2``) are compile options for this compile: the kernel's own
+    options with those changed; a bad ``arch`` is an OperandError naming the accepted names."""
     if jobs is not None or isinstance(kern, (list, tuple)):
         if args or kwargs:
             raise ArgumentError("ws.compile(requests, jobs=N) takes the list of requests alone; "
@@ -478,6 +489,10 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
         return compile_many(kern, 1 if jobs is None else jobs)
     if not isinstance(kern, Kernel):
         raise ArgumentError(f"ws.compile expects a @ws.kernel, got {type(kern).__name__}")
+    options = {k: kwargs.pop(k) for k in list(kwargs)
+               if k in _OPTION_NAMES and k not in kern.param_names}
+    if options:                   # ws.compile(k, ..., arch="sm_80"): compile options, not arguments
+        kern = Kernel(kern.fn, kern.options.with_(**options))
     values = kern._bind(args, kwargs)
     try:
         ck, _ = kern.specialize(values, _compile_block(kern, block), target or "compile",

@@ -22,6 +22,7 @@ warpstage itself.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -32,6 +33,19 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _in_package(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PKG)
+
+
+def _package_frame(frame) -> bool:
+    """Whether ``frame`` runs warpstage's code: a file of the package, or ``dataclasses``
+    building one of warpstage's classes (``dataclasses.replace``, and the ``__init__`` it
+    generates, file ``<string>``, for ``CompileOptions``)."""
+    code = frame.f_code
+    if _in_package(code.co_filename) or code.co_filename == dataclasses.__file__:
+        return True
+    if code.co_filename != "<string>" or not code.co_varnames:
+        return False
+    owner = frame.f_locals.get(code.co_varnames[0])
+    return type(owner).__module__.startswith("warpstage.")
 
 
 def _user_stacklevel() -> int:
@@ -45,7 +59,7 @@ def _user_stacklevel() -> int:
 def _caller_position():
     """(file, line) of the first frame outside warpstage on the stack (the user's call), or None."""
     f = sys._getframe(1)
-    while f is not None and _in_package(f.f_code.co_filename):
+    while f is not None and _package_frame(f):
         f = f.f_back
     return None if f is None else (f.f_code.co_filename, f.f_lineno)
 
@@ -65,7 +79,7 @@ def _user_error(e: Exception) -> Exception:
     tb = e.__traceback__
     frames = []
     while tb is not None:
-        if not _in_package(tb.tb_frame.f_code.co_filename):
+        if not _package_frame(tb.tb_frame):
             if frames and is_region_code(tb.tb_frame.f_code) and \
                     tb.tb_frame.f_code in frames[-1].tb_frame.f_code.co_consts:
                 frames.pop()                            # the region's call site
@@ -133,6 +147,41 @@ def user_entries(namespace: dict, names) -> None:
         elif inspect.isfunction(obj) and obj.__module__.startswith("warpstage") and \
                 not getattr(obj, "__user_entry__", False):
             namespace[name] = user_entry(obj)
+
+
+def device_entry(fn, public: str):
+    """``fn``, a function of the device API, as a public entry: called from host code (no kernel
+    being traced), its error reaches the caller through :func:`_user_error`, and the error of
+    device code run outside a trace (core/trace.outside_trace_error) names ``public`` (what the
+    user called: ``ws.arch.warp_idx``), not the inner function that found no trace. Inside a
+    trace, or called by warpstage's own code, it changes nothing: the trace is the boundary."""
+    from ..core.trace import maybe_current, outside_trace_error
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if maybe_current() is not None or _keep_frames() or \
+                    _in_package(sys._getframe(1).f_code.co_filename):
+                raise
+            if getattr(e, "outside_trace", False):
+                e.args = outside_trace_error(public + "()").args
+            _user_error(e)
+            raise
+    entry.__user_entry__ = True
+    return entry
+
+
+def device_entries(namespace: dict, names, prefix: str) -> None:
+    """Make the functions named ``names`` in ``namespace`` (a device module's globals, such as
+    ``ws.arch``'s; ``prefix`` its public name, ``"ws.arch"``) device entries
+    (:func:`device_entry`). One mechanism for the whole device API: no check per function."""
+    for name in names:
+        obj = namespace.get(name)
+        if inspect.isfunction(obj) and obj.__module__.startswith("warpstage") and \
+                not getattr(obj, "__user_entry__", False):
+            namespace[name] = device_entry(obj, f"{prefix}.{name}")
 
 
 def user_entry_methods(cls: type) -> type:

@@ -15,7 +15,11 @@ __all__ = ["operand_error", "static_int", "dynamic_i32", "pointer_operand"]
 
 
 def operand_error(what: str, got, expected: str, fix: str) -> OperandError:
-    """An OperandError: ``what`` got ``got``, expected ``expected``; ``fix``."""
+    """An OperandError: ``what`` got ``got``, expected ``expected``; ``fix``. A ``got`` that is
+    a variable with no value on this path (core/unbound.Unbound) gives that variable's error."""
+    from ..core.unbound import Unbound
+    if isinstance(got, Unbound):
+        return got.error()
     loc = user_location()
     where = format_location(loc)
     return OperandError(f"{what}: expected {expected}, got {got!r}.\n"

@@ -130,6 +130,30 @@ class Scalar:
     def __len__(self):
         raise self._not_a_container("len() of")
 
+    def __getitem__(self, index):
+        raise self._not_indexable(
+            "indexing", f"read the tensor you meant (x[{_index_text(index)}]), or use the scalar "
+            "itself: it holds one value")
+
+    def __setitem__(self, index, value):
+        raise self._not_indexable(
+            "item assignment to", "store into a tensor parameter (x[i] = v, x annotated "
+            "ws.Tensor), or rebind the name for a new scalar value (n = n + 1)")
+
+    def __delitem__(self, index):
+        raise self._not_indexable("del of an item of", "remove the del: a scalar holds no items")
+
+    def _not_indexable(self, what: str, fix: str):
+        """The UnsupportedError for ``what`` (indexing, item assignment) of this scalar: what the
+        value is (its origin: "parameter 'n' (Int32, ...)"), what was tried, the Fix."""
+        from ..core.trace import emit_location
+        name = type(self).__name__
+        origin = f" — {self.origin}" if self.origin else ""
+        return UnsupportedError(
+            f"{what} a dynamic {name} scalar{origin}: a scalar holds one value, not items\n"
+            f"{emit_location()}\nExpected: a tensor (ws.Tensor) or a Python sequence to index; "
+            f"got a dynamic {name} scalar.\nFix: {fix}.")
+
     def _not_a_container(self, what: str):
         from ..core.trace import emit_location
         return UnsupportedError(
@@ -172,8 +196,13 @@ class Scalar:
         elif kind == "truediv":
             kind = "div"
         if kind in ("and", "or", "xor", "shl", "shr") and t.is_float:
-            raise TypeError(f"bitwise operator on float values ({t}); cast to an integer type "
-                            "first, e.g. ws.Int32(x)")
+            from ..core.trace import emit_location
+            raise UnsupportedError(
+                f"the bitwise operator {_OPERATOR_SIGN.get(kind, kind)} on float values ({t}): "
+                f"bitwise operators take integers\n{emit_location()}\nExpected: integer or "
+                f"Boolean operands; got {t}.\nFix: convert first, e.g. ws.Int32(x) "
+                f"{_OPERATOR_SIGN.get(kind, kind)} 1 (or reinterpret the bits with an integer "
+                "tensor view).")
         if kind in ("shl", "shr") and t.is_bool:
             a, b, t = bl.cast(a, ir.i32), bl.cast(b, ir.i32), ir.i32
         return DTYPES[t]._wrap(bl.binary(kind, a, b), _origin(self, other))
@@ -458,12 +487,24 @@ def as_dynamic(x, cls=None) -> Scalar:
     return constant(cls, x, Origin(f"the constant {x!r}", user_location(2)))
 
 
+_OPERATOR_SIGN = {"and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
+
+
+def _index_text(index) -> str:
+    """An index as the user wrote it, for a Fix: ``0``, ``i, j``, ``1:3``."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return ", ".join(str(p) if isinstance(p, int) else "i" for p in parts)
+
+
 def not_a_number(x, cls, what: str):
     """The OperandError for a value that is neither a number nor a dynamic scalar given where
     one is converted to ``cls`` (None: a dtype chosen by rule 3): ``ws.Float32("1.5")``, a str
     stored into a tensor element."""
     from ..errors import OperandError
     from ..core.trace import emit_location
+    from ..core.unbound import Unbound
+    if isinstance(x, Unbound):
+        return x.error()        # a variable with no value on this path: say why, not "got <unbound>"
     into = f"a {cls.__name__}" if cls is not None else "a dynamic scalar"
     fix = (f"convert it on the host first (ws.{cls.__name__ if cls else 'Float32'}(float(s)) for "
            "a numeric string)" if isinstance(x, (str, bytes)) else

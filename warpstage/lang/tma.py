@@ -153,6 +153,9 @@ def describe_operand(value) -> str:
     """A few words naming what a kernel got instead of a TMA descriptor."""
     from .pointer import Pointer
     from .tensor import Tensor
+    from ..core.unbound import Unbound
+    if isinstance(value, Unbound):
+        raise value.error()
     if isinstance(value, Tensor):
         return (f"a tensor (ws.Tensor of {value.ptr.dtype.__name__}, {len(value.shape)}-d: a "
                 "plain array argument)")

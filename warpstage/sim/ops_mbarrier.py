@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.source import format_location
 from ..errors import OutOfBoundsError, SimulatorError
 from ..ir.core import Operation
 from .compiler import where
@@ -119,15 +120,19 @@ def _at_exit(tab: MbarrierTable) -> None:
                 "(arrive_expect_tx).", where=where(op))
 
 
-def _error(op: Operation, w, message: str) -> SimulatorError:
-    return SimulatorError(f"{op.name} at {where(op)} (warp {w.index}): {message}", where=where(op))
+def _error(op: Operation, w, message: str, fix: str) -> SimulatorError:
+    """The SimulatorError for ``op`` run by warp ``w``: what, the kernel line's excerpt, Fix."""
+    excerpt = format_location(op.loc if op is not None else None)
+    return SimulatorError(f"{op.name} at {where(op)} (warp {w.index}): {message}\n"
+                          + (excerpt + "\n" if excerpt else "") + f"Fix: {fix}", where=where(op))
 
 
 def _address(op: Operation, w, addr: int) -> int:
     size = w.cta.smem.bytes.size
     if addr % 8:
         raise _error(op, w, f"mbarrier address {addr:#x} is not 8-byte aligned; an mbarrier is a "
-                            ".b64 object. Use ws.smem.MbarrierArray for its storage.")
+                            ".b64 object.", "keep mbarriers in a ws.smem.MbarrierArray (8-byte "
+                            "aligned storage).")
     if not 0 <= addr <= size - 8:
         raise OutOfBoundsError(f"{op.name} at {where(op)} (warp {w.index}): mbarrier address "
                                f"{addr:#x} is outside the CTA's {size}-byte shared memory "
@@ -142,9 +147,10 @@ def lookup(op: Operation, w, tab: MbarrierTable, addr: int) -> Mbarrier:
         gone = tab.invalidated.get(addr)
         why = (f"it was invalidated at {where(gone)}" if gone is not None
                else "no mbarrier.init ran there")
-        raise _error(op, w, f"no mbarrier at shared offset {addr:#x}: {why}. Initialize it "
-                            "(bar.init(count)) and make the other warps wait for that (a CTA "
-                            "barrier or fence.mbarrier_init) before they use it.")
+        raise _error(op, w, f"no mbarrier at shared offset {addr:#x}: {why}.",
+                     "initialize it first, from one thread (bar.init(count) under `if "
+                     "ws.arch.thread_idx()[0] == 0:`), then ws.arch.fence_mbarrier_init() and "
+                     "ws.arch.sync_threads() before any thread uses it.")
     return bar
 
 
@@ -168,8 +174,9 @@ def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
     while n > 0:
         if bar.pending == 0:
             raise _error(op, w, f"arrival on a phase with no arrival pending (it waits for "
-                                f"{bar.tx} transaction bytes); {bar.describe()}. The arrival "
-                                "count given to init is too small for this many arrivals.")
+                                f"{bar.tx} transaction bytes); {bar.describe()}.",
+                         "give init the number of arrivals each phase gets (its count is too "
+                         "small for this many arrivals).")
         take = min(n, bar.pending)
         bar.pending -= take
         n -= take
@@ -195,7 +202,8 @@ def complete_tx(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, nbytes: int
 def _add_tx(op, w, bar: Mbarrier, nbytes: int) -> None:
     bar.tx += nbytes
     if not -_MAX_COUNT <= bar.tx <= _MAX_COUNT:
-        raise _error(op, w, f"the transaction count left [-(2^20-1), 2^20-1]; {bar.describe()}")
+        raise _error(op, w, f"the transaction count left [-(2^20-1), 2^20-1]; {bar.describe()}",
+                     "expect_tx at most 2^20 - 1 bytes per phase (split the copy).")
 
 
 def _groups(s, w, slots) -> list:
@@ -219,15 +227,17 @@ def _init(op: Operation, cx):
             counts = {v[0] for v in vals}
             if len(counts) != 1:
                 raise _error(op, w, f"lanes initialize the mbarrier at {addr:#x} with different "
-                                    f"counts {sorted(counts)}")
+                                    f"counts {sorted(counts)}", "initialize each mbarrier from "
+                                    "one thread, with one count.")
             count = counts.pop()
             if not 1 <= count <= _MAX_COUNT:
-                raise _error(op, w, f"arrival count {count} is outside [1, 2^20 - 1]")
+                raise _error(op, w, f"arrival count {count} is outside [1, 2^20 - 1]",
+                             "init(count) with 1 <= count <= 2^20 - 1.")
             old = tab.bars.get(_address(op, w, addr))
             if old is not None and (old.pending != old.expected or old.tx != 0):
-                raise _error(op, w, f"re-initializing an mbarrier in use: {old.describe()}. "
-                                    "Initialize each mbarrier once, from one thread (e.g. under "
-                                    "`if ws.arch.thread_idx()[0] == 0:`).")
+                raise _error(op, w, f"re-initializing an mbarrier in use: {old.describe()}.",
+                             "initialize each mbarrier once, from one thread (e.g. under "
+                             "`if ws.arch.thread_idx()[0] == 0:`).")
             _touch(op, w, addr, write=True)
             tab.bars[addr] = Mbarrier(addr, count, op)
             tab.invalidated.pop(addr, None)
@@ -250,7 +260,8 @@ def _arrive_handler(op: Operation, cx, with_tx: bool):
                 _add_tx(op, w, bar, sum(v[0] for v in vals))
             n = sum(v[0] for v in vals) if counted else len(vals)
             if counted and any(not 1 <= v[0] <= _MAX_COUNT for v in vals):
-                raise _error(op, w, "arrive count outside [1, 2^20 - 1]")
+                raise _error(op, w, "arrive count outside [1, 2^20 - 1]",
+                             "arrive(count) with 1 <= count <= 2^20 - 1.")
             phase = arrive(op, w, tab, bar, n)
             token[active & (s[slots[0]] == addr)] = phase
         s[r] = token
