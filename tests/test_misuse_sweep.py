@@ -233,3 +233,28 @@ def test_star_args_kernel_parameters():
         @ws.kernel
         def k(x: F, *rest):
             x[0] = 1.0
+
+
+def test_while_true_with_no_break_is_an_error_before_tracing():
+    @ws.kernel
+    def k(x: F):
+        while True:  # marker: endless while
+            x[0] = 1.0
+
+    raised(ws.UnsupportedError, "marker: endless while", lambda: k[1, 32](out()),
+           "`while True:` with no `break` or `return` in its body never ends")
+
+
+def test_while_true_with_a_dynamic_break_is_a_gpu_loop():
+    @ws.kernel
+    def k(x: F, n: ws.Int32):
+        i = 0
+        while True:
+            i += 1
+            if i >= n:
+                break
+        x[0] = ws.Float32(i)
+
+    o = out()
+    k[1, 32](o, 5)
+    assert o[0] == 5

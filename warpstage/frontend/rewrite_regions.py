@@ -232,6 +232,14 @@ class Regions(ast.NodeTransformer):
 
     def visit_While(self, node):
         stop = getattr(node, "_ws_stop", ())
+        if isinstance(node.test, ast.Constant) and node.test.value and not stop and \
+                not any(isinstance(n, ast.Raise) for n in local_nodes(node.body)):
+            raise unsupported(node, self.ctx.file, f"`while {node.test.value!r}:` with no "
+                              "`break` or `return` in its body never ends: its condition is "
+                              "static, so warpstage would unroll it while compiling, forever",
+                              "add the `break` that ends it (under a dynamic condition it "
+                              "becomes a GPU loop), or loop a dynamic count with "
+                              "`for i in range(n):`")
         walrus = [n.target.id for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)]
         names = self._names(walrus, bound_names(node.body), stop)
         body_lines = last_lines(node.body)
