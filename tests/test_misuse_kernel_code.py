@@ -1,11 +1,10 @@
 """Misuse inside kernel code and around kernels, as a new user meets it (the second round of
 the error audit, issue 11): each is a warpstage error naming the construct, the user's line and
 the fix — the Python error it used to be had no position and no fix, or named the wrong line."""
-import traceback
-
 import numpy as np
 import pytest
 
+import misuse_kit
 import source_lines
 import warpstage as ws
 
@@ -23,18 +22,7 @@ def out(n=4, dtype=np.float32):
 
 
 def raised(exc, marker, call, *words) -> str:
-    """The message of ``exc`` raised by ``call()``: it names the marker's line, holds
-    ``words``, ends with a Fix, and its traceback has no frame of warpstage."""
-    with pytest.raises(exc) as ei:
-        call()
-    msg = str(ei.value)
-    assert f"line {line_of(marker)}\n" in msg, msg
-    for w in words:
-        assert w in msg, msg
-    assert msg.splitlines()[-1].startswith("Fix: "), msg
-    frames = traceback.extract_tb(ei.value.__traceback__)
-    assert not any("/warpstage/" in f.filename for f in frames), [f.filename for f in frames]
-    return msg
+    return misuse_kit.raised(exc, __file__, marker, call, *words)
 
 
 @ws.jit

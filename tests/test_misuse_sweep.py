@@ -3,11 +3,10 @@ a scalar parameter indexed, a variable assigned on one path only, a bad ``arch``
 public name, and the sweep's other cases. Each is a warpstage error naming the construct, the
 user's line and the Fix, with no warpstage frame in the traceback."""
 import inspect
-import traceback
-
 import numpy as np
 import pytest
 
+import misuse_kit
 import source_lines
 import warpstage as ws
 
@@ -27,19 +26,7 @@ def out(n=4, dtype=np.float32):
 
 
 def raised(exc, marker, call, *words) -> str:
-    """The message of ``exc`` raised by ``call()``: it names the marker's line, holds
-    ``words``, ends with a Fix, and its traceback has no frame of warpstage."""
-    with pytest.raises(exc) as ei:
-        call()
-    msg = str(ei.value)
-    assert f"line {line_of(marker)}\n" in msg, msg
-    for w in words:
-        assert w in msg, msg
-    assert msg.splitlines()[-1].startswith("Fix: "), msg
-    frames = traceback.extract_tb(ei.value.__traceback__)
-    assert not any("/warpstage/" in f.filename or f.filename == "<string>" for f in frames), \
-        [f.filename for f in frames]
-    return msg
+    return misuse_kit.raised(exc, __file__, marker, call, *words)
 
 
 # -- 1. the device API called on the host -------------------------------------------------------
@@ -91,7 +78,8 @@ def test_item_assignment_and_indexing_of_a_scalar_parameter():
     raised(ws.UnsupportedError, "marker: scalar setitem", lambda: k[1, 32](out(), 3),
            "item assignment to a dynamic Int32 scalar — parameter 'n'", "x[i] = v")
     raised(ws.UnsupportedError, "marker: scalar getitem", lambda: k2[1, 32](out(), 3),
-           "indexing a dynamic Int32 scalar — parameter 'n'", "Fix: read the tensor you meant (x[0])")
+           "indexing a dynamic Int32 scalar — parameter 'n'",
+           "Fix: read the tensor you meant (x[0])")
 
 
 # -- 3. a variable assigned on one path only ----------------------------------------------------
@@ -176,7 +164,8 @@ def test_a_misspelt_public_name_says_did_you_mean():
            "Fix: write ws.arch.warp_idx.")
     raised(ws.MissingNameError, "marker: lod", lambda: ws.tma.lod,  # marker: lod
            "(did you mean ws.tma.load?)")
-    raised(ws.MissingNameError, "marker: other module", lambda: ws.tma.fence,  # marker: other module
+    raised(ws.MissingNameError, "marker: other module",
+           lambda: ws.tma.fence,  # marker: other module
            "did you mean ws.wgmma.fence?")
     raised(ws.MissingNameError, "marker: top level", lambda: ws.Flaot32,  # marker: top level
            "did you mean ws.Float32")
@@ -258,3 +247,22 @@ def test_while_true_with_a_dynamic_break_is_a_gpu_loop():
     o = out()
     k[1, 32](o, 5)
     assert o[0] == 5
+
+
+def test_compile_with_too_few_types_gives_a_compile_fix():
+    raised(ws.ArgumentError, "marker: compile no types",
+           lambda: ws.compile(_k()),  # marker: compile no types
+           "no value for 'x'", "Fix: ws.compile(k, x), a value or a type per parameter")
+
+
+def test_a_static_smem_index_past_the_end():
+    S = ws.smem.make_storage("Sm", a=ws.smem.Array[ws.Float32, (4,), 16])
+
+    @ws.kernel
+    def k(x: F):
+        s = ws.smem.allocate(S)
+        s.a[7] = 1.0  # marker: smem past the end
+        x[0] = s.a[0]
+
+    raised(ws.OperandError, "marker: smem past the end", lambda: k[1, 32](out()),
+           "expected an index in [0, 4), got 7", "Fix: keep index 0 in [0, 4)")

@@ -5,10 +5,10 @@ dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-t
 """
 from .jit.kernel import RecompileWarning, compile, explain, jit, kernel
 from .jit.compiled import CompiledKernel
-from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError, DeadlockError,
-                     DeviceError, LaunchError, LivelockError, MissingNameError, OperandError, OutOfBoundsError,
-                     PtxasError, RaceError, SimulatorError, StaticAssertionError,
-                     UnboundVariableError, UnsupportedError, WarpstageError)
+from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError,
+                     DeadlockError, DeviceError, LaunchError, LivelockError, MissingNameError,
+                     OperandError, OutOfBoundsError, PtxasError, RaceError, SimulatorError,
+                     StaticAssertionError, UnboundVariableError, UnsupportedError, WarpstageError)
 from .core.static import Constexpr, Static
 from .core.values import flatten, unflatten
 from . import ops

@@ -276,9 +276,10 @@ def test_require_device_numpy_message():
     with pytest.raises(ArgumentError) as info:
         require_device(arg, "x")
     assert str(info.value) == (
-        "parameter 'x' is a CPU numpy array; the cuda target needs a tensor in GPU memory — move "
-        "it with torch.from_numpy(x).cuda() / cupy.asarray(x), or run in the simulator with "
-        "ws.set_target('sim')")
+        "parameter 'x' is a CPU numpy array; the cuda target needs a tensor in GPU memory.\n"
+        "Expected: a GPU tensor (torch/cupy CUDA, __cuda_array_interface__); got a CPU numpy "
+        "array.\nFix: move it with torch.from_numpy(x).cuda() / cupy.asarray(x), or run in the "
+        "simulator with ws.set_target('sim').")
 
 
 def test_require_device_torch_cpu_message():
@@ -286,7 +287,8 @@ def test_require_device_torch_cpu_message():
     with pytest.raises(ArgumentError) as info:
         require_device(arg, "q")
     assert str(info.value).startswith("parameter 'q' is a CPU torch tensor; the cuda target needs "
-                                      "a tensor in GPU memory — move it with q.cuda(), or run")
+                                      "a tensor in GPU memory.\n")
+    assert "Fix: move it with q.cuda(), or run" in str(info.value)
 
 
 def test_require_device_other_gpu_message():

@@ -15,12 +15,12 @@ __all__ = ["argument_mismatch", "signature_text"]
 
 def argument_mismatch(name: str, params: list, args: tuple, kwargs: dict,
                       signature: str = "", optional=(), what: str = "kernel",
-                      call: str = "") -> ArgumentError:
+                      call: str = "", fix: str = "") -> ArgumentError:
     """The ArgumentError for calling ``what`` ``name`` (parameters named ``params``, in order; a
     ``*args`` or ``**kwargs`` parameter is not supported) with ``args`` / ``kwargs``.
     ``signature``: its signature as text (with annotations), else the names alone;
     ``optional``: the names of parameters with a default; ``call``: how it is called in the
-    Fix (default ``name[grid, block]``, a kernel's launch)."""
+    Fix (default ``name[grid, block]``, a kernel's launch); ``fix``: the whole Fix instead."""
     shown = signature or f"({', '.join(params)})"
     given = list(params[:len(args)])
     problems = []
@@ -43,8 +43,8 @@ def argument_mismatch(name: str, params: list, args: tuple, kwargs: dict,
         f"{what} {name}{shown} was called with {'; '.join(problems) or 'arguments that do not bind'}"
         f".\nExpected: {len(params)} argument(s) ({', '.join(params)}); got {n}"
         f"{' (' + ', '.join(_given(params, args, kwargs)) + ')' if n else ''}.\n"
-        f"Fix: {call or name + '[grid, block]'}({', '.join(params)}), one value per parameter, by "
-        "position or by name.")
+        "Fix: " + (fix or f"{call or name + '[grid, block]'}({', '.join(params)}), one value per "
+                   "parameter, by position or by name."))
 
 
 def signature_text(signature) -> str:

@@ -30,7 +30,8 @@ class Unbound:
         fix = self.fix or (f"assign `{self.name}` a value before this point on every path (for "
                            "example before the `if` or loop), or only use it inside the region "
                            "that assigns it")
-        msg = f"variable `{self.name}` has no value here: {why}.\n{format_location(loc)}\nFix: {fix}."
+        msg = (f"variable `{self.name}` has no value here: {why}.\n{format_location(loc)}\n"
+               f"Fix: {fix}.")
         return UnboundVariableError(msg, where=str(loc) if loc else None)
 
     def _fail(self, *args, **kwargs):

@@ -125,7 +125,8 @@ class _Loop:
             node = cf.plan_var(name, values, self.site, labels, i, identity)
             if isinstance(node, merge.Gone) and isinstance(values[0], Unbound) and not all(
                     isinstance(v, Unbound) for v in values):
-                node = merge.Gone(Unbound(name, self._unbound_reason(name), self._unbound_fix(name)))
+                node = merge.Gone(Unbound(name, self._unbound_reason(name),
+                                          self._unbound_fix(name)))
             out.append(node)
         return out
 

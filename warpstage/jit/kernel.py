@@ -196,7 +196,8 @@ class Kernel:
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise CompilationError(
-                    f"kernel {fn.__qualname__}: the parameter {p}{' (*args)' if p.kind is p.VAR_POSITIONAL else ' (**kwargs)'} "
+                    f"kernel {fn.__qualname__}: the parameter {p} "
+                    f"({'*args' if p.kind is p.VAR_POSITIONAL else '**kwargs'}) "
                     "is not supported: a kernel's arguments are bound to ABI slots when it "
                     "compiles, one per named parameter.\nFix: name each parameter "
                     f"(def {fn.__name__}(x, a, b)), or pass a tuple or a @ws.struct as one "
@@ -222,7 +223,9 @@ class Kernel:
         return ("kernel", self.fn.__module__, self.fn.__qualname__, code_key(self.fn.__code__))
 
     # -- binding ---------------------------------------------------------------------------
-    def _bind(self, args, kwargs) -> list:
+    def _bind(self, args, kwargs, fix: str = "") -> list:
+        """The values of the parameters for ``args``/``kwargs``; ``fix``: the error's Fix when
+        they do not bind (default: the launch ``k[grid, block](x, y)``)."""
         if not kwargs and len(args) == len(self.params) and not self._kwonly:
             return list(args)
         try:
@@ -230,7 +233,8 @@ class Kernel:
         except TypeError:
             raise argument_mismatch(self.__qualname__, self.param_names, args, kwargs,
                                     signature_text(self.signature), {p.name for p in self.params if
-                                                          p.default is not p.empty}) from None
+                                                          p.default is not p.empty},
+                                    fix=fix) from None
         ba.apply_defaults()
         return list(ba.arguments.values())
 
@@ -493,7 +497,10 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
                if k in _OPTION_NAMES and k not in kern.param_names}
     if options:                   # ws.compile(k, ..., arch="sm_80"): compile options, not arguments
         kern = Kernel(kern.fn, kern.options.with_(**options))
-    values = kern._bind(args, kwargs)
+    values = kern._bind(args, kwargs, f"ws.compile({kern.__name__}, "
+                        f"{', '.join(kern.param_names)}), a value or a type per parameter "
+                        "(ws.Tensor[ws.Float32, 1], ws.Int32, ws.Static(64)), by position or by "
+                        "name.")
     try:
         ck, _ = kern.specialize(values, _compile_block(kern, block), target or "compile",
                                 placeholders=True)

@@ -504,7 +504,7 @@ def not_a_number(x, cls, what: str):
     from ..core.trace import emit_location
     from ..core.unbound import Unbound
     if isinstance(x, Unbound):
-        return x.error()        # a variable with no value on this path: say why, not "got <unbound>"
+        return x.error()        # a variable with no value on this path: say why
     into = f"a {cls.__name__}" if cls is not None else "a dynamic scalar"
     fix = (f"convert it on the host first (ws.{cls.__name__ if cls else 'Float32'}(float(s)) for "
            "a numeric string)" if isinstance(x, (str, bytes)) else

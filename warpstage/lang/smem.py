@@ -134,7 +134,8 @@ class SmemArray:
         index = index if isinstance(index, tuple) else (index,)
         if len(index) > self.ndim:
             raise operand_error("shared array index", index, f"at most {self.ndim} indices",
-                                f"the array has shape {self.shape}")
+                                f"index with at most {self.ndim} ints: the array has shape "
+                                f"{self.shape}.")
         static, dynamic = 0, None
         esize = self.ptr.value.type.pointee.nbytes
         align = self.align
@@ -154,9 +155,10 @@ class SmemArray:
                                     f"an index in [0, {self.shape[k]})" + (
                                         " (indices are never wrapped, as for tensors)"
                                         if i < 0 else ""),
-                                    f"the array has shape {self.shape}" + (
+                                    f"keep index {k} in [0, {self.shape[k]}): the array has "
+                                    f"shape {self.shape}" + (
                                         f"; count from the end explicitly: index "
-                                        f"{self.shape[k] + i} for {i}" if i < 0 else ""))
+                                        f"{self.shape[k] + i} for {i}" if i < 0 else "") + ".")
             static += i * self.strides[k]
         if static:
             align = min(align, _lowbit(static * esize))

@@ -367,8 +367,10 @@ def require_device(arg: TensorArg, param_name: str, device_index: int = 0) -> No
         hint = _MOVE_HINT.get(arg.kind, "its framework's copy to the GPU")
         hint = hint.replace("{p}", param_name)
         raise ArgumentError(
-            f"parameter {param_name!r} is a {what}; the cuda target needs a tensor in GPU memory "
-            f"— move it with {hint}, or run in the simulator with ws.set_target('sim')")
+            f"parameter {param_name!r} is a {what}; the cuda target needs a tensor in GPU "
+            f"memory.\nExpected: a GPU tensor (torch/cupy CUDA, __cuda_array_interface__); got a "
+            f"{what}.\nFix: move it with {hint}, or run in the simulator with "
+            "ws.set_target('sim').")
     if arg.device_index is not None and arg.device_index != device_index:
         raise ArgumentError(
             f"parameter {param_name!r} is on GPU cuda:{arg.device_index}; warpstage launches on "
