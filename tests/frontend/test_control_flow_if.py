@@ -155,7 +155,8 @@ def test_variable_assigned_on_one_path_is_unbound_afterwards():
     msg = str(e.value)
     line = unbound_use.__code__.co_firstlineno
     assert "variable `y` has no value here" in msg
-    assert "assigned in the then-branch but not in the else-branch" in msg
+    assert f"assigned only in the then-branch (line {line + 2})" in msg
+    assert "no value when the condition is false" in msg
     assert f"test_control_flow_if.py:{line + 1}" in msg          # the if
     assert f'line {line + 3}\n        z = y + 1\n        ^' in msg   # the use
     assert "Fix: assign `y`" in msg
