@@ -43,10 +43,11 @@ _user_entries(vars(cache), cache.__all__)
 
 
 def __getattr__(name):
-    # ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import
+    # ws.torch (warpstage/runtime/torch_library.py) imports torch: loaded on first access,
+    # never by import
     if name == "torch":
         import importlib
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module(".runtime.torch_library", __name__)
     raise AttributeError(f"module 'warpstage' has no attribute {name!r}")
 
 
