@@ -4,8 +4,11 @@ is present and run on the cuda target where one is; every test has a private dis
 and on the GPU (a gpu-marked case) where one is present; ``sim_target`` runs a test's kernels in
 the simulator only (``pytestmark = pytest.mark.usefixtures("sim_target")`` for a whole module);
 ``ptxas_path`` skips a test where no ptxas is installed; traced modules are round-tripped through
-the IR parser (``check_ir_round_trip``; ``--ir-round-trip=all`` for every module). tests/ is on
-sys.path (this file lives here), so test files share helpers such as example_loader.py."""
+the IR parser (``check_ir_round_trip``; ``--ir-round-trip=all`` for every module); after each
+test what survives is frozen out of the garbage collector's walks (``pytest_runtest_protocol``
+below). tests/ is on sys.path (this file lives here), so test files share helpers such as
+example_loader.py. Everything here is per test or per process, so the suite runs under
+pytest-xdist (``-n 2``, README's test command) as it does in one process."""
 import functools
 
 import numpy as np
@@ -162,3 +165,18 @@ def _race_detector_reset():
     yield
     from warpstage.sim.run import set_races
     set_races(None)
+
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After each test (its fixtures torn down): collect its garbage once, then move what
+    survives (the kernels and the in-memory caches that the test files keep alive) into the
+    collector's permanent generation (``gc.freeze``), so that later automatic collections do
+    not walk it again. Without this the heap of traced modules grows over the session and
+    every full collection walks all of it (benchmarks/RESULTS.md, "Where the CPU suite's time
+    goes")."""
+    yield
+    import gc
+    gc.collect()
+    gc.freeze()

@@ -124,8 +124,18 @@ def test_the_package_graph_is_acyclic():
     assert not cycles, f"rooms on an import cycle: {sorted(cycles)}"
 
 
-JIT_USERS = {"__init__", "__main__", "ops", "tune", "torch"}
-"""The rooms above jit/: the public API, the CLI, ready-made kernels, autotuning, ws.torch."""
+JIT_USERS = {"__init__", "__main__", "ops", "tune"}
+"""The rooms above jit/: the public API, the CLI, ready-made kernels, autotuning."""
+
+TOP_LEVEL = {"__init__", "__main__", "errors", "options"}
+"""The only modules at the top of the package (issue 10: the public API, the CLI, errors and
+options); every other module lives in a room."""
+
+
+def test_the_top_level_holds_only_the_api_the_cli_errors_and_options():
+    loose = {n[:-3] for n in os.listdir(ROOT) if n.endswith(".py")} - TOP_LEVEL
+    assert not loose, (f"loose top-level modules {sorted(loose)}: move each into the room it "
+                       "belongs to (docs/architecture.md, \"Rooms\")")
 
 
 def test_only_the_rooms_above_jit_import_it():

@@ -1,7 +1,7 @@
 """warpstage kernels inside ``torch.compile(fullgraph=True)`` models on the GPU (inductor): an
 attention block calling ``ws.ops.flash_attention`` (the custom op
-``torch.ops.warpstage.flash_attention``, warpstage/torch.py), an MLP on ``ws.ops.matmul``
-(``torch.ops.warpstage.matmul``) and an MLP whose activation is a warpstage kernel registered
+``torch.ops.warpstage.flash_attention``, warpstage/runtime/torch_library.py), an MLP on
+``ws.ops.matmul`` (``torch.ops.warpstage.matmul``) and an MLP whose activation is a warpstage kernel registered
 with ``ws.torch.custom_op``; each compiles without a graph break
 (fullgraph) and matches eager."""
 import pytest

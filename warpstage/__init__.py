@@ -68,9 +68,10 @@ __all__ = [
 ]
 
 # a misspelt public name (ws.arch.warpid) is an error with the closest names (jit/names.py);
-# ws.torch (warpstage/torch.py) imports torch: loaded on first access, never by import
+# ws.torch (warpstage/runtime/torch_library.py) imports torch: loaded on first access, never by
+# import
 from .jit.names import PUBLIC_MODULES as _PUBLIC, public_getattr as _getattr
-__getattr__ = _getattr(__name__, "ws", lazy={"torch": ".torch"})
+__getattr__ = _getattr(__name__, "ws", lazy={"torch": ".runtime.torch_library"})
 for _m in (arch, copy, epilogue, layout, math, mma, pipeline, sched, smem, tma, wgmma, ops,
            cache, tune):
     _public = "ws." + next(n for n, v in list(globals().items()) if v is _m)

@@ -26,7 +26,7 @@ PUBLIC_MODULES: dict = {}
 
 def public_getattr(module_name: str, public: str, lazy: dict = None):
     """The module ``__getattr__`` for module ``module_name``, known to users as ``public``
-    (``"ws.arch"``). ``lazy``: names imported on first access (``{"torch": ".torch"}``, a module
+    (``"ws.arch"``). ``lazy``: names imported on first access (``{"torch": ".runtime.torch_library"}``, a module
     path relative to ``module_name``); an import that fails says which package is missing."""
     lazy = lazy or {}
 

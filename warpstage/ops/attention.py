@@ -198,9 +198,9 @@ def reference(q, k, v, causal: bool = False, scale=None, causal_align: str = "to
 flash_attention.__doc__ = flash_attention_eager.__doc__ + """
 
     With torch tensors (and ``return_lse=False``) the call goes through the PyTorch custom op
-    ``torch.ops.warpstage.flash_attention`` (warpstage/torch.py: a fake implementation for
-    torch.compile, no autograd formula since there is no backward kernel), so a model calling it
-    compiles with ``torch.compile(fullgraph=True)`` without a graph break;
+    ``torch.ops.warpstage.flash_attention`` (warpstage/runtime/torch_library.py: a fake
+    implementation for torch.compile, no autograd formula since there is no backward kernel), so
+    a model calling it compiles with ``torch.compile(fullgraph=True)`` without a graph break;
     ``flash_attention_eager`` is the same function without the op."""
 flash_attention.__ws_explain__ = explain
 flash_attention_eager.__ws_explain__ = explain

@@ -128,8 +128,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range.
 
     With torch tensors and neither ``out`` nor ``epilogue`` (nor a non-torch ``out_dtype``), the
-    call goes through the PyTorch custom op ``torch.ops.warpstage.matmul`` (warpstage/torch.py:
-    a fake implementation for torch.compile; no autograd formula, there is no backward), so
+    call goes through the PyTorch custom op ``torch.ops.warpstage.matmul``
+    (warpstage/runtime/torch_library.py: a fake implementation for torch.compile; no autograd
+    formula, there is no backward), so
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,

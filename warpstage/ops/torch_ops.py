@@ -1,6 +1,7 @@
 """``ws.ops``' torch.library ops: ``torch.ops.warpstage.flash_attention`` and
-``torch.ops.warpstage.matmul`` and ``torch.ops.warpstage.scaled_matmul``, registered with ``ws.torch.custom_op`` (warpstage/torch.py says
-what each takes and why no autograd formula is registered). Imported only by
+``torch.ops.warpstage.matmul`` and ``torch.ops.warpstage.scaled_matmul``, registered with
+``ws.torch.custom_op`` (warpstage/runtime/torch_library.py says what each takes and why no
+autograd formula is registered). Imported only by
 ``ops/torch_dispatch.py`` on the first call with torch tensors: it imports torch."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Optional
 
 import torch
 
-from ..torch import custom_op
+from ..runtime.torch_library import custom_op
 
 __all__ = ["flash_attention_op", "matmul_op", "scaled_matmul_op", "OPS"]
 

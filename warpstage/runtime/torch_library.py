@@ -1,7 +1,9 @@
 """PyTorch integration: warpstage kernels as ``torch.library`` custom ops (``ws.torch``).
 
-Importing this module imports torch; ``import warpstage`` does not (``ws.torch`` is loaded on
-first access, and ``ws.ops.flash_attention`` loads it only when given torch tensors).
+This module is ``ws.torch`` (``warpstage/__init__.py`` loads it on first access, so
+``import warpstage`` does not import torch; ``ws.ops.flash_attention`` loads it only when given
+torch tensors). It lives in ``runtime/``, the room of the tensor adapters (DESIGN §3), and
+imports nothing of the package but torch.
 
 - :func:`custom_op` registers a kernel author's launch function as a custom op in one call, so
   ``torch.compile(fullgraph=True)`` treats it as one opaque op (the fake implementation gives

@@ -1,5 +1,5 @@
-"""warpstage/torch.py: warpstage kernels as torch.library custom ops (``ws.torch.custom_op``,
-``torch.ops.warpstage.flash_attention``), traced by ``torch.compile(fullgraph=True)`` without a
+"""warpstage/runtime/torch_library.py (``ws.torch``): warpstage kernels as torch.library custom
+ops (``ws.torch.custom_op``, ``torch.ops.warpstage.flash_attention``), traced by ``torch.compile(fullgraph=True)`` without a
 graph break. On the CPU the kernels run in the simulator and torch.compile uses the 'aot_eager'
 backend (no C++ compiler needed); tests/test_torch_compile_gpu.py compiles with inductor on
 the GPU."""
