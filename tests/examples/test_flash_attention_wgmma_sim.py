@@ -63,6 +63,16 @@ CASES = [
     (1, 3, 200, 333, 128, True, "float16", None, dict(overlap_tiles=True)),
     (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3)),
     (1, 2, 257, 257, 96, True, "bfloat16", None, dict(overlap_tiles=True, fma_select=True)),
+    # warpgroups with no row below S_q skip their work; partial row blocks scheduled last
+    (2, 2, 200, 150, 64, False, "bfloat16", None, dict(consumer_wgs=3, skip_idle=True)),
+    (2, 2, 200, 150, 64, False, "float16", None, dict(consumer_wgs=3, skip_idle=True,
+                                                      partial_last=True)),
+    (1, 2, 200, 200, 64, True, "bfloat16", None, dict(consumer_wgs=3, num_stages=3,
+                                                      skip_idle=True)),
+    (1, 1, 50, 170, 128, False, "float16", None, dict(skip_idle=True, overlap=False)),
+    (1, 1, 70, 200, 64, True, "bfloat16", None, dict(split_kv=False, skip_idle=True)),
+    (1, 2, 300, 200, 128, False, "bfloat16", None, dict(early_rescale=True)),
+    (2, 2, 300, 200, 64, True, "float16", None, dict(overlap_tiles=True, early_rescale=True)),
 ]
 
 

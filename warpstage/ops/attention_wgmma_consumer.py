@@ -53,9 +53,21 @@ class WgmmaConsumer:
         S = Q K^T and O += P V on wgmma with the online softmax in between, over the K/V
         rings; then O / l to ``o``. Returns the advanced ring states."""
         rows, row_wg, dq = self.tile_rows(m_block, local, storage)
+        self.wait_q(local, storage)
+        if self.rows_idle(row_wg, o.shape[2]):          # skip_idle: nothing to compute here
+            kst, vst = self.idle_loop(n_tiles, k_pipe, v_pipe, kst, vst, turn, local, storage)
+        else:
+            kst, vst = self.consume_rows(o, lse, o_desc, seq_k, b, h, rows, row_wg, dq, n_tiles,
+                                         k_pipe, v_pipe, kst, vst, turn, local, storage)
+        return kst, vst
+
+    @ws.jit
+    def consume_rows(self, o, lse, o_desc, seq_k, b, h, rows, row_wg, dq, n_tiles, k_pipe,
+                     v_pipe, kst, vst, turn, local, storage):
+        """``consume``'s work for a warpgroup with rows to compute: the K/V loop, then the
+        epilogue. Returns the advanced ring states."""
         lane = ws.arch.lane_idx()
         keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        self.wait_q(local, storage)
         if ws.static(self.overlap):
             acc, m_i, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                       k_pipe, v_pipe, kst, vst, turn, local,
@@ -201,10 +213,11 @@ class WgmmaConsumer:
         converting earlier needs 32 more registers, and ptxas then hoists the wait above the
         softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
         for tile in range(1, n_tiles):
+            acc = self.rescale_before_turn(acc, alpha)
             self.wait_k(k_pipe, kst)
             self.begin_turn(turn)
             s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
-            acc = self.rescale(acc, alpha)
+            acc = self.rescale_in_turn(acc, alpha)
             self.wait_v(v_pipe, vst)
             a = self.fence_all(acc, p)                    # here: no branch before the mmas
             acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
@@ -220,6 +233,16 @@ class WgmmaConsumer:
             kst = kst.advance()
             vst = vst.advance()
         return acc, p, m_i, l_i, alpha, kst, vst
+
+    def rescale_before_turn(self, acc, alpha):
+        """With ``early_rescale``: O times alpha at the top of a K/V step (before the K wait
+        and the turn); else O unchanged."""
+        return self.rescale(acc, alpha) if self.early_rescale else acc
+
+    def rescale_in_turn(self, acc, alpha):
+        """Without ``early_rescale``: O times alpha between the S and the P V issue (in the
+        turn); else O unchanged (``rescale_before_turn`` did it)."""
+        return acc if self.early_rescale else self.rescale(acc, alpha)
 
     @ws.jit
     def last_pv(self, acc, p, alpha, v_pipe, vst, storage):
