@@ -71,8 +71,9 @@ CASES = [
                                                       skip_idle=True)),
     (1, 1, 50, 170, 128, False, "float16", None, dict(skip_idle=True, overlap=False)),
     (1, 1, 70, 200, 64, True, "bfloat16", None, dict(split_kv=False, skip_idle=True)),
-    (1, 2, 300, 200, 128, False, "bfloat16", None, dict(early_rescale=True)),
-    (2, 2, 300, 200, 64, True, "float16", None, dict(overlap_tiles=True, early_rescale=True)),
+    # causal longest-first over bands of head_group batch-heads (the last band narrower)
+    (1, 3, 300, 300, 64, True, "bfloat16", None, dict(persistent=False, head_group=2)),
+    (2, 3, 200, 260, 128, True, "float16", None, dict(head_group=4)),
 ]
 
 
@@ -188,7 +189,7 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(head_dim=80), "head_dim"), (dict(tile_n=40), "tile_n"),
     (dict(overlap_tiles=True, persistent=False), "overlap_tiles"),
     (dict(head_dim=96, tma_store=True), "tma_store"),
-    (dict(poly_exp2=9), "poly_exp2"), (dict(poly_exp2=2.0), "poly_exp2"),
+    (dict(poly_exp2=9), "poly_exp2"), (dict(head_group=0), "head_group"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),

@@ -88,9 +88,9 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     no GEMM, softmax or store, only its turns and the ring waits and releases (``idle_loop``).
     ``partial_last``: the persistent non-causal schedule puts those partial row blocks after
     every full one (``row_block_order``), so that with ``skip_idle`` the short tiles fill the
-    tail (``attention_wgmma_sched.py``). ``early_rescale``: O is rescaled by the previous alpha
-    at the top of each K/V step, before the K wait and the turn, instead of between the S and
-    the P V issue inside the turn (docs/performance.md, the D = 128 ``overlap_tiles`` loss).
+    tail (``attention_wgmma_sched.py``). ``head_group``: with ``causal``, the tiles'
+    longest-first order runs over bands of this many batch-heads (None: all of them with
+    ``persistent``, one at a time without).
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -105,7 +105,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
-                  "overlap_tiles", "skip_idle", "partial_last", "early_rescale")
+                  "overlap_tiles", "skip_idle", "partial_last", "head_group")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -117,7 +117,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
-                 early_rescale=False):
+                 head_group=None):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -172,7 +172,12 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "overlap_tiles=False, or persistent=True")
         self.skip_idle = bool(skip_idle)
         self.partial_last = bool(partial_last)
-        self.early_rescale = bool(early_rescale)
+        if head_group is not None and (isinstance(head_group, bool) or not isinstance(
+                head_group, int) or not 1 <= head_group <= 65536):
+            raise self.policy_error("head_group", head_group, "None or an int in [1, 65536] "
+                                    "(batch-heads per band of the causal order)",
+                                    "head_group=None, or e.g. head_group=16")
+        self.head_group = head_group
         if self.skip_idle and self.overlap_tiles:
             raise self.policy_error("skip_idle", skip_idle, "False with overlap_tiles=True (the "
                                     "cross-tile loop carries every warpgroup's next tile)",

@@ -213,11 +213,10 @@ class WgmmaConsumer:
         converting earlier needs 32 more registers, and ptxas then hoists the wait above the
         softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
         for tile in range(1, n_tiles):
-            acc = self.rescale_before_turn(acc, alpha)
             self.wait_k(k_pipe, kst)
             self.begin_turn(turn)
             s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
-            acc = self.rescale_in_turn(acc, alpha)
+            acc = self.rescale(acc, alpha)
             self.wait_v(v_pipe, vst)
             a = self.fence_all(acc, p)                    # here: no branch before the mmas
             acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
@@ -233,16 +232,6 @@ class WgmmaConsumer:
             kst = kst.advance()
             vst = vst.advance()
         return acc, p, m_i, l_i, alpha, kst, vst
-
-    def rescale_before_turn(self, acc, alpha):
-        """With ``early_rescale``: O times alpha at the top of a K/V step (before the K wait
-        and the turn); else O unchanged."""
-        return self.rescale(acc, alpha) if self.early_rescale else acc
-
-    def rescale_in_turn(self, acc, alpha):
-        """Without ``early_rescale``: O times alpha between the S and the P V issue (in the
-        turn); else O unchanged (``rescale_before_turn`` did it)."""
-        return acc if self.early_rescale else self.rescale(acc, alpha)
 
     @ws.jit
     def last_pv(self, acc, p, alpha, v_pipe, vst, storage):

@@ -11,8 +11,12 @@ first and the short ones in the tail. Without it, a stride of 132 CTAs that is a
 the row blocks per batch-head hands every partial tile to the same few CTAs, and the makespan
 is that of the CTAs with only full tiles (docs/performance.md, "Short sequences").
 
-Persistent, causal: the row blocks from the last (the most keys) down, each over all batch-heads
-(longest first). One CTA per tile: the CTA's row blocks in reverse (``coordinates``).
+Causal: longest first. Persistent: the row blocks from the last (the most keys) down, each over
+all batch-heads; one CTA per tile: each batch-head's row blocks in reverse, batch-head after
+batch-head, so the hardware's CTA dispatch (in linear block order) mixes long and short tiles up
+to the end of the grid. ``head_group`` = G makes both walk bands of G batch-heads, each band's
+row blocks from the last down over its batch-heads (``coordinates``, ``scheduler``): longest
+first over the band, whose K/V (G x 2 x S_k x D x 2 bytes) stay in L2.
 """
 from __future__ import annotations
 
@@ -39,7 +43,8 @@ def row_block_order(t, heads, seq_q, tile_m):
 
 class TileSchedule:
     """Tile-schedule methods of ``FlashAttentionWgmma`` (module docstring); reads its fields
-    ``causal``, ``tile_m``, ``persistent`` and ``partial_last``."""
+    ``causal``, ``tile_m``, ``persistent``, ``partial_last``, ``skip_idle`` and
+    ``head_group``."""
 
     def scheduler(self, o):
         """The persistent schedule of the output tiles (``ws.sched.PersistentTileScheduler``,
@@ -50,8 +55,23 @@ class TileSchedule:
         n_m = (o.shape[2] + (self.tile_m - 1)) // self.tile_m
         heads = o.shape[0] * o.shape[1]
         if ws.static(self.causal):
-            return create(heads, n_m, 1, raster="M", group=65536)
+            group = 65536 if self.head_group is None else self.head_group
+            return create(heads, n_m, 1, raster="M", group=group)
         return create(n_m, 1, heads, raster="M", group=65536)
+
+    def coordinates(self, heads):
+        """(b, h, m_block) of this CTA of the one-CTA-per-tile grid: ``AttentionPolicy``'s
+        (each batch-head's row blocks together, with ``causal`` from the last down), or with
+        ``causal`` and ``head_group`` = G the CTAs' linear index walks bands of G batch-heads,
+        and in a band the row blocks from the last down, each over the band's batch-heads
+        (``ws.sched.tile_coords`` with raster M, group G): longest first within a band whose
+        K/V stay in L2, and G = 1 is the default order."""
+        if ws.static(not self.causal or self.head_group is None):
+            return super().coordinates(heads)
+        x, y, _ = ws.arch.block_idx()
+        n_m, n_bh, _ = ws.arch.grid_dim()
+        bh, j, _ = ws.sched.tile_coords(x + y * n_m, n_bh, n_m, "M", self.head_group)
+        return bh // heads, bh % heads, n_m - 1 - j
 
     def tile_work(self, sched, t, o, seq_k):
         """(b, h, m_block, K/V tiles) of output tile ``t`` of ``sched`` (``scheduler``), or with
