@@ -90,7 +90,9 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     every full one (``row_block_order``), so that with ``skip_idle`` the short tiles fill the
     tail (``attention_wgmma_sched.py``). ``head_group``: with ``causal``, the tiles'
     longest-first order runs over bands of this many batch-heads (None: all of them with
-    ``persistent``, one at a time without).
+    ``persistent``, one at a time without). ``lead_waits``: with ``pingpong``, only consumer
+    warpgroup 0 waits on the K and V mbarriers before its turn; the others' turns begin after
+    its turn did (FlashAttention-3's order with its scheduler barrier).
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -105,7 +107,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
-                  "overlap_tiles", "skip_idle", "partial_last", "head_group")
+                  "overlap_tiles", "skip_idle", "partial_last", "head_group",
+                  "lead_waits")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -117,7 +120,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
-                 head_group=None):
+                 head_group=None, lead_waits=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -178,6 +181,11 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "(batch-heads per band of the causal order)",
                                     "head_group=None, or e.g. head_group=16")
         self.head_group = head_group
+        self.lead_waits = bool(lead_waits)
+        if self.lead_waits and not self.pingpong:
+            raise self.policy_error("lead_waits", lead_waits, "False unless pingpong=True (the "
+                                    "other warpgroups rely on the turns' order)",
+                                    "lead_waits=False, or pingpong=True")
         if self.skip_idle and self.overlap_tiles:
             raise self.policy_error("skip_idle", skip_idle, "False with overlap_tiles=True (the "
                                     "cross-tile loop carries every warpgroup's next tile)",
