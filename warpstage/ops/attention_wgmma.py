@@ -173,23 +173,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "overlap and split_kv are on (it overlaps a persistent "
                                     "CTA's consecutive output tiles in the overlapped loop)",
                                     "overlap_tiles=False, or persistent=True")
-        self.skip_idle = bool(skip_idle)
-        self.partial_last = bool(partial_last)
-        if head_group is not None and (isinstance(head_group, bool) or not isinstance(
-                head_group, int) or not 1 <= head_group <= 65536):
-            raise self.policy_error("head_group", head_group, "None or an int in [1, 65536] "
-                                    "(batch-heads per band of the causal order)",
-                                    "head_group=None, or e.g. head_group=16")
-        self.head_group = head_group
-        self.lead_waits = bool(lead_waits)
-        if self.lead_waits and not self.pingpong:
-            raise self.policy_error("lead_waits", lead_waits, "False unless pingpong=True (the "
-                                    "other warpgroups rely on the turns' order)",
-                                    "lead_waits=False, or pingpong=True")
-        if self.skip_idle and self.overlap_tiles:
-            raise self.policy_error("skip_idle", skip_idle, "False with overlap_tiles=True (the "
-                                    "cross-tile loop carries every warpgroup's next tile)",
-                                    "skip_idle=False, or overlap_tiles=False")
+        self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)

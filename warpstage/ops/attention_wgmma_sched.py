@@ -43,8 +43,37 @@ def row_block_order(t, heads, seq_q, tile_m):
 
 class TileSchedule:
     """Tile-schedule methods of ``FlashAttentionWgmma`` (module docstring); reads its fields
-    ``causal``, ``tile_m``, ``persistent``, ``partial_last``, ``skip_idle`` and
-    ``head_group``."""
+    ``causal``, ``tile_m``, ``persistent``, and sets and reads ``partial_last``, ``skip_idle``,
+    ``head_group`` (and ``lead_waits``, which the consumer's turns read)."""
+
+    def set_schedule_fields(self, skip_idle, partial_last, head_group, lead_waits) -> None:
+        """Check and store ``skip_idle``, ``partial_last``, ``head_group`` and ``lead_waits``
+        (after ``causal``, ``persistent``, ``pingpong`` and ``overlap_tiles`` are set).
+        OperandError (a ValueError) for a value or a combination the kernel cannot run."""
+        if head_group is not None and (isinstance(head_group, bool) or not isinstance(
+                head_group, int) or not 1 <= head_group <= 65536):
+            raise self.policy_error("head_group", head_group, "None or an int in [1, 65536] "
+                                    "(batch-heads per band of the causal order)",
+                                    "head_group=None, or e.g. head_group=16")
+        if head_group is not None and not self.causal:
+            raise self.policy_error("head_group", head_group, "None without causal (it orders "
+                                    "the causal tiles' longest-first walk)", "head_group=None")
+        if partial_last and (self.causal or not self.persistent):
+            raise self.policy_error("partial_last", partial_last, "False unless persistent and "
+                                    "not causal (it orders the persistent non-causal tiles)",
+                                    "partial_last=False")
+        if lead_waits and not self.pingpong:
+            raise self.policy_error("lead_waits", lead_waits, "False unless pingpong=True (the "
+                                    "other warpgroups rely on the turns' order)",
+                                    "lead_waits=False, or pingpong=True")
+        if skip_idle and self.overlap_tiles:
+            raise self.policy_error("skip_idle", skip_idle, "False with overlap_tiles=True (the "
+                                    "cross-tile loop carries every warpgroup's next tile)",
+                                    "skip_idle=False, or overlap_tiles=False")
+        self.skip_idle = bool(skip_idle)
+        self.partial_last = bool(partial_last)
+        self.head_group = head_group
+        self.lead_waits = bool(lead_waits)
 
     def scheduler(self, o):
         """The persistent schedule of the output tiles (``ws.sched.PersistentTileScheduler``,
