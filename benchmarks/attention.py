@@ -177,6 +177,28 @@ SWEEPS = {
         (96, False): [dict(), dict(num_stages=3), dict(tile_n=176), dict(overlap_tiles=True)],
         (96, True): [dict(persistent=False), dict(persistent=False, num_stages=3)],
     },
+    # session 6 (issue 12, attn6), one run at the chart's short shapes: warpgroups with no row
+    # below S_q skip their work (skip_idle) and the partial row blocks go last in the
+    # persistent order (partial_last); the causal longest-first order over bands of
+    # head_group batch-heads. Each against today's default fields (first in each list; at
+    # D = 64 causal S <= 1536 the op takes WGMMA_SHORT's instead). Predictions from
+    # benchmarks/attention_schedule_model.py (docs/performance.md, "Short sequences"); and at
+    # D = 128 FlashAttention-3's lead_waits (only consumer warpgroup 0 waits on the rings)
+    "attn6": {
+        (64, False): [dict(consumer_wgs=3, fma_select=True),
+                      dict(consumer_wgs=3, fma_select=True, skip_idle=True),
+                      dict(consumer_wgs=3, fma_select=True, skip_idle=True, partial_last=True),
+                      dict(consumer_wgs=3, fma_select=True, skip_idle=True, partial_last=True,
+                           lead_waits=True)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
+                          skip_idle=True)],
+        (128, True): [dict(persistent=False, fma_select=True)]
+        + [dict(persistent=False, fma_select=True, head_group=g) for g in (16, 32, 65536)],
+        (128, False): [dict(fma_select=True),
+                       dict(fma_select=True, skip_idle=True, partial_last=True),
+                       dict(fma_select=True, lead_waits=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

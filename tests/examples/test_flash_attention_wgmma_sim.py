@@ -63,6 +63,22 @@ CASES = [
     (1, 3, 200, 333, 128, True, "float16", None, dict(overlap_tiles=True)),
     (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3)),
     (1, 2, 257, 257, 96, True, "bfloat16", None, dict(overlap_tiles=True, fma_select=True)),
+    # warpgroups with no row below S_q skip their work; partial row blocks scheduled last
+    (2, 2, 200, 150, 64, False, "bfloat16", None, dict(consumer_wgs=3, skip_idle=True)),
+    (2, 2, 200, 150, 64, False, "float16", None, dict(consumer_wgs=3, skip_idle=True,
+                                                      partial_last=True)),
+    (1, 2, 200, 200, 64, True, "bfloat16", None, dict(consumer_wgs=3, num_stages=3,
+                                                      skip_idle=True)),
+    (1, 1, 50, 170, 128, False, "float16", None, dict(skip_idle=True, overlap=False)),
+    (1, 1, 70, 200, 64, True, "bfloat16", None, dict(split_kv=False, skip_idle=True)),
+    # causal longest-first over bands of head_group batch-heads (the last band narrower)
+    (1, 3, 300, 300, 64, True, "bfloat16", None, dict(persistent=False, head_group=2)),
+    (2, 3, 200, 260, 128, True, "float16", None, dict(head_group=4)),
+    # only consumer warpgroup 0 waits on the rings before its turn (the others follow it)
+    (1, 2, 300, 200, 128, False, "bfloat16", None, dict(lead_waits=True)),
+    (1, 2, 300, 300, 64, True, "float16", None, dict(lead_waits=True, consumer_wgs=3,
+                                                     skip_idle=True)),
+    (2, 2, 300, 200, 64, False, "bfloat16", None, dict(lead_waits=True, overlap_tiles=True)),
 ]
 
 
@@ -157,7 +173,8 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
         flash_attention(q, k, v, mma="tf32")
 
 
-@pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True)], ids=["default", "overlap_tiles"])
+@pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True)],
+                         ids=["default", "overlap_tiles", "lead_waits"])
 def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
@@ -178,7 +195,11 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(head_dim=80), "head_dim"), (dict(tile_n=40), "tile_n"),
     (dict(overlap_tiles=True, persistent=False), "overlap_tiles"),
     (dict(head_dim=96, tma_store=True), "tma_store"),
-    (dict(poly_exp2=9), "poly_exp2"), (dict(poly_exp2=2.0), "poly_exp2"),
+    (dict(poly_exp2=9), "poly_exp2"), (dict(head_group=0, causal=True), "head_group"),
+    (dict(head_group=4), "None without causal"),
+    (dict(partial_last=True, causal=True), "partial_last"),
+    (dict(partial_last=True, persistent=False), "partial_last"),
+    (dict(lead_waits=True, pingpong=False), "lead_waits"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),

@@ -23,6 +23,7 @@ from ..lang.wgmma import TileLayout
 from ..lang.epilogue import TmaStoreEpilogue
 from .attention_common import AttentionPolicy
 from .attention_wgmma_consumer import WgmmaConsumer
+from .attention_wgmma_sched import TileSchedule
 from .attention_wgmma_tiles import TileOverlap
 
 __all__ = ["FlashAttentionWgmma", "flash_attention_wgmma_kernel", "BOX_COLS"]
@@ -38,7 +39,7 @@ def swizzle_for(head_dim: int) -> int:
     return 128 if head_dim % BOX_COLS == 0 else 64
 
 
-class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
+class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPolicy):
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
     ``head_dim``: D, 64, 96, 128, 192 or 256 (``D / 64`` TMA boxes of 64 columns per row,
@@ -82,7 +83,17 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
     descriptor (``o_box``). ``overlap_tiles``: a persistent CTA starts the next output tile's
     first S = Q K^T (and its softmax) before the current tile's last P V and epilogue, so each
     tile's fill and drain overlap (``TileOverlap``); Q is double-buffered (``q_buffers`` = 2)
-    so that the next tile's Q has landed by then. ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
+    so that the next tile's Q has landed by then. ``skip_idle``: a consumer warpgroup whose
+    64 rows all lie past S_q (the last row block when S_q is not a multiple of ``tile_m``) does
+    no GEMM, softmax or store, only its turns and the ring waits and releases (``idle_loop``).
+    ``partial_last``: the persistent non-causal schedule puts those partial row blocks after
+    every full one (``row_block_order``), so that with ``skip_idle`` the short tiles fill the
+    tail (``attention_wgmma_sched.py``). ``head_group``: with ``causal``, the tiles'
+    longest-first order runs over bands of this many batch-heads (None: all of them with
+    ``persistent``, one at a time without). ``lead_waits``: with ``pingpong``, only consumer
+    warpgroup 0 waits on the K and V mbarriers before its turn; the others' turns begin after
+    its turn did (FlashAttention-3's order with its scheduler barrier).
+    ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
 
@@ -96,7 +107,8 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
     key_fields = ("tile_n", "num_stages", "producer_regs", "mma_regs", "overlap", "consumer_wgs",
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
-                  "overlap_tiles")
+                  "overlap_tiles", "skip_idle", "partial_last", "head_group",
+                  "lead_waits")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -107,7 +119,8 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
                  consumer_wgs=2, pingpong=True, split_kv=True, fast_exp2=True,
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
-                 overlap_tiles=False):
+                 overlap_tiles=False, skip_idle=False, partial_last=False,
+                 head_group=None, lead_waits=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -160,6 +173,7 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
                                     "overlap and split_kv are on (it overlaps a persistent "
                                     "CTA's consecutive output tiles in the overlapped loop)",
                                     "overlap_tiles=False, or persistent=True")
+        self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)
@@ -206,36 +220,6 @@ class FlashAttentionWgmma(TileOverlap, WgmmaConsumer, AttentionPolicy):
             return super().grid(batch, heads, seq_q)
         tiles = batch * heads * -(-seq_q // self.tile_m)
         return (max(1, min(tiles, sms)), 1)
-
-    def scheduler(self, o):
-        """The persistent schedule of the output tiles (``ws.sched.PersistentTileScheduler``,
-        the GEMM's): row blocks of one batch-head together (they share K/V in L2), or with
-        ``causal`` the row blocks from the last (the most keys) down, each over all
-        batch-heads, so long tiles start first. Every role walks it on its own."""
-        create = ws.sched.PersistentTileScheduler.create
-        n_m = (o.shape[2] + (self.tile_m - 1)) // self.tile_m
-        heads = o.shape[0] * o.shape[1]
-        if ws.static(self.causal):
-            return create(heads, n_m, 1, raster="M", group=65536)
-        return create(n_m, 1, heads, raster="M", group=65536)
-
-    def tile_work(self, sched, t, o, seq_k):
-        """(b, h, m_block, K/V tiles) of output tile ``t`` of ``sched`` (``scheduler``), or with
-        ``sched`` None of this CTA's one tile (``coordinates``): what both roles walk."""
-        if sched is None:
-            b, h, m_block = self.coordinates(o.shape[1])
-        else:
-            b, h, m_block = self.tile_coordinates(sched, t, o)
-        return b, h, m_block, self.kv_tiles(o.shape[2], seq_k, m_block)
-
-    def tile_coordinates(self, sched, t, o):
-        """(b, h, m_block) of output tile ``t`` (dynamic) of ``scheduler``'s order."""
-        i, j, batch = sched.tile(t)
-        if ws.static(self.causal):
-            bh, m_block = i, sched.tiles_n - 1 - j
-        else:
-            bh, m_block = batch, i
-        return bh // o.shape[1], bh % o.shape[1], m_block
 
     @property
     def o_box(self) -> tuple:

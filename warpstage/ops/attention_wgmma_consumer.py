@@ -53,9 +53,21 @@ class WgmmaConsumer:
         S = Q K^T and O += P V on wgmma with the online softmax in between, over the K/V
         rings; then O / l to ``o``. Returns the advanced ring states."""
         rows, row_wg, dq = self.tile_rows(m_block, local, storage)
+        self.wait_q(local, storage)
+        if self.rows_idle(row_wg, o.shape[2]):          # skip_idle: nothing to compute here
+            kst, vst = self.idle_loop(n_tiles, k_pipe, v_pipe, kst, vst, turn, local, storage)
+        else:
+            kst, vst = self.consume_rows(o, lse, o_desc, seq_k, b, h, rows, row_wg, dq, n_tiles,
+                                         k_pipe, v_pipe, kst, vst, turn, local, storage)
+        return kst, vst
+
+    @ws.jit
+    def consume_rows(self, o, lse, o_desc, seq_k, b, h, rows, row_wg, dq, n_tiles, k_pipe,
+                     v_pipe, kst, vst, turn, local, storage):
+        """``consume``'s work for a warpgroup with rows to compute: the K/V loop, then the
+        epilogue. Returns the advanced ring states."""
         lane = ws.arch.lane_idx()
         keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        self.wait_q(local, storage)
         if ws.static(self.overlap):
             acc, m_i, l_i, kst, vst = self.overlapped_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                       k_pipe, v_pipe, kst, vst, turn, local,
@@ -181,7 +193,7 @@ class WgmmaConsumer:
         """An output tile's first K/V tile: (turn) S_0 = Q K_0^T, waited for, K_0 released,
         the first softmax step. Returns (P_0 as A fragments, m, l, alpha, K state)."""
         m_i, l_i = self.softmax_start()
-        self.wait_k(k_pipe, kst)
+        self.turn_wait_k(k_pipe, kst)
         self.begin_turn(turn)
         s = self.issue_scores(dq, storage.k[kst.index], False)
         self.end_turn(turn)
@@ -201,11 +213,11 @@ class WgmmaConsumer:
         converting earlier needs 32 more registers, and ptxas then hoists the wait above the
         softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
         for tile in range(1, n_tiles):
-            self.wait_k(k_pipe, kst)
+            self.turn_wait_k(k_pipe, kst)
             self.begin_turn(turn)
             s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
             acc = self.rescale(acc, alpha)
-            self.wait_v(v_pipe, vst)
+            self.turn_wait_v(v_pipe, vst)
             a = self.fence_all(acc, p)                    # here: no branch before the mmas
             acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
             self.end_turn(turn)
@@ -240,6 +252,27 @@ class WgmmaConsumer:
         if ws.static(self.late_wait):
             if values[0] != values[0]:
                 ws.arch.sync_warp()
+
+    @ws.jit
+    def turn_wait_k(self, k_pipe, state):
+        """``wait_k`` for a wait followed by this warpgroup's turn; with ``lead_waits`` only
+        consumer warpgroup 0 waits (FlashAttention-3's scheduler-barrier order: the others'
+        turns start after warpgroup 0's, which began after the stage had landed)."""
+        if ws.static(self.lead_waits):
+            if ws.arch.make_warp_uniform(self.consumer_tid() // 128) == 0:
+                self.wait_k(k_pipe, state)
+        else:
+            self.wait_k(k_pipe, state)
+
+    @ws.jit
+    def turn_wait_v(self, v_pipe, state):
+        """``wait_v`` inside this warpgroup's turn; with ``lead_waits`` only in consumer
+        warpgroup 0 (``turn_wait_k``)."""
+        if ws.static(self.lead_waits):
+            if ws.arch.make_warp_uniform(self.consumer_tid() // 128) == 0:
+                self.wait_v(v_pipe, state)
+        else:
+            self.wait_v(v_pipe, state)
 
     def finish_turns(self, turn) -> None:
         if ws.static(self.pingpong):

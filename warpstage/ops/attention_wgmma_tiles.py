@@ -77,11 +77,11 @@ class TileOverlap:
         current tile's finished O, the next tile's P_0 as A fragments, its m, l and alpha, K
         state, V state)."""
         m_i, l_i = self.softmax_start()
-        self.wait_k(k_pipe, kst)
+        self.turn_wait_k(k_pipe, kst)
         self.begin_turn(turn)
         s = self.issue_scores(dq, storage.k[kst.index], False)          # S'_0: one group
         acc = self.rescale(acc, alpha)
-        self.wait_v(v_pipe, vst)
+        self.turn_wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
         acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])          # P_last V_last
         self.end_turn(turn)
