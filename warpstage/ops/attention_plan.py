@@ -53,8 +53,10 @@ WGMMA_DEFAULTS = {
     (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
-    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True),
-    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True),
+    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True, skip_idle=True,
+                      partial_last=True),
+    (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
+                     skip_idle=True),
     (192, False): dict(tile_n=96, num_stages=2),
     (192, True): dict(tile_n=96, num_stages=2, persistent=False),
     (256, False): dict(tile_n=64, num_stages=2),
@@ -73,6 +75,12 @@ tiles (2 stages fill shared memory): 722 and 702 TFLOP/s at S=4096 (1.03x and 0.
 sweep "attn5", device time) at D = 64 and 128: +1.1 to +2.3% at every measured point (D=128
 S=4096 681 vs 673, S=1024 603 vs 589; D=64 508 vs 498 and 407 vs 399; causal +0.3 to +1.6%);
 not yet measured at D = 96, 192 and 256, which keep the two-instruction exponent.
+``skip_idle`` + ``partial_last`` at D=64 (session 6, sweep "attn6", device time: a consumer
+warpgroup whose 64 rows all lie past S_q does no GEMM, softmax or store, and the partial row
+blocks come last in the persistent order): B=16 H=16 S=1024 427 vs 405 TFLOP/s (0.99x against
+0.94x cuDNN), S=2048 488 vs 483, S=4096 512 vs 513; ``skip_idle`` alone at D=64 causal: 373 vs
+369 (S=2048), 427 vs 416 (S=4096). ``head_group`` (D=128 causal bands of heads) moved -2% to
++2% and ``lead_waits`` lost 1-9%: neither is on.
 
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
@@ -83,7 +91,7 @@ TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer warpgro
 
 SHORT_SEQ = 1536
 WGMMA_SHORT = {
-    (64, True): dict(consumer_wgs=2, overlap_tiles=True),
+    (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
 }
 
 

@@ -25,7 +25,7 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
                   tile_m=None) -> tuple:
     """(tile_m, tile_n, group, splits) for a (batches x) M x N x K problem on ``sms`` SMs; the
     given ones are kept, the others come from ``matmul_plan.plan`` (least estimated device
-    time over 128 / 64 rows x 256 / 128 columns x K splits; the ping-pong schedule: 128 rows,
+    time over 128 / 64 rows x 256 / 192 / 128 columns x K splits; the ping-pong schedule: 128 rows,
     tile_n 128 or 64, no split unless given) and, for the group, ``GROUP_SMALL`` /
     ``GROUP_LARGE`` by the tile count. A given ``splits`` is lowered to at most ``MAX_SPLITS``
     non-empty K ranges of ``k_step``-element steps (the policy's tile_k: 64, 128 for fp8).
@@ -34,7 +34,7 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
     if schedule == "pingpong":
         widths, rows, splits = (128, 64), (TILE_M,), 1 if splits is None else splits
     else:
-        widths, rows = (256, 128), (TILE_M, 64)
+        widths, rows = (256, 192, 128), (TILE_M, 64)
     if splits is not None and (isinstance(splits, bool) or not isinstance(splits, int)
                                or splits < 1):
         raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
