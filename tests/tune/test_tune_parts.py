@@ -158,7 +158,7 @@ def test_candidates_of_a_worker_that_never_gets_ready_run_in_this_process(cache_
     import tune_kernels as tk
     from warpstage.tune import workers
 
-    def broken(job):
+    def broken(job, extra_env=None):
         proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         proc.stdin.close()

@@ -152,3 +152,36 @@ class PickyTimer:
         self.seen.append((config.name, len(CALLS)))
         run()
         return PICKY_MS[config.name]
+
+
+def placed(x, y, *, config):
+    """``scale`` on tensors of the pretend GPU (tests/fake_gpu.py's FakeCudaArray, which has
+    no ``shape``): for the per-GPU timing tests. Their workers have no GPU and need none: the
+    compile step traces, assembles and records the launch without running it
+    (warpstage/tune/capture.py), and DeviceLogTimer never runs the candidate."""
+    n = x.array.shape[0]
+    scale_kernel[(-(-n // config.threads),), config.threads](config, x, y, n)
+
+
+class DeviceLogTimer:
+    """Appends one line per candidate to the file named by WS_TEST_TIMER_LOG: the candidate's
+    name, the CUDA_VISIBLE_DEVICES the timing worker was started with, its pid, and when the
+    measurement began and ended (time.time()); takes ``hold_s`` seconds (so overlapping
+    intervals show workers timing at once); reports FAKE_MS[config.name] + the ``offset``
+    of the GPU it ran on (``offsets``: CUDA_VISIBLE_DEVICES entry -> ms); a configuration
+    named 'boom' raises."""
+
+    def __init__(self, hold_s=0.3, offsets=None):
+        self.hold_s, self.offsets = hold_s, offsets or {}
+
+    def measure(self, run, config, warmup, rep):
+        import os
+        import time
+        t0 = time.time()
+        time.sleep(self.hold_s)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+        with open(os.environ["WS_TEST_TIMER_LOG"], "a") as f:
+            f.write(f"{config.name} {visible} {os.getpid()} {t0} {time.time()}\n")
+        if config.name == "boom":
+            raise RuntimeError("boom")
+        return FAKE_MS[config.name] + self.offsets.get(visible, 0.0)
