@@ -123,15 +123,23 @@ class _TorchStandIn:
 
 
 class _TorchData:
-    """A CUDA torch tensor with its contents (a CPU copy, strides kept): rebuilt on its device,
-    or on the worker's own when the worker was given one (a per-GPU timing worker sees its GPU
-    as cuda:0, warpstage/tune/devices.py)."""
+    """A CUDA torch tensor with its contents: a CPU copy of its whole storage, and its view
+    (shape, strides, storage offset), so a slice or transpose is rebuilt as the same view (the
+    same strides and alignment: the same specialization). Rebuilt on its device, or on the
+    worker's own when the worker was given one (a per-GPU timing worker sees its GPU as
+    cuda:0, warpstage/tune/devices.py)."""
 
     def __init__(self, t):
-        self.cpu, self.device = t.detach().cpu(), str(t.device)
+        import torch
+        storage = t.untyped_storage()
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+            storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+        self.whole, self.device = whole.detach().cpu(), str(t.device)
+        self.view = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
     def rebuild(self, device=None):
-        return self.cpu.to(device or self.device)
+        shape, stride, offset = self.view
+        return self.whole.to(device or self.device).as_strided(shape, stride, offset)
 
 
 def _travelling(x, data: bool):
