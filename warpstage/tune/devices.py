@@ -7,8 +7,9 @@ else ``WARPSTAGE_TUNE_DEVICES``) adds others:
 - None: the home device alone (the default: in a torch.distributed job every rank tunes on its
   own GPU and never disturbs another rank's);
 - 'all': the home device, then every other visible GPU of the same name and compute capability;
-- a list of ordinals (e.g. ``[0, 1]``): those, all of the home device's name and compute
-  capability (a candidate's time on another model would not rank it on this one).
+- a list of ordinals (e.g. ``[0, 1]``): those and the home device, all of the home device's
+  name and compute capability (a candidate's time on another model would not rank it on this
+  one).
 
 Timing on several GPUs runs one timing worker process per GPU, each started with
 ``CUDA_VISIBLE_DEVICES`` naming that GPU alone (mapped through the parent's own
