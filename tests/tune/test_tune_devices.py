@@ -19,6 +19,7 @@ from warpstage.tune import devices as gpus
 
 autotune_module = sys.modules["warpstage.tune.autotune"]     # the package re-exports the function
 
+VISIBLE = ("GPU-pretend-0", "GPU-pretend-1")      # no such UUIDs: CUDA sees no GPU
 SPACE = [tk.Tiles("slow", 32), tk.Tiles("medium", 64), tk.Tiles("fast", 128),
          tk.Tiles("fast", 256)]                        # #2 and #3 tie: the first must win
 
@@ -26,9 +27,11 @@ SPACE = [tk.Tiles("slow", 32), tk.Tiles("medium", 64), tk.Tiles("fast", 128),
 @pytest.fixture
 def two_gpus(tmp_path, monkeypatch):
     """The pretend driver's cuda:0 and cuda:1 (one model), a private cache, fresh counters,
-    and the timer's log file (returned)."""
+    and the timer's log file (returned). CUDA_VISIBLE_DEVICES names two GPUs that do not
+    exist (VISIBLE), so that the workers, which have no pretend driver, see no real GPU on a
+    machine that has one; the timing workers are narrowed to one entry each."""
     monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(VISIBLE))
     monkeypatch.delenv("WARPSTAGE_TUNE_DEVICES", raising=False)
     for k in ws.tune.COUNTS:
         monkeypatch.setitem(ws.tune.COUNTS, k, 0)
@@ -46,8 +49,9 @@ def _log(path):
     return [(n, v, int(p), float(a), float(b)) for n, v, p, a, b in rows]
 
 
-def _tune(devices, hold_s=0.4, space=SPACE, **kw):
-    tuned = ws.autotune(space, timer=tk.DeviceLogTimer(hold_s), jobs=1, progress=False,
+def _tune(devices, hold_s=0.4, space=SPACE, meet=0, **kw):
+    tuned = ws.autotune(space, timer=tk.DeviceLogTimer(hold_s, meet=meet), jobs=1,
+                        progress=False,
                         devices=devices, **kw)(tk.placed)
     x, y = (fake_gpu.FakeCudaArray(a) for a in tk.data(64))
     tuned(x, y)
@@ -59,13 +63,13 @@ def _outcome(report):
 
 
 def test_two_gpus_time_at_once_after_one_compile_each(two_gpus):
-    r = _tune("all")
+    r = _tune("all", meet=2)
     rows = _log(two_gpus)
     assert sorted(n for n, *_ in rows) == sorted(c.name for c in SPACE)
-    by_gpu = {v: [n for n, vv, *_ in rows if vv == v] for v in ("0", "1")}
-    assert by_gpu == {"0": ["slow", "fast"], "1": ["medium", "fast"]}   # round-robin, in order
+    by_gpu = {v: [n for n, vv, *_ in rows if vv == v] for v in VISIBLE}
+    assert by_gpu == {VISIBLE[0]: ["slow", "fast"], VISIBLE[1]: ["medium", "fast"]}  # in turn
     assert len({p for _, _, p, _, _ in rows}) == 2                      # a process per GPU
-    first = [next(row for row in rows if row[1] == v) for v in ("0", "1")]
+    first = [next(row for row in rows if row[1] == v) for v in VISIBLE]
     assert max(row[3] for row in first) < min(row[4] for row in first)  # they overlapped
     assert ws.tune.COUNTS["compiles"] == 4 and ws.tune.COUNTS["timings"] == 4
     assert r.devices == (0, 1) and "timed on 2 GPUs" in r.summary()
@@ -77,7 +81,7 @@ def test_the_choice_is_the_one_gpu_runs(two_gpus, tmp_path, monkeypatch):
     monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path / "cache-one"))
     two_gpus.unlink()
     one = _outcome(_tune(None, hold_s=0))
-    assert {v for _, v, *_ in _log(two_gpus)} == {"0"}
+    assert {v for _, v, *_ in _log(two_gpus)} == {VISIBLE[0]}
     assert one == two and one[1] == 2
 
 
@@ -96,7 +100,7 @@ def test_a_worker_started_again_keeps_its_gpu(two_gpus):
     r = _tune("all", hold_s=0, space=space)
     rows = {n: (v, p) for n, v, p, _, _ in _log(two_gpus)}
     assert r.candidates[1].status == "failed" and "boom" in r.candidates[1].reason
-    assert rows["fast"][0] == rows["boom"][0] == "1"          # the same GPU ...
+    assert rows["fast"][0] == rows["boom"][0] == VISIBLE[1]   # the same GPU ...
     assert rows["fast"][1] != rows["boom"][1]                 # ... in a new worker
     assert r.best.config.name == "fast"
 
