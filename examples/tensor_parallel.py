@@ -284,7 +284,8 @@ def _launch_cpu_ranks(argv, ranks=2) -> int:
     it until the deadline."""
     store = dist.TCPStore("127.0.0.1", 0, ranks + 1, is_master=True, wait_for_workers=False)
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port),
-               WORLD_SIZE=str(ranks), TORCHELASTIC_USE_AGENT_STORE="True")
+               WORLD_SIZE=str(ranks), TORCHELASTIC_USE_AGENT_STORE="True",
+               TORCHELASTIC_RESTART_COUNT="0")         # read beside it by older torch versions
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv,
                               env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
              for r in range(ranks)]
