@@ -33,7 +33,6 @@ tests/examples/test_tensor_parallel.py runs both.
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -274,29 +273,41 @@ def _compiles(rank, world):
             f"rank {r}: {t} / {h}" for r, (t, h) in enumerate(every)), flush=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch_cpu_ranks(argv, ranks=2) -> int:
     """--cpu-check outside torchrun: start ``ranks`` copies of this script with torchrun's
-    environment variables on this host (gloo), wait for them, return the worst exit status."""
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
-               WORLD_SIZE=str(ranks))
+    environment variables on this host (gloo), wait for them, return the worst exit status.
+
+    As under torchrun, this process (the agent) hosts the rendezvous store and the ranks are
+    its clients (TORCHELASTIC_USE_AGENT_STORE): the store is bound to a port the OS picks and
+    held while the ranks run, so no other process can take the port between choosing and
+    binding it. A rank that fails ends the others at once instead of leaving them waiting for
+    it until the deadline."""
+    store = dist.TCPStore("127.0.0.1", 0, ranks + 1, is_master=True, wait_for_workers=False)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port),
+               WORLD_SIZE=str(ranks), TORCHELASTIC_USE_AGENT_STORE="True",
+               TORCHELASTIC_RESTART_COUNT="0")         # read beside it by older torch versions
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv,
                               env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
              for r in range(ranks)]
     deadline = time.monotonic() + 300
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            codes.append(124)
-    return max(codes)
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            if all(c == 0 for c in codes):
+                return 0
+            failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                what = (f"rank {failed[0][0]} exited with status {failed[0][1]}" if failed
+                        else "the ranks ran past 300 s")
+                print(f"--cpu-check: {what}; ending the other ranks", file=sys.stderr)
+                return abs(failed[0][1]) if failed else 124
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        del store
 
 
 def parse(argv):

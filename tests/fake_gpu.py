@@ -158,10 +158,11 @@ def install(monkeypatch, torch) -> list:
     for index in range(DEVICES):                                    # H200s
         monkeypatch.setitem(target_module._properties, index, types.SimpleNamespace(
             sm_count=132, cc_major=9, cc_minor=0, compute_capability=(9, 0), arch="sm_90a",
-            name="pretend GPU"))
+            name="pretend GPU", max_smem_per_block_optin=232448))
     monkeypatch.setattr(persist, "lookup", lambda *a, **k: None)
     monkeypatch.setattr(persist, "store", lambda *a, **k: False)
     monkeypatch.setattr(driver, "cuda", lambda: _FakeDriver())
+    monkeypatch.setattr(driver, "device_count", lambda: DEVICES)
     monkeypatch.setattr(driver, "context", lambda: None)
     monkeypatch.setattr(driver, "ensure_context", lambda ordinal=0: None)
     monkeypatch.setattr(driver, "on_device", fake_on_device)

@@ -26,6 +26,11 @@ This is the only module that reads environment variables:
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
                         when stderr is not a terminal (default: shown on a terminal only)
+  WARPSTAGE_TUNE_DEVICES  the GPUs an autotune run times its candidates on when ``ws.autotune``
+                        is not given ``devices=``: 'all', or ordinals '0,1' (docs/autotune.md,
+                        "Several GPUs"; default: the arguments' GPU only)
+
+and CUDA's own CUDA_VISIBLE_DEVICES, which the autotuner's per-GPU timing workers narrow.
 """
 from __future__ import annotations
 
@@ -36,8 +41,9 @@ from dataclasses import InitVar, dataclass, field, replace
 from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
-           "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call", "env_progress",
-           "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP"]
+           "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
+           "env_progress", "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP", "env_tune_devices",
+           "env_visible_devices"]
 
 
 _RUNTIME = {"runtime": True}
@@ -176,3 +182,17 @@ def env_progress() -> Optional[bool]:
     v = os.environ.get("WARPSTAGE_PROGRESS", "").strip().lower()
     return False if v in ("0", "false", "no", "off") else True if v in ("1", "true", "yes", "on") \
         else None
+
+
+def env_tune_devices() -> Optional[str]:
+    """WARPSTAGE_TUNE_DEVICES as given ('all', '0,1'; parsed by warpstage/tune/devices.py), or
+    None when unset or blank."""
+    v = os.environ.get("WARPSTAGE_TUNE_DEVICES", "").strip()
+    return v or None
+
+
+def env_visible_devices() -> Optional[list]:
+    """CUDA_VISIBLE_DEVICES as a list of its comma-separated entries (indices or UUIDs, as CUDA
+    reads them), or None when unset: the i-th GPU this process sees is the i-th entry."""
+    v = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if v is None else [e.strip() for e in v.split(",")]

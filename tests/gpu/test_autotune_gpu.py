@@ -53,3 +53,43 @@ def test_the_tuned_gemm_matches_torch_and_the_callers_output_is_only_written_onc
     assert tuned.report.count("timed") == 3 and tuned.report.best.ms > 0
     ref = a.float() @ b.float()
     assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+two_gpus = pytest.mark.skipif(
+    not __import__("importlib").util.find_spec("torch") or
+    __import__("torch").cuda.device_count() < 2, reason="needs 2 GPUs")
+
+
+@two_gpus
+def test_candidates_are_timed_on_two_gpus_and_compiled_once(cache_dir, monkeypatch):
+    import torch
+    import tune_kernels as tk
+    for k in ws.tune.COUNTS:
+        monkeypatch.setitem(ws.tune.COUNTS, k, 0)
+    configs = [tk.Tiles(n, t) for n, t in (("slow", 32), ("medium", 64), ("fast", 128),
+                                            ("sleepy", 256))]
+    tuned = ws.autotune(configs, devices="all", progress=False)(tk.scale)
+    x = torch.arange(1 << 20, device="cuda:0", dtype=torch.float32)
+    y = torch.zeros_like(x)
+    tuned(x, y)
+    torch.cuda.synchronize()
+    r = tuned.report
+    assert r.devices[:2] == (0, 1) and r.count("timed") == 4
+    assert ws.tune.COUNTS["compiles"] == 4 and ws.tune.COUNTS["timings"] == 4
+    assert r.best.ms == min(c.ms for c in r.candidates)
+    assert torch.equal(y, 2 * x)
+
+
+@two_gpus
+def test_tensors_on_cuda1_are_tuned_on_cuda1(cache_dir):
+    import torch
+    import tune_kernels as tk
+    tuned = ws.autotune([tk.Tiles("slow", 32), tk.Tiles("fast", 128)],
+                        progress=False)(tk.scale)
+    x = torch.arange(1 << 18, device="cuda:1", dtype=torch.float32)
+    y = torch.zeros_like(x)
+    with torch.cuda.device(0):
+        tuned(x, y)
+    torch.cuda.synchronize(1)
+    assert tuned.report.devices == (1,) and tuned.report.count("timed") == 2
+    assert torch.equal(y, 2 * x)

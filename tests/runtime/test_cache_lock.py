@@ -19,15 +19,20 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(cache_lock.fcntl is None, reason="no fcntl.flock on this platform")
 
 HOLDER = """
-import json, os, sys, time
+import glob, json, os, sys, time
 from warpstage.jit.cache import files as cache
 from warpstage.runtime import cache_lock
 key, log, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
+meet = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 with cache.locked(key) as held:
     start = time.time()
     with open(log + ".ready." + str(os.getpid()), "w"):
         pass
-    time.sleep(hold)
+    if meet:        # hold until `meet` holders are in here at once, at most `hold` s
+        while len(glob.glob(log + ".ready.*")) < meet and time.time() < start + hold:
+            time.sleep(0.01)
+    else:
+        time.sleep(hold)
     end = time.time()
 with open(log, "a") as f:
     f.write(json.dumps([held, start, end]) + "\\n")
@@ -58,8 +63,10 @@ def test_processes_holding_one_key_take_turns(tmp_path):
 
 
 def test_different_keys_do_not_wait_for_each_other(tmp_path):
+    # each holder stays in until all three are in (at most 30 s): they overlap whatever their
+    # start-up times if the keys do not exclude each other, and cannot if they do
     log = tmp_path / "log"
-    procs = [_spawn(HOLDER, cache.disk_key(("own", i)), log, 0.5) for i in range(3)]
+    procs = [_spawn(HOLDER, cache.disk_key(("own", i)), log, 30, 3) for i in range(3)]
     assert [p.wait() for p in procs] == [0] * 3
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert max(s for _, s, _ in rows) < min(e for _, _, e in rows)       # all held at once

@@ -158,7 +158,7 @@ def test_candidates_of_a_worker_that_never_gets_ready_run_in_this_process(cache_
     import tune_kernels as tk
     from warpstage.tune import workers
 
-    def broken(job):
+    def broken(job, extra_env=None):
         proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         proc.stdin.close()
@@ -172,3 +172,12 @@ def test_candidates_of_a_worker_that_never_gets_ready_run_in_this_process(cache_
     tuned(x, y)
     assert tuned.report.best.config.name == "fast" and (y == 2 * x).all()
     assert ws.tune.COUNTS["compiles"] == 2 and ws.tune.COUNTS["timings"] == 2
+
+
+def test_a_tensor_timed_in_a_worker_keeps_its_view():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(48, dtype=torch.float32).reshape(6, 8)
+    view = base[1:, 2:7].t()                        # offset, gaps and a transpose
+    again = portable._TorchData(view).rebuild("cpu")
+    assert torch.equal(again, view)
+    assert (again.stride(), again.storage_offset()) == (view.stride(), view.storage_offset())

@@ -152,3 +152,56 @@ class PickyTimer:
         self.seen.append((config.name, len(CALLS)))
         run()
         return PICKY_MS[config.name]
+
+
+def placed(x, y, *, config):
+    """``scale`` on tensors of the pretend GPU (tests/fake_gpu.py's FakeCudaArray, which has
+    no ``shape``): for the per-GPU timing tests. Their workers have no GPU and need none: the
+    compile step traces, assembles and records the launch without running it
+    (warpstage/tune/capture.py), and DeviceLogTimer never runs the candidate."""
+    n = x.array.shape[0]
+    scale_kernel[(-(-n // config.threads),), config.threads](config, x, y, n)
+
+
+class DeviceLogTimer:
+    """Appends one line per candidate to the file named by WS_TEST_TIMER_LOG: the candidate's
+    name, the CUDA_VISIBLE_DEVICES the timing worker was started with, its pid, and when the
+    measurement began and ended (time.time()); takes ``hold_s`` seconds; reports
+    FAKE_MS[config.name] + the ``offset`` of the GPU it ran on (``offsets``:
+    CUDA_VISIBLE_DEVICES entry -> ms); a configuration named 'boom' raises; never runs the
+    candidate.
+
+    ``meet``: before its first measurement a worker leaves a marker beside the log and waits
+    (at most ``meet_s`` seconds) until ``meet`` workers have left theirs, so that workers
+    timing at once show overlapping first intervals whatever their start-up times, and workers
+    that run one after the other do not (the first waits in vain and ends before the next
+    begins)."""
+
+    def __init__(self, hold_s=0.3, offsets=None, meet=0, meet_s=10.0):
+        self.hold_s, self.offsets = hold_s, offsets or {}
+        self.meet, self.meet_s, self.met = meet, meet_s, False
+
+    def _meet(self, log):
+        import glob
+        import os
+        import time
+        open(f"{log}.arrived.{os.getpid()}", "w").close()
+        end = time.time() + self.meet_s
+        while len(glob.glob(f"{log}.arrived.*")) < self.meet and time.time() < end:
+            time.sleep(0.01)
+
+    def measure(self, run, config, warmup, rep):
+        import os
+        import time
+        log = os.environ["WS_TEST_TIMER_LOG"]
+        t0 = time.time()
+        if self.meet and not self.met:
+            self.met = True
+            self._meet(log)
+        time.sleep(self.hold_s)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+        with open(log, "a") as f:
+            f.write(f"{config.name} {visible} {os.getpid()} {t0} {time.time()}\n")
+        if config.name == "boom":
+            raise RuntimeError("boom")
+        return FAKE_MS[config.name] + self.offsets.get(visible, 0.0)

@@ -26,7 +26,8 @@ from typing import Any, Optional
 from ..errors import DeviceError, LaunchError
 
 __all__ = [
-    "cuda", "check", "device", "context", "primary_context", "ensure_context", "on_device",
+    "cuda", "check", "device_count", "device", "context", "primary_context", "ensure_context",
+    "on_device",
     "Module", "Function", "load_module", "get_function",
     "function_handle",
     "set_max_dynamic_smem", "FuncAttributes", "func_attributes", "mem_alloc", "mem_free",
@@ -81,6 +82,14 @@ def check(result, what: str, error=DeviceError) -> None:
     (``cuGetErrorString``) and ``what`` was being done, e.g. "loading a PTX module"."""
     if result:
         raise error(f"CUDA driver error while {what}: {_error_text(result)}")
+
+
+def device_count() -> int:
+    """The number of CUDA devices this process sees (``cuDeviceGetCount``). Raises
+    ``DeviceError`` without a usable GPU."""
+    err, count = cuda().cuDeviceGetCount()
+    check(err, "counting CUDA devices")
+    return count
 
 
 def device(ordinal: int = 0):

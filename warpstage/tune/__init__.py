@@ -8,6 +8,7 @@ keeping the winner on disk.
 - ``capture.py``: a candidate's launches recorded without running (its compile step);
 - ``resources.py``: the compiler's resource report and the launch-limit checks;
 - ``workers.py``: worker processes and the watchdog; ``portable.py``: what travels to them;
+- ``devices.py``: the GPUs a run times on (one timing worker per GPU);
 - ``timing.py``: timers; ``records.py``: winners on disk; ``report.py``: reports, progress.
 """
 from .autotune import Tuned, autotune, default_key

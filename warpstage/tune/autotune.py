@@ -20,6 +20,7 @@ from typing import Callable, Optional
 
 from ..errors import ArgumentError, AutotuneError
 from ..jit.tracebacks import user_entry, user_entry_methods
+from . import devices as gpus
 from . import records
 from .configs import config_text
 from .portable import function_ref
@@ -80,7 +81,7 @@ class Tuned:
     it (tuning if needed)."""
 
     def __init__(self, target, configs, key, warmup, rep, prune, budget_s, strategy, progress,
-                 timer, jobs, isolation, watchdog_s, config_param, name):
+                 timer, jobs, isolation, watchdog_s, config_param, name, devices=None):
         from ..jit.kernel import Kernel
         self.target = target
         self.kind = "kernel" if isinstance(target, Kernel) else "fn"
@@ -101,7 +102,7 @@ class Tuned:
         self.budget_s, self.strategy, self._progress = budget_s, strategy, progress
         self.name = name or getattr(target, "__qualname__", repr(target))
         self._options = (timer, warmup, rep, isolation, watchdog_s)
-        self.jobs = jobs
+        self.jobs, self.devices = jobs, devices
         self.arch = "sm_90a"
         self._ready = False
         self._winners: dict = {}
@@ -195,8 +196,13 @@ class Tuned:
         self._setup()
         space = self._space(args, kwargs)
         digests = [records.config_digest(c) for c in space]
-        rkey = records.record_key(_device_name(self.device_target), _fn_id(self.target),
-                                  repr(key), records.space_digest(digests))
+        devices = None
+        if self.device_target == "cuda":
+            home = gpus.home_device(args, kwargs)
+            devices = gpus.from_option(self.devices, home)
+        device_name = _device_name(self.device_target, devices[0] if devices else 0)
+        rkey = records.record_key(device_name, _fn_id(self.target), repr(key),
+                                  records.space_digest(digests))
         stored = records.load(rkey)
         if stored is not None and stored.get("best_digest") in digests:
             config = space[digests.index(stored["best_digest"])]
@@ -205,7 +211,8 @@ class Tuned:
                                      best_ms=stored.get("best_ms"), from_disk=True)
             self._winners[key] = config
             return config
-        report = run_tuning(self, space, args, kwargs, self._launches(space, args, _launch), key)
+        report = run_tuning(self, space, args, kwargs, self._launches(space, args, _launch), key,
+                            devices)
         self.report = report
         if report.best is None:
             lines = "\n".join("  " + c.line() for c in report.candidates)
@@ -213,7 +220,7 @@ class Tuned:
                                 f"configurations ran for key {key!r}:\n{lines}\nFix: widen the "
                                 "space, or correct the candidates named above")
         records.store(rkey, {
-            "name": self.name, "device": _device_name(self.device_target), "key": repr(key),
+            "name": self.name, "device": device_name, "key": repr(key),
             "best_index": report.best.index, "best_digest": digests[report.best.index],
             "best": config_text(report.best.config), "best_ms": report.best.ms,
             "candidates": len(space), "timed": report.count("timed"),
@@ -262,12 +269,12 @@ def _target() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _device_name(target: str) -> str:
-    """'sim', or the GPU's name and compute capability (device 0)."""
+def _device_name(target: str, ordinal: int = 0) -> str:
+    """'sim', or GPU ``ordinal``'s name and compute capability."""
     if target != "cuda":
         return "sim"
     from ..runtime.target import device_properties
-    p = device_properties(0)
+    p = device_properties(ordinal)
     return f"{p.name} (sm_{p.cc_major}{p.cc_minor})"
 
 
@@ -286,7 +293,7 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
              budget_s: Optional[float] = None, strategy: str = "exhaustive", progress=None,
              timer=None, jobs: Optional[int] = None, isolation: Optional[str] = None,
              watchdog_s: Optional[float] = None, config_param: Optional[str] = None,
-             name: Optional[str] = None):
+             name: Optional[str] = None, devices=None):
     """Decorator: tune a launch function ``fn(*args, config=...)`` or a ``@ws.kernel`` over
     ``configs`` (docs/autotune.md).
 
@@ -308,7 +315,11 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
     ``watchdog_s``: seconds a worker may take per candidate before it is killed and the
     candidate recorded as hung (default 30 on the GPU, 120 in the simulator).
     ``config_param``: for a kernel, the parameter taking the configuration (default the first).
-    ``name``: for messages and records (default the target's qualified name).
+    ``name``: for messages and records (default the target's qualified name). ``devices``: the
+    GPUs the candidates are timed on, in parallel, one timing worker process per GPU: None
+    (default: ``WARPSTAGE_TUNE_DEVICES``, else the arguments' GPU alone), 'all' (every visible
+    GPU of the arguments' GPU's model) or a list of ordinals (warpstage/tune/devices.py); needs
+    ``isolation='process'``; no effect in the simulator.
 
     Raises ArgumentError for a bad option, AutotuneError (at the call) when no candidate ran,
     naming each one's reason."""
@@ -333,6 +344,12 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
         raise ArgumentError(f"ws.autotune: timer={timer!r} has no measure(run, config, warmup, "
                             "rep) method. Fix: pass ws.tune.WallTimer() or an object with one")
     warmup, rep, jobs = _count("warmup", warmup, 0), _count("rep", rep, 1), _count("jobs", jobs, 1)
+    if devices is not None:
+        gpus.check_option(devices)
+        if isolation == "none":
+            raise ArgumentError(f"ws.autotune: devices={devices!r} with isolation='none'; timing "
+                                "on several GPUs runs one worker process per GPU. Fix: drop "
+                                "isolation='none' (or devices=)")
     if configs is None or isinstance(configs, (str, bytes)):
         raise ArgumentError(f"ws.autotune: configs={configs!r}; expected a list or generator of "
                             "static policy objects. Fix: ws.autotune([MyPolicy(64), "
@@ -340,6 +357,6 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
 
     def wrap(target):
         return Tuned(target, configs, key, warmup, rep, prune, budget_s, strategy, progress,
-                     timer, jobs, isolation, watchdog_s, config_param, name)
+                     timer, jobs, isolation, watchdog_s, config_param, name, devices)
     return wrap
 

@@ -9,7 +9,9 @@ configurations and the arguments as bytes.
   rebuilt object has the same static key (so the worker compiles the same kernel).
 - Arguments are pickled. For the compile step a CUDA torch tensor travels as a stand-in
   (shape, strides, dtype, device), rebuilt with ``torch.empty_strided`` on the device: compiling
-  reads no data. For timing the data itself travels (the worker times on copies).
+  reads no data. For timing the data itself travels, as a CPU copy (the worker times on copies),
+  rebuilt on the worker's GPU: a per-GPU timing worker rebuilds every CUDA tensor on its own
+  device whatever device it came from.
 
 Each ``pack_*`` returns None for what cannot travel; the autotuner then works in-process. What
 names a class or function of ``__main__`` or a local one cannot travel either: it pickles, but
@@ -107,37 +109,58 @@ def pack_config(config) -> Optional[bytes]:
 
 
 class _TorchStandIn:
-    """A CUDA torch tensor's shape, strides and dtype: rebuilt uninitialized in the worker."""
+    """A CUDA torch tensor's shape, strides, dtype and device: rebuilt uninitialized in the
+    worker."""
 
     def __init__(self, t):
         self.shape, self.stride = tuple(t.shape), tuple(t.stride())
         self.dtype, self.device = str(t.dtype).replace("torch.", ""), str(t.device)
 
-    def rebuild(self):
+    def rebuild(self, device=None):
         import torch
         return torch.empty_strided(self.shape, self.stride, dtype=getattr(torch, self.dtype),
-                                   device=self.device)
+                                   device=device or self.device)
 
 
-def _stand_ins(x):
+class _TorchData:
+    """A CUDA torch tensor with its contents: a CPU copy of its whole storage, and its view
+    (shape, strides, storage offset), so a slice or transpose is rebuilt as the same view (the
+    same strides and alignment: the same specialization). Rebuilt on its device, or on the
+    worker's own when the worker was given one (a per-GPU timing worker sees its GPU as
+    cuda:0, warpstage/tune/devices.py)."""
+
+    def __init__(self, t):
+        import torch
+        storage = t.untyped_storage()
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+            storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+        self.whole, self.device = whole.detach().cpu(), str(t.device)
+        self.view = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+    def rebuild(self, device=None):
+        shape, stride, offset = self.view
+        return self.whole.to(device or self.device).as_strided(shape, stride, offset)
+
+
+def _travelling(x, data: bool):
     t = type(x)
     if t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter") \
             and x.device.type == "cuda":
-        return _TorchStandIn(x)
+        return _TorchData(x) if data else _TorchStandIn(x)
     if t in (tuple, list):
-        return t(_stand_ins(v) for v in x)
+        return t(_travelling(v, data) for v in x)
     if t is dict:
-        return {k: _stand_ins(v) for k, v in x.items()}
+        return {k: _travelling(v, data) for k, v in x.items()}
     return x
 
 
-def _rebuild(x):
-    if type(x) is _TorchStandIn:
-        return x.rebuild()
+def _rebuild(x, device=None):
+    if type(x) in (_TorchStandIn, _TorchData):
+        return x.rebuild(device)
     if type(x) in (tuple, list):
-        return type(x)(_rebuild(v) for v in x)
+        return type(x)(_rebuild(v, device) for v in x)
     if type(x) is dict:
-        return {k: _rebuild(v) for k, v in x.items()}
+        return {k: _rebuild(v, device) for k, v in x.items()}
     return x
 
 
@@ -145,20 +168,20 @@ def pack_args(args: tuple, kwargs: dict, data: bool) -> Optional[bytes]:
     """(args, kwargs) as bytes, or None when they do not pickle. ``data`` False: CUDA torch
     tensors as stand-ins (compile step); True: with their contents (timing)."""
     try:
-        if data:
-            return _dumps(("data", args, kwargs))
-        return _dumps(("stand-ins", _stand_ins(args), _stand_ins(kwargs)))
+        return _dumps(("data" if data else "stand-ins", _travelling(args, data),
+                       _travelling(kwargs, data)))
     except Exception:  # noqa: BLE001 - lambdas, open files, ...
         return None
 
 
-def unpack(blob: bytes):
-    """The object ``pack_config`` / ``pack_args`` packed (in a worker)."""
+def unpack(blob: bytes, device: Optional[str] = None):
+    """The object ``pack_config`` / ``pack_args`` packed (in a worker); ``device`` (e.g.
+    'cuda:0'): where CUDA tensors are rebuilt, instead of the device they were on."""
     x = pickle.loads(blob)
     if type(x) is tuple and len(x) == 2 and x[0] == "config":
         return x[1]
     if type(x) is tuple and len(x) == 3 and x[0] is _construct:
         return _construct(x[1], x[2])
     if type(x) is tuple and len(x) == 3 and x[0] in ("data", "stand-ins"):
-        return _rebuild(x[1]), _rebuild(x[2])
+        return _rebuild(x[1], device), _rebuild(x[2], device)
     return x

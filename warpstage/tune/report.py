@@ -87,7 +87,8 @@ class TuneReport:
     """A tuning run: ``candidates`` (in space order), ``best`` (the fastest timed one; None
     for a report read from disk, which has ``best_config`` and ``best_ms`` only),
     ``wall_s`` = ``compile_s`` + ``timing_s`` + the rest (seconds), ``from_disk``: the winner
-    came from a stored record (nothing compiled or timed)."""
+    came from a stored record (nothing compiled or timed); ``devices``: the GPU ordinals the
+    candidates were timed on (empty in the simulator)."""
 
     name: str
     key: object
@@ -100,6 +101,7 @@ class TuneReport:
     timing_s: float = 0.0
     strategy: str = "exhaustive"
     from_disk: bool = False
+    devices: tuple = ()
 
     def count(self, status: str) -> int:
         return sum(c.status == status for c in self.candidates)
@@ -117,8 +119,9 @@ class TuneReport:
         best = (f"best #{self.best.index} {config_text(self.best.config)}: "
                 f"{self.best.ms:.4f} ms"
                 if self.best else "no candidate ran")
-        return (f"[warpstage] tune {self.name}: {self.count('timed')} of {n} candidates timed "
-                f"in {self.wall_s:.1f} s (compile {self.compile_s:.1f} s, timing "
+        where = f" on {len(self.devices)} GPUs" if len(self.devices) > 1 else ""
+        return (f"[warpstage] tune {self.name}: {self.count('timed')} of {n} candidates timed"
+                f"{where} in {self.wall_s:.1f} s (compile {self.compile_s:.1f} s, timing "
                 f"{self.timing_s:.1f} s); {len(self.dropped())} dropped, "
                 f"{self.count('skipped')} skipped; {best}")
 

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Dict, List
 
+from . import devices as gpus
 from . import workers
 from .capture import capture_launches
 from .configs import features
@@ -53,8 +54,9 @@ def _timed(c: Candidate, ms: float) -> None:
 
 
 class _Run:
-    def __init__(self, tuned, configs, args, kwargs, launches, key):
+    def __init__(self, tuned, configs, args, kwargs, launches, key, devices):
         self.t, self.args, self.kwargs, self.launches = tuned, args, kwargs, launches
+        self.devices = devices          # GPU ordinals to time on (None: the simulator)
         self.report = TuneReport(tuned.name, key, [Candidate(i, c) for i, c in enumerate(configs)],
                                  strategy=tuned.strategy)
         self.progress = ProgressLine(tuned.name, len(configs), tuned.progress_on())
@@ -106,16 +108,18 @@ class _Run:
                 c.status, c.reason = "skipped", reason
 
     # -- the steps -----------------------------------------------------------------------------
-    def _step(self, cands: List[Candidate], job, jobs: int, here, done, step: str) -> None:
-        """Run ``cands`` in ``jobs`` workers (``job``; None: it cannot travel), else, and for the
-        candidates of a worker that never got ready, ``here(candidate)`` in this process;
-        ``done(index, ok, payload)`` records each result; ``step``: 'compile' or 'time'."""
+    def _step(self, cands: List[Candidate], job, jobs: int, here, done, step: str,
+              envs=None) -> None:
+        """Run ``cands`` in ``jobs`` workers (``job``; None: it cannot travel; ``envs``: each
+        worker's extra environment), else, and for the candidates of a worker that never got
+        ready, ``here(candidate)`` in this process; ``done(index, ok, payload)`` records each
+        result; ``step``: 'compile' or 'time'."""
         by_index = {c.index: c for c in cands}
         items = self._items(cands) if job is not None else None
         local = cands
         if items is not None:
             left, unready = workers.run(job, items, jobs, self.t.watchdog_s, self.t.startup_s,
-                                        done, self._deadline())
+                                        done, self._deadline(), envs)
             self._skip([by_index[i] for i in left], "time budget spent")
             local = [by_index[i] for i in unready]
         for c in local:
@@ -178,10 +182,19 @@ class _Run:
             return float(self.t.timer.measure(self._call(c), c.config, self.t.warmup,
                                               self.t.rep))
         job = self._job("time", data=True) if self.t.isolation == "process" else None
+        envs = None
+        if job is not None and self.devices:
+            # one worker per GPU, each seeing only its own (devices.py): the arguments are
+            # rebuilt on its cuda:0, the candidates dealt round-robin in space order
+            job["device"] = "cuda:0"
+            envs = [gpus.worker_env(d) for d in self.devices]
+            self.report.devices = tuple(self.devices)
+        elif self.devices:
+            self.report.devices = tuple(self.devices[:1])
         if job is None and not self.warm:       # a worker warms itself up (worker_main.py)
             self.warm = True
             warm_up(self._call(todo[0]))
-        self._step(todo, job, 1, here, done, "time")
+        self._step(todo, job, len(envs) if envs else 1, here, done, "time", envs)
         self.report.timing_s += time.perf_counter() - t0
 
     def evaluate(self, cands: List[Candidate]) -> None:
@@ -239,8 +252,10 @@ class _Run:
         return r
 
 
-def run_tuning(tuned, configs, args, kwargs, launches, key) -> TuneReport:
+def run_tuning(tuned, configs, args, kwargs, launches, key, devices=None) -> TuneReport:
     """Tune ``tuned`` (an ``autotune.Tuned``) over ``configs`` for these arguments;
     ``launches``: per configuration, the kernel launch shape (grid, block, smem, stream) or
-    None for a launch function."""
-    return _Run(tuned, configs, args, kwargs, launches, key).run()
+    None for a launch function; ``devices``: the GPU ordinals to time on, the arguments' first
+    (warpstage/tune/devices.py; None in the simulator). The winner is chosen by the same rule
+    whatever the number of GPUs: the least time, the first in space order among equal times."""
+    return _Run(tuned, configs, args, kwargs, launches, key, devices).run()

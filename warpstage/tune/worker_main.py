@@ -24,7 +24,7 @@ def _main() -> int:
     from warpstage.tune.timing import warm_up
     from warpstage.tune.workers import READY, make_call
     target = resolve(job["target"])
-    args, kwargs = unpack(job["args"])
+    args, kwargs = unpack(job["args"], job.get("device"))
     timer = unpack(job["timer"]) if job.get("timer") else None
     on_gpu = job.get("device_target") == "cuda"
     if job.get("device_target"):

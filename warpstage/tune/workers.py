@@ -46,8 +46,9 @@ def make_call(kind: str, target, config, args: tuple, kwargs: dict, launch, posi
     return lambda: target[grid, block, smem, stream](*full, **kwargs)
 
 
-def _spawn(job: dict):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+def _spawn(job: dict, extra_env: Optional[dict] = None):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               **(extra_env or {}))
     proc = subprocess.Popen([sys.executable, "-m", "warpstage.tune.worker_main"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
@@ -61,9 +62,12 @@ def _spawn(job: dict):
 
 def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: float,
         on_result: Callable[[int, bool, object], None],
-        deadline: Optional[float] = None) -> Tuple[List[int], List[int]]:
+        deadline: Optional[float] = None,
+        envs: Optional[List[dict]] = None) -> Tuple[List[int], List[int]]:
     """Run ``items`` (candidates: (index, packed config, launch)) of ``job`` in up to ``jobs``
-    workers (round-robin). ``on_result(index, ok, payload)`` is called as each arrives:
+    workers (round-robin); ``envs``: per worker, environment variables it is started with (a
+    worker started again for the rest of its items gets the same ones: the per-GPU timing
+    workers' ``CUDA_VISIBLE_DEVICES``). ``on_result(index, ok, payload)`` is called as each arrives:
     payload the Resources / milliseconds, or the reason text when not ok. Returns (the indices
     left undone because ``deadline``, a ``time.perf_counter()`` value, passed; those of a
     worker that died or hung before it was ready, which says nothing about the candidates: the
@@ -71,12 +75,14 @@ def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: f
     chunks = [items[w::jobs] for w in range(min(jobs, len(items)))]
     sel = selectors.DefaultSelector()
     unready: List[int] = []
-    # fd -> [proc, remaining items, buffer, last line's time, any line yet, last line a failure]
+    # fd -> [proc, remaining items, buffer, last line's time, any line yet, last line a failure,
+    #        its environment variables]
     live: Dict[int, list] = {}
 
-    def start(chunk):
-        proc = _spawn(dict(job, items=chunk))
-        live[proc.stdout.fileno()] = [proc, list(chunk), b"", time.perf_counter(), False, False]
+    def start(chunk, env):
+        proc = _spawn(dict(job, items=chunk), env)
+        live[proc.stdout.fileno()] = [proc, list(chunk), b"", time.perf_counter(), False, False,
+                                      env]
         sel.register(proc.stdout, selectors.EVENT_READ)
 
     def stop(fd, reason: Optional[str], restart: bool = True):
@@ -95,10 +101,10 @@ def run(job: dict, items: List[tuple], jobs: int, timeout_s: float, startup_s: f
             on_result(remaining[0][0], False, reason.format(status=proc.returncode))
             remaining = remaining[1:]
         if remaining and restart:
-            start(remaining)
+            start(remaining, live_entry[6])
 
-    for chunk in chunks:
-        start(chunk)
+    for w, chunk in enumerate(chunks):
+        start(chunk, envs[w] if envs else None)
     while live:
         now = time.perf_counter()
         if deadline is not None and now > deadline:
