@@ -15,7 +15,9 @@ w.T``), without ``out=`` (a new output each call), 16 outputs in turn (more addr
 plan keeps: a rebind and descriptor look-ups each call), a decode shape (M = 16: split-K, two
 launches and a workspace), ``ws.ops.scaled_matmul`` (FP8, its scales an epilogue), and the
 kernel launched directly with descriptors built once (the Python path of the kernel: it takes
-TMA descriptors, which the C path does not read). The figure is the calling thread's CPU time
+TMA descriptors, which the C path does not read), and the allocation of a new output alone (on
+the pretend GPU a CPU allocation: 32 MiB is an mmap, not the caching allocator of a GPU). The
+figure is the calling thread's CPU time
 (``time.thread_time``), the minimum over batches, so other processes on the machine count
 little; the pretend driver's own decoding is included in every row. On the GPU a call costs
 its host time or its kernel time, whichever is longer, when calls run back to back. Needs torch
@@ -114,7 +116,9 @@ def main(argv=None) -> int:
             ("fp8: ws.ops.scaled_matmul(a, w.T, s, s, out=c)",
              lambda: ws.ops.scaled_matmul(a8, w8.T, one, one, out=c), True),
             ("kernel launched directly (Python path)",
-             lambda: launch(p, *descs, s, s, s, 1, 1, ()), False)]
+             lambda: launch(p, *descs, s, s, s, 1, 1, ()), False),
+            ("torch.empty of the output alone (CPU memory)",
+             lambda: torch.empty(s, s, dtype=torch.bfloat16), False)]
     print_table(f"host cost per call, {s}^3 bf16, pretend GPU (tests/fake_gpu.py), thread CPU "
                 f"time, min of 7 batches of {args.calls}:", compare(rows, args.calls))
     mp.undo()
