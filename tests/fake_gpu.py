@@ -4,8 +4,9 @@ tests/runtime/test_tma_launch.py): CPU torch tensors pose as tensors on cuda:0 (
 -1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, TMA
 descriptors are "encoded" by :func:`fake_encode`, and the driver's launch is replaced by a
 recorder: each launch records (compiled key, grid, block, smem, stream, the packed parameter
-values), those of prepared launches and op plans (``BoundLaunch.launch``) and of the C call path (warpstage/jit/c_call.py) too, decoded from what the driver
-entry received (also kept in ``C_LAUNCHES``).
+values), those of prepared launches and op plans (``BoundLaunch.launch``) and of the C call
+path (warpstage/jit/c_call.py) too, decoded from what the driver entry received (also kept in
+``C_LAUNCHES``).
 
 Without torch (``install(monkeypatch, None)``), :class:`FakeCudaArray` is the tensor on the pretend
 cuda:0: a numpy array's memory behind ``__cuda_array_interface__``, as cupy exposes it.

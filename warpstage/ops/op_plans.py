@@ -10,7 +10,7 @@ given facts runs the op's own (eager) code while a recorder watches its launches
 (:func:`launch`), and keeps a :class:`Plan`: per launch the compiled kernel's Launcher, grid,
 block, shared memory, guards and its ABI values with the slots that hold data named (a tensor
 address, or a descriptor's 128-byte map, by the call's tensor it points into); the tensors it
-allocates (its result); how to return. A later call with the same facts
+allocates; what it returns. A later call with the same facts
 (:func:`run`) only reads the facts, finds the plan, and launches: one ``BoundLaunch`` per
 recorded launch (packed once, and again only when the addresses change; the values for the
 last 16 sets of addresses are kept, and a descriptor at a new address comes from the kept
@@ -23,8 +23,10 @@ Why a plan launch is what the op would launch: the op's decisions read nothing b
 op's own, recorded, and only the data slots change, to the addresses of the same tensors. A
 plan is made only when every address in a launch is one of the call's tensors (two of them at
 one address, such as one scale tensor passed twice, are a condition of the plan, checked per
-call) or a tensor the op allocated (:func:`fresh`) on a path it declared :func:`plannable`; a copy, a workspace or a
-padded output makes the facts "not planned" and the op's code runs each time. The guards of
+call) or a tensor the op allocated (:func:`fresh`: a new output, a split-K workspace), on a
+path it declared :func:`plannable`, and every result is written by a launch; a copy, a padded
+output or host work after the launch makes the facts "not planned" and the op's code runs
+each time. The guards of
 the compiled kernels (the globals their traces read) are checked on every plan launch; when one
 fails the plan is dropped and the op's code runs (and recompiles). Only the cuda target, torch
 tensors of exactly ``torch.Tensor``, outside torch.compile and the autotuner's capture.
@@ -43,7 +45,8 @@ from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
 from .descriptors import descriptor_at
 
-__all__ = ["run", "record", "launch", "fresh", "plannable", "Plan", "NOT_PLANNED", "ENABLED", "STATS"]
+__all__ = ["run", "record", "launch", "fresh", "plannable", "Plan", "NOT_PLANNED", "ENABLED",
+           "STATS"]
 
 ENABLED = True
 """False: every call runs the op's own code (the reference of the call-by-call tests)."""
