@@ -45,7 +45,7 @@ from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
 from .descriptors import descriptor_at
 
-__all__ = ["run", "record", "launch", "fresh", "plannable", "Plan", "NOT_PLANNED", "ENABLED",
+__all__ = ["run", "record", "launch", "fresh", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
            "STATS"]
 
 ENABLED = True
@@ -106,6 +106,13 @@ def run(op: str, tensors: tuple, others: tuple, eager):
         _PLANS.pop(key, None)
         return record(key, ptrs, tensors, eager)
     return result
+
+
+def clear() -> None:
+    """Forget every plan. The ops' tables (``attention_plan.WGMMA_MIN_WORK``,
+    ``WGMMA_DEFAULTS``, ``matmul_config``'s choices) are read by the op's code at the first
+    call with given facts and recorded with it: after changing one, call this."""
+    _PLANS.clear()
 
 
 def record(key, ptrs, tensors, eager):
