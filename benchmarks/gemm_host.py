@@ -36,22 +36,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 
-class _Props:                      # what the host path asks of the pretend device
-    sm_count = 132
-    cc_major = 9
-    cc_minor = 0
-
-
 def pretend_gpu():
-    """Install tests/fake_gpu.py's pretend GPU; returns the MonkeyPatch that undoes it."""
+    """Install tests/fake_gpu.py's pretend GPU (H200s: 132 SMs, sm_90); returns the
+    MonkeyPatch that undoes it."""
     import pytest
     import torch
     from fake_gpu import install
-    from warpstage.ops import descriptors
-    from warpstage.runtime import target as target_module
     mp = pytest.MonkeyPatch()
-    mp.setattr(descriptors, "_DESCRIPTORS", {})
-    mp.setattr(target_module, "_properties", {0: _Props()})
     install(mp, torch)
     return mp
 

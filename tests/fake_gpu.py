@@ -208,8 +208,9 @@ def install(monkeypatch, torch) -> list:
         return real_bound_launch(self, stream)
     real_bound_launch = launcher_module.BoundLaunch.launch
     monkeypatch.setattr(launcher_module.BoundLaunch, "launch", bound_launch)
-    from warpstage.ops import op_plans
+    from warpstage.ops import descriptors, op_plans
     monkeypatch.setattr(op_plans, "_PLANS", {})     # no plan of another test's pretend GPU
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})     # nor its kept descriptors
     return launches
 
 

@@ -9,25 +9,16 @@ import pytest
 
 import warpstage as ws
 from fake_gpu import ENCODED, fake_encode, install
-from warpstage.ops import attention, descriptors, matmul_host, op_plans
-from warpstage.runtime import target as target_module
+from warpstage.ops import attention, matmul_host, op_plans
 
 torch = pytest.importorskip("torch")
 
 _KERNELS = {}                   # fresh kernels shared by this module's tests (traced once)
 
 
-class _Props:
-    sm_count = 132
-    cc_major = 9
-    cc_minor = 0
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})
-    monkeypatch.setattr(target_module, "_properties", {0: _Props()})
-    launches = install(monkeypatch, torch)
+    launches = install(monkeypatch, torch)          # H200s: 132 SMs, sm_90
     for module, name in ((matmul_host, "matmul_kernel"), (matmul_host, "splitk_reduce"),
                          (attention, "flash_attention_wgmma_kernel"),
                          (attention, "flash_attention_kernel")):
