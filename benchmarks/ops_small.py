@@ -27,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_timing import seconds_per_call  # noqa: E402
 
 
-def _rows(torch, ws):
-    """(name, flops, warpstage call, reference call, error of the warpstage result)."""
-    dev = "cuda"
+def _rows(torch, ws, dev: str = "cuda"):
+    """(name, flops, warpstage call, reference call, error of the warpstage result), the
+    tensors on ``dev``."""
     rows = []
     for m in (128, 16):
         a = torch.randn(m, 4096, device=dev, dtype=torch.bfloat16)
