@@ -160,6 +160,15 @@ def _ir_round_trip_of_traced_modules(request):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_op_plans(monkeypatch):
+    """Each test starts with no ws.ops plans (warpstage/ops/op_plans.py): a plan records the
+    decisions the ops' tables gave (WGMMA_MIN_WORK, the measured defaults), which tests patch,
+    and the launches a test's spies expect go through the op's code on a first call."""
+    from warpstage.ops import op_plans
+    monkeypatch.setattr(op_plans, "_PLANS", {})
+
+
+@pytest.fixture(autouse=True)
 def _race_detector_reset():
     """A test that turns the simulator's race detector on cannot leave it on for the next one."""
     yield

@@ -4,8 +4,9 @@ tests/runtime/test_tma_launch.py): CPU torch tensors pose as tensors on cuda:0 (
 -1 for the CPU), the target is forced to 'cuda', kernels are traced but not assembled, TMA
 descriptors are "encoded" by :func:`fake_encode`, and the driver's launch is replaced by a
 recorder: each launch records (compiled key, grid, block, smem, stream, the packed parameter
-values), those of the C call path (warpstage/jit/c_call.py) too, decoded from what the driver
-entry received (also kept in ``C_LAUNCHES``).
+values), those of prepared launches and op plans (``BoundLaunch.launch``) and of the C call
+path (warpstage/jit/c_call.py) too, decoded from what the driver entry received (also kept in
+``C_LAUNCHES``).
 
 Without torch (``install(monkeypatch, None)``), :class:`FakeCudaArray` is the tensor on the pretend
 cuda:0: a numpy array's memory behind ``__cuda_array_interface__``, as cupy exposes it.
@@ -200,6 +201,17 @@ def install(monkeypatch, torch) -> list:
         launches.append((self.ck, grid, block, smem, stream, tuple(values)))
         return real_launch(self, grid, block, smem, stream, values)
     monkeypatch.setattr(launcher_module.Launcher, "launch", launch)
+
+    def bound_launch(self, stream):             # a prepared launch or an op plan's, from Python
+        launcher = self.launcher
+        values = launcher._struct.unpack(bytes(self.slot[0])[:launcher._struct.size])
+        launches.append((launcher.ck, self.dims[:3], self.dims[3:], self.smem, stream, values))
+        return real_bound_launch(self, stream)
+    real_bound_launch = launcher_module.BoundLaunch.launch
+    monkeypatch.setattr(launcher_module.BoundLaunch, "launch", bound_launch)
+    from warpstage.ops import descriptors, op_plans
+    monkeypatch.setattr(op_plans, "_PLANS", {})     # no plan of another test's pretend GPU
+    monkeypatch.setattr(descriptors, "_DESCRIPTORS", {})     # nor its kept descriptors
     return launches
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ArgumentError
+from . import op_plans
 from .attention_kernel import FlashAttention, flash_attention_kernel
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
@@ -36,7 +37,7 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
     if grid[1] > 65535:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
                             "(CUDA's grid.y limit). Fix: split the batch into several calls")
-    flash_attention_kernel[grid, fa.threads](fa, q, k, v, o)
+    op_plans.launch(flash_attention_kernel, grid, fa.threads, (fa, q, k, v, o))
 
 
 def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None) -> None:
@@ -58,7 +59,8 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
              descriptor(v, tv, kv_box, sw))
     o_desc = descriptor(o, describe("o", o), fa.o_box) if fa.tma_store else None
-    flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], lse, o_desc)
+    op_plans.launch(flash_attention_wgmma_kernel, grid, fa.threads,
+                    (fa, *descs, o, k.shape[2], lse, o_desc))
 
 
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
@@ -141,11 +143,22 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     arguments of the wrong type (``causal`` not a bool, ``scale`` not a finite number,
     ``tile_n`` / ``num_stages`` not None or an int), ValueError (from the policy) for a
     ``tile_n`` / ``num_stages`` out of range; the message says which and the fix."""
+    others = (causal, scale, causal_align, return_lse, tile_n, num_stages, mma, policy)
+    return op_plans.run("flash_attention", (q, k, v), (others, tuple(map(type, others))),
+        lambda: _attention(q, k, v, causal, scale, causal_align, return_lse, tile_n,
+                           num_stages, mma, policy))
+
+
+def _attention(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma,
+               policy):
+    """``flash_attention_eager``'s work: plan the call, allocate, launch (``op_plans.py``
+    records it; a repeated call with the same facts launches the recording)."""
     plan = plan_call(q, k, v, causal, scale, causal_align=causal_align, return_lse=return_lse,
                      tile_n=tile_n, num_stages=num_stages, mma=mma, policy=policy)
     batch, heads, seq_q, head_dim = plan.q_shape
-    o = empty_like(q, (batch, heads, seq_q, head_dim))
-    lse = empty_like(q, (batch, heads, seq_q), float32=True) if plan.return_lse else None
+    o = op_plans.fresh(empty_like(q, (batch, heads, seq_q, head_dim)))
+    lse = op_plans.fresh(empty_like(q, (batch, heads, seq_q), float32=True)) \
+        if plan.return_lse else None
     if plan.kernel is None:
         return (o, lse) if plan.return_lse else o
     tensor_args = plan.tensor_args
@@ -162,6 +175,8 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
         launch(plan.policy, q, k, v, out)
     if plan.pad_to is not None:
         o[...] = out[..., :head_dim]
+    else:
+        op_plans.plannable(not plan.copy)
     return (o, lse) if plan.return_lse else o
 
 

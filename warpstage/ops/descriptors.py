@@ -10,7 +10,7 @@ from ..runtime.target import default_target
 from ..runtime.tensormap import TensorDescriptor
 from ..runtime.tensors import TensorArg
 
-__all__ = ["descriptor", "sm_count"]
+__all__ = ["descriptor", "descriptor_at", "sm_count"]
 
 _DESCRIPTORS: dict = {}
 """(address, shape, strides, dtype, kind, device index, box, swizzle) -> a TensorDescriptor that
@@ -44,6 +44,24 @@ def descriptor(x, ta, box, swizzle: int = 128):
                                  ta.device_index, None, ta.kind)
         if len(_DESCRIPTORS) >= _MAX_DESCRIPTORS:
             _DESCRIPTORS.clear()            # at worst a few encodings again; safe across threads
+        _DESCRIPTORS[key] = d
+    return d
+
+
+def descriptor_at(proto, address: int):
+    """The kept descriptor of the tensor ``proto`` (one ``descriptor`` returned) describes, had
+    it been at ``address``: same shape, strides, dtype, device, box and swizzle. Looked up under
+    the key ``descriptor`` uses, so both share the kept descriptors; on a miss
+    ``proto.at(address)`` is encoded at the launch. For the op plans (``op_plans.py``), which
+    checked the geometry once and see only the addresses change."""
+    ta = proto.tensor_arg
+    key = (address, ta.shape, ta.strides, ta.dtype, ta.kind, ta.device_index, proto.box,
+           proto.swizzle)
+    d = _DESCRIPTORS.get(key)
+    if d is None:
+        d = proto.at(address)
+        if len(_DESCRIPTORS) >= _MAX_DESCRIPTORS:
+            _DESCRIPTORS.clear()
         _DESCRIPTORS[key] = d
     return d
 

@@ -25,6 +25,7 @@ from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand,
                               _swap, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
+from . import op_plans
 from .torch_dispatch import torch_op
 
 __all__ = ["matmul", "policy_for", "choose_config", "tma_compatible",
@@ -178,13 +179,47 @@ def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, gr
 
 def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
                  raster="M", group=None, schedule="cooperative", splits=None, tile_m=None):
-    """:func:`matmul` without the torch op (what the op runs)."""
+    """:func:`matmul` without the torch op (what the op runs). A repeated call with the same
+    facts (shapes, strides, dtypes, devices, alignment, arguments) launches its kept plan
+    (``op_plans.py``)."""
     try:
-        return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule, splits, tile_m=tile_m)
+        tensors = _plan_tensors(a, b, out, epilogue)
+        if tensors is None:
+            return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
+                           schedule, splits, tile_m=tile_m)
+        return op_plans.run("matmul", tensors, _typed(
+            out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m,
+            None if epilogue is None else type(epilogue),
+            None if epilogue is None else epilogue.__static_key__()),
+            lambda: _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster,
+                            group, schedule, splits, tile_m=tile_m))
     except (WarpstageError, ValueError) as e:
         _user_error(e)
         raise
+
+
+def _typed(*values) -> tuple:
+    """A call's non-tensor arguments with their types, part of its plan key (so ``True`` and
+    ``1``, equal in Python, stay apart)."""
+    return values, tuple(map(type, values))
+
+
+def _plan_tensors(a, b, out, epilogue):
+    """The tensors a plan of this call is keyed by (a, b, out, the epilogue's operands), or None
+    when the epilogue keeps the call off the plans: not an ``Epilogue``, an operand that is not a
+    tensor, or a ``__static_key__`` of its own (the host checks may read what it leaves out)."""
+    if epilogue is None:
+        return (a, b, out)
+    from .matmul_epilogues import Epilogue, _is_tensor
+    cls = type(epilogue)
+    if not isinstance(epilogue, Epilogue) or not (
+            cls.__static_key__ is Epilogue.__static_key__
+            or cls.__module__.startswith("warpstage.")):
+        return None
+    operands = tuple(epilogue.operands())
+    if not all(_is_tensor(x) for x in operands):
+        return None
+    return (a, b, out) + operands
 
 
 def _operands(a, b, dtypes=None):
@@ -233,6 +268,8 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
                     raster, group, schedule, splits, dtypes, tile_m)
+        if out is None or out2 is None:             # host work after the launch
+            op_plans.plannable(False)
         if out is None:
             return c.reshape(batches, m, n)
         if out2 is None:
@@ -275,7 +312,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     c, c_arg = out, (to if out is not None else None)
     if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
-        c = _new(a, shape[:-1] + (-(-n // per) * per,), odt)
+        c = op_plans.fresh(_new(a, shape[:-1] + (-(-n // per) * per,), odt))
         c_arg = None
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
@@ -285,6 +322,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
                         schedule, epilogue, b_dtype=b_dtype, tile_m=tm)
     launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
+        op_plans.plannable()
         return out
     if out is not None:
         out[...] = c[..., :n]
@@ -292,6 +330,8 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if c.shape[-1] != n:
         c = c[..., :n]
         c = c.contiguous() if _framework(c) == "torch" else np.ascontiguousarray(c)
+        return c
+    op_plans.plannable()
     return c
 
 
@@ -303,15 +343,16 @@ def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, t
     tm, tn = tiles
     p = policy_for(dtypes[0], Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
                    raster, group, "cooperative", True, dtypes[1], tm)
-    work = _new(like, (batches * splits, m, -(-n // 4) * 4), Float32)
+    work = op_plans.fresh(_new(like, (batches * splits, m, -(-n // 4) * 4), Float32))
     launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
            (args[0], args[1], None))
-    c = out if out is not None else _new(like, shape, odt)
+    c = out if out is not None else op_plans.fresh(_new(like, shape, odt))
     c3 = c if len(shape) == 3 else c[None]
     total = batches * m * n
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
-    splitk_reduce[(-(-total // REDUCE_THREADS), 1, 1), REDUCE_THREADS](
-        epilogue, work, c3, m, n, total, splits, operands)
+    op_plans.launch(splitk_reduce, (-(-total // REDUCE_THREADS), 1, 1), REDUCE_THREADS,
+                    (epilogue, work, c3, m, n, total, splits, operands))
+    op_plans.plannable()
     return c
 
 
@@ -332,4 +373,5 @@ def launch(p: Matmul, tensors, sizes, epilogue=None, sms: int = SIM_CTAS,
              for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
     ctas = grid_size(p.tiles(m, n, batches, splits), sms)
-    matmul_kernel[(ctas, 1, 1), p.threads](p, *descs, m, n, k, batches, splits, operands)
+    op_plans.launch(matmul_kernel, (ctas, 1, 1), p.threads,
+                    (p, *descs, m, n, k, batches, splits, operands))

@@ -22,7 +22,8 @@ from ..lang.scalars import DTYPES, BFloat16
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
-from .matmul_host import _matmul, _out_dtype, _shapes, check_tune
+from . import op_plans
+from .matmul_host import _matmul, _out_dtype, _shapes, _typed, check_tune
 from .torch_dispatch import torch_op
 
 __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
@@ -164,12 +165,16 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None
 def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None,
                         tile_n=None, num_stages=None, raster="M", group=None,
                         schedule="cooperative", splits=None, tile_m=None):
-    """:func:`scaled_matmul` without the torch op (what the op runs)."""
-    try:
+    """:func:`scaled_matmul` without the torch op (what the op runs). A repeated call with
+    the same facts launches its kept plan (``op_plans.py``), new scales and bias included."""
+    def eager():
         ta, tb, epi = _checked(a, b, scale_a, scale_b, bias)
         odt = _out_dtype(out_dtype, BFloat16)
         return _matmul(a, b, out, odt, epi, tile_n, num_stages, raster, group, schedule, splits,
                        (DTYPES[ta.dtype], DTYPES[tb.dtype]), tile_m)
+    try:
+        return op_plans.run("scaled_matmul", (a, b, scale_a, scale_b, bias, out), _typed(
+            out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m), eager)
     except (WarpstageError, ValueError) as e:
         raise _user_error(e) from None
 

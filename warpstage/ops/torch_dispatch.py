@@ -9,18 +9,27 @@ import sys
 __all__ = ["torch_op"]
 
 
+_OPS: dict = {}
+
+
 def torch_op(name: str, tensors, ok: bool):
     """The registered op ``torch.ops.warpstage.<name>`` when torch is loaded, every one of
-    ``tensors`` is a ``torch.Tensor`` and the caller's other arguments fit the op's schema
-    (``ok``); else None (the caller runs its eager function, which also explains bad
-    arguments)."""
+    ``tensors`` is a ``torch.Tensor``, the caller's other arguments fit the op's schema
+    (``ok``) and torch.compile is tracing; else None (the caller runs its eager function, which
+    also explains bad arguments). Called on every op call: about a microsecond."""
     torch = sys.modules.get("torch")
-    if not ok or torch is None or not all(isinstance(t, torch.Tensor) for t in tensors):
+    if not ok or torch is None:
         return None
-    from .torch_ops import OPS          # registers the ops (~10 ms), so torch.ops.warpstage.* exist
+    T = torch.Tensor
+    for t in tensors:
+        if not isinstance(t, T):
+            return None
+    if not _OPS:
+        from .torch_ops import OPS      # registers the ops (~10 ms): torch.ops.warpstage.* exist
+        _OPS.update(OPS)
     if not torch.compiler.is_compiling():
         # eager: the op would only add torch's dispatch to every call, and its first dispatch
         # costs ~4 s in a fresh process (measured on the CPU: 3.95 s against 0.14 s for the
         # eager function); under torch.compile the call must be the op, so the graph holds
         return None
-    return OPS[name]
+    return _OPS[name]

@@ -145,6 +145,28 @@ class TensorDescriptor:
         return cls(_TypeOnlyTensor(ir_type, _ints(box, "box")), box, swizzle, oob_fill=oob_fill,
                    l2_promotion=l2_promotion, element_strides=element_strides)
 
+    def at(self, address: int) -> "TensorDescriptor":
+        """This descriptor for the tensor of the same geometry (shape, strides, dtype, device)
+        at another ``address`` (bytes, 16-byte aligned): a new descriptor, not yet encoded, that
+        holds no tensor (the caller keeps the memory alive for the launch). What a host path
+        that checked the geometry once uses when only the data moved: the 128-byte map differs
+        from this one in its address field only, but the encoding is opaque, so it is encoded
+        anew (``cuTensorMapEncodeTiled``). Raises ArgumentError for a misaligned address."""
+        if address % 16:
+            raise ArgumentError(f"TensorDescriptor: the tensor's address {address:#x} is not "
+                                "16-byte aligned; TMA needs a 16-byte aligned global address.\n"
+                                "Fix: describe a tensor whose first element is 16-byte aligned.")
+        from .tensors import TensorArg
+        ta = self.tensor_arg
+        d = object.__new__(TensorDescriptor)
+        d.__dict__.update(self.__dict__)
+        d.tensor = None
+        d.tensor_arg = TensorArg(address, ta.shape, ta.strides, ta.dtype, ta.device,
+                                 ta.device_index, None, ta.kind)
+        d._encoded = None
+        d.tensormap = TensorMapArg(d)
+        return d
+
     def _launchable(self) -> None:
         if type(self.tensor_arg) is _TypeOnlyTensor:
             self.tensor_arg.owner                   # raises: a spec() has no tensor

@@ -1,0 +1,221 @@
+"""The op plans (warpstage/ops/op_plans.py) on the pretend GPU of tests/fake_gpu.py: a call that
+runs a plan launches exactly what the op's own code launches for it (compared call by call,
+with addresses named by the tensor they point into), a changed shape, stride, dtype, device,
+alignment, ``out`` or argument never reuses another call's plan, errors stay the op's, and a
+repeated call does no per-call work (no specialization, trace, policy, descriptor encode or
+repack)."""
+import numpy as np
+import pytest
+
+import warpstage as ws
+from fake_gpu import ENCODED, fake_encode, install
+from warpstage.ops import attention, matmul_host, op_plans
+
+torch = pytest.importorskip("torch")
+
+_KERNELS = {}                   # fresh kernels shared by this module's tests (traced once)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    launches = install(monkeypatch, torch)          # H200s: 132 SMs, sm_90
+    for module, name in ((matmul_host, "matmul_kernel"), (matmul_host, "splitk_reduce"),
+                         (attention, "flash_attention_wgmma_kernel"),
+                         (attention, "flash_attention_kernel")):
+        if name not in _KERNELS:
+            _KERNELS[name] = ws.kernel(getattr(module, name).fn)
+        monkeypatch.setattr(module, name, _KERNELS[name])
+    return launches
+
+
+def _named(launch, tensors: dict):
+    """A recorded launch with each address replaced by the name of the tensor in ``tensors``
+    (name -> tensor) it points into, and each descriptor's map by (that name, its geometry)."""
+    names = {t.data_ptr(): name for name, t in tensors.items()}
+    maps = {_digest(d): d for d in list(ENCODED)}
+    ck, grid, block, smem, stream, values = launch
+    out = []
+    for v in values:
+        if isinstance(v, bytes) and v in maps:
+            d = maps[v]
+            out.append(("map", names.get(d.tensor_arg.data_ptr, d.tensor_arg.data_ptr), d.shape,
+                        d.strides, d.box, d.swizzle))
+        elif type(v) is int and v in names:
+            out.append(("ptr", names[v]))
+        else:
+            out.append(v)
+    return ck, grid, block, smem, stream, tuple(out)
+
+
+def _digest(d) -> bytes:
+    n = len(ENCODED)
+    digest = fake_encode(d)
+    del ENCODED[n:]                     # fake_encode records what it encodes
+    return digest
+
+
+def _compare(launches, call, tensors: dict):
+    """Run ``call()`` without plans, then twice with them (records, then runs the plan); the
+    named launches must be equal each time. Returns the plan run's result."""
+    op_plans.ENABLED = False
+    try:
+        n = len(launches)
+        result = call()
+        expected = [_named(x, dict(tensors, **_results(result))) for x in launches[n:]]
+    finally:
+        op_plans.ENABLED = True
+    for _ in range(2):
+        n = len(launches)
+        result = call()
+        got = [_named(x, dict(tensors, **_results(result))) for x in launches[n:]]
+        assert got == expected
+    return result
+
+
+def _results(result) -> dict:
+    return {f"result{i}": r for i, r in enumerate(result if isinstance(result, tuple) else
+                                                    (result,))}
+
+
+def _bf16(*shape, dtype=torch.bfloat16):
+    return torch.zeros(shape, dtype=dtype)
+
+
+def test_plan_launches_equal_the_ops_own_launches_call_by_call(fake_gpu):
+    rng = np.random.default_rng(13)
+    a, a2, w = _bf16(256, 128), _bf16(384, 128), _bf16(256, 128)
+    c, c2, c32 = _bf16(256, 256), _bf16(384, 256), _bf16(256, 256, dtype=torch.float32)
+    wide = _bf16(256, 512)[:, :256]                 # out with padded rows: a strided out
+    bias, x16 = torch.zeros(256), _bf16(16, 128)
+    calls = [
+        lambda: ws.ops.matmul(a, w.T, out=c),
+        lambda: ws.ops.matmul(a2, w.T, out=c2),                 # another M, same policy
+        lambda: ws.ops.matmul(a, w.T),                          # a new output
+        lambda: ws.ops.matmul(a, w.T, out=wide),
+        lambda: ws.ops.matmul(a, w.T, out=c32, out_dtype=torch.float32),
+        lambda: ws.ops.matmul(x16, w.T),                        # split-K: two launches
+        lambda: ws.ops.matmul(a, w.T, out=c, epilogue=ws.ops.BiasGelu(bias)),
+    ]
+    before = op_plans.STATS["plans"]
+    for i in rng.permutation(len(calls)):
+        _compare(fake_gpu, calls[i], {"a": a, "a2": a2, "w": w, "c": c, "c2": c2, "c32": c32,
+                                      "wide": wide, "bias": bias, "x16": x16})
+    assert op_plans.STATS["plans"] - before == len(calls)       # one plan per distinct call
+
+
+def test_scaled_matmul_plans_follow_new_scales_and_one_scale_passed_twice(fake_gpu):
+    a = torch.zeros(256, 128, dtype=torch.float8_e4m3fn)
+    w = torch.zeros(256, 128, dtype=torch.float8_e4m3fn)
+    c = _bf16(256, 256)
+    s, s2 = torch.tensor(1.0), torch.tensor(2.0)
+    names = {"a": a, "w": w, "c": c, "s": s, "s2": s2}
+    _compare(fake_gpu, lambda: ws.ops.scaled_matmul(a, w.T, s, s, out=c), names)
+    # the plan recorded with scale_a is scale_b must not run for two different scales
+    n = len(fake_gpu)
+    ws.ops.scaled_matmul(a, w.T, s, s2, out=c)
+    assert _named(fake_gpu[n], names)[5].count(("ptr", "s2")) == 1
+    _compare(fake_gpu, lambda: ws.ops.scaled_matmul(a, w.T, s2, s, out=c), names)
+
+
+def test_attention_plans_equal_the_ops_own_launches(fake_gpu):
+    q, k, v = (_bf16(1, 2, 256, 64) for _ in range(3))
+    kv = _bf16(1, 1, 256, 64)
+    t = _bf16(1, 256, 2, 64).transpose(1, 2)        # a (B, S, H, D) tensor's view
+    names = {"q": q, "k": k, "v": v, "kv": kv, "t": t}
+    for call in (lambda: ws.ops.flash_attention(q, k, v, causal=True),
+                 lambda: ws.ops.flash_attention(q, k, v, mma="wgmma"),
+                 lambda: ws.ops.flash_attention(q, kv, kv, return_lse=True),
+                 lambda: ws.ops.flash_attention(t, k, v)):
+        _compare(fake_gpu, call, names)
+
+
+def test_a_changed_fact_never_reuses_a_plan(fake_gpu):
+    a, w, c, b = _bf16(256, 128), _bf16(256, 128), _bf16(256, 256), _bf16(128, 256)
+    ws.ops.matmul(a, w.T, out=c)
+    plans = op_plans.STATS["plans"]
+    base = bytearray(256 * 256 * 2 + 64)
+    odd = torch.frombuffer(base, dtype=torch.bfloat16)[1:1 + 256 * 256].view(256, 256)
+    others = [lambda: ws.ops.matmul(a, b, out=c),                  # b's strides
+              lambda: ws.ops.matmul(a, b[:, :128], out=c[:, :128]),    # shapes
+              lambda: ws.ops.matmul(a.half(), w.T.half(), out=c.half()),   # dtypes
+              lambda: ws.ops.matmul(a, w.T, out=c, tile_n=128),    # an argument
+              lambda: ws.ops.matmul(a, w.T)]                       # no out
+    for call in others:
+        call()
+    assert op_plans.STATS["plans"] == plans + len(others)
+    n = len(fake_gpu)
+    for _ in range(2):                              # alignment: the output is copied into
+        ws.ops.matmul(a, w.T, out=odd)              # out, which no plan can do
+    assert op_plans.STATS["plans"] == plans + len(others) and len(fake_gpu) == n + 2
+    assert op_plans.NOT_PLANNED in op_plans._PLANS.values()
+
+
+def test_a_plan_on_another_device_is_another_plan(fake_gpu):
+    a, wt, c = _bf16(256, 128), _bf16(128, 256), _bf16(256, 256)   # wt: no view (the pretend
+    # device is an attribute of the tensor object)
+    ws.ops.matmul(a, wt, out=c)
+    n = len(fake_gpu)
+    for t in (a, wt, c):
+        t._test_device = 1
+    ws.ops.matmul(a, wt, out=c)
+    ws.ops.matmul(a, wt, out=c)
+    assert [x[0]._devices[1][2] is not None for x in fake_gpu[n:]] == [True, True]
+    from fake_gpu import DRIVER_LAUNCHES
+    assert DRIVER_LAUNCHES[-1][5] == 1 and DRIVER_LAUNCHES[-2][5] == 1   # on cuda:1
+    a._test_device = 0
+    with pytest.raises(ws.ArgumentError, match="expected one device"):
+        ws.ops.matmul(a, wt, out=c)
+
+
+def test_errors_stay_the_ops_after_a_plan_exists(fake_gpu):
+    a, w, c = _bf16(256, 128), _bf16(256, 128), _bf16(256, 256)
+    ws.ops.matmul(a, w.T, out=c)
+    with pytest.raises(ws.ArgumentError, match=r"out is \(256, 128\)"):
+        ws.ops.matmul(a, w.T, out=c[:, :128])
+    with pytest.raises(ws.OperandError, match="tile_n"):
+        ws.ops.matmul(a, w.T, out=c, tile_n=True)     # True == 1 in Python: another key
+    q = _bf16(1, 2, 256, 64)
+    ws.ops.flash_attention(q, q, q, causal=True)
+    with pytest.raises(ws.ArgumentError, match="causal=1"):
+        ws.ops.flash_attention(q, q, q, causal=1)
+
+
+def test_a_repeated_call_does_no_per_call_work(fake_gpu, monkeypatch):
+    a, w = _bf16(512, 256), _bf16(512, 256)
+    outs = [_bf16(512, 512) for _ in range(2)]
+    for c in outs:
+        ws.ops.matmul(a, w.T, out=c)
+        ws.ops.matmul(a, w.T, out=c)
+    q = _bf16(1, 2, 256, 64)
+    ws.ops.flash_attention(q, q, q, causal=True)
+    ws.ops.flash_attention(q, q, q, causal=True)
+    for kernel in _KERNELS.values():
+        monkeypatch.setattr(kernel, "specialize", lambda *args, **kw: pytest.fail(
+            "a repeated call took the op's own path"))
+    init = matmul_host.Matmul.__init__
+    monkeypatch.setattr(matmul_host.Matmul, "__init__", lambda *a, **k: pytest.fail(
+        "a repeated call built a policy") or init(*a, **k))
+    encoded, stats, n = len(ENCODED), dict(op_plans.STATS), len(fake_gpu)
+    for _ in range(3):
+        ws.ops.matmul(a, w.T, out=outs[1])
+    assert op_plans.STATS == stats and len(ENCODED) == encoded          # nothing repacked
+    for c in outs:                                  # addresses seen before: repacked only
+        ws.ops.matmul(a, w.T, out=c)
+    assert op_plans.STATS["values"] == stats["values"] and len(ENCODED) == encoded
+    assert op_plans.STATS["packs"] == stats["packs"] + 2
+    ws.ops.flash_attention(q, q, q, causal=True)    # a new output: its TMA-store map at most
+    assert len(ENCODED) <= encoded + 1
+    assert len(fake_gpu) == n + 6
+
+
+def test_a_failing_guard_drops_the_plan(fake_gpu):
+    a, w, c = _bf16(256, 128), _bf16(256, 128), _bf16(256, 256)
+    ws.ops.matmul(a, w.T, out=c)
+    ws.ops.matmul(a, w.T, out=c)
+    (plan,) = [p for p in op_plans._PLANS.values() if p is not op_plans.NOT_PLANNED]
+    from warpstage.frontend import guards
+    # as if a global the trace read had been deleted since
+    plan.guards = (((guards.__dict__, "_no_such_global", 1, 1, guards.GLOBAL),),)
+    n = op_plans.STATS["plans"]
+    ws.ops.matmul(a, w.T, out=c)                     # the op's code, recorded anew
+    assert op_plans.STATS["plans"] == n + 1 and plan not in op_plans._PLANS.values()

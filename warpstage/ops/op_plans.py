@@ -1,0 +1,327 @@
+"""Per-call plans of ``ws.ops`` (matmul, scaled_matmul, flash_attention): a repeated call does
+its checks and choices once.
+
+An op call on the GPU reads its tensors, checks them, chooses a policy and a grid, builds TMA
+descriptors and launches one or two kernels through the kernel's full call path (the matmul
+kernel's epilogue tuple has no generated reading). All of that is a function of the call's
+*facts*: per torch tensor its shape, strides, dtype, device and address mod 16 (what decides
+TMA compatibility), and the type and value of every other argument. So the first call with
+given facts runs the op's own (eager) code while a recorder watches its launches
+(:func:`launch`), and keeps a :class:`Plan`: per launch the compiled kernel's Launcher, grid,
+block, shared memory, guards and its ABI values with the slots that hold data named (a tensor
+address, or a descriptor's 128-byte map, by the call's tensor it points into); the tensors it
+allocates; what it returns. A later call with the same facts
+(:func:`run`) only reads the facts, finds the plan, and launches: one ``BoundLaunch`` per
+recorded launch (packed once, and again only when the addresses change; the values for the
+last 16 sets of addresses are kept, and a descriptor at a new address comes from the kept
+descriptors of ``descriptors.py``, encoded on a miss) through its C stub
+(``jit/c_call.bound_stub``: torch's current stream and the driver call in C) where the C call
+path runs, else from Python.
+
+Why a plan launch is what the op would launch: the op's decisions read nothing but the facts
+(the key; a value that cannot be hashed takes the op's code), the launches' values are the
+op's own, recorded, and only the data slots change, to the addresses of the same tensors. A
+plan is made only when every address in a launch is one of the call's tensors (two of them at
+one address, such as one scale tensor passed twice, are a condition of the plan, checked per
+call) or a tensor the op allocated (:func:`fresh`: a new output, a split-K workspace), on a
+path it declared :func:`plannable`, and every result is written by a launch; a copy, a padded
+output or host work after the launch makes the facts "not planned" and the op's code runs
+each time. The guards of
+the compiled kernels (the globals their traces read) are checked on every plan launch; when one
+fails the plan is dropped and the op's code runs (and recompiles). Only the cuda target, torch
+tensors of exactly ``torch.Tensor``, outside torch.compile and the autotuner's capture.
+``tests/ops/test_op_plans.py`` compares plan launches with the op's code call by call.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+
+from ..frontend.guards import guards_hold
+from ..jit import launch as jit_launch
+from ..jit.c_call import bound_stub
+from ..runtime import target as target_module
+from ..runtime.tensors import TensorArg
+from ..runtime.tensormap import TensorMapArg
+from .descriptors import descriptor_at
+
+__all__ = ["run", "record", "launch", "fresh", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
+           "STATS"]
+
+ENABLED = True
+"""False: every call runs the op's own code (the reference of the call-by-call tests)."""
+NOT_PLANNED = object()
+"""A plan table's value for facts whose calls the recorder cannot reproduce (a copy, ...)."""
+_PLANS: dict = {}
+"""(op, facts...) -> Plan or NOT_PLANNED. tests/fake_gpu.py gives each test a fresh one."""
+_MAX_PLANS = 256
+_MAX_VALUES = 16                # address sets whose launch values a plan keeps
+STATS = {"plans": 0, "values": 0, "packs": 0}
+"""Plans made, launch values computed for a new set of addresses, and parameter buffers packed
+(for the tests that count per-call work)."""
+_local = threading.local()      # .recorder: the Recorder of the op call running on this thread
+
+
+def facts(op: str, tensors, others):
+    """(key, addresses) of a call: ``tensors`` torch tensors (or None), ``others`` the other
+    arguments, hashable; None when the call cannot have a plan (not the cuda target, not plain
+    torch tensors, torch.compile tracing, the autotuner capturing)."""
+    torch = sys.modules.get("torch")
+    if (not ENABLED or torch is None or jit_launch.capture is not None
+            or target_module.default_target() != "cuda" or torch.compiler.is_compiling()):
+        return None
+    T = torch.Tensor
+    key, ptrs = [op, others], []
+    for t in tensors:
+        if t is None:
+            key.append(None)
+            continue
+        if type(t) is not T:
+            return None
+        p = t.data_ptr()
+        key.append((t.shape, t.stride(), t.dtype, t.get_device(), p & 15))
+        ptrs.append(p)
+    return tuple(key), tuple(ptrs)
+
+
+def run(op: str, tensors: tuple, others: tuple, eager):
+    """``eager()`` (the op's own code) or, for facts seen before, the plan's launches; returns
+    what ``eager`` returns. ``tensors``: the call's tensor arguments in a fixed order (None for
+    an absent optional one), ``others``: its other arguments, hashable, such that equal tuples
+    mean equal decisions (the callers pair values with their types: True == 1 in Python)."""
+    got = facts(op, tensors, others)
+    if got is None:
+        return eager()
+    key, ptrs = got
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:                   # an argument that cannot be hashed: no plan
+        return eager()
+    if plan is None:
+        return record(key, ptrs, tensors, eager)
+    if plan is NOT_PLANNED:
+        return eager()
+    result = plan.run(ptrs, tensors)
+    if result is _STALE:                # the op's code (it recompiles), recorded anew
+        _PLANS.pop(key, None)
+        return record(key, ptrs, tensors, eager)
+    return result
+
+
+def clear() -> None:
+    """Forget every plan. The ops' tables (``attention_plan.WGMMA_MIN_WORK``,
+    ``WGMMA_DEFAULTS``, ``matmul_config``'s choices) are read by the op's code at the first
+    call with given facts and recorded with it: after changing one, call this."""
+    _PLANS.clear()
+
+
+def record(key, ptrs, tensors, eager):
+    """Run ``eager()`` with a recorder on its launches and keep the plan it allows."""
+    outer = getattr(_local, "recorder", None)
+    rec = _local.recorder = Recorder()
+    try:
+        result = eager()
+    finally:
+        _local.recorder = outer
+    plan = rec.plan(ptrs, tensors, result)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    if plan is not NOT_PLANNED:
+        STATS["plans"] += 1
+    return result
+
+
+def launch(kernel, grid, block, args: tuple) -> None:
+    """``kernel[grid, block](*args)``, seen by the recorder of the op call running (if any)."""
+    rec = getattr(_local, "recorder", None)
+    if rec is None or rec.failed:
+        kernel[grid, block](*args)
+    else:
+        rec.launch(kernel, grid, block, args)
+
+
+class _Step:
+    """One recorded launch: Launcher, dims, smem, guards, ABI values, and the data slots as
+    (slot, address, descriptor or None)."""
+
+    __slots__ = ("launcher", "grid", "block", "smem", "guards", "values", "slots", "torch_stream")
+
+
+class Recorder:
+    """The launches of one op call (:func:`launch` hands them here), the tensors it allocated
+    for its kernels (:func:`fresh`) and whether it ended on a path whose host work is only
+    those (:func:`plannable`)."""
+
+    def __init__(self):
+        self.steps, self.fresh, self.failed, self.ok = [], [], False, False
+
+    def launch(self, kernel, grid, block, args) -> None:
+        L = kernel[grid, block]
+        if L.cluster is not None or L.stream is not None:
+            self.failed = True
+            return L(*args)
+        ck, leaves = kernel.specialize(kernel._bind(args, {}), L.block, "cuda")
+        raw = list(leaves)
+        jit_launch.launch_specialized(ck, leaves, "cuda", L.grid, L.block, L.smem, L.stream)
+        s = _Step()
+        values = list(raw)
+        s.launcher, tensors = jit_launch.cuda_values(ck, values)
+        s.grid, s.block, s.smem, s.guards = L.grid, L.block, max(ck.dynamic_smem, L.smem), ck.guards
+        s.values, s.torch_stream = values, any(t.kind == "torch" for t in tensors)
+        s.slots = [(i, x.data_ptr, None) if type(x) is TensorArg else
+                   (i, x.tensor_arg.data_ptr, x.desc) for i, x in enumerate(raw)
+                   if type(x) is TensorArg or type(x) is TensorMapArg]
+        self.steps.append(s)
+
+    def plan(self, ptrs, tensors, result):
+        """The Plan of this call (``ptrs``: its tensors' addresses) or NOT_PLANNED."""
+        torch = sys.modules["torch"]
+        args = [i for i, t in enumerate(tensors) if t is not None]   # the tensors at ptrs
+        first = tensors[args[0]]
+        outs = result if isinstance(result, tuple) else (result,)
+        if self.failed or not self.ok or not self.steps or not all(
+                type(r) is torch.Tensor for r in outs):
+            return NOT_PLANNED
+        made = [t for t, _ in self.fresh]
+        if any(t.device != first.device for t in made):
+            return NOT_PLANNED
+        where, aliases = {}, []                     # address -> index into ptrs + made
+        for i, p in enumerate(tuple(ptrs) + tuple(t.data_ptr() for t in made)):
+            if p in where:
+                if i >= len(ptrs):
+                    return NOT_PLANNED              # a new tensor at an argument's address
+                aliases.append((where[p], i))       # one memory passed twice (scale_a is scale_b)
+            else:
+                where[p] = i
+        returns = []
+        for r in outs:
+            i = next((i for i in args if tensors[i] is r), None)
+            j = next((j for j, t in enumerate(made) if t is r), None)
+            if i is None and j is None:
+                return NOT_PLANNED                  # made on the host: not reproducible
+            returns.append(("in", i) if i is not None else ("new", j))
+        for s in self.steps:
+            try:
+                s.slots = tuple((i, where[p], d) for i, p, d in s.slots)
+            except KeyError:                        # a copy: not reproducible
+                return NOT_PLANNED
+        written = {src for s in self.steps for _, src, _ in s.slots}
+        if any(where[r.data_ptr()] not in written for r in outs):
+            return NOT_PLANNED                      # a result no launch wrote
+        new = tuple((tuple(t.shape), t.dtype, zeros) for t, zeros in self.fresh)
+        return Plan(tuple(self.steps), new, tuple(returns), isinstance(result, tuple),
+                    tuple(aliases), args[0])
+
+
+def fresh(t, zeros: bool = False):
+    """Tell the recorder (if any) that ``t`` is a new contiguous tensor of the op (``zeros``:
+    made by torch.zeros, else torch.empty) written only by its kernels; returns ``t``. A plan
+    allocates it anew on each call, on the device of the call's first tensor."""
+    rec = getattr(_local, "recorder", None)
+    if rec is not None:
+        torch = sys.modules.get("torch")
+        if torch is None or type(t) is not torch.Tensor or not t.is_contiguous():
+            rec.failed = True
+        else:
+            rec.fresh.append((t, zeros))
+    return t
+
+
+def plannable(ok: bool = True) -> None:
+    """Tell the recorder (if any) that the op call ends on a path whose only work besides its
+    checks is its launches into its tensors and the tensors it marked :func:`fresh` (``ok``
+    False: host work follows after all, such as a copy into ``out``; the last word counts)."""
+    rec = getattr(_local, "recorder", None)
+    if rec is not None:
+        rec.ok = ok
+
+
+_STALE = object()
+
+
+class Plan:
+    """What a call with given facts launches (see the module docstring): ``steps`` (recorded
+    launches), ``new`` ((shape, torch dtype) of each tensor the call allocates and returns, on
+    the device of its first tensor), ``returns`` (per result, ('in', i): the i-th tensor
+    argument, ('new', j): the j-th allocation), ``tuple_result``."""
+
+    def __init__(self, steps, new, returns, tuple_result, aliases=(), first=0):
+        self.steps, self.new, self.returns, self.tuple_result = steps, new, returns, tuple_result
+        self.first = first          # the tensor whose device the new tensors are made on
+        self.aliases = aliases      # (i, j): the i-th and j-th tensors were one memory
+        self.guards = tuple(s.guards for s in steps if s.guards)
+        self.values: dict = {}      # addresses -> the ABI values of each step for them
+        self.launches = None        # per step (BoundLaunch, its C stub or None, stream reader)
+        self.at = None              # the addresses the BoundLaunches hold now
+        self.lock = threading.Lock()
+
+    def run(self, ptrs, tensors):
+        """Launch for ``tensors`` (the call's, None for an absent one) at ``ptrs``; returns the
+        op's result, or _STALE when a guard of a kernel fails (the op's code then runs and
+        recompiles)."""
+        for guards in self.guards:
+            if not guards_hold(guards):
+                return _STALE
+        if self.aliases:                # the slots of j read i's address: both must be one
+            for i, j in self.aliases:
+                if ptrs[i] != ptrs[j]:
+                    return _STALE
+        made = ()
+        if self.new:
+            torch = sys.modules["torch"]
+            device = tensors[self.first].device
+            made = tuple((torch.zeros if zeros else torch.empty)(shape, dtype=dtype,
+                                                                 device=device)
+                         for shape, dtype, zeros in self.new)
+            ptrs = ptrs + tuple(t.data_ptr() for t in made)
+        with self.lock:             # one buffer per step: repack and launch as one
+            if ptrs != self.at:
+                self._rebind(ptrs)
+            for b, stub, stream in self.launches:
+                if stub is None or stub[0]() is not None:
+                    b.launch(stream())
+        if not self.tuple_result:
+            kind, j = self.returns[0]
+            return made[j] if kind == "new" else tensors[j]
+        return tuple([made[j] if kind == "new" else tensors[j] for kind, j in self.returns])
+
+    def _rebind(self, ptrs) -> None:
+        """Pack the values of the tensors at ``ptrs`` into the BoundLaunches (made at the first
+        call: their C stubs read the buffers they were made with)."""
+        values = self.values.get(ptrs)
+        if values is None:
+            values = []
+            for s in self.steps:
+                v = list(s.values)
+                for slot, src, desc in s.slots:
+                    v[slot] = ptrs[src] if desc is None else \
+                        descriptor_at(desc, ptrs[src]).encode()
+                values.append(v)
+            if len(self.values) >= _MAX_VALUES:
+                self.values.clear()
+            self.values[ptrs] = values
+            STATS["values"] += 1
+        if self.launches is None:
+            launches = []
+            for s, v in zip(self.steps, values):
+                b = s.launcher.bind(s.grid, s.block, s.smem, v)
+                stream = _stream_reader(s.launcher.device) if s.torch_stream else _no_stream
+                launches.append((b, bound_stub(b, None, s.torch_stream, stream()), stream))
+            self.launches = tuple(launches)
+        else:
+            for (b, _, _), v in zip(self.launches, values):
+                b.rebind(v)
+        STATS["packs"] += 1
+        self.at = ptrs
+
+
+def _no_stream() -> int:
+    return 0
+
+
+def _stream_reader(device: int):
+    """() -> torch's current raw stream on ``device``."""
+    from ..runtime.launcher import torch_stream_reader
+    read = torch_stream_reader(sys.modules["torch"])
+    return lambda: read(device)
