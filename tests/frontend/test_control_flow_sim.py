@@ -161,6 +161,14 @@ def aliased_rebound(n):
     return acc[0] * 100 + keep[0]
 
 
+def nested_alias(n):
+    acc = [Int32(1)]
+    holder = [acc]              # another root's contents reach the list: no guess
+    for k in range(n):
+        acc = [acc[0] + holder[0][0]]
+    return acc[0] * 100 + holder[0][0]
+
+
 def _python(fn, n):
     """``fn(n)`` run as plain Python (Int32 replaced by int)."""
     import inspect
@@ -172,7 +180,8 @@ def _python(fn, n):
 
 
 @pytest.mark.parametrize("fn,traces", [(rebound_list, 1), (rebound_while, 1),
-                                       (kept_object, 2), (aliased_rebound, 2)])
+                                       (kept_object, 2), (aliased_rebound, 2),
+                                       (nested_alias, 2)])
 @pytest.mark.parametrize("n", [0, 1, 5, 7])
 def test_loop_body_traces_once_when_a_name_is_rebound(fn, traces, n, monkeypatch):
     """A name the body rebinds to a new list/object is carried as rebound from the first trace
