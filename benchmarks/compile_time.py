@@ -224,6 +224,9 @@ def fresh_process_rows(reference: bool = False) -> None:
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed
     before the first call and not part of it. Stages: trace (passes included), lower, ptx,
     ptxas, load (cuModuleLoadData); for a disk hit disk_key, disk_read, disk (check + unpack).
+    'rewrite kept': a cold compile whose cache holds only the facts, among them the rewritten
+    kernel code an earlier process stored (jit/cache/code_store.py), as after a source edit
+    elsewhere in warpstage's users' program or a new specialization in a new process.
     ``reference``: after each FlashAttention cold row, the same compile without the CSE pass
     and the backend's packing reuse (docs/compile-time.md), in its own empty cache folder
     (both print the same PTX: tests/ops/test_attention_ptx_stable.py)."""
@@ -241,6 +244,7 @@ def fresh_process_rows(reference: bool = False) -> None:
                 ("attention", 64, "flash_attention D=64, disk hit"),
                 ("attention", 128, "flash_attention D=128, cold"),
                 ("attention", 128, "flash_attention D=128, disk hit"),
+                ("attention", 128, "D=128 cold, rewrite kept"),
                 ("trivial_b", 0, "trivial kernel, cold, facts stored")]
         if reference:
             for dim in (128, 64):
@@ -257,6 +261,11 @@ def fresh_process_rows(reference: bool = False) -> None:
                 for name in os.listdir(main_dir):
                     if name.endswith(".wsf"):
                         shutil.copy(os.path.join(main_dir, name), ref_dir)
+            if label.endswith("rewrite kept"):     # the kernels' entries gone, the facts kept
+                main_dir = env["WARPSTAGE_CACHE_DIR"]
+                for name in os.listdir(main_dir):
+                    if name.endswith(".wsc"):
+                        os.remove(os.path.join(main_dir, name))
             r, err = _result(_fresh(script, ref_env if ref else env, what, dim))
             print(f"  {label:34} failed: {err}" if err else _row(label, r))
 

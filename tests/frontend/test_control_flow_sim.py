@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from cf_harness import arith_inputs, differential_check, run_sim, sim_available, trace
 from cf_programs import programs
 from warpstage import ir
+from warpstage.frontend import loops
 from warpstage.lang.scalars import Int32
 
 pytestmark = pytest.mark.skipif(not sim_available(), reason="warpstage.sim is not available")
@@ -124,6 +125,77 @@ def test_objects_changed_in_place_are_merged(fn, arg, want, monkeypatch):
     from warpstage.frontend.rewrite import rewrite
     monkeypatch.setattr(Pipe, "advance", rewrite(Pipe.__dict__["advance"]))
     assert run_sim(fn, (arg,), ("i32",)) == want
+
+
+def rebound_list(n):
+    acc = [Int32(1), Int32(0)]
+    for k in range(n):
+        acc = [acc[0] * 2, acc[1] + acc[0]]
+    return acc[0] * 1000 + acc[1]
+
+
+def rebound_while(n):
+    acc = [Int32(0), Int32(1)]
+    while acc[0] < n:
+        acc = [acc[0] + 1, acc[1] * 2]
+    return acc[1]
+
+
+def step(self):
+    self.advance()
+    return self
+
+
+def kept_object(n):
+    p = Pipe(3, Int32(0), Int32(0))
+    for k in range(n):
+        p = p.step()            # assigned, but the same object: the rebound guess is wrong
+    return p.index * 10 + p.phase
+
+
+def aliased_rebound(n):
+    acc = [Int32(1)]
+    keep = acc                  # two names reach the list: no guess
+    for k in range(n):
+        acc = [acc[0] + keep[0]]
+    return acc[0] * 100 + keep[0]
+
+
+def nested_alias(n):
+    acc = [Int32(1)]
+    holder = [acc]              # another root's contents reach the list: no guess
+    for k in range(n):
+        acc = [acc[0] + holder[0][0]]
+    return acc[0] * 100 + holder[0][0]
+
+
+def _python(fn, n):
+    """``fn(n)`` run as plain Python (Int32 replaced by int)."""
+    import inspect
+    import textwrap
+    src = textwrap.dedent(inspect.getsource(fn)).replace("Int32(", "int(")
+    scope = {"Pipe": Pipe}
+    exec(compile(src, "<python>", "exec"), scope)
+    return scope[fn.__name__](n)
+
+
+@pytest.mark.parametrize("fn,traces", [(rebound_list, 1), (rebound_while, 1),
+                                       (kept_object, 2), (aliased_rebound, 2),
+                                       (nested_alias, 2)])
+@pytest.mark.parametrize("n", [0, 1, 5, 7])
+def test_loop_body_traces_once_when_a_name_is_rebound(fn, traces, n, monkeypatch):
+    """A name the body rebinds to a new list/object is carried as rebound from the first trace
+    (one trace); a name that keeps its object, or one another name aliases, takes the retrace."""
+    from warpstage.frontend.rewrite import rewrite
+    monkeypatch.setattr(Pipe, "advance", rewrite(Pipe.__dict__["advance"]), raising=False)
+    monkeypatch.setattr(Pipe, "step", rewrite(step), raising=False)
+    counted = []
+    for name in ("trace_for", "trace_while"):
+        original = getattr(loops._Loop, name)
+        monkeypatch.setattr(loops._Loop, name,
+                            lambda self, *a, _f=original: counted.append(1) or _f(self, *a))
+    assert run_sim(fn, (n,), ("i32",)) == _python(fn, n)
+    assert len(counted) == traces
 
 
 @pytest.mark.parametrize("n", [1, 6, 27, 97])

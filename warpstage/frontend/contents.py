@@ -79,6 +79,7 @@ class Contents:
 
     def __init__(self):
         self.roots: list = []
+        self._shared: set = set()      # ids of objects the frame reaches more than once
         frame = _user_frame()
         if frame is None:
             return
@@ -88,7 +89,10 @@ class Contents:
                 self._collect(name, value, seen)
 
     def _collect(self, label, v, seen):
-        if id(v) in seen or is_leaf(v):
+        if is_leaf(v):
+            return
+        if id(v) in seen:
+            self._shared.add(id(v))
             return
         seen.add(id(v))
         if type(v) is tuple or (isinstance(v, tuple) and hasattr(type(v), "_fields")):
@@ -115,6 +119,29 @@ class Contents:
         return [p[index[id(v.root)]] if isinstance(v, RootRef) else v
                 for v, p in zip(values, paths)]
 
+    def guess_rebound(self, values: tuple) -> tuple:
+        """``values`` (a state whose first variables are the region's names) with each RootRef
+        of a root that only that variable reaches replaced by the root's contents there: the
+        first guess of a loop whose body assigns the name (``acc = f(acc)``,
+        ``state = state.advance()``) is that it rebinds it, so the name is carried as a fresh
+        object instead of as the root. A root that another name or another root's contents
+        also reach keeps its RootRef (its identity is observable). The loop checks the guess
+        after its trace (loops.py ``guess_wrong``)."""
+        n = len(values) - len(self.roots)
+        index = {id(r): n + k for k, r in enumerate(self.roots)}
+        refs = [v for v in values[:n] if isinstance(v, RootRef)]
+        out = list(values)
+        for i, v in enumerate(values[:n]):
+            if isinstance(v, RootRef) and self._sole(v, refs):
+                out[i] = values[index[id(v.root)]]
+        return tuple(out)
+
+    def _sole(self, ref, refs) -> bool:
+        obj = ref.root.obj
+        if id(obj) in self._shared or sum(r is ref for r in refs) > 1:
+            return False
+        return not any(r.obj is not obj and _reaches(r.obj, obj) for r in self.roots)
+
     @property
     def labels(self) -> tuple:
         return tuple(f"the contents of {r.label}" for r in self.roots)
@@ -135,6 +162,29 @@ class Contents:
         for r, v in zip(self.roots, values):
             if not isinstance(v, (Unbound, _Undef)):
                 assign_in_place(r.obj, v)
+
+
+def _reaches(container, target, depth: int = 8) -> bool:
+    """Is ``target`` (by identity) inside ``container`` (lists, tuples, dicts, attributes)?"""
+    stack, seen = [(container, 0)], set()
+    while stack:
+        x, d = stack.pop()
+        if id(x) in seen or d > depth or is_leaf(x):
+            continue
+        seen.add(id(x))
+        if type(x) in (list, tuple) or isinstance(x, tuple):
+            items = x
+        elif type(x) is dict:
+            items = x.values()
+        elif _is_root_kind(x):
+            items = _fields(x).values()
+        else:
+            continue
+        for item in items:
+            if item is target:
+                return True
+            stack.append((item, d + 1))
+    return False
 
 
 def _same(a, b) -> bool:

@@ -9,7 +9,11 @@
   check where either is dynamic, the remaining iterations are one ``scf.while``.
 
 Loop-carried variables are found by tracing. The first trace carries every variable the body
-assigns whose value before the loop is dynamic; static ones enter the body as they are. If after
+assigns whose value before the loop is dynamic; static ones enter the body as they are. A name
+holding a mutable object with dynamic leaves (a list, a protocol object) is guessed rebound by
+the body (``acc = f(acc)``, ``state = state.advance()``): it enters as a fresh object, and the
+object it held is carried as its contents (contents.py); if the body keeps the object instead,
+that trace is dropped and the next carries the name as the object it held. If after
 the body a variable differs from its value before the loop (a static number changed, as in
 ``phase ^= 1``; a static became dynamic; a dynamic one is new), the trace is dropped and the body
 traced again with it carried too (promoted per merge.py), until a trace agrees with its own
@@ -110,12 +114,40 @@ class _Loop:
         self.names = site.names
         self.init = get()
         self.seen: list = []     # states from dropped traces (only their types are used)
+        self.guessed: list = []  # indices of the names guessed rebound (first_plans)
+        self.entered: list = []  # the objects the guessed names entered the body with
         self.origin = cf.promotion_origin(site, ("before the loop", "after an iteration"),
                                           f"carried by the {site.kind} loop at {site.where()}")
 
     # -- plans ---------------------------------------------------------------------------------
-    def plans(self, extra=(), identity=True) -> list:
-        paths = [self.init, *self.seen, *extra]
+    def first_plans(self) -> list:
+        """The first guess of the carried variables: a slot for every dynamic value, and a name
+        that holds a mutable object (a list, a protocol object) carried as rebound by the body
+        (``acc = f(acc)``), not as that object changed in place (contents.py); ``guess_wrong``
+        checks the guess after the trace."""
+        if self.contents is not None:
+            init = self.contents.guess_rebound(self.init)
+            self.guessed = [i for i, (a, b) in enumerate(zip(self.init, init)) if a is not b]
+            if self.guessed:
+                return self.plans(identity=False, first=init)
+        return self.plans(identity=False)
+
+    def guess_wrong(self, end) -> bool:
+        """After the first trace: does a name hold, after the body, the object a guessed name
+        entered it with (the body kept the object, ``acc = acc`` or an assignment not taken)?
+        Then the trace is dropped and the loop traced again without the guess, the name carried
+        as the object it held. Where the guess holds, the trace is the one a first trace
+        without it would have led to: its merge (``Contents.unify``) carries a rebound root's
+        name as that root's contents before the loop, which is the guess."""
+        if not self.guessed:
+            return False
+        n = len(self.names) - len(self.contents.roots)
+        wrong = any(end[j] is obj for obj in self.entered for j in range(n))
+        self.guessed, self.entered = [], []
+        return wrong
+
+    def plans(self, extra=(), identity=True, first=None) -> list:
+        paths = [self.init if first is None else first, *self.seen, *extra]
         labels = ("before the loop",) + ("the loop body",) * (len(paths) - 1)
         out = []
         for i, name in enumerate(self.names):
@@ -150,6 +182,7 @@ class _Loop:
             if reset_stop and name in self.site.stop:
                 v = False        # inside the body no break/return flag is set yet
             out.append(v)
+        self.entered = [out[i] for i in self.guessed]
         return tuple(out)
 
     @staticmethod
@@ -184,10 +217,13 @@ class _Loop:
         self.watch.watch_code((body,))
         lb, ub, step = spec.bounds()
         form = "for"
-        carried = self.plans(identity=False)
+        carried = self.first_plans()
         for _ in self.attempts():
             if form == "for":
                 block, end = self.trace_for(carried, lb, body)
+                if self.guess_wrong(end):
+                    carried = self.plans(identity=False)
+                    continue
                 final = self.plans([end])
                 if self.stop_carried(final):
                     form = "while"          # a break/return can end it early
@@ -199,6 +235,9 @@ class _Loop:
                 self.seen.append(end)
             else:
                 trace = self.trace_range_while(carried, ub, step, spec.step_sign, body)
+                if self.guess_wrong(trace[-1]):
+                    carried = self.plans(identity=False)
+                    continue
                 final = self.plans([trace[-2], trace[-1]])
                 if self.settled(carried, final):
                     return self.commit_while(final, trace, lb.value, step)
@@ -269,9 +308,12 @@ class _Loop:
     # -- while loops ---------------------------------------------------------------------------
     def run_while(self, test, body) -> None:
         self.watch.watch_code((test, body))
-        carried = self.plans(identity=False)
+        carried = self.first_plans()
         for _ in self.attempts():
             trace = self.trace_while(carried, test, body)
+            if self.guess_wrong(trace[-1]):
+                carried = self.plans(identity=False)
+                continue
             final = self.plans([trace[-2], trace[-1]])
             if self.settled(carried, final):
                 return self.commit_while(final, trace, None)

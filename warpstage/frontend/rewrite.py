@@ -22,6 +22,10 @@ same arguments as ``fn``; it returns what ``fn`` returns (for a device function 
    closure cells, so the user's module namespace is not touched.
 5. A closure cell holding ``fn.__wrapped__`` (a wrapping decorator under ``@ws.jit``) is replaced,
    in the rewritten function only, by a cell holding the rewritten wrapped function.
+
+Steps 1-4 (parse, passes, ``compile()``) cost ~10-30 ms per kernel-sized function, in every fresh
+process. With a code store installed (rewrite_store.py; ``jit/cache/code_store.py`` keeps them in
+the disk cache) the inner code object and the sites are kept and read back instead.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from . import control_flow
 from .rewrite_reads import HostReads, check_source
 from .rewrite_passes import fix_locations
 from .rewrite_regions import CF, INFO, Context, rewrite_scope
+from . import rewrite_store
 from ..core.source import register_user_code
 
 __all__ = ["rewrite", "is_rewritten"]
@@ -202,6 +207,18 @@ class _Mangle(ast.NodeTransformer):
 
 
 def _build(fn):
+    key = rewrite_store.key_for(fn)
+    stored = rewrite_store.load(key)
+    if stored is None:
+        inner, sites = _rewrite_code(fn)
+        rewrite_store.keep(key, inner, sites)
+    else:
+        inner, sites = stored
+    return _function(fn, inner, sites)
+
+
+def _rewrite_code(fn):
+    """(the rewritten inner code object, its sites) of ``fn``: steps 1-4 of the docstring."""
     code = fn.__code__
     node = _parse(fn)
     top_name = "__ws_inner__"   # not the function's own name: a recursive call must still find
@@ -234,13 +251,18 @@ def _build(fn):
                                f"({code.co_filename}:{e.lineno}): {e.msg}. This is a warpstage "
                                "bug unless the source file changed since import.") from None
     factory_code = _const_code(compiled, "__ws_factory__")
-    inner = _const_code(factory_code, top_name)
+    return _const_code(factory_code, top_name), tuple(ctx.sites)
+
+
+def _function(fn, inner, sites):
+    """The rewritten function of ``fn`` around its rewritten code ``inner``."""
+    code = fn.__code__
     inner = _rename_regions(inner.replace(co_name=code.co_name), code.co_name,
                             getattr(code, "co_qualname", code.co_name))
     if sys.version_info >= (3, 11):
         inner = inner.replace(co_qualname=code.co_qualname)
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
-                             _closure(fn, inner, tuple(ctx.sites)))
+                             _closure(fn, inner, sites))
     new.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
     new.__qualname__ = fn.__qualname__
     new.__module__ = fn.__module__

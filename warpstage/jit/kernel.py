@@ -16,7 +16,7 @@ import typing
 import warnings
 from typing import Optional
 
-from .cache import persist
+from .cache import code_store, persist
 from .cache.memory import Specializations
 from . import pipeline
 from ..core.arguments import argument_mismatch, signature_text
@@ -32,6 +32,8 @@ from ..options import CompileOptions, default_options
 from .tracebacks import _user_error, _user_stacklevel
 
 __all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning"]
+
+code_store.install()     # rewritten kernel code is kept in the disk cache (cache/code_store.py)
 
 
 class RecompileWarning(UserWarning):
