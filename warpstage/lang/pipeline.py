@@ -53,7 +53,7 @@ from .warp import elect_one, make_warp_uniform
 
 __all__ = ["PipelineState", "PipelineAsync", "PipelineTmaAsync", "BarrierStorage",
            "barrier_storage", "make_producer_start_state", "make_consumer_start_state",
-           "OrderedBarrier"]
+           "OrderedBarrier", "PipelineTmaMulticast"]
 
 
 @struct
@@ -417,3 +417,4 @@ class PipelineTmaAsync(_Pipeline):
 
 
 from .ordered import OrderedBarrier  # noqa: E402  (ordered.py builds on _if_then above)
+from .pipeline_cluster import PipelineTmaMulticast  # noqa: E402  (a PipelineTmaAsync subclass)
