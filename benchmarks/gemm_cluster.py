@@ -1,7 +1,8 @@
 """Thread-block clusters with TMA multicast in warpstage's GEMM: device-time TFLOP/s of the
 kernel launched directly with ``cluster=(1, 1)``, ``(2, 1)`` (M-adjacent tiles share B) and
 ``(1, 2)`` (N-adjacent tiles share A), beside cuBLAS (``torch.matmul``), bf16 at 4096^3 and
-8192^3 (B N-major and K-major), the policy otherwise the one ``ws.ops.matmul`` picks.
+8192^3 (B N-major and K-major), the policy otherwise the one ``ws.ops.matmul`` picks
+(``gemm.kernel_runner``).
 
 Timing as benchmarks/gemm.py: CUDA events around back-to-back calls with the queue kept full
 (``gpu_timing.seconds_per_call(warm_queue=True)``: device time), inputs rotated over copies
@@ -15,40 +16,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm import input_sets, rotating   # noqa: E402
+from gemm import input_sets, kernel_runner, rotating   # noqa: E402
 from gpu_timing import seconds_per_call  # noqa: E402
 
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
-
-
-def runner(a, b, c, cluster):
-    """A zero-argument launch of the GEMM kernel on (a, b) -> c with ``ws.ops.matmul``'s
-    policy for the shape and ``cluster``; descriptors made once."""
-    import warpstage as ws
-    from warpstage.ops import matmul_host
-    from warpstage.ops.matmul_config import policy_for
-    from warpstage.runtime.tensors import as_tensor_arg
-    m, k = a.shape
-    n = b.shape[1]
-    ta, tb = as_tensor_arg(a), as_tensor_arg(b)
-    xa, _, a_major = matmul_host._operand("a", a, ta, ws.BFloat16, True)
-    xb, _, b_major = matmul_host._operand("b", b, tb, ws.BFloat16, False)
-    sms = matmul_host._sms(ta)
-    tm, tn, group, _ = matmul_host.choose_config(m, n, k, 1, sms, "cooperative", None, None, 1,
-                                                 tile_m=None)
-    p = policy_for(ws.BFloat16, ws.BFloat16, a_major, b_major, False, tn, None, "M", group,
-                   tile_m=tm, cluster=cluster)
-    TD = ws.tma.TensorDescriptor
-    descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, c), p.descriptor_boxes())]
-    size = cluster[0] * cluster[1]
-    ctas = size * ws.sched.grid_size(p.cluster_tiles(m, n), max(1, sms // size))
-    kern = ws.ops.matmul_kernel
-    if size == 1:
-        launch = kern[(ctas, 1, 1), p.threads]
-        return lambda: launch(p, *descs, m, n, k, 1, 1, ()), p
-    return (lambda: kern(p, *descs, m, n, k, 1, 1, (), grid=(ctas, 1, 1),
-                         block=(p.threads, 1, 1), cluster=(size, 1, 1))), p
 
 
 def measure(m, n, k, b_kmajor, iters, repeats):
@@ -59,7 +31,7 @@ def measure(m, n, k, b_kmajor, iters, repeats):
     scale = float(ref.abs().max()) or 1.0
     flops = 2 * m * n * k
     row = {"shape": (m, n, k), "B": "K-major" if b_kmajor else "N-major"}
-    makes = {str(cl): (lambda cl: lambda a, b, c: runner(a, b, c, cl)[0])(cl)
+    makes = {str(cl): (lambda cl: lambda a, b, c: kernel_runner(a, b, c, {"cluster": cl})[0])(cl)
              for cl in CLUSTERS}
     makes["cuBLAS"] = lambda a, b, c: (lambda: torch.matmul(a, b, out=c))
     for name, make in makes.items():

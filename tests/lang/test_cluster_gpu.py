@@ -9,17 +9,9 @@ torch = pytest.importorskip("torch")
 
 import test_cluster as t  # noqa: E402
 import test_pipeline_cluster as tp  # noqa: E402
+from test_tma_gpu import back, make  # noqa: E402  (numpy <-> CUDA tensors)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")]
-
-
-def make(a):
-    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
-
-
-def back(x):
-    torch.cuda.synchronize()
-    return x.cpu().numpy()
 
 
 @pytest.mark.parametrize("cluster", [(2, 1), (1, 2), (2, 2), None])
