@@ -231,7 +231,7 @@ def test_dtype_errors():
 @pytest.mark.parametrize("fields, match", [
     (dict(tile_n=96), "tile_n"), (dict(num_stages=1), "num_stages"),
     (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
-    (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
+    (dict(cluster=(2, 2)), "M-adjacent tiles sharing B"), (dict(mma_regs=240), "65536"),
     (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
     (dict(schedule="pingpong"), "tile_n: expected 64 or 128 with schedule='pingpong'"), (dict(schedule="ws"), "schedule"),
     (dict(split_k=True), "it writes f32 partial sums"), (dict(tile_m=32), "tile_m"),
