@@ -232,6 +232,10 @@ class _Pipeline:
             fence_mbarrier_init()
         warp0 = make_warp_uniform(warp_idx()) == 0
         _if_then(warp0, lambda: _if_then(elect_one(), init_all))
+        self._meet()
+
+    def _meet(self) -> None:
+        """After the init: every thread that uses the mbarriers meets here (a CTA barrier)."""
         sync_threads()
 
     def _full_count(self) -> int:

@@ -31,10 +31,8 @@ from __future__ import annotations
 from .cluster import cluster_ctarank, cluster_sync, mbarrier_arrive_cluster
 from .mbarrier import MAX_COUNT
 from .operands import operand_error, static_int
-from .pipeline import (PipelineTmaAsync, _count, _if_then, _split_barriers, _stages)
-from .sync import fence_mbarrier_init
-from .warp import elect_one, make_warp_uniform, sync_warp
-from .arch import warp_idx
+from .pipeline import PipelineTmaAsync, _count, _if_then, _split_barriers, _stages
+from .warp import elect_one, sync_warp
 
 __all__ = ["PipelineTmaMulticast"]
 
@@ -89,14 +87,9 @@ class PipelineTmaMulticast(PipelineTmaAsync):
         pipe._initialize()
         return pipe
 
-    def _initialize(self) -> None:
-        def init_all():
-            for s in range(self.num_stages):
-                self.full[s].init(self._full_count())
-                self.empty[s].init(self.consumer_count)
-            fence_mbarrier_init()
-        warp0 = make_warp_uniform(warp_idx()) == 0
-        _if_then(warp0, lambda: _if_then(elect_one(), init_all))
+    def _meet(self) -> None:
+        """After the init: the whole cluster meets (peers arrive on and multicast into these
+        mbarriers)."""
         cluster_sync()
 
     # -- the cluster ---------------------------------------------------------------------------
