@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import itertools
 import os
 import subprocess
@@ -135,6 +136,11 @@ def kernel_runner(a, b, c, fields=None):
     descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, out), p.descriptor_boxes())]
     ctas = ws.sched.grid_size(p.tiles(m, n, 1, splits), sms)
     launch = ws.ops.matmul_kernel[(ctas, 1, 1), p.threads]
+    if p.cluster != (1, 1):                    # 2-CTA clusters (benchmarks/gemm_cluster.py)
+        size = p.cluster[0] * p.cluster[1]
+        ctas = size * ws.sched.grid_size(p.cluster_tiles(m, n, 1, splits), sms // size)
+        launch = functools.partial(ws.ops.matmul_kernel, grid=(ctas, 1, 1),
+                                   block=(p.threads, 1, 1), cluster=(size, 1, 1))
     total = m * n
     reduce = splitk_reduce[(-(-total // REDUCE_THREADS), 1, 1), REDUCE_THREADS]
     c3 = c[None]

@@ -79,3 +79,48 @@ def test_skip_stages_is_n_advances(stages, start, n):
         want = want.advance()
     got = ws.sched.skip_stages(state, n)
     assert (got.index, got.phase, got.count) == (want.index, want.phase, want.count)
+
+
+# -- ClusterTileScheduler ------------------------------------------------------------------------
+class ClusterWalk:
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+
+@ws.kernel
+def cluster_walk(cfg: ws.Static[ClusterWalk], out: ws.Tensor, tiles_m: ws.Int32,
+                 tiles_n: ws.Int32, batches: ws.Int32):
+    sched = ws.sched.ClusterTileScheduler.create(tiles_m, tiles_n, batches, raster="M",
+                                                 group=2, cluster=cfg.cluster)
+    if ws.arch.thread_idx()[0] == 0:
+        for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+            m, n, b = sched.tile(t)
+            out[ws.arch.block_idx()[0], t, 0] = m
+            out[ws.arch.block_idx()[0], t, 1] = n
+            out[ws.arch.block_idx()[0], t, 2] = b
+
+
+@pytest.mark.parametrize("cluster, tiles", [((2, 1), (5, 3, 2)), ((1, 2), (4, 5, 1)),
+                                            ((2, 2), (3, 3, 1))])
+def test_cluster_scheduler_hands_a_cluster_adjacent_tiles(cluster, tiles):
+    cm, cn = cluster
+    tm, tn, nb = tiles
+    sm, sn = -(-tm // cm), -(-tn // cn)
+    ctas = 2 * cm * cn                                   # two clusters
+    out = np.full((ctas, sm * sn * nb, 3), -1, np.int32)
+    cluster_walk(ClusterWalk(cluster), out, tm, tn, nb, grid=ctas, block=32,
+                 cluster=cm * cn)
+    covered = set()
+    for cta in range(ctas):
+        cid, rank = divmod(cta, cm * cn)
+        for t in range(sm * sn * nb):
+            if t % 2 != cid:
+                assert (out[cta, t] == -1).all()          # the other cluster's cluster tile
+                continue
+            m0, n0, b = tile_coords(t, sm, sn, "M", 2)
+            want = (m0 * cm + rank % cm, n0 * cn + rank // cm, b)
+            assert tuple(out[cta, t]) == want
+            covered.add(want)
+    # every tile of the grid once (plus the ones past its edge the cluster tiles round up to)
+    inside = {(m, n, b) for m, n, b in covered if m < tm and n < tn}
+    assert len(inside) == tm * tn * nb

@@ -166,3 +166,20 @@ def test_64_row_tiles(m, n, k, tb, kw):
     kw = dict(kw)
     ta, batch = kw.pop("ta", False), kw.pop("batch", None)
     check(*operands(m, n, k, ta=ta, tb=tb, batch=batch), **kw)
+
+
+# -- 2-CTA clusters with TMA multicast (matmul_producer.py) -----------------------------------
+CLUSTER_CASES = [(4096, 4096, 4096, {}), (8192, 8192, 8192, {}), (1000, 1000, 24, {}),
+                 (129, 264, 65, {}), (4095, 4097 // 8 * 8, 1000, dict(tb=True)),
+                 (2048, 2048, 2048, dict(ta=True)), (512, 768, 4096, dict(splits=4)),
+                 (1024, 1024, 512, dict(schedule="pingpong", tile_n=128)),
+                 (200, 4096, 4096, dict(tile_m=64, tile_n=128)),
+                 (384, 512, 256, dict(batch=3))]
+
+
+@pytest.mark.parametrize("cluster", [(2, 1), (1, 2)])
+@pytest.mark.parametrize("m, n, k, extra", CLUSTER_CASES, ids=lambda v: str(v))
+def test_clusters(cluster, m, n, k, extra):
+    extra = dict(extra)
+    layout = {key: extra.pop(key) for key in ("ta", "tb", "batch") if key in extra}
+    check(*operands(m, n, k, **layout), cluster=cluster, **extra)

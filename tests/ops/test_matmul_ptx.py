@@ -54,6 +54,32 @@ def assert_clean_build(ck, p: Matmul) -> None:
     ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt", "tile-m-64-At-Bt",
          "64x128-8-stages-Bt", "64x128-split-k-Bt"])
 def test_ptx_ptxas_and_sass(fields):
+    check_policy_build(fields)
+
+
+@pytest.mark.parametrize("fields,multicasts", [
+    (dict(cluster=(2, 1)), 4),                        # B (K x 256, MN-major): 4 half boxes
+    (dict(cluster=(1, 2)), 1),                        # A (128 x K, K-major): 1 half box
+    (dict(cluster=(2, 1), b_major="K", tile_n=128, schedule="pingpong"), 1),
+    (dict(cluster=(1, 2), a_major="MN", split_k=True, out_dtype=ws.Float32), 2)],
+    ids=["2x1", "1x2", "2x1-Bt-pingpong", "1x2-At-split-k"])
+def test_cluster_multicast_ptx_and_sass(fields, multicasts):
+    """With a cluster the shared operand's loads are multicast (PTX .multicast::cluster, SASS
+    UTMALDG...MULTICAST), the other operand's are not, and the kernel meets its peer at
+    cluster barriers (init and exit); without one there is no multicast (the default case of
+    test_ptx_ptxas_and_sass)."""
+    ck = check_policy_build(fields)
+    ptx = ck.ptx
+    assert ptx.count(".multicast::cluster") == multicasts
+    assert "barrier.cluster.arrive.release;" in ptx and "barrier.cluster.wait.acquire;" in ptx
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):
+        pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
+    loads = re.findall(r"UTMALDG\.[0-9]D(\.MULTICAST)?", ck.sass)
+    assert loads.count(".MULTICAST") == multicasts and loads.count("") >= 1
+
+
+def check_policy_build(fields):
     p = Matmul(**fields)
     ck = compile_policy(p)
     ptx = ck.ptx
@@ -78,6 +104,9 @@ def test_ptx_ptxas_and_sass(fields):
     assert sass.count("HGMMA.64x") == 8 * accs
     assert "UTMALDG" in sass and "UTMASTG" in sass
     assert sass.count("USETMAXREG") == 2
+    if p.cluster == (1, 1):
+        assert "MULTICAST" not in sass and ".multicast::cluster" not in ptx
     # one drain per tile (before the epilogue), one wait-for-all-but-one per K step
     depbars = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
     assert sorted(depbars) == ["0x0", "0x1"], depbars
+    return ck

@@ -69,6 +69,19 @@ CASES = [
     (96, 136, 520, "bfloat16", True, True, None, "float32",
      dict(tile_m=64, tile_n=128, splits=4)),
     (65, 128, 1000, "bfloat16", False, True, None, None, dict(tile_m=64, tile_n=128, splits=8)),
+    # 2-CTA clusters with TMA multicast (B shared by M-adjacent tiles with (2, 1), A by
+    # N-adjacent ones with (1, 2)); one cluster of the two simulated CTAs walks every cluster
+    # tile: M and N tails (with M = 17 the second CTA's tile lies wholly past M), each
+    # transpose, batched, split-K, ping-pong, 64-row tiles
+    (130, 200, 136, "bfloat16", False, False, None, None, dict(cluster=(2, 1))),
+    (17, 72, 24, "float16", False, False, None, "float32", dict(cluster=(2, 1))),
+    (70, 136, 72, "float16", False, True, None, None, dict(cluster=(1, 2))),
+    (104, 96, 80, "bfloat16", True, False, None, None, dict(cluster=(1, 2))),
+    (40, 128, 72, "bfloat16", True, True, 3, None, dict(cluster=(2, 1))),
+    (17, 72, 200, "bfloat16", False, True, None, None, dict(splits=3, cluster=(1, 2))),
+    (130, 200, 136, "bfloat16", False, True, None, None, dict(schedule="pingpong",
+                                                              cluster=(2, 1))),
+    (152, 104, 136, "bfloat16", True, False, None, None, dict(tile_m=64, cluster=(1, 2))),
 ]
 
 
@@ -91,6 +104,22 @@ def test_matches_numpy(case):
     want_dtype = numpy_dtype(odt or dtype)
     assert c.dtype == want_dtype and c.shape == ((batch,) if batch else ()) + (m, n)
     assert relative_error(c, reference(a, b)) < TOL[odt or dtype]
+
+
+@pytest.mark.parametrize("cluster", [(2, 1), (1, 2)])
+def test_cluster_with_an_epilogue(cluster):
+    a, b = make_operands(70, 136, 48, "bfloat16", seed=5)
+    bias = randn((136,), "float32", 6)
+    y = reference(a, b) + to_float64(bias)
+    got = ws.ops.matmul(a, b, epilogue=ws.ops.BiasSilu(bias), out_dtype=np.float32, tile_n=64,
+                        cluster=cluster)
+    assert relative_error(got, y / (1 + np.exp(-y))) < 1e-5
+
+
+def test_cluster_shapes_the_kernel_does_not_have_are_a_policy_error():
+    a, b = make_operands(64, 64, 64, "bfloat16")
+    with pytest.raises(ValueError, match=r"cluster: expected \(1, 1\), \(2, 1\) .*got \(2, 2\)"):
+        ws.ops.matmul(a, b, tile_n=64, cluster=(2, 2))
 
 
 def test_out_and_broadcast_batch():
@@ -202,7 +231,7 @@ def test_dtype_errors():
 @pytest.mark.parametrize("fields, match", [
     (dict(tile_n=96), "tile_n"), (dict(num_stages=1), "num_stages"),
     (dict(num_stages=5), "shared memory"), (dict(a_major="M"), "a_major"),
-    (dict(cluster=(2, 1)), "multicast"), (dict(mma_regs=240), "65536"),
+    (dict(cluster=(2, 2)), "M-adjacent tiles sharing B"), (dict(mma_regs=240), "65536"),
     (dict(dtype=ws.Float32), "dtype"), (dict(raster="K"), "raster"),
     (dict(schedule="pingpong"), "tile_n: expected 64 or 128 with schedule='pingpong'"), (dict(schedule="ws"), "schedule"),
     (dict(split_k=True), "it writes f32 partial sums"), (dict(tile_m=32), "tile_m"),

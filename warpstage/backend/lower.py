@@ -43,8 +43,8 @@ from ..ir.opdef import unlowered_op_message
 from ..ir.types import PointerType, ScalarType, TensorMapType
 from ..ir.verifier import verify
 from ..options import CompileOptions
-from . import (lower_arith, lower_gpu, lower_math, lower_mma, lower_smem, lower_sync, lower_tma,
-               lower_wgmma)
+from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
+               lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
 from .llvm_types import llvm_type
 from .ptx import TRIPLE, target_machine
@@ -53,7 +53,8 @@ from .target_check import check_target, target_of
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
 
 RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES, **lower_sync.RULES,
-         **lower_smem.RULES, **lower_mma.RULES, **lower_tma.RULES, **lower_wgmma.RULES}
+         **lower_smem.RULES, **lower_mma.RULES, **lower_tma.RULES, **lower_wgmma.RULES,
+         **lower_cluster.RULES}
 """op name -> rule for every op that is not control flow or a call."""
 CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 """Ops lowered here; terminators (scf.yield, scf.condition, func.return) by their parents."""

@@ -10,7 +10,8 @@ tensor coordinates innermost first, the reverse of the IR's outermost-first orde
 
 - tma.load: ``cp.async.bulk.tensor.<r>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
   [dst], [desc, {c0, ...}], [bar];`` (a CTA's own shared address is a valid shared::cluster
-  address, so this is the one-CTA form; no multicast).
+  address, so this is the one-CTA form). With ``multicast``: ``... .mbarrier::complete_tx::bytes
+  .multicast::cluster [dst], [desc, {c0, ...}], [bar], mask;`` (mask a 16-bit ``h`` register).
 - tma.store: ``cp.async.bulk.tensor.<r>d.global.shared::cta.tile.bulk_group [desc, {c0, ...}],
   [src];``
 - tma.commit_group / wait_group {n, read}: ``cp.async.bulk.commit_group;`` /
@@ -39,8 +40,15 @@ def _coords(first: int, rank: int) -> str:
 
 
 def _load(ctx: LoweringContext, op: Operation) -> list:
-    desc, dst, bar, *coords = ctx.operands(op)
     rank = len(op.attrs["box"])
+    if op.attrs.get("multicast", False):
+        desc, dst, bar, mask, *coords = ctx.operands(op)
+        mask16 = ctx.builder.trunc(mask, ir.IntType(16))
+        text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx"
+                f"::bytes.multicast::cluster [$0], [$1, {_coords(4, rank)}], [$2], $3;")
+        _asm(ctx, _VOID, text, "l,l,l,h" + ",r" * rank, [dst, desc, bar, mask16, *coords])
+        return []
+    desc, dst, bar, *coords = ctx.operands(op)
     text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx"
             f"::bytes [$0], [$1, {_coords(3, rank)}], [$2];")
     _asm(ctx, _VOID, text, "l,l,l" + ",r" * rank, [dst, desc, bar, *coords])

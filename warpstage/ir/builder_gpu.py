@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .core import Value
-from .types import Type
+from .types import Type, u64
 
 __all__ = ["GpuBuilderMixin"]
 
@@ -67,6 +67,29 @@ class GpuBuilderMixin:
         """cp.async.bulk.tensor: the box at coords of desc's tensor -> smem dst; complete_tx
         nbytes on bar."""
         self.create("tma.load", (desc, dst, bar, *coords), {"box": box, "bytes": nbytes})
+
+    def tma_load_multicast(self, desc: Value, dst: Value, bar: Value, mask: Value,
+                           coords: Sequence[Value], box: tuple, nbytes: int) -> None:
+        """cp.async.bulk.tensor ... .multicast::cluster: the box -> smem dst of every CTA whose
+        rank's bit is set in the i32 mask; complete_tx nbytes on each one's bar."""
+        self.create("tma.load", (desc, dst, bar, mask, *coords),
+                    {"box": box, "bytes": nbytes, "multicast": True})
+
+    def cluster_arrive(self) -> None:
+        """barrier.cluster.arrive.release."""
+        self.create("cluster.arrive", ())
+
+    def cluster_wait(self) -> None:
+        """barrier.cluster.wait.acquire."""
+        self.create("cluster.wait", ())
+
+    def cluster_map_shared(self, p: Value, rank: Value) -> Value:
+        """mapa.shared::cluster.u64: p's shared::cluster address in the CTA of rank ``rank``."""
+        return self.op("cluster.map_shared", (p, rank), (u64,)).result
+
+    def mbarrier_arrive_cluster(self, addr: Value) -> None:
+        """mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]."""
+        self.create("mbarrier.arrive_cluster", (addr,))
 
     def tma_store(self, desc: Value, src: Value, coords: Sequence[Value], box: tuple,
                   nbytes: int) -> None:

@@ -33,6 +33,9 @@ NaN), ``ne`` is unordered (true if either is NaN: Python's ``!=``), ``one`` is t
 not-equal (false if either is NaN; LLVM ``fcmp one``, PTX ``setp.ne``); on ints ``one`` is
 ``ne``. Python's operators never give ``one``: the legalization of float ``//`` and ``%`` does."""
 SREGS = {f"{base}.{d}": 32 for base in ("tid", "ctaid", "ntid", "nctaid") for d in "xyz"}
+SREGS.update({f"{base}.{d}": 32 for base in ("cluster.ctaid", "cluster.nctaid", "clusterid",
+                                             "nclusterid") for d in "xyz"})
+SREGS.update({"cluster.ctarank": 32, "cluster.nctarank": 32})
 SREGS.update({"laneid": 32, "warpid": 32, "smid": 32, "clock": 32, "clock64": 64,
               "globaltimer": 64})
 

@@ -11,6 +11,10 @@ occupies in shared memory):
         complete ``bytes`` transaction bytes on bar (elements outside the tensor read as 0, or
         NaN with the descriptor's NaN fill); cp.async.bulk.tensor.<r>d.shared::cluster.global
         .tile.mbarrier::complete_tx::bytes
+  tma.load {box, bytes, multicast=True} (desc, dst, bar, mask: i32, *coords) ->
+        the same box into dst of every CTA of the cluster whose rank's bit is set in ``mask``
+        (16 bits), completing ``bytes`` on the mbarrier at bar's offset in each of them;
+        ... .mbarrier::complete_tx::bytes.multicast::cluster [dst], [desc, {..}], [bar], mask
   tma.store {box, bytes} (desc, src: ptr<T, shared>, *coords) ->
         copy the box from shared memory at src to ``coords`` of the tensor (elements outside
         it are not written), in this thread's current bulk group;
@@ -79,7 +83,12 @@ def _tensor_copy(op: Operation, n_fixed: int, smem_index: int, with_bar: bool) -
 
 
 def _load(op):
-    return _tensor_copy(op, 3, 1, True)
+    multicast = op.attrs.get("multicast", False)
+    if not isinstance(multicast, bool):
+        return f"multicast must be a bool, got {multicast!r}"
+    if multicast and (len(op.operands) < 4 or op.operands[3].type != i32):
+        return "a multicast load takes an i32 CTA mask after the mbarrier (operand 3)"
+    return _tensor_copy(op, 4 if multicast else 3, 1, True)
 
 
 def _store(op):
@@ -129,8 +138,9 @@ def _bulk_copy(op):
 
 _TMA = "Data Movement: cp.async.bulk.tensor"
 _BOX = {"box": "tuple of ints: elements, outermost first", "bytes": "int"}
-define("tma.load", "(desc, dst: ptr<T, shared>, bar, *coords: i32) ->", "box at coords -> smem at "
-       "dst, then complete_tx bytes on bar", _load, (R, W, ASYNC), _BOX, _TMA, requires="sm_90")
+define("tma.load", "(desc, dst: ptr<T, shared>, bar, mask?: i32, *coords: i32) ->", "box at "
+       "coords -> smem at dst (of each CTA in mask when multicast), then complete_tx bytes on "
+       "bar", _load, (R, W, ASYNC), {**_BOX, "multicast?": "bool"}, _TMA, requires="sm_90")
 define("tma.store", "(desc, src: ptr<T, shared>, *coords: i32) ->", "box from smem at src -> the "
        "tensor at coords, in the current bulk group", _store, (R, W, ASYNC), _BOX, _TMA,
        requires="sm_90")

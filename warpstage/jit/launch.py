@@ -48,7 +48,7 @@ def launch_specialized(ck, leaves, target, grid, block, smem, stream, cluster=No
         smem = ck.dynamic_smem
     if target == "cuda":
         return _launch_cuda(ck, leaves, grid, block, smem, stream, cluster)
-    return _launch_sim(ck, leaves, grid, block, smem)
+    return _launch_sim(ck, leaves, grid, block, smem, cluster)
 
 
 def stream_handle(stream) -> int:
@@ -151,7 +151,7 @@ def _launch_cuda(ck, leaves, grid, block, smem, stream, cluster=None):
         launcher.launch(grid, block, smem, stream, leaves)
 
 
-def _launch_sim(ck, leaves, grid, block, smem):
+def _launch_sim(ck, leaves, grid, block, smem, cluster=None):
     from .. import sim
     from ..runtime.tensors import TensorArg
     memory = sim.Memory()
@@ -169,7 +169,8 @@ def _launch_sim(ck, leaves, grid, block, smem):
             leaves[i] = leaf.sim_map(memory.register(host))
             if writeback is not None:
                 copies.append(writeback)
-    result = sim.run(ck.module, ck.name, grid, block, leaves, memory, smem_bytes=smem)
+    result = sim.run(ck.module, ck.name, grid, block, leaves, memory, smem_bytes=smem,
+                     cluster=cluster)
     for wb in copies:
         wb()
     return result

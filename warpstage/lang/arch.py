@@ -2,7 +2,8 @@
 
 All indices are dynamic ``ws.Int32`` values (PTX ``%tid``, ``%ctaid``, ``%ntid``, ``%nctaid``).
 Warp collectives (shuffles, votes, ``elect_one``, ``make_warp_uniform``) come from
-``lang/warp.py``; ``barrier_arrive``, ``setmaxnreg_*`` and fences from ``lang/sync.py``; all are
+``lang/warp.py``; ``barrier_arrive``, ``setmaxnreg_*`` and fences from ``lang/sync.py``; the
+cluster's registers, barrier and shared::cluster addresses from ``lang/cluster.py``; all are
 available here as ``ws.arch.<name>``.
 """
 from __future__ import annotations
@@ -13,6 +14,9 @@ from .. import ir
 from ..core.trace import Origin, builder, current
 from ..core.source import user_location
 from .scalars import Int32, Int64
+from .cluster import (block_idx_in_cluster, cluster_arrive, cluster_ctarank,  # noqa: F401
+                      cluster_dim, cluster_grid_dim, cluster_idx, cluster_size, cluster_sync,
+                      cluster_wait, map_shared, mbarrier_arrive_cluster)
 from .sync import (_barrier_id, _thread_count, barrier_arrive, fence_acq_rel,  # noqa: F401
                    fence_mbarrier_init, fence_proxy_async, fence_sc, setmaxnreg_decrease,
                    setmaxnreg_increase, setmaxregister_decrease, setmaxregister_increase)
@@ -26,7 +30,10 @@ __all__ = ["thread_idx", "block_idx", "block_dim", "static_block_dim", "grid_dim
            "shfl_down_sync", "shfl_xor_sync", "vote_all_sync", "vote_any_sync", "vote_uni_sync",
            "vote_ballot_sync", "vote_all", "vote_any", "vote_ballot", "setmaxnreg_increase",
            "setmaxnreg_decrease", "setmaxregister_increase", "setmaxregister_decrease",
-           "fence_proxy_async", "fence_acq_rel", "fence_sc", "fence_mbarrier_init"]
+           "fence_proxy_async", "fence_acq_rel", "fence_sc", "fence_mbarrier_init",
+           "cluster_ctarank", "cluster_size", "cluster_dim", "cluster_idx", "cluster_grid_dim",
+           "block_idx_in_cluster", "cluster_arrive", "cluster_wait", "cluster_sync",
+           "map_shared", "mbarrier_arrive_cluster"]
 
 
 def _sreg3(base: str, what: str):

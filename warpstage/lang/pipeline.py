@@ -53,7 +53,7 @@ from .warp import elect_one, make_warp_uniform
 
 __all__ = ["PipelineState", "PipelineAsync", "PipelineTmaAsync", "BarrierStorage",
            "barrier_storage", "make_producer_start_state", "make_consumer_start_state",
-           "OrderedBarrier"]
+           "OrderedBarrier", "PipelineTmaMulticast"]
 
 
 @struct
@@ -232,6 +232,10 @@ class _Pipeline:
             fence_mbarrier_init()
         warp0 = make_warp_uniform(warp_idx()) == 0
         _if_then(warp0, lambda: _if_then(elect_one(), init_all))
+        self._meet()
+
+    def _meet(self) -> None:
+        """After the init: every thread that uses the mbarriers meets here (a CTA barrier)."""
         sync_threads()
 
     def _full_count(self) -> int:
@@ -417,3 +421,4 @@ class PipelineTmaAsync(_Pipeline):
 
 
 from .ordered import OrderedBarrier  # noqa: E402  (ordered.py builds on _if_then above)
+from .pipeline_cluster import PipelineTmaMulticast  # noqa: E402  (a PipelineTmaAsync subclass)

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from ..core.static import Static
 from .arch import block_idx, grid_dim
+from .cluster import cluster_ctarank, cluster_grid_dim, cluster_idx
 from .math import min as _min
 from .operands import operand_error
 from .pipeline import PipelineState
 from .scalars import Int32
 from .struct import struct
 
-__all__ = ["PersistentTileScheduler", "tile_coords", "grid_size", "skip_stages", "RASTERS"]
+__all__ = ["PersistentTileScheduler", "ClusterTileScheduler", "tile_coords", "grid_size", "skip_stages", "RASTERS"]
 
 RASTERS = ("M", "N")
 
@@ -122,3 +123,60 @@ class PersistentTileScheduler:
     def tile(self, t) -> tuple:
         """(m, n, batch) tile coordinates (dynamic Int32) of linear tile ``t``."""
         return tile_coords(Int32(t), self.tiles_m, self.tiles_n, self.raster, self.group)
+
+
+@struct
+class ClusterTileScheduler:
+    """The persistent scheduler of a kernel launched in clusters of ``cluster_m x cluster_n``
+    CTAs (static) that take adjacent output tiles together: it walks *cluster tiles*
+    (``cluster_m x cluster_n`` blocks of tiles, in ``PersistentTileScheduler``'s raster order
+    and swizzle over the ``ceil(tiles_m / cluster_m) x ceil(tiles_n / cluster_n)`` grid of
+    them), cluster ``%clusterid.x`` taking ``%clusterid.x``, ``+ %nclusterid.x``, ...; the CTA
+    of rank r takes tile (r % cluster_m, r // cluster_m) of each. Every CTA of a cluster walks
+    the same number of cluster tiles, so a CTA whose tile lies past M or N still runs the
+    pipeline with its peers (its TMA loads read zeros, its stores clip). Launch a 1-D grid of
+    ``grid_size(cluster tiles, SMs // cluster size) * cluster size`` CTAs with ``cluster=
+    (cluster_m * cluster_n, 1, 1)``. Same methods as ``PersistentTileScheduler``."""
+
+    inner: PersistentTileScheduler
+    cluster_m: Static[int]
+    cluster_n: Static[int]
+
+    @classmethod
+    def create(cls, tiles_m, tiles_n, batches=1, raster: str = "M", group: int = 8,
+               cluster=(1, 1)) -> "ClusterTileScheduler":
+        """The scheduler of a ``tiles_m x tiles_n`` tile grid per batch (ints or dynamic
+        integers) in clusters of ``cluster = (cluster_m, cluster_n)`` (static ints >= 1).
+        Raises OperandError as ``PersistentTileScheduler.create``, or for a bad cluster."""
+        what = "ws.sched.ClusterTileScheduler.create()"
+        if not (isinstance(cluster, tuple) and len(cluster) == 2 and all(
+                isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 16
+                for c in cluster)):
+            raise operand_error(f"{what}'s cluster", cluster, "a static (cluster_m, cluster_n) "
+                                "pair of ints in [1, 16]", "pass e.g. cluster=(2, 1)")
+        cm, cn = cluster
+        inner = PersistentTileScheduler.create((tiles_m + (cm - 1)) // cm,
+                                               (tiles_n + (cn - 1)) // cn, batches, raster,
+                                               group)
+        return cls(inner, cm, cn)
+
+    def num_tiles(self) -> Int32:
+        """Cluster tiles in all (every CTA of a cluster walks each of its cluster's)."""
+        return self.inner.num_tiles()
+
+    def first(self) -> Int32:
+        """This cluster's first cluster tile: ``%clusterid.x``."""
+        return cluster_idx()[0]
+
+    def stride(self) -> Int32:
+        """The step between a cluster's tiles: ``%nclusterid.x`` (clusters in the grid)."""
+        return cluster_grid_dim()[0]
+
+    def tile(self, t) -> tuple:
+        """(m, n, batch) of this CTA's tile in cluster tile ``t`` (dynamic Int32)."""
+        m, n, batch = self.inner.tile(t)
+        if self.cluster_m * self.cluster_n == 1:
+            return m, n, batch
+        rank = cluster_ctarank()
+        return (m * self.cluster_m + rank % self.cluster_m,
+                n * self.cluster_n + rank // self.cluster_m, batch)

@@ -255,7 +255,7 @@ def _coords(desc: TmaDescriptor, coords, what: str, store: bool = False) -> list
     return [dynamic_i32(c, f"{what}'s coordinate {k}") for k, c in enumerate(seq)]
 
 
-def load(desc, dst, coords, bar) -> None:
+def load(desc, dst, coords, bar, *, multicast=None) -> None:
     """Copy the box of ``desc``'s tensor whose first element is at ``coords`` (elements,
     outermost first, static or dynamic ints; may be negative or past the end) into the
     shared-memory array ``dst``, and complete ``desc.smem_bytes`` transaction bytes on the
@@ -266,7 +266,16 @@ def load(desc, dst, coords, bar) -> None:
     ``dst``: an SmemArray of the descriptor's dtype, exactly ``desc.smem_shape`` elements, with
     the descriptor's swizzle, aligned to max(128, the swizzle's period) bytes. ``bar``: an
     Mbarrier; announce the bytes on it (``arrive_expect_tx``) and wait on it before reading
-    ``dst``. Raises OperandError for a mismatched array, bad coordinates or barrier."""
+    ``dst``. Raises OperandError for a mismatched array, bad coordinates or barrier.
+
+    ``multicast``: a CTA mask (a static int or a dynamic integer, 16 bits, bit r: the CTA of
+    cluster rank r): the box is read once and lands in ``dst`` of every CTA of the mask (the
+    same shared offset in each), completing ``desc.smem_bytes`` on the mbarrier at ``bar``'s
+    offset in each: PTX ISA 9.7.9.25 ``cp.async.bulk.tensor.<rank>d.shared::cluster.global.tile
+    .mbarrier::complete_tx::bytes.multicast::cluster [dst], [desc, {coords}], [bar], mask``.
+    Every CTA of the mask announces the bytes on its own mbarrier and waits there; the kernel is
+    launched with ``cluster=`` and the peers' mbarriers are initialized before the first
+    multicast (``ws.arch.cluster_sync()``)."""
     what = "ws.tma.load()"
     d = _descriptor(desc, f"{what}'s descriptor")
     tile = _tile(d, dst, f"{what}'s destination")
@@ -274,18 +283,28 @@ def load(desc, dst, coords, bar) -> None:
         raise operand_error(f"{what}'s mbarrier", type(bar).__name__, "an Mbarrier",
                             "pass storage.bars[i] (or pipe.producer_get_barrier(state))")
     xs = _coords(d, coords, what)
-    builder(what).tma_load(d.map.value, tile.ptr.value, bar.ptr.value, xs, d.box, d.smem_bytes)
+    if multicast is None:
+        builder(what).tma_load(d.map.value, tile.ptr.value, bar.ptr.value, xs, d.box,
+                               d.smem_bytes)
+        return
+    if not isinstance(multicast, Scalar):
+        static_int(multicast, f"{what}'s multicast mask", range(1, 1 << 16),
+                   "a CTA mask in [1, 2^16) (bit r: cluster rank r)",
+                   "pass e.g. 0b11 for the two CTAs of a 2-CTA cluster")
+    mask = dynamic_i32(multicast, f"{what}'s multicast mask")
+    builder(what).tma_load_multicast(d.map.value, tile.ptr.value, bar.ptr.value, mask, xs, d.box,
+                                     d.smem_bytes)
 
 
-def load_tile(desc, layout, tile, coords, bar) -> None:
+def load_tile(desc, layout, tile, coords, bar, *, multicast=None) -> None:
     """Load a wgmma smem tile by TMA as ``layout.blocks`` boxes: ``layout`` is the tile's
     ``ws.wgmma.TileLayout`` (``desc``'s box: ``layout.box``, one column block; leading box
     dimensions of 1 allowed), ``tile`` its smem array (``layout.shape``), ``coords`` the
     coordinates of the tile's element (0, 0) in ``desc``'s tensor (elements, outermost first;
     the last is the column). Box ``blk`` comes from column ``coords[-1] + blk *
     layout.block_cols`` into ``layout.block(tile, blk)``; all complete on ``bar`` (announce
-    ``layout.nbytes``). Raises OperandError as ``load`` does, or for a ``layout`` that is not
-    a TileLayout."""
+    ``layout.nbytes``). ``multicast``: a CTA mask, each box multicast as in ``load``. Raises
+    OperandError as ``load`` does, or for a ``layout`` that is not a TileLayout."""
     if not isinstance(layout, TileLayout):
         raise operand_error("ws.tma.load_tile()'s layout", type(layout).__name__,
                             "a ws.wgmma.TileLayout (the smem tile's layout)",
@@ -293,7 +312,7 @@ def load_tile(desc, layout, tile, coords, bar) -> None:
     coords = tuple(coords)
     for blk in range(layout.blocks):
         col = add(coords[-1], blk * layout.block_cols)
-        load(desc, layout.block(tile, blk), coords[:-1] + (col,), bar)
+        load(desc, layout.block(tile, blk), coords[:-1] + (col,), bar, multicast=multicast)
 
 
 def store(desc, src, coords) -> None:

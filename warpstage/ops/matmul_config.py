@@ -57,28 +57,30 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
                schedule: str = "cooperative", split_k: bool = False, b_dtype=None,
-               tile_m: int = TILE_M) -> Matmul:
+               tile_m: int = TILE_M, cluster: tuple = (1, 1)) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, split_k, b_dtype, tile_m)
+                       group, schedule, split_k, b_dtype, tile_m, cluster)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, epilogue, split_k=False, b_dtype=None, tile_m=TILE_M) -> Matmul:
+                schedule, epilogue, split_k=False, b_dtype=None, tile_m=TILE_M,
+                cluster=(1, 1)) -> Matmul:
     """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8):
     the cached configuration of ``policy_for`` with ``epilogue`` put in (``Matmul.with_epilogue``),
     so a call with a new epilogue object costs a copy, not the policy's layouts."""
     return policy_for(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                      group, schedule, split_k, b_dtype, tile_m).with_epilogue(epilogue)
+                      group, schedule, split_k, b_dtype, tile_m, cluster).with_epilogue(epilogue)
 
 
 def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, split_k, b_dtype, tile_m) -> Matmul:
+                schedule, split_k, b_dtype, tile_m, cluster=(1, 1)) -> Matmul:
     stages = num_stages
     if stages is None:
         Matmul.check_tile_m(tile_m, schedule)          # before max_stages uses it
         stages = min(8, max_stages(tile_n, out_dtype, dtype, schedule, tile_m))
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
-                  schedule=schedule, split_k=split_k, b_dtype=b_dtype, tile_m=tile_m)
+                  schedule=schedule, split_k=split_k, b_dtype=b_dtype, tile_m=tile_m,
+                  cluster=cluster)

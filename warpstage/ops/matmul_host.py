@@ -100,7 +100,7 @@ def _shapes(ta, tb, op: str = "matmul"):
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
            raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
-           tune=False):
+           cluster=(1, 1), tune=False):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -118,6 +118,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     ``tile_m``: rows per tile, 128 or 64 (one consumer warpgroup; cooperative only). None
     (each of tile_n, splits, tile_m): the least estimated device time for the shape
     (``matmul_plan.plan``: at M = 128-256 against a 4096-wide weight, 64 x 128 tiles unsplit).
+    ``cluster``: (1, 1) (default), (2, 1) or (1, 2): thread-block clusters of two CTAs on M- /
+    N-adjacent tiles sharing B / A by TMA multicast (``matmul_producer.py``; not the default:
+    docs/matmul.md has the measurements).
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
     shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations, up
@@ -133,17 +136,18 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     (warpstage/runtime/torch_library.py: a fake implementation for torch.compile; no autograd
     formula, there is no backward), so
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
+    cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,
                       (tile_n, num_stages, group, splits, tile_m, raster != "M",
-                       schedule != "cooperative"))
+                       schedule != "cooperative", cluster != (1, 1)))
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule, splits, tile_m)
+                       schedule, splits, tile_m) if cluster == (1, 1) else None
     if op is not None:
         return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m)
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
                         num_stages=num_stages, raster=raster, group=group, schedule=schedule,
-                        splits=splits, tile_m=tile_m)
+                        splits=splits, tile_m=tile_m, cluster=cluster)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
@@ -163,7 +167,7 @@ def check_tune(op: str, tune, given) -> None:
     if tune is not True or any(x is not None and x is not False for x in given):
         raise _user_error(ArgumentError(
             f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, tile_m, raster, schedule); expected tune=True alone (the tuner chooses "
+            "splits, tile_m, raster, schedule, cluster); expected tune=True alone (the tuner chooses "
             "them) or tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
@@ -178,15 +182,17 @@ def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, gr
 
 
 def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-                 raster="M", group=None, schedule="cooperative", splits=None, tile_m=None):
+                 raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
+                 cluster=(1, 1)):
     """:func:`matmul` without the torch op (what the op runs). A repeated call with the same
     facts (shapes, strides, dtypes, devices, alignment, arguments) launches its kept plan
-    (``op_plans.py``)."""
+    (``op_plans.py``); a call with a cluster is not kept (its launch is not a plain one)."""
     try:
-        tensors = _plan_tensors(a, b, out, epilogue)
+        cluster = tuple(cluster)
+        tensors = _plan_tensors(a, b, out, epilogue) if cluster == (1, 1) else None
         if tensors is None:
             return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                           schedule, splits, tile_m=tile_m)
+                           schedule, splits, tile_m=tile_m, cluster=cluster)
         return op_plans.run("matmul", tensors, _typed(
             out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m,
             None if epilogue is None else type(epilogue),
@@ -242,7 +248,7 @@ def _operands(a, b, dtypes=None):
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits, dtypes=None, tile_m=None):
+            splits, dtypes=None, tile_m=None, cluster=(1, 1)):
     """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
     both float16 or both bfloat16."""
     ta, tb, dtype, b_dtype = _operands(a, b, dtypes)
@@ -267,7 +273,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule, splits, dtypes, tile_m)
+                    raster, group, schedule, splits, dtypes, tile_m, cluster)
         if out is None or out2 is None:             # host work after the launch
             op_plans.plannable(False)
         if out is None:
@@ -308,7 +314,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if splits > 1:
         return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt,
                         (dtype, b_dtype), (m, n, k, batches), epilogue, (tm, tn), num_stages,
-                        raster, group, splits, sms)
+                        raster, group, splits, sms, cluster)
     c, c_arg = out, (to if out is not None else None)
     if c is None or not tma_compatible(c_arg):
         per = 16 // odt.ir_type.nbytes
@@ -316,10 +322,10 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         c_arg = None
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                       schedule, b_dtype=b_dtype, tile_m=tm)
+                       schedule, b_dtype=b_dtype, tile_m=tm, cluster=cluster)
     else:
         p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                        schedule, epilogue, b_dtype=b_dtype, tile_m=tm)
+                        schedule, epilogue, b_dtype=b_dtype, tile_m=tm, cluster=cluster)
     launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         op_plans.plannable()
@@ -336,13 +342,13 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
 
 
 def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, tiles,
-             num_stages, raster, group, splits, sms):
+             num_stages, raster, group, splits, sms, cluster=(1, 1)):
     """The split-K path: the GEMM's f32 partials into a (batches x splits, M, N) workspace
     (rows padded to 16 bytes), then ``splitk_reduce`` into ``out`` or a new tensor."""
     m, n, k, batches = sizes
     tm, tn = tiles
     p = policy_for(dtypes[0], Float32, majors[0], majors[1], len(shape) == 3, tn, num_stages,
-                   raster, group, "cooperative", True, dtypes[1], tm)
+                   raster, group, "cooperative", True, dtypes[1], tm, cluster)
     work = op_plans.fresh(_new(like, (batches * splits, m, -(-n // 4) * 4), Float32))
     launch(p, (xs[0], xs[1], work), (m, n, k, batches, splits), None, sms,
            (args[0], args[1], None))
@@ -372,6 +378,13 @@ def launch(p: Matmul, tensors, sizes, epilogue=None, sms: int = SIM_CTAS,
     descs = [descriptor(x, ta or as_tensor_arg(x), box)
              for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
-    ctas = grid_size(p.tiles(m, n, batches, splits), sms)
-    op_plans.launch(matmul_kernel, (ctas, 1, 1), p.threads,
-                    (p, *descs, m, n, k, batches, splits, operands))
+    if p.cluster == (1, 1):
+        ctas = grid_size(p.tiles(m, n, batches, splits), sms)
+        op_plans.launch(matmul_kernel, (ctas, 1, 1), p.threads,
+                        (p, *descs, m, n, k, batches, splits, operands))
+        return
+    op_plans.plannable(False)                 # a cluster launch (cuLaunchKernelEx) is not kept
+    size = p.cluster[0] * p.cluster[1]        # clusters of adjacent tiles (ClusterTileScheduler)
+    ctas = size * grid_size(p.cluster_tiles(m, n, batches, splits), max(1, sms // size))
+    matmul_kernel(p, *descs, m, n, k, batches, splits, operands, grid=(ctas, 1, 1),
+                  block=(p.threads, 1, 1), cluster=(size, 1, 1))

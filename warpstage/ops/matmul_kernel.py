@@ -37,10 +37,11 @@ from ..core.static_key import static_key
 from ..lang.epilogue import TmaStoreEpilogue
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
-from ..lang.sched import RASTERS, PersistentTileScheduler
+from ..lang.sched import RASTERS, ClusterTileScheduler, PersistentTileScheduler
 from ..lang.wgmma import TileLayout
 from ..lang.wgmma_tiles import mma_k_of
 from .matmul_consumer import MatmulConsumer
+from .matmul_producer import CLUSTERS, MatmulProducer
 
 __all__ = ["Matmul", "matmul_kernel", "TILE_M", "TILE_K", "tile_k_of", "FP8_DTYPES"]
 
@@ -58,7 +59,7 @@ _MAJORS = ("K", "MN")
 SCHEDULES = ("cooperative", "pingpong")
 
 
-class Matmul(MatmulConsumer):
+class Matmul(MatmulProducer, MatmulConsumer):
     """Static policy of the GEMM kernel (configuration + per-role device code).
 
     ``dtype``: A's and B's ws.Float16 / ws.BFloat16, or A's ws.Float8E4M3FN / ws.Float8E5M2
@@ -71,7 +72,9 @@ class Matmul(MatmulConsumer):
     rows: 384 threads) or 64 (one consumer warpgroup, 256 threads: small M, where a 128-row
     tile would compute rows past M; cooperative schedule only). ``num_stages``: the TMA ring depth
     (>= 2). ``raster`` ('M' / 'N') and ``group``: the tile scheduler's order and swizzle band.
-    ``cluster``: (1, 1) only (TMA multicast across a cluster is not built). ``epilogue``: None
+    ``cluster``: (1, 1), or (2, 1) / (1, 2): two CTAs of a thread-block cluster on M- / N-
+    adjacent tiles, the shared B / A tile loaded half by each and multicast to both
+    (``matmul_producer.py``). ``epilogue``: None
     or a static object with a ``@ws.jit`` ``apply(x, row, col, operands)`` method
     (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
     ``setmaxnreg`` counts of the producer and the consumer warpgroups. ``schedule``:
@@ -134,9 +137,11 @@ class Matmul(MatmulConsumer):
                                 f"splitk_reduce), with out_dtype={out_dtype.__name__}, "
                                 f"epilogue={type(epilogue).__name__}, schedule={schedule!r}",
                                 "call warpstage.ops.matmul, which plans it")
-        if tuple(cluster) != (1, 1):
-            raise _policy_error("cluster", cluster, "(1, 1) (TMA multicast across a cluster "
-                                "is not built)", "cluster=(1, 1)")
+        cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
+        if cluster not in CLUSTERS:
+            raise _policy_error("cluster", cluster, "(1, 1), (2, 1) (two M-adjacent tiles "
+                                "sharing B by TMA multicast) or (1, 2) (N-adjacent, sharing A)",
+                                "cluster=(1, 1) (the default) or cluster=(2, 1)")
         for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
             if isinstance(r, bool) or not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
                 raise _policy_error(name, r, "a multiple of 8 in [24, 256] (setmaxnreg's "
@@ -151,7 +156,7 @@ class Matmul(MatmulConsumer):
         self.tile_k, self.mma_k = tile_k_of(dtype), mma_k_of(dtype)
         self.a_major, self.b_major, self.batched = a_major, b_major, bool(batched)
         self.tile_n, self.num_stages, self.raster, self.group = tile_n, num_stages, raster, group
-        self.cluster = (1, 1)
+        self.cluster = cluster
         self.schedule = schedule
         self.split_k = bool(split_k)
         self.tile_m = tile_m
@@ -222,7 +227,7 @@ class Matmul(MatmulConsumer):
                 self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
                 self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
-                self.schedule, self.split_k, self.tile_m)
+                self.schedule, self.split_k, self.tile_m, self.cluster)
 
     def __repr__(self) -> str:
         ab = self.dtype.__name__ + ("" if self.b_dtype is self.dtype
@@ -232,7 +237,8 @@ class Matmul(MatmulConsumer):
                 f"{self.tile_m} x {self.tile_n} tiles, {self.schedule}, {self.num_stages} "
                 f"stages, raster {self.raster}/{self.group}, epilogue "
                 f"{type(self.epilogue).__name__}"
-                f"{', split-K partials' if self.split_k else ''})")
+                f"{', split-K partials' if self.split_k else ''}"
+                f"{f', cluster {self.cluster}' if self.cluster != (1, 1) else ''})")
 
     # -- host-side facts -----------------------------------------------------------------------
     def descriptor_boxes(self) -> tuple:
@@ -241,12 +247,19 @@ class Matmul(MatmulConsumer):
         else as (N, K); C as (M, N). Batched: a leading box dimension of 1; split-K: C is the
         (batches x splits, M, N) f32 workspace, so its box has the leading 1 too."""
         pre = (1,) if self.batched else ()
-        return (pre + self.a_layout.box, pre + self.b_layout.box,
+        return (pre + self.operand_box(self.a_layout, "A"),
+                pre + self.operand_box(self.b_layout, "B"),
                 ((1,) if self.batched or self.split_k else ()) + self.out.box)
 
     def tiles(self, m: int, n: int, batches: int = 1, splits: int = 1) -> int:
         """Work units of an M x N (x batches) problem: output tiles, times ``splits`` K ranges."""
         return -(-m // self.tile_m) * -(-n // self.tile_n) * batches * splits
+
+    def cluster_tiles(self, m: int, n: int, batches: int = 1, splits: int = 1) -> int:
+        """Work units of clusters: ``cluster_m x cluster_n`` blocks of tiles (x splits)."""
+        cm, cn = self.cluster
+        return (-(-(-(-m // self.tile_m)) // cm) * -(-(-(-n // self.tile_n)) // cn) * batches
+                * splits)
 
     def work(self, sched, t, k_tiles, splits):
         """Work unit ``t``: (m_blk, n_blk, batch of A/B, batch of C, first K step, K steps).
@@ -261,40 +274,6 @@ class Matmul(MatmulConsumer):
             k0 = (unit - batch * splits) * ks
             return m_blk, n_blk, batch, unit, k0, ws.math.min(ks, k_tiles - k0)
         return m_blk, n_blk, unit, unit, 0, k_tiles
-
-    # -- producer role -------------------------------------------------------------------------
-    @ws.jit
-    def load(self, a_desc, b_desc, sched, k_tiles, splits, pipeline, storage):
-        """Producer warp 0: per tile and K step, wait for a free stage, then one elected thread
-        loads A's and B's tiles of that step by TMA (the stage's full mbarrier counts bytes)."""
-        if ws.arch.elect_one():
-            ws.tma.prefetch_descriptor(a_desc)
-            ws.tma.prefetch_descriptor(b_desc)
-        state = pipeline.producer_start_state()
-        for t in range(sched.first(), sched.num_tiles(), sched.stride()):
-            m_blk, n_blk, batch, _, k0, count = self.work(sched, t, k_tiles, splits)
-            for kt in range(count):
-                pipeline.producer_acquire(state)
-                if ws.arch.elect_one():
-                    bar = pipeline.producer_get_barrier(state)
-                    self.load_operand(a_desc, self.a_layout, self.a_major,
-                                      storage.a[state.index], m_blk * self.tile_m,
-                                      (k0 + kt) * self.tile_k, batch, bar)
-                    self.load_operand(b_desc, self.b_layout, self.b_major,
-                                      storage.b[state.index], n_blk * self.tile_n,
-                                      (k0 + kt) * self.tile_k, batch, bar)
-                state = state.advance()
-        pipeline.producer_tail(state)
-
-    def load_operand(self, desc, layout, major, tile, mn0, k0, batch, bar) -> None:
-        """A's 128 x tile_k or B's tile_k x tile_n tile (``layout``: a_layout / b_layout) at M or N
-        index ``mn0``, K index ``k0``: the box(es) of ``layout`` from the (M or N, K) tensor
-        K-major, from its (K, M or N) transpose MN-major."""
-        rc = (mn0, k0) if major == "K" else (k0, mn0)
-        ws.tma.load_tile(desc, layout, tile, self.coords(batch, *rc), bar)
-
-    def coords(self, batch, row, col) -> tuple:
-        return (batch, row, col) if self.batched else (row, col)
 
 
 TILE_NS = (64, 128, 192, 256)
@@ -341,12 +320,20 @@ def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperat
 def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage):
     """Pipeline and scheduler set-up, then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
-    pipeline = ws.pipeline.PipelineTmaAsync.create(storage.barriers, num_stages=p.num_stages,
-                                                   consumer_count=p.consumer_arrivals,
-                                                   transaction_bytes=p.stage_bytes)
-    sched = PersistentTileScheduler.create((m + (p.tile_m - 1)) // p.tile_m,
-                                           (n + (p.tile_n - 1)) // p.tile_n, batches * splits,
-                                           raster=p.raster, group=p.group)
+    tiles_m, tiles_n = (m + (p.tile_m - 1)) // p.tile_m, (n + (p.tile_n - 1)) // p.tile_n
+    if ws.static(p.cluster == (1, 1)):
+        pipeline = ws.pipeline.PipelineTmaAsync.create(
+            storage.barriers, num_stages=p.num_stages, consumer_count=p.consumer_arrivals,
+            transaction_bytes=p.stage_bytes)
+        sched = PersistentTileScheduler.create(tiles_m, tiles_n, batches * splits,
+                                               raster=p.raster, group=p.group)
+    else:       # the mbarriers' init ends in a cluster barrier: peers arrive / multicast here
+        pipeline = ws.pipeline.PipelineTmaMulticast.create(
+            storage.barriers, num_stages=p.num_stages,
+            consumer_warps=p.consumer_arrivals // 32, transaction_bytes=p.stage_bytes,
+            cluster_shape=p.cluster)
+        sched = ClusterTileScheduler.create(tiles_m, tiles_n, batches * splits,
+                                            raster=p.raster, group=p.group, cluster=p.cluster)
     k_tiles = (k + (p.tile_k - 1)) // p.tile_k
     if warp < 4:
         ws.arch.setmaxnreg_decrease(p.producer_regs)
@@ -355,6 +342,8 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, s
     else:
         ws.arch.setmaxnreg_increase(p.mma_regs)
         p.consume(c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage)
+    if ws.static(p.cluster != (1, 1)):
+        ws.arch.cluster_sync()      # no CTA exits while its peer may still reach its smem
 
 
 @ws.kernel

@@ -4,8 +4,8 @@
 ``Memory`` maps host numpy arrays at device addresses for its pointer arguments.
 """
 # importing the op families registers their handlers
-from . import (ops_arith, ops_async, ops_control, ops_mbarrier, ops_memory,  # noqa: F401
-               ops_mma, ops_special, ops_sync, ops_tma, ops_warp, ops_wgmma)
+from . import (cluster, ops_arith, ops_async, ops_control, ops_mbarrier,  # noqa: F401
+               ops_memory, ops_mma, ops_special, ops_sync, ops_tma, ops_warp, ops_wgmma)
 from .compiler import Program, compile_module
 from .memory import Memory
 from .registry import HANDLERS

@@ -167,9 +167,13 @@ def _touch(op: Operation, w, addr: int, write: bool = False) -> None:
         w.cta.races.mbarrier_access(w, addr, int(np.argmax(w.mask)), op, write)
 
 
-def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
-    """``n`` arrivals on ``bar``; returns the phase before them (the state token)."""
-    _touch(op, w, bar.address)
+def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int,
+           local: bool = True) -> int:
+    """``n`` arrivals on ``bar``; returns the phase before them (the state token). ``local``:
+    ``bar`` is in ``w``'s CTA (False: a peer CTA's, through shared::cluster; the race detector
+    does not follow it)."""
+    if local:
+        _touch(op, w, bar.address)
     token = bar.phase
     while n > 0:
         if bar.pending == 0:
@@ -182,19 +186,21 @@ def arrive(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, n: int) -> int:
         n -= take
         _complete(tab, bar)
     tab.epoch += 1
-    if w.cta.races is not None:   # the race detector: an arrival releases the warp's clock
+    if local and w.cta.races is not None:   # the race detector: an arrival releases the clock
         w.cta.races.mbarrier_release(w.index, bar.address, bar.phase != token)
     return token
 
 
-def complete_tx(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, nbytes: int) -> None:
-    """The asynchronous proxy completed ``nbytes`` of transactions on ``bar`` (TMA, bulk copy)."""
+def complete_tx(op: Operation, w, tab: MbarrierTable, bar: Mbarrier, nbytes: int,
+                local: bool = True) -> None:
+    """The asynchronous proxy completed ``nbytes`` of transactions on ``bar`` (TMA, bulk copy);
+    ``local``: ``bar`` is in ``w``'s CTA (False: a multicast's peer CTA)."""
     phase = bar.phase
     bar.tx_op = op
     _add_tx(op, w, bar, -nbytes)
     _complete(tab, bar)
     tab.epoch += 1
-    races = w.cta.races if w is not None else None
+    races = w.cta.races if w is not None and local else None
     if races is not None:         # the bytes landed as writes of warp w: release, not advance
         races.mbarrier_release(w.index, bar.address, bar.phase != phase, advance=False)
 

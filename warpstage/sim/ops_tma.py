@@ -31,6 +31,12 @@ period; 16 for bulk copies) or out of range, a descriptor whose box differs from
 kernel was compiled for, a bulk copy size that is not a positive multiple of 16, global
 addresses outside the mapped tensor, an mbarrier that is not initialized.
 
+Multicast loads (``multicast``: an i32 CTA mask after the mbarrier) read the box once and
+issue it to every CTA of the cluster whose rank's bit is set: the bytes go to the same shared
+offset in each, complete on the mbarrier at the same offset in each, and land when a warp of
+that CTA observes the phase. A mask bit past the cluster, a peer that exited or whose mbarrier
+is not initialized is an error (``sim/cluster.py``).
+
 The landed bytes are written straight into the CTA's shared-memory bytes (they come from the
 async proxy, not from a warp's st.shared).
 """
@@ -45,6 +51,7 @@ from .compiler import where
 from . import races
 from .memory import AccessFault
 from .ops_memory import access_error
+from .cluster import peer
 from .ops_mbarrier import OBSERVERS, complete_tx, lookup, table
 from .registry import handler
 
@@ -193,13 +200,14 @@ def _lanes(w):
     return np.flatnonzero(w.mask).tolist()
 
 
-def _complete(op, w, tab, bar, nbytes: int, issued: dict, lanes: list, bar_slot, s) -> None:
+def _complete(op, w, tab, bar, nbytes: int, issued: dict, lanes: list, bar_slot, s,
+              local: bool = True) -> None:
     """``complete_tx`` for one lane's copy, checking that one instruction's lanes do not complete
-    more bytes than the phase announced (``issued``: mbarrier address -> [phase at the first
-    lane, lanes so far])."""
-    rec = issued.setdefault(bar.address, [bar.phase, 0])
+    more bytes than the phase announced (``issued``: (table, mbarrier address) -> [phase at the
+    first lane, lanes so far])."""
+    rec = issued.setdefault((id(tab), bar.address), [bar.phase, 0])
     rec[1] += 1
-    complete_tx(op, w, tab, bar, nbytes)
+    complete_tx(op, w, tab, bar, nbytes, local)
     if bar.tx < 0 and bar.phase > rec[0]:
         addrs = s[bar_slot]
         n = sum(1 for ln in lanes if int(addrs[ln]) == bar.address)
@@ -216,21 +224,43 @@ def _complete(op, w, tab, bar, nbytes: int, issued: dict, lanes: list, bar_slot,
 
 
 # -- loads --------------------------------------------------------------------------------------
-def _issue(op, w, s, tab, st, bar, dst, data, lane, tx) -> None:
+def _issue(op, w, s, tab, st, bar, dst, data, lane, tx, local=True) -> None:
     """One lane's copy issued: its shared bytes ``dst`` count as written by the issuing warp
     (race detector), its bytes complete on ``bar`` (``tx``: _complete's byte count and per-op
-    bookkeeping), and ``data`` waits in ``st.loads`` for a wait that observes the phase."""
-    races.note_write(w.cta, dst, 1, w, op, np.full(dst.size, lane),
-                     async_proxy=True)              # the issuer, then the release
+    bookkeeping), and ``data`` waits in ``st.loads`` for a wait that observes the phase.
+    ``local``: ``tab``/``st`` are the issuing CTA's (False: a multicast's peer CTA)."""
+    if local:
+        races.note_write(w.cta, dst, 1, w, op, np.full(dst.size, lane),
+                         async_proxy=True)          # the issuer, then the release
     phase = bar.phase
     nbytes, issued, lanes, bar_slot = tx
-    _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s)
+    _complete(op, w, tab, bar, nbytes, issued, lanes, bar_slot, s, local)
     st.loads.setdefault(bar.address, []).append((phase, dst, data, op, w, lane))
+
+
+def _targets(op, w, mask: int, lane: int) -> list:
+    """The CTAs a multicast with CTA mask ``mask`` writes to, in rank order."""
+    if not 0 < mask < 1 << 16:
+        raise _error(op, w, lane, f"the multicast CTA mask {mask:#x} must have 1 to 16 bits "
+                                  "set (bit r: the CTA of cluster rank r)")
+    return [peer(op, w, r, "the multicast mask") for r in range(16) if mask >> r & 1]
+
+
+def _peer_bar(op, w, lane, cta, addr: int):
+    bar = table(cta).bars.get(addr)
+    if bar is None:
+        raise _error(op, w, lane, f"the multicast reaches CTA rank {cta.cluster_rank}, which "
+                                  f"has no mbarrier at shared offset {addr:#x} (not initialized "
+                                  "yet): initialize the mbarriers, then ws.arch.cluster_arrive()"
+                                  "; ws.arch.cluster_wait() before the first multicast")
+    return bar
 
 
 @handler("tma.load")
 def _load(op: Operation, cx):
+    multicast = op.attrs.get("multicast", False)
     desc_slot, dst_slot, bar_slot, *coord_slots = cx.slots(op.operands)
+    mask_slot = coord_slots.pop(0) if multicast else None
 
     def tma_load(s, w):
         tab = table(w.cta)
@@ -252,8 +282,15 @@ def _load(op: Operation, cx):
             align = max(SMEM_ALIGN, swizzle_align(m.swizzle))
             dst = _smem_bytes(op, w, lane, int(s[dst_slot][lane]), addrs.size, size, m.swizzle,
                               align)
-            _issue(op, w, s, tab, st, bar, dst.ravel(), vals.view(np.uint8), lane,
-                   (nbytes, issued, lanes, bar_slot))
+            tx = (nbytes, issued, lanes, bar_slot)
+            if mask_slot is None:
+                _issue(op, w, s, tab, st, bar, dst.ravel(), vals.view(np.uint8), lane, tx)
+                continue
+            for cta in _targets(op, w, int(s[mask_slot][lane]), lane):   # same offsets in each
+                local = cta is w.cta
+                cbar = bar if local else _peer_bar(op, w, lane, cta, bar.address)
+                _issue(op, w, s, table(cta), _state(cta), cbar, dst.ravel(),
+                       vals.view(np.uint8), lane, tx, local)
     return tma_load
 
 

@@ -17,6 +17,7 @@ from ..core.target import target_for
 from .dtypes import full
 from .memory import Memory, SharedMemory
 from .races import CheckedSharedMemory, RaceState
+from .cluster import Cluster
 from .scheduler import run_ctas
 from .warp import CTA, Warp
 
@@ -71,7 +72,7 @@ def races_enabled() -> bool:
 
 def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[int],
         args: Sequence, memory: Memory, smem_bytes: int = 0, *, echo=True,
-        smem_fill: int = 0, races: Optional[bool] = None) -> RunResult:
+        smem_fill: int = 0, races: Optional[bool] = None, cluster=None) -> RunResult:
     """Execute kernel ``kernel_name`` of ``module`` over ``grid`` CTAs of ``block`` threads.
 
     ``args``: the kernel's parameter values in order: Python bool/int/float (or numpy scalars)
@@ -82,6 +83,8 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     writable text stream to print to. ``smem_fill``: the byte shared memory starts with (a GPU
     leaves it undefined; set e.g. 0xFF to catch reads of uninitialized shared memory).
     ``races``: check shared-memory accesses for races (slower); None: ``races_enabled()``.
+    ``cluster``: CTAs per thread-block cluster (1 to 3 ints dividing ``grid``; None: clusters of
+    one CTA); the CTAs of a cluster run together (``sim/cluster.py``).
 
     CTAs run one after another (a CTA is started beside the running ones when all of their warps
     spin; see ``sim/scheduler.py``); a CTA's warps run as coroutines. Raises ArgumentError /
@@ -114,14 +117,25 @@ def run(module: Module, kernel_name: str, grid: Sequence[int], block: Sequence[i
     result = RunResult()
     max_loop = env_sim_max_loop()
 
+    cluster3 = _cluster_dims(cluster, grid3)
+
+    def make(ctaid):
+        cta = _make_cta(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, echo,
+                        result, races)
+        cta.max_loop = max_loop
+        return cta
+
     def ctas():
-        for z in range(grid3[2]):
-            for y in range(grid3[1]):
-                for x in range(grid3[0]):
-                    cta = _make_cta(kf, (x, y, z), grid3, block3, regs, memory, smem_bytes,
-                                    smem_fill, echo, result, races)
-                    cta.max_loop = max_loop
-                    yield cta
+        if cluster3 is None:
+            for z, y, x in np.ndindex(grid3[2], grid3[1], grid3[0]):
+                yield make((x, y, z))
+            return
+        cx, cy, cz = cluster3
+        for z, y, x in np.ndindex(grid3[2] // cz, grid3[1] // cy, grid3[0] // cx):
+            members = [make((x * cx + i, y * cy + j, z * cz + k))
+                       for k, j, i in np.ndindex(cz, cy, cx)]
+            Cluster(cluster3, members)
+            yield tuple(members)
 
     progress = _Progress(kernel_name, grid3[0] * grid3[1] * grid3[2])
 
@@ -200,6 +214,20 @@ def _make_cta(kf, ctaid, grid3, block3, regs, memory, smem_bytes, smem_fill, ech
         w.coroutine = kf.run(frame, w) if kf.blocking else _coroutine(kf.run, frame, w)
         cta.warps.append(w)
     return cta
+
+
+def _cluster_dims(cluster, grid3):
+    """The launch's cluster shape as 3 ints (None: none), checked against ``grid3``."""
+    if cluster is None:
+        return None
+    c = _dims("cluster", cluster, (TARGET.max_cluster_ctas,) * 3)
+    if c[0] * c[1] * c[2] > TARGET.max_cluster_ctas:
+        raise LaunchError(f"cluster {c} has {c[0] * c[1] * c[2]} CTAs; at most "
+                          f"{TARGET.max_cluster_ctas} per cluster (portable limit)")
+    if any(g % k for g, k in zip(grid3, c)):
+        raise LaunchError(f"grid {grid3} is not a whole number of clusters {c}; make each grid "
+                          "dimension a multiple of the cluster's")
+    return c
 
 
 def _coroutine(run, frame, w):

@@ -13,7 +13,8 @@ then does other work runs on, and a spin loop that can never succeed is still re
 Spin loops. A ``scf.while`` that reads memory (sim/ops_control.py) yields a ``SpinWait`` every
 ``SPIN_ITERATIONS`` iterations, so a warp polling a flag in memory lets the others run. The wait
 is ``idle`` when the loop's carried values and active lanes are unchanged since its previous
-``SpinWait``. CTAs run one at a time; when every live warp of the running CTAs is idle or
+``SpinWait``. CTAs run one at a time (the CTAs of a thread-block cluster together, started as
+one; one of them that cannot proceed while a peer still can is not deadlocked); when every live warp of the running CTAs is idle or
 blocked for ``ADMIT_ROUNDS`` rounds, the next CTA of the grid is started beside them (as a GPU
 keeps several CTAs resident), and a CTA that exits hands its place to the next one. With no CTA
 left to start, ``SPIN_ROUNDS`` such rounds are a livelock, reported with each warp's spin loop
@@ -263,16 +264,22 @@ def _run_ctas(ctas, finished, resident: list) -> None:
     idle_rounds = 0
     while resident:
         progressed = False
+        stuck = []
         for cta in list(resident):
             state = _round(cta)
             if state == _DONE:
                 resident.remove(cta)
+                cta.exited = True
                 finished(cta)
-                _admit(pending, resident)   # its place goes to the next CTA of the grid
+                if _cluster_left(cta, resident):
+                    _admit(pending, resident)   # its place goes to the next CTA (or cluster)
                 progressed = True
             elif state == _PROGRESS:
                 progressed = True
             elif state == _STUCK:
+                stuck.append(cta)
+        for cta in stuck:        # a CTA of a cluster may wait for a peer that can still move
+            if not _peer_moving(cta, stuck, resident):
                 raise _deadlock(cta)
         if progressed:
             idle_rounds = 0
@@ -285,11 +292,26 @@ def _run_ctas(ctas, finished, resident: list) -> None:
 
 
 def _admit(pending, resident: list) -> bool:
-    cta = next(pending, None)
-    if cta is None:
+    """Start the next item of ``pending``: a CTA, or a tuple of the CTAs of one cluster (started
+    together: they may wait on each other)."""
+    item = next(pending, None)
+    if item is None:
         return False
-    resident.append(cta)
+    resident.extend(item if isinstance(item, tuple) else (item,))
     return True
+
+
+def _cluster_left(cta, resident: list) -> bool:
+    """``cta`` exited: is its whole cluster gone (so its place may go to the next one)?"""
+    c = cta.cluster
+    return c is None or not any(p in resident for p in c.ctas)
+
+
+def _peer_moving(cta, stuck: list, resident: list) -> bool:
+    """Whether a CTA of ``cta``'s cluster was not stuck this round (it may release ``cta``)."""
+    c = cta.cluster
+    return c is not None and any(p is not cta and p in resident and p not in stuck
+                                 for p in c.ctas)
 
 
 def run_cta(cta) -> None:

@@ -54,6 +54,9 @@ class CTA:
         self.races = None          # races.RaceState when the race detector is on
         self.current: Optional[Warp] = None   # the warp the scheduler resumed last
         self.max_loop = 0          # iterations a while loop may run in one warp (0: unbounded)
+        self.cluster = None        # cluster.Cluster (None: a cluster of one, made on first use)
+        self.cluster_rank = 0      # %cluster_ctarank
+        self.exited = False        # all warps done (peers may no longer reach its smem)
 
 
 class Warp:
@@ -105,6 +108,9 @@ class Warp:
             return lanes(cta.block[axis], np.int32)
         if base == "nctaid":
             return lanes(cta.grid[axis], np.int32)
+        if base in ("cluster", "clusterid", "nclusterid"):
+            from .cluster import cluster_sreg
+            return lanes(cluster_sreg(cta, name), np.int32)
         if name == "laneid":
             return LANE_IDS
         if name == "warpid":
