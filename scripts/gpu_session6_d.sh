@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 6's closing device call, part 2 (< 9.5 min): the attention table and chart with the
-# session-6 defaults, GEMM bf16 4096^3 / 8192^3 and FP8 beside cuBLAS, the small-M plan
-# (benchmarks/gemm_plan.py, 256/192/128 widths), then mcast6's cluster/multicast script if
+# session-6 defaults, GEMM bf16 4096^3 / 8192^3 and FP8 beside cuBLAS, the GEMM GPU tests
+# (after mcast6 moved the producer role), then mcast6's cluster/multicast script if
 # present. Logs under $OUT.     PYTHONPATH=. bash scripts/gpu_session6_d.sh
 set -u
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; export OUT
@@ -16,8 +16,9 @@ timeout 60 python3 benchmarks/gemm.py --no-sweep --shape 4096,4096,4096 --shape 
     > "$OUT/gemm.txt" 2>&1; echo "gemm rc $?" >> "$OUT/rc.txt"
 timeout 40 python3 benchmarks/gemm.py --fp8 --iters 10 --repeats 3 --shape 4096,4096,4096 \
     --shape 8192,8192,8192 > "$OUT/gemm_fp8.txt" 2>&1; echo "fp8 rc $?" >> "$OUT/rc.txt"
-timeout 100 python3 benchmarks/gemm_plan.py --iters 10 --repeats 3 > "$OUT/gemm_plan.txt" 2>&1
-echo "gemm_plan rc $?" >> "$OUT/rc.txt"
+timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 tests/ops/test_matmul_gpu.py \
+    tests/gpu/test_scaled_matmul_gpu.py tests/lang/test_wgmma_fp8.py > "$OUT/pytest_matmul.txt" 2>&1
+echo "matmul GPU tests rc $?" >> "$OUT/rc.txt"
 if [ -f scripts/gpu_mcast6.sh ]; then
   timeout 150 bash scripts/gpu_mcast6.sh > "$OUT/mcast6.txt" 2>&1; echo "mcast6 rc $?" >> "$OUT/rc.txt"
 fi
@@ -25,6 +26,6 @@ cat "$OUT/rc.txt"
 echo "== attention"; grep -E "x cuDNN|FA4|flash-attn" "$OUT/attention.txt" | cut -c1-230 | tail -26
 echo "== gemm"; grep -E "^\| [0-9]" "$OUT/gemm.txt" | cut -c1-160
 echo "== fp8"; grep -E "^\| [0-9]" "$OUT/gemm_fp8.txt" | tail -2 | cut -c1-160
-echo "== plan"; grep -E "^\| (M x N|[0-9])" "$OUT/gemm_plan.txt" | tail -13 | awk -F'|' '{print $2"|"$(NF-5)"|"$(NF-3)"|"$(NF-1)}'
+echo "== matmul GPU tests (after mcast6's producer split)"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_matmul.txt" | head; tail -1 "$OUT/pytest_matmul.txt"
 echo "== mcast6"; tail -16 "$OUT/mcast6.txt" 2>/dev/null | cut -c1-200
 echo "total $(( $(date +%s) - t0 )) s"
