@@ -281,4 +281,4 @@ def test_remote_arrive_ptx():
     ck = ws.compile(handoff, Flags(True), np.zeros(3, np.int32), block=(32, 1, 1))
     ptx = ck.ptx
     assert "mapa.shared::cluster.u64" in ptx
-    assert "mbarrier.arrive.release.cluster.shared::cluster.b64 _," in ptx
+    assert "mbarrier.arrive.shared::cluster.b64 _," in ptx

@@ -8,7 +8,7 @@ lower_gpu.py).
 - cluster.wait: ``barrier.cluster.wait.acquire;``
 - cluster.map_shared: ``mapa.shared::cluster.u64 d, a, rank;`` (a: the 64-bit shared window
   address of the variable in this CTA)
-- mbarrier.arrive_cluster: ``mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];``
+- mbarrier.arrive_cluster: ``mbarrier.arrive.shared::cluster.b64 _, [addr];``
 
 Each is ``asm sideeffect`` with a memory clobber (``lower_sync._asm``), so LLVM keeps memory
 accesses on their side of it.
@@ -40,7 +40,7 @@ def _map_shared(ctx, op):
 
 
 def _arrive_cluster(ctx, op):
-    _asm(ctx, _VOID, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", "l",
+    _asm(ctx, _VOID, "mbarrier.arrive.shared::cluster.b64 _, [$0];", "l",
          ctx.operands(op))
     return []
 

@@ -88,7 +88,7 @@ class GpuBuilderMixin:
         return self.op("cluster.map_shared", (p, rank), (u64,)).result
 
     def mbarrier_arrive_cluster(self, addr: Value) -> None:
-        """mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]."""
+        """mbarrier.arrive.shared::cluster.b64 _, [addr]."""
         self.create("mbarrier.arrive_cluster", (addr,))
 
     def tma_store(self, desc: Value, src: Value, coords: Sequence[Value], box: tuple,

@@ -13,7 +13,7 @@ window. The cluster's shape and the CTA's place in it are special registers (``n
   cluster.map_shared (p: ptr<T, shared>, rank: i32) -> u64
         mapa.shared::cluster.u64: the shared::cluster address of the variable at ``p`` in the
         CTA of cluster rank ``rank`` (PTX ISA 9.7.9.22 "mapa")
-  mbarrier.arrive_cluster (addr: u64) ->  mbarrier.arrive.release.cluster.shared::cluster.b64:
+  mbarrier.arrive_cluster (addr: u64) ->  mbarrier.arrive.shared::cluster.b64:
                                           one arrival on the mbarrier at the shared::cluster
                                           address ``addr`` (another CTA's, from map_shared)
 """
@@ -66,7 +66,7 @@ define("cluster.wait", "() ->", "barrier.cluster.wait.acquire: until every threa
 define("cluster.map_shared", "(p: ptr<T, shared>, rank: i32) -> u64", "mapa.shared::cluster: "
        "p's address in the CTA of cluster rank `rank`", _map_shared, (P,), ptx="Data Movement: mapa",
        infer=lambda operands, attrs: [u64], requires="sm_90")
-define("mbarrier.arrive_cluster", "(addr: u64) ->", "mbarrier.arrive.release.cluster."
-       "shared::cluster: one arrival on a (peer CTA's) mbarrier", _arrive_cluster, (R, W),
+define("mbarrier.arrive_cluster", "(addr: u64) ->", "mbarrier.arrive.shared::cluster"
+       ": one arrival on a (peer CTA's) mbarrier", _arrive_cluster, (R, W),
        ptx="Parallel Synchronization: mbarrier", requires="sm_90")
 

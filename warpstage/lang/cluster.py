@@ -110,8 +110,11 @@ def map_shared(target, rank) -> Uint64:
 def mbarrier_arrive_cluster(bar: Mbarrier, rank) -> None:
     """One arrival (of the executing thread) on the mbarrier ``bar`` of the CTA of cluster rank
     ``rank`` (this CTA's own when rank is its own): PTX ``mapa.shared::cluster.u64`` then
-    ``mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]``. Raises OperandError when
-    ``bar`` is not an Mbarrier."""
+    ``mbarrier.arrive.shared::cluster.b64 _, [addr]`` (PTX ISA 9.7.13.15.13: with no
+    ``.sem``/``.scope`` the arrive is ``.release`` at ``.cta`` scope, the form CUTLASS's
+    ``ClusterBarrier::arrive(cta_id, pred)`` emits; the ``.release.cluster`` form compiles to
+    ``MEMBAR.ALL.CTA; MEMBAR.ALL.GPU`` before every arrive, which halved the cluster GEMM on the
+    H200: docs/clusters.md). Raises OperandError when ``bar`` is not an Mbarrier."""
     what = "ws.arch.mbarrier_arrive_cluster()"
     if not isinstance(bar, Mbarrier):
         raise operand_error(f"{what}'s mbarrier", type(bar).__name__, "an Mbarrier",

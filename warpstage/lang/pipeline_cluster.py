@@ -12,7 +12,7 @@ the whole row (``mask_row()``); an operand shared by a column (same x) likewise
 - ``empty[s]`` of each CTA counts the releases of the consumers of every CTA its producer
   writes into: a consumer warp releases a stage by one arrival on ``empty[s]`` of each CTA of
   its row and its column (``cx + cy - 1`` CTAs, itself included; PTX ``mapa`` +
-  ``mbarrier.arrive.release.cluster.shared::cluster``), so ``empty[s]`` is initialized for
+  ``mbarrier.arrive.shared::cluster``), so ``empty[s]`` is initialized for
   ``consumer_warps * (cx + cy - 1)`` arrivals and a producer reuses stage s only after every
   CTA it multicasts into has finished reading it.
 
@@ -133,7 +133,7 @@ class PipelineTmaMulticast(PipelineTmaAsync):
         """Hand ``state``'s stage back to every producer that writes into it: the calling warp
         synchronizes (``bar.warp.sync``, ordering its lanes' reads before the arrival), then its
         elected lane arrives once on ``empty[index]`` of each CTA of this CTA's row and column
-        (PTX ``mapa.shared::cluster`` + ``mbarrier.arrive.release.cluster.shared::cluster``).
+        (PTX ``mapa.shared::cluster`` + ``mbarrier.arrive.shared::cluster``).
         Call it from each of the ``consumer_warps`` warps, converged, once per stage."""
         state = self._check_state(state, "consumer_release")
         bar = self.empty[state.index]
