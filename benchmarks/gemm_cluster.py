@@ -72,14 +72,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--shape", action="append", default=[],
+                    help="M,N,K (repeatable; default 4096^3 and 8192^3, B N- and K-major); "
+                         "given shapes run with B K-major only (a weight)")
     args = ap.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
         print("benchmarks/gemm_cluster.py needs a CUDA GPU")
         return 0
     rows = []
-    for m, n, k in SHAPES:
-        for b_kmajor in (False, True):
+    shapes = [tuple(int(x) for x in sh.split(",")) for sh in args.shape] or SHAPES
+    for m, n, k in shapes:
+        for b_kmajor in ((True,) if args.shape else (False, True)):
             rows.append(measure(m, n, k, b_kmajor, args.iters, args.repeats))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     text = ("TFLOP/s, bf16, device time (queue kept full), kernel launched directly; "
