@@ -36,6 +36,39 @@ class Cfg:
     @ws.jit
     def val(self):
         return ws.Float32(self.K * 10)
+
+G = 1
+
+class Native:                       # code run natively at trace time (not rewritten)
+    K = 4
+
+    @property
+    def tile(self):
+        return G
+
+    @classmethod
+    def k(cls):
+        return cls.K
+
+    def kk(self):
+        return type(self).K
+
+    def own(self):
+        return self.K
+
+    def via(self):
+        return reads_k(self)
+
+def reads_k(o):
+    return o.K
+
+NATIVE = Native()
+
+def scale(v=[1.0]):
+    return v[0]
+
+def offset(v=1.0):
+    return v
 '''
 
 
@@ -164,6 +197,80 @@ def test_large_numpy_global_is_an_error_naming_it(helpers, monkeypatch):
 
     with pytest.raises(ws.CompilationError, match=r"(?s)numpy array `TABLE`.*pass the array"):
         k[1, 32](out())
+
+
+def _value(k, *args):
+    o = out()
+    k[1, 32](o, *args)
+    return float(o[0])
+
+
+def test_property_of_a_static_argument_reading_a_module_global_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor, p):
+        o[0] = ws.Float32(p.tile)
+
+    p = helpers.Native()
+    assert _value(k, p) == 1
+    helpers.G = 3
+    assert _value(k, p) == 3 and k.trace_count == 2
+
+
+@pytest.mark.parametrize("case", ["classmethod cls.K", "methods type(self).K, self.K",
+                                  "method -> plain helper o.K"])
+def test_native_code_reading_a_class_attribute_recompiles(helpers, case):
+    @ws.kernel
+    def by_classmethod(o: ws.Tensor, p):
+        o[0] = ws.Float32(p.k())
+
+    @ws.kernel
+    def by_methods(o: ws.Tensor, p):
+        o[0] = ws.Float32(p.kk() + p.own() * 10)
+
+    @ws.kernel
+    def by_helper(o: ws.Tensor, p):
+        o[0] = ws.Float32(p.via())
+
+    k, times = {"classmethod cls.K": (by_classmethod, 1), "methods type(self).K, self.K":
+                (by_methods, 11), "method -> plain helper o.K": (by_helper, 1)}[case]
+    p = helpers.Native()
+    assert _value(k, p) == 4 * times
+    helpers.Native.K = 6
+    assert _value(k, p) == 6 * times and k.trace_count == 2
+
+
+def test_property_of_a_global_object_reading_a_global_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.NATIVE.tile)
+
+    assert _value(k) == 1
+    helpers.G = 8
+    assert _value(k) == 8 and k.trace_count == 2
+
+
+def test_plain_helper_in_a_generator_reading_a_class_attribute_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor, p):
+        o[0] = ws.Float32(sum(helpers.reads_k(p) for _ in range(2)))
+
+    p = helpers.Native()
+    assert _value(k, p) == 8
+    helpers.Native.K = 3
+    assert _value(k, p) == 6 and k.trace_count == 2
+
+
+def test_plain_helper_default_changed_in_place_or_replaced_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.scale() + helpers.offset())
+
+    assert _value(k) == 2
+    helpers.scale.__defaults__[0][0] = 5.0     # a mutable default changed in place
+    assert _value(k) == 6 and k.trace_count == 2
+    helpers.offset.__defaults__ = (7.0,)       # the defaults replaced
+    assert _value(k) == 12 and k.trace_count == 3
+    assert _value(k) == 12 and k.trace_count == 3
 
 
 def test_jit_default_changed_in_place_or_replaced_recompiles():

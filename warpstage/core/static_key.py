@@ -187,23 +187,38 @@ def _numpy_key(v, np):
     return ("ndarray", v.dtype.str, v.shape, hashlib.sha1(data).hexdigest()[:16])
 
 
-_CLASS_KEYS: dict = {}     # class -> its key; a plain dict (a weak one costs ~0.5 us a lookup)
+_CLASS_KEYS: dict = {}     # class -> (key, mro, snapshot); a plain dict (a weak one costs ~0.5 us)
+
+
+def _snapshot(mro) -> tuple:
+    """What a class digest is made from: the namespace items of each class of ``mro``."""
+    return tuple(tuple(c.__dict__.items()) for c in mro[:-1])
 
 
 def _user_class_key(cls) -> tuple:
     """A class by qualified name and a digest of what its body defines (methods by code and
     defaults, plain constants by value), so a class redefined under the same name (a module
-    reloaded after an edit) is a different key. Cached per class object; an in-place change to
-    a class attribute the trace read is caught by that attribute's guard (frontend/guards.py),
-    which drops the cached digest (``forget_class``)."""
+    reloaded after an edit) is a different key, and so is a class whose attribute changed in
+    place (``Config.TILE = 8``: code run natively at trace time — a property, method or plain
+    helper reading ``self.TILE`` — records no fact, so the object's key must see the change).
+    The digest is cached per class with a snapshot of the namespaces it was made from; a hit
+    compares the snapshot (items by identity, in C), so an assignment, addition or deletion of
+    a class attribute, or a new ``__bases__``, recomputes it."""
     try:
         got = _CLASS_KEYS.get(cls)
     except TypeError:           # a metaclass without __hash__: no cache
         got, cacheable = None, False
     else:
         cacheable = True
-    if got is not None:
-        return got
+    if got is not None and cls.__mro__ is got[1]:
+        try:
+            for c, items in zip(got[1], got[2]):
+                if tuple(c.__dict__.items()) != items:
+                    break
+            else:
+                return got[0]
+        except Exception:       # an attribute's __eq__ that fails (a replaced numpy array)
+            pass
     base = class_key(cls)
     if cls.__module__ in ("builtins",) or cls.__module__.startswith("warpstage."):
         return base
@@ -213,12 +228,12 @@ def _user_class_key(cls) -> tuple:
             part = _body_part(attr)
             if part is not None:
                 h.update(f"{c.__qualname__}.{name}={part!r};".encode())
-    got = base + (h.hexdigest()[:12],)
+    key = base + (h.hexdigest()[:12],)
     if cacheable:
         if len(_CLASS_KEYS) > 4096:
             _CLASS_KEYS.clear()
-        _CLASS_KEYS[cls] = got
-    return got
+        _CLASS_KEYS[cls] = (key, cls.__mro__, _snapshot(cls.__mro__))
+    return key
 
 
 def forget_class(cls) -> None:

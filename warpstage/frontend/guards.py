@@ -9,7 +9,11 @@ reuse a stale kernel (docs/cache.md, "What a specialization depends on"). A guar
   ``helpers``);
 - ``CELL``: ``container`` is a closure cell;
 - ``CLASS``: ``container`` is a class, ``name`` an attribute its MRO defines (``Config.TILE``,
-  ``cfg.load`` where ``load`` is a method).
+  ``cfg.load`` where ``load`` is a method);
+- ``DEFAULTS`` / ``FROZEN_DEFAULTS``: ``container`` is a traced or plain function, ``name``
+  ``__defaults__`` or ``__kwdefaults__`` (replacing a helper's defaults, or changing a mutable
+  default in place, recompiles; ``FROZEN_DEFAULTS`` holds only plain values, so identity is
+  enough).
 
 ``value`` is what the trace saw, ``key`` its static key. A hit compares identity first (cheap)
 and recomputes the key only for mutable objects or when the identity changed.
@@ -19,24 +23,31 @@ and ``@ws.jit`` bodies), their closure cells, the attribute reads recorded while
 (facts.py), and — for plain Python functions the trace called without rewriting them (helpers
 reached through a global) — their globals and the attributes of modules and classes their
 bytecode names, found by scanning their bytecode (an over-approximation: a change to a guarded
-name that was not really read only costs a recompile).
+name that was not really read only costs a recompile). A property, method or classmethod of a
+static object that traced code read (a class fact) runs natively too, so its getter/function is
+scanned the same way. Class attributes that such native code reads through ``self``/``cls`` are
+covered by the object's static key, whose class digest is revalidated on every keying
+(core/static_key.py).
 """
 from __future__ import annotations
 
 import dis
+import functools
 import types
 
 from ..errors import CompilationError
 from .facts import MISSING, class_lookup, user_module
 from ..core.static_key import UnkeyableError, forget_class, static_key
 
-__all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS"]
+__all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS", "DEFAULTS",
+           "FROZEN_DEFAULTS", "defaults_guards"]
 
-GLOBAL, CELL, CLASS = 0, 1, 2
+GLOBAL, CELL, CLASS, DEFAULTS, FROZEN_DEFAULTS = 0, 1, 2, 3, 4
 _MISSING = MISSING
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, type, types.ModuleType,
               types.FunctionType, types.BuiltinFunctionType)
 _IMMUTABLE_TYPES = frozenset(_IMMUTABLE)    # exact types: one set lookup on the hot path
+_PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes, complex))
 
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
 _ATTR_OPS = {"LOAD_ATTR", "LOAD_METHOD"}
@@ -100,12 +111,18 @@ class _Collector:
                 continue
             self.add(cell, name, v, CELL, f"closure variable of {fn.__qualname__}")
             self._reads(v, attrs, traced)
+        for g in defaults_guards(fn):
+            self.add(*g[:3], g[4], f"default of {fn.__qualname__}")
 
     def _reads(self, v, attrs, traced: bool) -> None:
         """Follow a plain function ``v`` (it runs unrewritten, so its reads are not recorded);
         if the reader itself was not traced, guard the module/class attributes it names."""
         if isinstance(v, (staticmethod, classmethod)):
             v = v.__func__
+        elif isinstance(v, property):
+            v = v.fget
+        elif isinstance(v, functools.cached_property):
+            v = v.func
         if isinstance(v, types.FunctionType):
             if user_module(v.__module__):
                 self.function(v, traced=False)
@@ -121,6 +138,17 @@ class _Collector:
                 if x is not _MISSING:
                     self.add(v, a, x, CLASS, f"attribute of class {v.__qualname__}")
                     self._reads(x, (), False)
+
+
+def defaults_guards(fn) -> list:
+    """Guards (collect_guards' form) on ``fn.__defaults__`` and ``fn.__kwdefaults__``, if set."""
+    out = []
+    for name in ("__defaults__", "__kwdefaults__"):
+        d = getattr(fn, name, None)
+        if d:
+            frozen = all(type(x) in _PLAIN_TYPES for x in (d.values() if type(d) is dict else d))
+            out.append((fn, name, d, _key(d, name), FROZEN_DEFAULTS if frozen else DEFAULTS))
+    return out
 
 
 def collect_guards(functions, facts=None) -> tuple:
@@ -161,6 +189,8 @@ def _current(container, name, kind):
             return _MISSING
     if kind == CLASS:
         return class_lookup(container, name)
+    if kind >= DEFAULTS:
+        return getattr(container, name)
     return container.get(name, _MISSING)
 
 
@@ -173,6 +203,13 @@ def guards_hold(guards) -> bool:
             cur = container.__dict__.get(name, _MISSING)
             if cur is _MISSING:
                 cur = class_lookup(container, name)
+        elif kind >= DEFAULTS:
+            cur = getattr(container, name)
+            if cur is value and kind == FROZEN_DEFAULTS:
+                continue
+            if _safe_key(cur) != key:
+                return False
+            continue
         else:
             cur = _current(container, name, kind)
         if cur is value:

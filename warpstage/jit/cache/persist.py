@@ -27,6 +27,7 @@ import dataclasses
 import os
 import sys
 import time
+import types
 import warnings
 from typing import Optional
 
@@ -35,7 +36,7 @@ from ..stages import Compiled, Lowered, Traced
 from .entry_check import problem
 from ...errors import ArgumentError, UnsupportedError
 from ...frontend.facts import class_lookup
-from ...frontend.guards import CELL, CLASS, GLOBAL
+from ...frontend.guards import CELL, CLASS, DEFAULTS, GLOBAL, defaults_guards
 from ...frontend.kinds import Kind
 from ...core.static_key import UnkeyableError, code_key, is_stable, static_key
 from ...ir.types import parse_type
@@ -87,6 +88,8 @@ def stable_guards(kernel, guards) -> Optional[list]:
     own_cells = {id(c): n for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     out = []
     for container, name, value, key, kind in guards:
+        if kind >= DEFAULTS:
+            continue        # a function's defaults are in its own key (its global's guard)
         krepr = _key_repr(value)
         if krepr is None or krepr != repr(key):
             return None
@@ -156,6 +159,9 @@ def resolve_guards(kernel, data) -> Optional[tuple]:
         if value is _MISSING or _key_repr(value) != krepr:
             return None
         out.append((container, name, value, static_key(value), kind))
+        if isinstance(value, types.FunctionType):
+            out.extend(defaults_guards(value))
+    out.extend(defaults_guards(fn))
     return tuple(out)
 
 
