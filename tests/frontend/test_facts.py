@@ -62,6 +62,9 @@ class Native:                       # code run natively at trace time (not rewri
 def reads_k(o):
     return o.K
 
+def tile_of(o):
+    return o.tile
+
 NATIVE = Native()
 
 def scale(v=[1.0]):
@@ -237,6 +240,17 @@ def test_native_code_reading_a_class_attribute_recompiles(helpers, case):
     assert _value(k, p) == 4 * times
     helpers.Native.K = 6
     assert _value(k, p) == 6 * times and k.trace_count == 2
+
+
+def test_plain_helper_reading_a_property_of_a_static_argument_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor, p):
+        o[0] = ws.Float32(helpers.tile_of(p))
+
+    p = helpers.Native()
+    assert _value(k, p) == 1
+    helpers.G = 9
+    assert _value(k, p) == 9 and k.trace_count == 2
 
 
 def test_property_of_a_global_object_reading_a_global_recompiles(helpers):

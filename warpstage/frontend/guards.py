@@ -25,9 +25,10 @@ reached through a global) — their globals and the attributes of modules and cl
 bytecode names, found by scanning their bytecode (an over-approximation: a change to a guarded
 name that was not really read only costs a recompile). A property, method or classmethod of a
 static object that traced code read (a class fact) runs natively too, so its getter/function is
-scanned the same way. Class attributes that such native code reads through ``self``/``cls`` are
-covered by the object's static key, whose class digest is revalidated on every keying
-(core/static_key.py).
+scanned the same way, and so is what a static argument's class defines under an attribute name
+a plain helper's bytecode reads. Class attributes that such native code reads through
+``self``/``cls`` are covered by the object's static key, whose class digest is revalidated on
+every keying (core/static_key.py).
 """
 from __future__ import annotations
 
@@ -75,10 +76,11 @@ def _names(code):
 
 
 class _Collector:
-    def __init__(self):
+    def __init__(self, classes=()):
         self.guards: list = []
         self.seen: set = set()
         self.scanned: set = set()
+        self.classes = classes      # user classes of the static arguments (see _native_reads)
 
     def add(self, container, name, value, kind, where: str):
         k = (id(container), name)
@@ -111,6 +113,8 @@ class _Collector:
                 continue
             self.add(cell, name, v, CELL, f"closure variable of {fn.__qualname__}")
             self._reads(v, attrs, traced)
+        if not traced:
+            self._native_reads(attrs)
         for g in defaults_guards(fn):
             self.add(*g[:3], g[4], f"default of {fn.__qualname__}")
 
@@ -140,6 +144,18 @@ class _Collector:
                     self._reads(x, (), False)
 
 
+    def _native_reads(self, attrs) -> None:
+        """A plain function may read ``p.name`` of a static argument ``p`` natively (``h(p)``
+        returning ``p.tile``): follow what the arguments' classes define under the attribute
+        names its bytecode reads (a property's getter, a method), so their globals are guarded.
+        The class attributes themselves are in the argument's key (its class digest)."""
+        for cls in self.classes:
+            for a in sorted(attrs):
+                x = class_lookup(cls, a)
+                if x is not _MISSING:
+                    self._reads(x, (), False)
+
+
 def defaults_guards(fn) -> list:
     """Guards (collect_guards' form) on ``fn.__defaults__`` and ``fn.__kwdefaults__``, if set."""
     out = []
@@ -151,10 +167,13 @@ def defaults_guards(fn) -> list:
     return out
 
 
-def collect_guards(functions, facts=None) -> tuple:
+def collect_guards(functions, facts=None, statics=()) -> tuple:
     """Guards for what the traced ``functions`` read (globals, closure cells, and the plain
-    helpers they reach) plus the attribute ``facts`` recorded while tracing (facts.py)."""
-    c = _Collector()
+    helpers they reach) plus the attribute ``facts`` recorded while tracing (facts.py).
+    ``statics``: the static argument values (their classes' properties and methods that plain
+    helpers may call natively are followed too)."""
+    c = _Collector(tuple({type(v): None for v in statics
+                          if not isinstance(v, type) and user_module(type(v).__module__)}))
     for fn in functions:
         if not hasattr(fn, "__code__"):
             fn = getattr(fn, "__wrapped__", fn)

@@ -58,7 +58,9 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
         module, abi, reached, facts = trace_kernel(fn, name, specs, param_names, options,
                                                    {"maxntid": block}, kwonly=kwonly)
         run_passes(module)
-    guards = collect_guards(reached, facts)
+    statics = [s.value for s in specs if getattr(s, "binding", None) == "static"
+               and hasattr(s, "value")]
+    guards = collect_guards(reached, facts, statics)
     kern = module.kernels[0]
     traced = Traced(kern.name, module, tuple(abi), tuple(block),
                     kern.attrs.get("dynamic_smem", 0))
