@@ -22,6 +22,9 @@ Precise semantics per op:
   unordered (true if either is NaN), so ``x != x`` detects NaN as in Python; ``one`` is the
   ordered not-equal (``fcmp one``; on ints ``ne``).
 - cast: see ``convert``. bitcast: the bits reinterpreted.
+- cvt_pack: ``llvm.nvvm.ff2bf16x2.rn`` / ``ff2f16x2.rn`` (hi, lo), which NVPTX selects as one
+  ``cvt.rn.bf16x2.f32 d, hi, lo`` / ``cvt.rn.f16x2.f32`` (PTX ISA "cvt": a to the upper half,
+  b to the lower), its ``<2 x bfloat>`` read as the i32 it occupies (no instruction).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from llvmlite import ir
 
 from ..ir.core import Operation
 from ..ir.fp8 import is_fp8
-from ..ir.types import ScalarType, f32 as _F32
+from ..ir.types import SCALAR_TYPES, ScalarType, f32 as _F32, u32 as _U32
 from .context import LoweringContext
 from .llvm_types import F32, constant, llvm_type
 
@@ -223,7 +226,16 @@ def _bitcast(ctx, op):
     return [x if x.type == to else ctx.builder.bitcast(x, to)]
 
 
+def _cvt_pack(ctx, op):
+    lo, hi = ctx.operands(op)
+    to = op.attrs["to"]
+    pair = ir.VectorType(llvm_type(SCALAR_TYPES[to]), 2)
+    name = f"llvm.nvvm.ff2{'bf16' if to == 'bf16' else 'f16'}x2.rn"
+    return [ctx.builder.bitcast(ctx.call_intrinsic(name, pair, [hi, lo]), llvm_type(_U32))]
+
+
 RULES = {"arith.constant": _constant, "arith.neg": _neg, "arith.not": _not, "arith.cmp": _cmp,
-         "arith.select": _select, "arith.cast": _cast, "arith.bitcast": _bitcast}
+         "arith.select": _select, "arith.cast": _cast, "arith.bitcast": _bitcast,
+         "arith.cvt_pack": _cvt_pack}
 RULES.update({f"arith.{k}": _binary for k in ("add", "sub", "mul", "div", "rem", "and", "or",
                                                "xor", "shl", "shr", "min", "max")})

@@ -20,7 +20,8 @@ mma_async and does not move memory accesses across fences and waits:
   outputs ``=f`` (f32) or
   ``=r`` (f16, two per 32-bit register) tied to their inputs (``+f`` in CUDA terms; none when
   scale_d is static False), ``a`` is an ``l`` descriptor or four ``r`` registers each packing two
-  f16/bf16 (``<2 x half>``/``<2 x bfloat>`` bitcast to i32; element 2i in the low half), ``b``
+  f16/bf16 (``<2 x half>``/``<2 x bfloat>`` bitcast to i32; element 2i in the low half; with
+  ``a_regs`` "packed" the four u32 operands as they are, so nothing is packed here), ``b``
   an ``l`` descriptor, and scale-d a predicate set from an ``r`` operand (PTX requires a
   predicate there; an immediate is not the same instruction).
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.ops_wgmma import FP8_TYPES, mma_k
+from ..ir.ops_wgmma import FP8_TYPES, a_operand_count, mma_k
 from .context import LoweringContext
 from .llvm_types import I32, llvm_type
 
@@ -116,14 +117,14 @@ def _mma(ctx, op):
     a = op.attrs
     n, d_type = a["n"], a["type_d"]
     vals = ctx.operands(op)
-    n_a = 8 if a["a_regs"] else 1
+    n_a = a_operand_count(a)
     a_vals, b_desc = vals[:n_a], vals[n_a]
     rest = vals[n_a + 1:]
     if a["scale_d"] == "dynamic":
         scale_d, d_in = ctx.builder.zext(rest[0], I32), rest[1:]
     else:
         scale_d, d_in = ir.Constant(I32, int(a["scale_d"])), rest
-    if a["a_regs"]:
+    if a["a_regs"] is True:
         a_ops = [_pack(ctx, a_vals[2 * i], a_vals[2 * i + 1]) for i in range(4)]
     else:
         a_ops = a_vals

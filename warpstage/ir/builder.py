@@ -97,6 +97,11 @@ class Builder(GpuBuilderMixin):
         """result = the bits of x read as ``to`` (same width)."""
         return self.op("arith.bitcast", (x,), (to,)).result
 
+    def cvt_pack(self, lo: Value, hi: Value, to: str) -> Value:
+        """result: u32 = lo, hi (f32) rounded to nearest even to ``to`` (bf16 | f16), lo in
+        bits 0-15 (``cvt.rn.<to>x2.f32``)."""
+        return self.create("arith.cvt_pack", (lo, hi), {"to": to}).result
+
     # -- registers, memory, sync ---------------------------------------------------------------
     def sreg(self, reg: str, type: ScalarType) -> Value:
         """result = PTX special register ``%reg`` (e.g. tid.x)."""

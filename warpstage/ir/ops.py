@@ -19,9 +19,9 @@ from typing import Callable, Optional
 from .core import Operation
 from .fp8 import is_fp8
 from .opdef import OPS, Trait, define
-from .types import PointerType, ScalarType, i1, i32, u64
+from .types import PointerType, ScalarType, f32, i1, i32, u32, u64
 
-__all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS"]
+__all__ = ["OPS", "BINARY", "UNARY_MATH", "CMP_PREDICATES", "SREGS", "PACK_TYPES"]
 
 BINARY = ("add", "sub", "mul", "div", "rem", "floordiv", "mod", "and", "or", "xor", "shl",
           "shr", "min", "max")
@@ -141,6 +141,23 @@ def _cast(op):
         return f"expected scalar -> scalar, got {op.operands[0].type} -> {op.results[0].type}"
     if op.name == "arith.bitcast" and op.operands[0].type.bits != op.results[0].type.bits:
         return f"bitcast needs equal widths, got {op.operands[0].type} -> {op.results[0].type}"
+    return None
+
+
+PACK_TYPES = ("bf16", "f16")
+"""The 16-bit floats ``arith.cvt_pack`` rounds to (PTX ``cvt.rn.bf16x2.f32`` / ``.f16x2.f32``)."""
+
+
+def _cvt_pack(op):
+    err = _arity(op, 2, 1)
+    if err:
+        return err
+    if any(v.type != f32 for v in op.operands) or op.results[0].type != u32:
+        return (f"expected (f32, f32) -> u32 (two floats into one 32-bit register), got "
+                f"({', '.join(_types(op.operands))}) -> {op.results[0].type}")
+    to = op.attrs.get("to")
+    if to not in PACK_TYPES:
+        return f"attribute to must be one of {PACK_TYPES}, got {to!r}"
     return None
 
 
@@ -367,6 +384,10 @@ define("arith.select", "(c: i1, a: T, b: T) -> T", "c ? a : b", _select, (P,),
 define("arith.cast", "(x: T) -> U", "numeric conversion (float->int truncates toward zero; to i1 "
        "is x != 0)", _cast, (P,), ptx="cvt")
 define("arith.bitcast", "(x: T) -> U", "same width, bits reinterpreted", _cast, (P,), ptx="mov")
+define("arith.cvt_pack", "(lo: f32, hi: f32) -> u32", "lo and hi rounded to nearest even to the "
+       "16-bit float `to` (bf16, f16) in one register: lo in bits 0-15, hi in 16-31", _cvt_pack,
+       (P,), {"to": "str: bf16 | f16"}, "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32",
+       infer=lambda operands, attrs: [u32], requires="sm_80")
 for _k in UNARY_MATH:
     define(f"math.{_k}", "(x: T) -> T", f"{_k}(x) on floats" + (" and ints" if _k == "abs" else ""),
            _math, (P,), {"approx?": "bool: the fast approximation (exp, tanh)"},

@@ -21,7 +21,10 @@ Contracts:
                                           D = scale_a*A (64xK) @ scale_b*B (Kxn) (+ D if scale_d),
                                           K = 32 bytes of the input type (mma_k: 16 for f16/bf16,
                                           32 for e4m3/e5m2);
-                                          a: one u64 descriptor, or (a_regs) 8 values of type_a;
+                                          a: one u64 descriptor, or (a_regs True) 8 values of
+                                          type_a, or (a_regs "packed") 4 u32 registers each
+                                          holding two type_a values, element 2i in bits 0-15
+                                          (arith.cvt_pack's result; the registers wgmma reads);
                                           n a multiple of 8 in [8, 256]; type_a = type_b in
                                           f16|bf16, or type_a, type_b each e4m3|e5m2 (then both
                                           K-major from descriptors: the PTX fp8 forms have no
@@ -40,11 +43,11 @@ from typing import Optional
 from .core import Operation
 from .opdef import define
 from .ops import ASYNC, COLL, P, R, WAITS, _types
-from .types import PointerType, ScalarType, i1, u64
+from .types import PointerType, ScalarType, i1, u32, u64
 
 __all__ = ["descriptor_fields", "decode_descriptor", "DESCRIPTOR_ADDRESS_MASK",
            "accumulator_tv", "SWIZZLE_MODE", "MMA_TYPES", "FP8_TYPES", "ACC_TYPES",
-           "MAX_WAIT_GROUP", "mma_k"]
+           "MAX_WAIT_GROUP", "mma_k", "a_operand_count"]
 
 SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 """Swizzle span in bytes -> the descriptor's 2-bit layout type (bits 62-63)."""
@@ -91,6 +94,12 @@ def mma_k(type_name: str) -> int:
     """The K of one wgmma.mma_async of input type ``type_name``: 32 bytes of it (m64nNk16 for
     f16/bf16, m64nNk32 for e4m3/e5m2; PTX ISA "wgmma.mma_async", "Matrix shape")."""
     return 32 if type_name in FP8_TYPES else 16
+
+
+def a_operand_count(attrs: dict) -> int:
+    """How many operands a wgmma.mma_async's A takes: 1 descriptor, 8 16-bit registers
+    (``a_regs`` True) or 4 packed 32-bit registers (``a_regs`` "packed")."""
+    return {False: 1, True: 8, "packed": 4}[attrs["a_regs"]]
 
 
 def _static(op: Operation, name: str, allowed) -> Optional[str]:
@@ -157,7 +166,7 @@ def _mma_attrs(op) -> Optional[str]:
     if isinstance(n, bool) or not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
         return f"n must be a multiple of 8 in [8, 256], got {n!r}"
     err = (_static(op, "type_a", MMA_TYPES) or _static(op, "type_b", MMA_TYPES)
-           or _static(op, "type_d", ACC_TYPES) or _static(op, "a_regs", (True, False))
+           or _static(op, "type_d", ACC_TYPES) or _static(op, "a_regs", (True, False, "packed"))
            or _static(op, "scale_d", (True, False, "dynamic"))
            or _static(op, "scale_a", (1, -1)) or _static(op, "scale_b", (1, -1))
            or _static(op, "tnsp_a", (0, 1)) or _static(op, "tnsp_b", (0, 1)))
@@ -184,7 +193,7 @@ def _mma(op):
     n2 = attrs["n"] // 2
     d_type = attrs["type_d"]
     ops = list(op.operands)
-    n_a = 8 if attrs["a_regs"] else 1
+    n_a = a_operand_count(attrs)
     dynamic = attrs["scale_d"] == "dynamic"
     fixed = n_a + 1 + (1 if dynamic else 0)
     n_d = len(ops) - fixed
@@ -193,7 +202,11 @@ def _mma(op):
                 f"and {n2} accumulator operands (none only with scale_d False), got "
                 f"{len(ops)} operands")
     a, b = ops[:n_a], ops[n_a]
-    if attrs["a_regs"]:
+    if attrs["a_regs"] == "packed":
+        if any(v.type != u32 for v in a):
+            return (f"expected 4 u32 A-fragment registers (pairs of {attrs['type_a']}), got "
+                    f"({', '.join(_types(a))})")
+    elif attrs["a_regs"]:
         if any(v.type.name != attrs["type_a"] for v in a if isinstance(v.type, ScalarType)) or \
                 not all(isinstance(v.type, ScalarType) for v in a):
             return (f"expected 8 {attrs['type_a']} A-fragment values, got "

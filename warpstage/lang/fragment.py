@@ -27,15 +27,25 @@ a wgmma, or whose entry value is in flight, the fragment is in flight (the loop 
 times). Inside a loop body the carried fragment has the mark of its value before the loop. The
 mark is not part of the static key, so in-flight and waited paths merge. The simulator checks
 the waits themselves (docs/wgmma.md, "Checks").
+
+Packed fragments. ``Fragment.pack(dtype)`` converts an f32 fragment of even length to a
+``PackedFragment``: its elements 2i and 2i + 1 rounded to bf16 (or f16) in one 32-bit register,
+2i in bits 0-15, by one ``cvt.rn.bf16x2.f32`` (``cvt.rn.f16x2.f32``) per pair. That is the form
+in which wgmma reads an A fragment from registers, so a packed fragment carried through loops and
+fences reaches the ``wgmma.mma_async`` with no 16-bit scalars in between for ptxas to repack
+(docs/wgmma.md, "Packed A fragments").
 """
 from __future__ import annotations
 
 from ..errors import OperandError
 from ..core.source import format_location, user_location
 from .operands import operand_error, static_int
-from .scalars import DTYPES, Scalar, as_dynamic
+from ..core.trace import builder
+from ..ir.ops import PACK_TYPES
+from ..ir.types import u16
+from .scalars import DTYPES, Scalar, Uint32, as_dynamic
 
-__all__ = ["Fragment"]
+__all__ = ["Fragment", "PackedFragment"]
 
 
 def _dtype_of(dtype, what):
@@ -120,6 +130,27 @@ class Fragment:
         dtype = _dtype_of(dtype, "Fragment.to's dtype")
         return Fragment(dtype, [dtype(v) for v in self._values])
 
+    def pack(self, dtype) -> "PackedFragment":
+        """The elements rounded to nearest even to ``dtype`` (ws.BFloat16 or ws.Float16), two per
+        32-bit register: register i holds elements 2i (bits 0-15) and 2i + 1 (bits 16-31), made
+        by one ``cvt.rn.bf16x2.f32`` / ``cvt.rn.f16x2.f32`` (PTX ISA "cvt") each. The fragment
+        must be Float32 of even length. Raises OperandError otherwise."""
+        self._check_ready("packing")
+        what = "Fragment.pack()"
+        dtype = _dtype_of(dtype, f"{what}'s dtype")
+        if dtype.ir_type.name not in PACK_TYPES:
+            raise operand_error(f"{what}'s dtype", dtype.__name__, "ws.BFloat16 or ws.Float16",
+                                "pack to a 16-bit float; use .to(dtype) for other conversions")
+        if self.dtype.ir_type.name != "f32" or len(self) % 2:
+            raise operand_error(f"{what}'s fragment", repr(self), "a Float32 fragment of even "
+                                "length (pairs of f32 -> one b32 register)",
+                                "pack the f32 accumulator itself, e.g. acc[0:8].pack(ws.BFloat16)")
+        b = builder(what)
+        v = self._values
+        return PackedFragment(dtype, [Uint32._wrap(b.cvt_pack(v[i].value, v[i + 1].value,
+                                                               dtype.ir_type.name))
+                                      for i in range(0, len(v), 2)])
+
     def map(self, fn) -> "Fragment":
         """``Fragment(dtype, [fn(x) for x in self])`` with the dtype of ``fn``'s first result."""
         self._check_ready("mapping over")
@@ -165,3 +196,54 @@ class Fragment:
             return (f"<Fragment {DTYPES[self.dtype.ir_type].__name__}[{len(self._values)}] in "
                     f"flight (wgmma at {self.in_flight})>")
         return f"<Fragment {DTYPES[self.dtype.ir_type].__name__}[{len(self._values)}]>"
+
+
+class PackedFragment:
+    """``2 n`` 16-bit floats of ``dtype`` (BFloat16 or Float16) held by one thread in ``n``
+    32-bit registers (Uint32 ``registers``): register i holds element 2i in bits 0-15 and
+    element 2i + 1 in bits 16-31, the packing of PTX's ``.f16x2`` / ``.bf16x2`` operands.
+
+    Made by ``Fragment.pack`` (or ``ws.wgmma.accumulator_to_a(..., packed=True)``); taken as
+    it is by ``ws.wgmma.mma`` as the A fragment (8 elements, 4 registers), ``fence`` and
+    ``wait_group``. ``len`` is the number of elements; ``unpack()`` gives them back as a
+    ``Fragment`` (two bit operations per element: for reading, not for the hot loop). It
+    follows the value protocol (the leaves are the registers), so it is carried through dynamic
+    control flow and ``@ws.jit`` calls like a ``Fragment``.
+    """
+
+    __slots__ = ("dtype", "registers")
+
+    def __init__(self, dtype, registers):
+        self.dtype = _dtype_of(dtype, "ws.PackedFragment's dtype")
+        if self.dtype.ir_type.name not in PACK_TYPES:
+            raise operand_error("ws.PackedFragment's dtype", self.dtype.__name__,
+                                "ws.BFloat16 or ws.Float16", "pack 16-bit floats only")
+        self.registers = [r if isinstance(r, Scalar) and type(r) is Uint32
+                          else as_dynamic(r, Uint32) for r in registers]
+
+    def __len__(self) -> int:
+        return 2 * len(self.registers)
+
+    def unpack(self) -> Fragment:
+        """The ``2 n`` elements as a Fragment of ``dtype`` (element 2i from bits 0-15 of
+        register i)."""
+        b = builder("PackedFragment.unpack()")
+        out = []
+        for r in self.registers:
+            for half in (r & 0xFFFF, r >> 16):
+                out.append(self.dtype._wrap(b.bitcast(b.cast(half.value, u16), self.dtype.ir_type)))
+        return Fragment(self.dtype, out)
+
+    # value protocol: the leaves are the registers; the skeleton is (dtype, register count)
+    def __extract_values__(self):
+        return list(self.registers)
+
+    def __new_from_values__(self, values):
+        return PackedFragment(self.dtype, values)
+
+    def __static_key__(self):
+        return ("PackedFragment", self.dtype.ir_type.name, len(self.registers))
+
+    def __repr__(self) -> str:
+        return (f"<PackedFragment {DTYPES[self.dtype.ir_type].__name__}[{len(self)}] in "
+                f"{len(self.registers)} b32 registers>")

@@ -3,7 +3,8 @@ Multiply-Accumulate Instructions", sm_90a): D (64 x N, f32) = A (64 x 16) @ B (1
 issued by the 4 warps (128 threads) of a warpgroup together and completed asynchronously.
 
 A and B are tiles in shared memory, named by 64-bit matrix descriptors; A may instead come from
-registers (a ``Fragment`` of 8 f16/bf16 per thread). D is a ``Fragment`` of N/2 f32 per thread.
+registers (a ``Fragment`` of 8 f16/bf16 per thread, or a ``PackedFragment`` of them in 4
+32-bit registers: ``accumulator_to_a(acc, k, dtype, packed=True)``). D is a ``Fragment`` of N/2 f32 per thread.
 The protocol, as CUTLASS runs it::
 
     a = ws.wgmma.tile_descriptor(storage.a, major="K", swizzle=128)   # A: 64 x K, K contiguous
@@ -26,17 +27,18 @@ from __future__ import annotations
 from ..core.source import user_location
 from ..core.trace import builder
 from ..ir.swizzle import SWIZZLE_MODES
-from .fragment import Fragment
+from .fragment import Fragment, PackedFragment
 from .layout_atoms import thread_coords, wgmma_accumulator_tv
 from .layout_int import floordiv, mod
 from .operands import operand_error, static_int
-from .scalars import Boolean, Float16, Float32, Scalar, Uint64
+from .scalars import Boolean, Float16, Float32, Scalar, Uint32, Uint64
 from .wgmma_tiles import (_FP8_DTYPES, _MMA_DTYPES, TileDescriptor, TileLayout, make_descriptor,
                           mma_k_of, tile_descriptor)
 
 __all__ = ["fence", "commit_group", "wait_group", "mma", "zeros", "make_descriptor",
            "TileLayout", "TileDescriptor", "tile_descriptor", "accumulator_coords",
-           "a_fragment_coords", "accumulator_to_a", "Fragment", "SWIZZLE_MODES", "N_VALUES"]
+           "a_fragment_coords", "accumulator_to_a", "Fragment", "PackedFragment", "SWIZZLE_MODES",
+           "N_VALUES"]
 
 N_VALUES = tuple(range(8, 257, 8))
 """The N of m64nNk16: multiples of 8 in [8, 256]."""
@@ -51,6 +53,8 @@ def _pass_values(what: str, items, keep_flight: bool) -> tuple:
     for x in items:
         if isinstance(x, Fragment):
             vals = list(x._values)        # in-flight fragments may be passed (not read)
+        elif isinstance(x, PackedFragment):
+            vals = list(x.registers)
         elif isinstance(x, Scalar):
             vals = [x]
         else:
@@ -72,6 +76,8 @@ def _pass_values(what: str, items, keep_flight: bool) -> tuple:
             if isinstance(x, Fragment):
                 out.append(Fragment(x.dtype, [type(v)._wrap(r) for v, r in zip(x._values, part)],
                                     x.in_flight if keep_flight else None))
+            elif isinstance(x, PackedFragment):
+                out.append(PackedFragment(x.dtype, [Uint32._wrap(r) for r in part]))
             else:
                 out.append(type(x)._wrap(part[0], x.origin))
         return None if not out else out[0] if len(out) == 1 else tuple(out)
@@ -151,7 +157,9 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
 
     ``a``: a ``TileDescriptor`` (64 x K slice at its start, K = 16, or 32 for fp8), a Uint64
     descriptor (with ``dtype=`` and ``tnsp_a=`` 0 K-major / 1 MN-major), or a ``Fragment`` of 8
-    Float16/BFloat16 in the A-fragment layout (``a_fragment_coords``). ``b``: a TileDescriptor
+    Float16/BFloat16 in the A-fragment layout (``a_fragment_coords``), or a ``PackedFragment``
+    of them (4 b32 registers, read by the wgmma as they are: no packing instruction is emitted
+    between the fragment's last write and the mma). ``b``: a TileDescriptor
     or Uint64 (K x N slice). FP8 operands must be K-major tiles in shared memory (the PTX fp8
     forms have no transpose; no fp8 A fragment is built). ``acc``: the N/2-register accumulator fragment (f32 or f16, ``accumulator_coords``
     layout), or None with ``scale_d=False`` and ``n=``. ``scale_d``: static bool or dynamic
@@ -183,7 +191,8 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
         raise operand_error(f"{what}'s dtype", dtype, "ws.Float16, ws.BFloat16, "
                             "ws.Float8E4M3FN or ws.Float8E5M2", "wgmma multiplies 16-bit or "
                             "8-bit floats")
-    if isinstance(a, Fragment):
+    packed = isinstance(a, PackedFragment)
+    if isinstance(a, (Fragment, PackedFragment)):
         if len(a) != 8 or a.dtype not in _MMA_DTYPES:
             raise operand_error(f"{what}'s A fragment", a, "a Fragment of 8 Float16 or BFloat16",
                                 "load it per ws.wgmma.a_fragment_coords(), or use "
@@ -191,7 +200,10 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
         if tnsp_a:
             raise operand_error(f"{what}'s tnsp_a", tnsp_a, "0 with A in registers",
                                 "register fragments have one layout; drop tnsp_a")
-        a_vals, a_dtype, ta, a_desc = [v.value for v in a], a.dtype, 0, None
+        regs = a.registers if packed else a._values
+        if not packed:
+            a._check_ready("passing as the A operand")
+        a_vals, a_dtype, ta, a_desc = [v.value for v in regs], a.dtype, 0, None
     else:
         a_val, a_dtype, ta, a_desc = _operand(a, "A", dtype, tnsp_a)
         a_vals = [a_val]
@@ -214,7 +226,7 @@ def mma(a, b, acc=None, *, n=None, scale_d=True, scale_a: int = 1, scale_b: int 
                                 "(M/N x K)", f"at least {need} x {kk}", f"allocate a tile with "
                                 f"{need} rows along M/N and {kk} along K for m64n{n}k{kk}")
     attrs = {"n": n, "type_a": a_dtype.ir_type.name, "type_b": b_dtype.ir_type.name,
-             "type_d": d_dtype.ir_type.name, "a_regs": isinstance(a, Fragment),
+             "type_d": d_dtype.ir_type.name, "a_regs": "packed" if packed else isinstance(a, Fragment),
              "scale_a": scale_a, "scale_b": scale_b, "tnsp_a": ta, "tnsp_b": tb}
     operands = a_vals + [b_val]
     if isinstance(scale_d, Scalar):
@@ -265,13 +277,21 @@ def a_fragment_coords(tid=None) -> list:
     return accumulator_coords(16, tid)
 
 
-def accumulator_to_a(acc: Fragment, k_step: int, dtype) -> Fragment:
-    """The A fragment of columns [16*k_step, 16*k_step + 16) of an accumulator, converted to
-    ``dtype`` (Float16 or BFloat16): the accumulator layout restricted to 16 columns is the A
-    layout, so P = softmax(S) feeds P @ V from registers (FlashAttention-3)."""
+def accumulator_to_a(acc: Fragment, k_step: int, dtype, packed: bool = False):
+    """The A fragment of columns [16*k_step, 16*k_step + 16) of an f32 accumulator, converted
+    to ``dtype`` (Float16 or BFloat16): the accumulator layout restricted to 16 columns is the A
+    layout, so P = softmax(S) feeds P @ V from registers (FlashAttention-3). ``packed`` (static
+    bool): False gives a ``Fragment`` of 8 16-bit scalars (``arith.cast`` each; the backend packs
+    them into the wgmma's 4 registers); True gives a ``PackedFragment``, 4 b32 registers made by
+    one ``cvt.rn.bf16x2.f32`` / ``cvt.rn.f16x2.f32`` per pair, which the wgmma reads as they are
+    (docs/wgmma.md, "Packed A fragments"). Raises OperandError for another k_step or dtype."""
     k = static_int(k_step, "ws.wgmma.accumulator_to_a()'s k_step", range(len(acc) // 8),
                    f"a static int in [0, {len(acc) // 8})", "pick a 16-column slice of the tile")
     if dtype not in _MMA_DTYPES:
         raise operand_error("ws.wgmma.accumulator_to_a()'s dtype", dtype, "ws.Float16 or "
                             "ws.BFloat16", "convert to the MMA's input dtype")
-    return acc[8 * k:8 * k + 8].to(dtype)
+    if not isinstance(packed, bool):
+        raise operand_error("ws.wgmma.accumulator_to_a()'s packed", packed, "a static bool",
+                            "pass packed=True for b32 pairs, False for 16-bit scalars")
+    part = acc[8 * k:8 * k + 8]
+    return part.pack(dtype) if packed else part.to(dtype)

@@ -20,6 +20,7 @@ from ..ir.types import PointerType, ScalarType, TensorMapType, Type
 from .fp8 import fp8_bits, fp8_values, round_fp8
 
 __all__ = ["LANES", "lanes", "register_dtype", "memory_dtype", "round_bf16", "f64_to_bf16",
+           "pack_pair", "unpack_pair",
            "to_register", "from_memory", "to_memory", "full", "python_value"]
 
 LANES = target_for("sm_90a").warp_size
@@ -84,6 +85,28 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
     if np.count_nonzero(x != x):
         r = np.where(x != x, (bits | quiet) & high, r)
     return r.view(np.float32)
+
+
+def pack_pair(lo: np.ndarray, hi: np.ndarray, to: str) -> np.ndarray:
+    """Two float32 registers rounded to nearest even to ``to`` ('bf16' or 'f16') and packed
+    into one uint32 register, ``lo`` in bits 0-15 (PTX ``cvt.rn.bf16x2.f32`` /
+    ``cvt.rn.f16x2.f32``, the register ``arith.cvt_pack`` gives)."""
+    if to == "bf16":
+        bits = [(round_bf16(x.astype(np.float32)).view(np.uint32) >> np.uint32(16))
+                for x in (lo, hi)]
+    else:
+        bits = [x.astype(np.float16).view(np.uint16).astype(np.uint32) for x in (lo, hi)]
+    return bits[0] | (bits[1] << np.uint32(16))
+
+
+def unpack_pair(reg: np.ndarray, of: str) -> tuple:
+    """The two 16-bit floats of ``of`` ('bf16' or 'f16') a uint32 register holds (``pack_pair``'s
+    inverse), as registers of that type: (bits 0-15, bits 16-31)."""
+    reg = reg.astype(np.uint32)
+    halves = (reg & np.uint32(0xFFFF), reg >> np.uint32(16))
+    if of == "bf16":
+        return tuple((h << np.uint32(16)).view(np.float32) for h in halves)
+    return tuple(h.astype(np.uint16).view(np.float16) for h in halves)
 
 
 def f64_to_bf16(x: np.ndarray) -> np.ndarray:

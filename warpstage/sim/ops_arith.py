@@ -15,7 +15,8 @@ from ..ir.core import Operation
 from ..ir.types import ScalarType
 from ..ir.fp8 import is_fp8
 from .fp8 import fp8_bits, fp8_values, round_fp8
-from .dtypes import LANES, full, register_dtype, round_bf16, to_register, f64_to_bf16
+from .dtypes import (LANES, full, pack_pair, register_dtype, round_bf16, to_register,
+                     f64_to_bf16)
 from .registry import handler
 
 __all__ = ["binary_fn", "cast_fn", "bitcast_fn", "unary_fn"]
@@ -266,6 +267,17 @@ def _cast(op: Operation, cx):
     def cast(s, w):
         s[r] = f(s[a])
     return cast
+
+
+@handler("arith.cvt_pack")
+def _cvt_pack(op: Operation, cx):
+    lo, hi = cx.slots(op.operands)
+    r = cx.slot(op.result)
+    to = op.attrs["to"]
+
+    def cvt_pack(s, w):
+        s[r] = pack_pair(s[lo], s[hi], to)
+    return cvt_pack
 
 
 @handler("math.copysign")

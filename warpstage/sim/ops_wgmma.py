@@ -53,9 +53,9 @@ import numpy as np
 
 from ..errors import BarrierError, OutOfBoundsError, SimulatorError, UnsupportedError
 from ..ir.core import Operation
-from ..ir.ops_wgmma import FP8_TYPES
+from ..ir.ops_wgmma import FP8_TYPES, a_operand_count
 from .compiler import where
-from .dtypes import LANES
+from .dtypes import LANES, unpack_pair
 from .fp8 import fp8_values
 from .races import note_read
 from .registry import handler
@@ -282,11 +282,19 @@ def _arrive(op, w, payload) -> _Rendezvous:
     return rv
 
 
+def _unpacker(attrs):
+    """A packed A fragment's 4 u32 registers -> its 8 elements (element 2i from bits 0-15 of
+    register i), as the 16-bit registers an unpacked fragment would hold."""
+    of = attrs["type_a"]
+    return lambda regs: [x for reg in regs for x in unpack_pair(reg, of)]
+
+
 @handler("wgmma.mma_async", blocking=True)
 def _mma_async(op: Operation, cx):
     a = op.attrs
     slots = cx.slots(op.operands)
-    n_a = 8 if a["a_regs"] else 1
+    n_a = a_operand_count(a)
+    unpack = _unpacker(a) if a["a_regs"] == "packed" else None
     a_slots, b_slot = slots[:n_a], slots[n_a]
     dynamic = a["scale_d"] == "dynamic"
     s_slot = slots[n_a + 1] if dynamic else None
@@ -304,7 +312,8 @@ def _mma_async(op: Operation, cx):
                 "PTX requires wgmma.fence before the first wgmma.mma_async and between other "
                 "accesses to its registers and the wgmma; call ws.wgmma.fence(acc) first.",
                 where=where(op))
-        payload = ([s[k] for k in a_slots], s[b_slot], None if s_slot is None else s[s_slot],
+        a_in = [s[k] for k in a_slots]
+        payload = (unpack(a_in) if unpack else a_in, s[b_slot], None if s_slot is None else s[s_slot],
                    [s[k] for k in d_slots])
         rv = _arrive(op, w, payload)
         if rv.results is None:
