@@ -199,6 +199,36 @@ SWEEPS = {
                        dict(fma_select=True, skip_idle=True, partial_last=True),
                        dict(fma_select=True, lead_waits=True)],
     },
+    # session 7 (issue 12, attn7): P V's A operand as packed bf16x2 registers (packed_p) and
+    # O's rescale right after its P V wait (rescale_at_wait), with and without overlap_tiles,
+    # each against today's default fields (first in each list). SASS (docs/performance.md,
+    # "Session 7: packed P"): the default kernel's K/V step is unchanged (594 instructions,
+    # turn 67 at D=128); with overlap_tiles the turn goes 163 -> 131 (packed_p: no PRMT) -> 68
+    # (+ rescale_at_wait: no FMUL), the step 656 -> 592
+    "attn7": {
+        (128, False): [dict(fma_select=True), dict(fma_select=True, packed_p=True),
+                       dict(fma_select=True, packed_p=True, rescale_at_wait=True)]
+        + [dict(fma_select=True, overlap_tiles=True, **f) for f in (
+            {}, dict(packed_p=True), dict(rescale_at_wait=True),
+            dict(packed_p=True, rescale_at_wait=True))],
+        (128, True): [dict(persistent=False, fma_select=True),
+                      dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_at_wait=True)]
+        + [dict(fma_select=True, overlap_tiles=True, **f) for f in (
+            {}, dict(packed_p=True, rescale_at_wait=True))],
+    },
+    # the same at D = 64 (one shape: S = 4096)
+    "attn7_64": {
+        (64, False): [dict(consumer_wgs=3, fma_select=True, skip_idle=True, partial_last=True),
+                      dict(consumer_wgs=3, fma_select=True, skip_idle=True, partial_last=True,
+                           packed_p=True, rescale_at_wait=True)]
+        + [dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, **f) for f in (
+            {}, dict(packed_p=True, rescale_at_wait=True))],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
+                          skip_idle=True),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
+                          skip_idle=True, packed_p=True, rescale_at_wait=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

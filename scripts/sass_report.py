@@ -2,14 +2,17 @@
 memory, and where the instructions that shape a warp-specialized schedule sit.
 
     PYTHONPATH=. python scripts/sass_report.py attention --head-dim 128 [--causal] \
-        [--policy num_stages=3,tile_n=128] [--dump out.sass] [--timeline]
+        [--policy num_stages=3,tile_n=128] [--plan] [--turns] [--dump out.sass] [--timeline]
 
 For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class (HGMMA,
 WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS (mbarrier), UTMALDG
 / UTMASTG, USETMAXREG, LDL / STL (local memory), F2FP (paired conversions), STG, SHFL, FMNMX, FFMA /
 FADD / FMUL / FSEL, BRA) its count and the SASS line numbers of its first and last occurrences;
 ``--timeline`` prints the consumer loop's instruction classes in order, one letter each, to see
-where waits sit between the GEMMs and the softmax. Needs ptxas and nvdisasm (or cuobjdump): the
+where waits sit between the GEMMs and the softmax; ``--turns`` lists each ping-pong turn (from a
+``BAR.SYNC`` to the next ``BAR.ARV``: its length, HGMMAs, FMULs and PRMTs) and the distance from
+one turn's start to the next (a K/V step in the loop); ``--plan`` starts from the op's shipped
+policy for (D, causal) (``attention_plan.WGMMA_DEFAULTS``), ``--policy`` overriding it. Needs ptxas and nvdisasm (or cuobjdump): the
 ``nvidia-cuda-nvdisasm`` wheel or a CUDA toolkit on PATH.
 """
 from __future__ import annotations
@@ -36,6 +39,8 @@ CLASSES = [  # (name, regex on the SASS opcode, timeline letter)
     ("USETMAXREG", r"USETMAXREG", "R"),
     ("LDL/STL", r"\b(LDL|STL)\b", "!"),
     ("F2FP", r"\bF2FP", "c"),
+    ("PRMT", r"\bPRMT\b", "p"),
+    ("PRMT 0x5432 (swap)", r"\bPRMT\b.*0x5432", "p"),
     ("STG", r"\bSTG\b", "g"),
     ("STS/STSM", r"\b(STS|STSM)\b", "s"),
     ("SHFL", r"\bSHFL", "x"),
@@ -63,13 +68,36 @@ def find_tool() -> str:
     return tool
 
 
-def sass_lines(ck) -> list:
+def sass_lines(ck, labels: bool = False) -> list:
+    """The SASS instruction lines (with ``labels``, also nvdisasm's ``.L_x_N:`` label lines)."""
     tool = find_tool()
     if tool is None:
         raise SystemExit("no nvdisasm or cuobjdump: pip install nvidia-cuda-nvdisasm")
     os.environ["PATH"] = os.path.dirname(tool) + os.pathsep + os.environ.get("PATH", "")
     sass = ck.sass
-    return [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+    return [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)
+            or (labels and re.match(r"\s*\.L_x_\d+:", ln))]
+
+
+def loops(lines_with_labels) -> list:
+    """[(first, last)] instruction indices of each backward branch's loop: from the label it
+    jumps to up to the branch itself."""
+    where, n, out = {}, 0, []
+    for ln in lines_with_labels:
+        m = re.match(r"\s*(\.L_x_\d+):", ln)
+        if m:
+            where[m.group(1)] = n
+        else:
+            n += 1
+    n = 0
+    for ln in lines_with_labels:
+        if re.match(r"\s*\.L_x_\d+:", ln):
+            continue
+        m = re.search(r"\bBRA\b.*`\((\.L_x_\d+)\)", ln)
+        if m and where.get(m.group(1), n + 1) <= n:
+            out.append((where[m.group(1)], n))
+        n += 1
+    return out
 
 
 def report(ck, timeline: bool = False, dump: str = None) -> None:
@@ -107,12 +135,44 @@ def report(ck, timeline: bool = False, dump: str = None) -> None:
             print(f"{i:5d} {s[i:i + 100]}")
 
 
+def turns(lines) -> list:
+    """[(start, end)] line indices of each BAR.SYNC .. the next BAR.ARV (a ping-pong turn)."""
+    out, start = [], None
+    for i, ln in enumerate(lines):
+        if re.search(r"\bBAR\.SYNC", ln) and start is None:
+            start = i
+        elif re.search(r"\bBAR\.ARV", ln) and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def report_turns(lines, loop_list=()) -> None:
+    """Each turn's length and contents, and the innermost loop around it (a K/V step)."""
+    segs = turns(lines)
+    print(f"turns (BAR.SYNC .. BAR.ARV): {len(segs)}")
+    pats = {"HGMMA": r"HGMMA", "FMUL": r"\bFMUL\b", "PRMT": r"\bPRMT\b", "F2FP": r"\bF2FP"}
+    for k, (a, b) in enumerate(segs):
+        body = lines[a:b + 1]
+        counts = "  ".join(f"{name} {sum(1 for ln in body if re.search(pat, ln)):3d}"
+                           for name, pat in pats.items())
+        around = [(lo, hi) for lo, hi in loop_list if lo <= a and b <= hi]
+        step = ""
+        if around:
+            lo, hi = min(around, key=lambda x: x[1] - x[0])
+            step = f"  loop {lo}-{hi}: {hi - lo + 1} instructions"
+        print(f"  {a:5d}-{b:5d}  {b - a + 1:4d} instructions  {counts}{step}")
+
+
 def compile_attention(args):
     import numpy as np
     import warpstage as ws
     from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
     import ml_dtypes
     fields = {}
+    if args.plan:
+        from warpstage.ops.attention_plan import WGMMA_DEFAULTS
+        fields.update(WGMMA_DEFAULTS[(args.head_dim, args.causal)])
     for item in filter(None, (args.policy or "").split(",")):
         k, v = item.split("=")
         v = v.strip()
@@ -138,12 +198,16 @@ def main(argv=None) -> None:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--policy", default="")
     p.add_argument("--timeline", action="store_true")
+    p.add_argument("--turns", action="store_true")
+    p.add_argument("--plan", action="store_true")
     p.add_argument("--dump")
     args = p.parse_args(argv)
     import warnings
     warnings.simplefilter("ignore")
     ck = compile_attention(args)
     report(ck, args.timeline, args.dump)
+    if args.turns:
+        report_turns(sass_lines(ck), loops(sass_lines(ck, labels=True)))
 
 
 if __name__ == "__main__":

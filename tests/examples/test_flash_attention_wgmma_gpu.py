@@ -52,7 +52,10 @@ def test_matches_sdpa(head_dim, causal, seq, dtype):
                                     dict(tile_n=176, num_stages=2),
                                     dict(num_stages=1, overlap=False),
                                     dict(fma_select=True), dict(overlap_tiles=True),
-                                    dict(overlap_tiles=True, fma_select=True)])
+                                    dict(overlap_tiles=True, fma_select=True),
+                                    dict(packed_p=True, rescale_at_wait=True),
+                                    dict(overlap_tiles=True, fma_select=True, packed_p=True,
+                                         rescale_at_wait=True)])
 @pytest.mark.parametrize("head_dim", [64, 96, 128])
 def test_other_policies_long_sequences(head_dim, policy):
     case = (2, 2, 1500, 1500, head_dim, True, "bfloat16", None, policy)

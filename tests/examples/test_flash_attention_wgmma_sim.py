@@ -79,6 +79,16 @@ CASES = [
     (1, 2, 300, 300, 64, True, "float16", None, dict(lead_waits=True, consumer_wgs=3,
                                                      skip_idle=True)),
     (2, 2, 300, 200, 64, False, "bfloat16", None, dict(lead_waits=True, overlap_tiles=True)),
+    # P V's A fragments as packed bf16x2 / f16x2 registers; O rescaled right after its wait
+    (1, 2, 300, 200, 128, False, "bfloat16", None, dict(packed_p=True)),
+    (1, 1, 130, 190, 64, True, "float16", None, dict(packed_p=True, overlap=False)),
+    (1, 2, 300, 300, 128, True, "float16", None, dict(packed_p=True, rescale_at_wait=True)),
+    (2, 2, 300, 200, 64, False, "bfloat16", None, dict(overlap_tiles=True, packed_p=True,
+                                                       rescale_at_wait=True)),
+    (1, 3, 200, 333, 128, True, "bfloat16", None, dict(overlap_tiles=True, packed_p=True,
+                                                       rescale_at_wait=True, fma_select=True)),
+    (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3,
+                                                     rescale_at_wait=True)),
 ]
 
 

@@ -92,7 +92,14 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     longest-first order runs over bands of this many batch-heads (None: all of them with
     ``persistent``, one at a time without). ``lead_waits``: with ``pingpong``, only consumer
     warpgroup 0 waits on the K and V mbarriers before its turn; the others' turns begin after
-    its turn did (FlashAttention-3's order with its scheduler barrier).
+    its turn did (FlashAttention-3's order with its scheduler barrier). ``packed_p``: P's
+    A fragments for P V as ``ws.wgmma.PackedFragment``s (one ``cvt.rn.bf16x2.f32`` per pair
+    of P, b32 registers the wgmma reads as they are) instead of 16-bit scalars that the backend
+    packs before the wgmma (and ptxas may repack with ``PRMT`` inside the turn;
+    docs/performance.md, "Session 7: packed P"). ``rescale_at_wait``: with ``overlap``, O is
+    multiplied by the step's alpha right after the wait that completes its P V (at the end of
+    the K/V step) instead of beside the next P V issue, where ptxas may schedule the
+    multiplies inside the ping-pong turn.
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -108,7 +115,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
-                  "lead_waits")
+                  "lead_waits", "packed_p", "rescale_at_wait")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -120,7 +127,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  persistent=True, causal_align="top_left", kv_group=1, late_wait=True,
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
-                 head_group=None, lead_waits=False):
+                 head_group=None, lead_waits=False, packed_p=False,
+                 rescale_at_wait=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -174,6 +182,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "CTA's consecutive output tiles in the overlapped loop)",
                                     "overlap_tiles=False, or persistent=True")
         self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits)
+        self.packed_p = bool(packed_p)
+        self.rescale_at_wait = bool(rescale_at_wait)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)

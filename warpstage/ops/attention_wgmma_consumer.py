@@ -180,7 +180,7 @@ class WgmmaConsumer:
         Returns (O, m, l, K state, V state)."""
         p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
                                                     turn, storage)
-        acc = ws.wgmma.zeros(self.head_dim)
+        acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
         acc, p, m_i, l_i, alpha, kst, vst = self.kv_loop(dq, rows, lane, row_wg, keys, n_tiles,
                                                          k_pipe, v_pipe, kst, vst, turn,
                                                          storage, acc, p, m_i, l_i, alpha)
@@ -208,7 +208,8 @@ class WgmmaConsumer:
                 storage, acc, p, m_i, l_i, alpha):
         """K/V tiles 1 .. n_tiles - 1 of an output tile. Per tile j: (turn) issue S_j, rescale
         O by the previous alpha, issue P_{j-1} V_{j-1} (end of turn); wait for S_j, release
-        K_j, softmax; wait for P V, release V_{j-1}; only then convert P_j to the A fragments
+        K_j, softmax; wait for P V, release V_{j-1} (with ``rescale_at_wait`` O is rescaled by
+        alpha_j here instead of in the next turn); only then convert P_j to the A fragments
         (the registers of P_{j-1} are read by the wgmma in flight until it completes, so
         converting earlier needs 32 more registers, and ptxas then hoists the wait above the
         softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
@@ -216,7 +217,7 @@ class WgmmaConsumer:
             self.turn_wait_k(k_pipe, kst)
             self.begin_turn(turn)
             s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
-            acc = self.rescale(acc, alpha)
+            acc = self.rescale_in_turn(acc, alpha)
             self.turn_wait_v(v_pipe, vst)
             a = self.fence_all(acc, p)                    # here: no branch before the mmas
             acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
@@ -226,7 +227,7 @@ class WgmmaConsumer:
             s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
             p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
             self.fence_block(l_i)
-            acc = ws.wgmma.wait_group(0, acc)
+            acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), alpha)
             self.release_v(v_pipe, vst)
             p = self.to_a(p)
             kst = kst.advance()
@@ -237,12 +238,24 @@ class WgmmaConsumer:
     def last_pv(self, acc, p, alpha, v_pipe, vst, storage):
         """The output tile's last O += P V, alone (rescaled by the last alpha), waited for, V
         released. Returns (O, V state)."""
-        acc = self.rescale(acc, alpha)
+        acc = self.rescale_in_turn(acc, alpha)
         self.wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
         return acc, vst.advance()
+
+    def rescale_in_turn(self, acc, alpha):
+        """O times alpha where the overlapped step issues P V (inside the turn; the compiler
+        places the multiplies), or O as it is with ``rescale_at_wait``, which rescaled it
+        already (``rescale_at_wait_of``)."""
+        return acc if ws.static(self.rescale_at_wait) else self.rescale(acc, alpha)
+
+    def rescale_at_wait_of(self, acc, alpha):
+        """With ``rescale_at_wait``: O times alpha right after the wait that completes it (and
+        on entry to the loop), so the multiplies sit at the end of the K/V step, outside the
+        next turn; else O as it is (``rescale_in_turn`` rescales it)."""
+        return self.rescale(acc, alpha) if ws.static(self.rescale_at_wait) else acc
 
     @ws.jit
     def fence_block(self, values):
@@ -345,8 +358,9 @@ class WgmmaConsumer:
         return s
 
     def to_a(self, p) -> list:
-        """P's columns [16 kk, 16 kk + 16) in the input dtype: the A fragments of P V."""
-        return [ws.wgmma.accumulator_to_a(p, kk, self.dtype)
+        """P's columns [16 kk, 16 kk + 16) in the input dtype: the A fragments of P V (packed
+        pairs in b32 registers with ``packed_p``)."""
+        return [ws.wgmma.accumulator_to_a(p, kk, self.dtype, packed=self.packed_p)
                 for kk in ws.static_range(self.tile_n // 16)]
 
     def fence_all(self, acc, a) -> list:

@@ -39,7 +39,7 @@ class TileOverlap:
         self.wait_q(0, storage)
         p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
                                                     turn, storage)
-        acc = ws.wgmma.zeros(self.head_dim)
+        acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
         local = ws.Int32(0)
         for t in range(sched.first(), sched.num_tiles(), sched.stride()):
             rows, row_wg, dq = self.tile_rows(m_block, local, storage)
@@ -59,7 +59,7 @@ class TileOverlap:
                 done, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
                 b2, h2, m_block2, n_tiles2, m2, l2 = b, h, m_block, n_tiles, m_i, l_i
             self.store_out(o, lse, o_desc, b, h, rows, row_wg, done, m_i, l_i, storage)
-            acc = ws.wgmma.zeros(self.head_dim)
+            acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
             m_i, l_i = m2, l2
             b, h, m_block, n_tiles = b2, h2, m_block2, n_tiles2
             local = local + 1
@@ -80,7 +80,7 @@ class TileOverlap:
         self.turn_wait_k(k_pipe, kst)
         self.begin_turn(turn)
         s = self.issue_scores(dq, storage.k[kst.index], False)          # S'_0: one group
-        acc = self.rescale(acc, alpha)
+        acc = self.rescale_in_turn(acc, alpha)
         self.turn_wait_v(v_pipe, vst)
         a = self.fence_all(acc, p)
         acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])          # P_last V_last
