@@ -59,9 +59,15 @@ def stage(tile, layout: ws.Static[TileLayout], g):
 def stage_tiles(case, a_g, b_g):
     """(Traced inline, a plain function.) The case's smem storage with A and B staged (``stage``), waited for, made visible to
     the async proxy (wgmma) and synchronized across the CTA."""
-    st = ws.smem.allocate(case.Storage)
-    stage(st.a, case.la, a_g)
-    stage(st.b, case.lb, b_g)
+    return staged(case.Storage, [("a", case.la, a_g), ("b", case.lb, b_g)])
+
+
+def staged(storage, tiles):
+    """(Traced inline.) ``storage`` allocated, each (field, layout, global matrix) of ``tiles``
+    staged into its field (``stage``), waited for, fenced for the async proxy and synchronized."""
+    st = ws.smem.allocate(storage)
+    for name, layout, g in tiles:
+        stage(getattr(st, name), layout, g)
     ws.copy.commit_group()
     ws.copy.wait_group(0)
     ws.arch.fence_proxy_async()

@@ -13,7 +13,7 @@ import pytest
 import warpstage as ws
 from warpstage.lang.wgmma import TileLayout
 
-from test_wgmma import bf16_bits, bf16_to_f64, stage
+from test_wgmma import bf16_to_f64, staged
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 
@@ -41,14 +41,7 @@ class Chain:
 @ws.kernel
 def chain(case: ws.Static[Chain], a_g: ws.Tensor, bt_g: ws.Tensor, ct_g: ws.Tensor,
           d_g: ws.Tensor, reps: ws.Int32):
-    st = ws.smem.allocate(case.Storage)
-    stage(st.a, case.la, a_g)
-    stage(st.b, case.lb, bt_g)
-    stage(st.c, case.lc, ct_g)
-    ws.copy.commit_group()
-    ws.copy.wait_group(0)
-    ws.arch.fence_proxy_async()
-    ws.arch.sync_threads()
+    st = staged(case.Storage, [("a", case.la, a_g), ("b", case.lb, bt_g), ("c", case.lc, ct_g)])
     da = ws.wgmma.tile_descriptor(st.a, major="K", swizzle=case.la.swizzle)
     db = ws.wgmma.tile_descriptor(st.b, major="K", swizzle=case.lb.swizzle)
     dc = ws.wgmma.tile_descriptor(st.c, major="K", swizzle=case.lc.swizzle)
@@ -156,7 +149,6 @@ def test_packed_ptx_converts_pairs_and_never_repacks(ptxas_path):
 
 
 def test_packed_sass_has_no_halfword_swaps(ptxas_path):
-    pytest.importorskip("warpstage.jit")
     ck = _compiled(Chain(m=64, n=16, reps=2))
     sass = ck.sass
     if sass is None:
