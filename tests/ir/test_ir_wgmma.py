@@ -2,7 +2,7 @@
 import pytest
 
 from warpstage.ir import (Builder, Function, Module, PointerType, VerificationError, bf16, f16, f32,
-                          i1, i32, print_module, u64, verify)
+                          i1, i32, print_module, u32, u64, verify)
 
 
 def kernel_module():
@@ -89,6 +89,18 @@ def mma(b, tile, flag, operands=None, results=(f32,) * 4, **kw):
                          operands=lambda b, d, z: [z] * 8 + [d, z, z, z, z]),
      "expected 8 bf16 A-fragment values, got (f32, f32"),
     (lambda b, t, p: mma(b, t, p, type_d="f16"), "expected f16 accumulators, got (f32, f32"),
+    (lambda b, t, p: mma(b, t, p, a_regs="packed",
+                         operands=lambda b, d, z: [z] * 4 + [d, z, z, z, z]),
+     "expected 4 u32 A-fragment registers (pairs of bf16), got (f32, f32"),
+    (lambda b, t, p: mma(b, t, p, a_regs="packed",
+                         operands=lambda b, d, z: [b.constant(u32, 0)] * 8 + [d, z, z, z, z]),
+     "expected A (4 operand(s)), B, and 4 accumulator operands"),
+    (lambda b, t, p: mma(b, t, p, a_regs="pairs"),
+     "attribute a_regs must be one of (True, False, 'packed'), got 'pairs'"),
+    (lambda b, t, p: b.op("arith.cvt_pack", (b.constant(f32, 1.0), b.constant(f16, 1.0)), (u32,),
+                          {"to": "bf16"}), "expected (f32, f32) -> u32"),
+    (lambda b, t, p: b.op("arith.cvt_pack", (b.constant(f32, 1.0),) * 2, (u32,), {"to": "f32"}),
+     "attribute to must be one of ('bf16', 'f16'), got 'f32'"),
     (lambda b, t, p: b.op("wgmma.descriptor", (t,), (u64,), {"lbo": 24, "sbo": 0, "swizzle": 0,
                                                              "base_offset": 0}),
      "lbo must be a multiple of 16 in [0, 262144), got 24"),
@@ -110,6 +122,21 @@ def mma(b, tile, flag, operands=None, results=(f32,) * 4, **kw):
 ])
 def test_verifier_errors(body, message):
     assert message in bad(body)
+
+
+def test_packed_a_fragment_verifies_and_prints():
+    def body(b, tile, flag):
+        desc = b.op("wgmma.descriptor", (tile,), (u64,),
+                    {"lbo": 16, "sbo": 1024, "swizzle": 128, "base_offset": 0}).result
+        one = b.constant(f32, 1.0)
+        regs = [b.cvt_pack(one, one, "bf16") for _ in range(4)]
+        acc = b.op("wgmma.fence", [b.constant(f32, 0.0)] * 4 + regs, [f32] * 4 + [u32] * 4).results
+        b.op("wgmma.mma_async", list(acc[4:]) + [desc] + list(acc[:4]), [f32] * 4,
+             mma_attrs(a_regs="packed"))
+    m = build(body)
+    verify(m)
+    text = print_module(m)
+    assert 'a_regs = "packed"' in text and 'arith.cvt_pack' in text and 'to = "bf16"' in text
 
 
 @pytest.mark.parametrize("n", [8, 16, 72, 256])

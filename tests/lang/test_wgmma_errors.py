@@ -253,6 +253,17 @@ def test_shared_memory_operand_errors():
     ("a.k_step(1)", "TileDescriptor.at()'s k: expected a multiple of 16 in [0, 16), got 16"),
     ("ws.wgmma.accumulator_coords(7)", "ws.wgmma.accumulator_coords()'s n: expected a multiple "
                                        "of 8 in [8, 256], got 7"),
+    # packed A fragments (Fragment.pack, accumulator_to_a(packed=True))
+    ("ws.wgmma.zeros(8).pack(ws.Float32)", "Fragment.pack()'s dtype: expected ws.BFloat16 or "
+                                           "ws.Float16, got 'Float32'"),
+    ("ws.wgmma.Fragment.filled(ws.Float32, 3, 0.0).pack(ws.BFloat16)",
+     "Fragment.pack()'s fragment: expected a Float32 fragment of even length"),
+    ("ws.wgmma.Fragment.filled(ws.BFloat16, 8, 0.0).pack(ws.BFloat16)",
+     "Fragment.pack()'s fragment: expected a Float32 fragment of even length"),
+    ("ws.wgmma.accumulator_to_a(ws.wgmma.zeros(16), 0, ws.BFloat16, packed=1)",
+     "ws.wgmma.accumulator_to_a()'s packed: expected a static bool, got 1"),
+    ("ws.wgmma.mma(ws.wgmma.zeros(32).pack(ws.BFloat16), b, ws.wgmma.zeros(8))",
+     "ws.wgmma.mma()'s A fragment: expected a Fragment of 8 Float16 or BFloat16"),
 ])
 def test_operand_errors(stmt, message, tmp_path):
     src = ("def k(out: ws.Tensor):\n"
