@@ -146,7 +146,7 @@ def kernel_runner(a, b, c, fields=None):
     c3 = c[None]
 
     def run():
-        launch(p, *descs, m, n, k, 1, splits, ())
+        launch(p, *descs, m, n, k, 1, splits, (), 0, ())
         if split:
             reduce(None, out, c3, m, n, total, splits, ())
     p.splits = splits

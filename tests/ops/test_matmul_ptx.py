@@ -27,7 +27,7 @@ def compile_policy(p: Matmul):
                                                 ws.Float32: "float32"}[p.out_dtype]))
     ba, bb, bc = p.descriptor_boxes()
     return ws.compile(matmul_kernel, p, TD(x, ba), TD(x, bb), TD(c, bc), ws.Int32, ws.Int32,
-                      ws.Int32, ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
+                      ws.Int32, ws.Int32, ws.Int32, (), ws.Int32, (), block=(p.threads, 1, 1))
 
 
 def assert_clean_build(ck, p: Matmul) -> None:
