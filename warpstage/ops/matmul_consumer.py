@@ -54,6 +54,16 @@ def _fragments(x) -> list:
     return list(x) if isinstance(x, tuple) else [x]
 
 
+FIXUP_CHUNK = 16
+"""Registers of a partial tile the fix-up adds per pass over the contributors."""
+
+
+def _first_term(own, is_first, lo: int):
+    """0 + registers [lo, lo + FIXUP_CHUNK) of ``own`` where ``is_first``, else 0."""
+    return Fragment(Float32, [0.0 + ws.math.select(is_first, own[r], 0.0)
+                              for r in range(lo, min(lo + FIXUP_CHUNK, len(own)))])
+
+
 def _partial(workspace, base, threads: int, count: int):
     """One thread's ``count`` registers of a partial sum at ``base`` (thread-major)."""
     return Fragment(Float32, [workspace[base + r * threads] for r in range(count)])
@@ -182,19 +192,20 @@ class MatmulConsumer:
         me = ws.arch.block_idx()[0]
         first, last = sched.contributors(tile)
         own = accs[0]
-        zero = Fragment.filled(Float32, len(own), 0.0)
         # the first contributor (usually the last to arrive: its partial is the end of its
-        # range, the others' the start of theirs) adds its own from registers; any other
-        # reads its own back, so that no two 128-register fragments need to be live at once
-        start = ws.math.select(me == first, first + 1, first)
-        if me == first:
-            total = zero + own
-        else:
-            total = zero
-        for c in range(start, last + 1):
-            total = total + _partial(workspace, sched.slot(tile, c) * tile_size + tid,
-                                     threads, len(own))
-        return [total]
+        # range, the others' the start of theirs) adds its own from registers, any other
+        # reads its own back; 0 + P[first] either way. In chunks of FIXUP_CHUNK registers, so
+        # that the loads in flight and the sum fit beside the accumulator (no spills)
+        is_first = me == first
+        start = ws.math.select(is_first, first + 1, first)
+        out = []
+        for lo in ws.static_range(0, len(own), FIXUP_CHUNK):
+            part = _first_term(own, is_first, lo)
+            for c in range(start, last + 1):
+                part = part + _partial(workspace, sched.slot(tile, c) * tile_size + tid
+                                       + lo * threads, threads, len(part))
+            out.extend(part)
+        return [Fragment(Float32, out)]
 
     def issue(self, rows, storage, state, accs):
         """Issue the 64 x tile_n x tile_k products of stage ``state`` for each row block (four
