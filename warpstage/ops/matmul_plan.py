@@ -117,10 +117,12 @@ def stream_k_tiles(tiles: int, ctas: int, k_tiles: int) -> int:
     by K steps: those of the last partial wave (``tiles % ctas``; all of them with fewer tiles
     than CTAs), one full wave more when that would leave each CTA less than half a tile (a
     tile's partials would come from more than three CTAs: CUTLASS's "DP + one SK wave"); 0
-    when the waves are full, when a CTA would get no K step, or past the kernel's Int32
-    arithmetic (``ws.sched.StreamKScheduler``)."""
+    when the waves are full, when there are fewer than half as many tiles as CTAs (a tile's
+    many partials added by one CTA while the others idle: docs/matmul.md, "Why a second pass"),
+    when a CTA would get no K step, or past the kernel's Int32 arithmetic
+    (``ws.sched.StreamKScheduler``)."""
     sk = tiles % ctas
-    if sk == 0:
+    if sk == 0 or 2 * tiles < ctas:
         return 0
     if tiles > ctas and 2 * sk < ctas:
         sk += ctas
