@@ -13,7 +13,7 @@ from dtypes_helper import randn, to_float64
 from warpstage.lang.sched import (stream_k_contributors, stream_k_slot, stream_k_unit,
                                   stream_k_units)
 from warpstage.ops import matmul_host
-from warpstage.ops.matmul_config import choose_stream_k
+from warpstage.ops.matmul_config import choose_stream_k, explain
 from warpstage.ops.matmul_plan import (estimate_stream_k_us, estimate_us, plan,
                                        stream_k_tiles)
 
@@ -177,6 +177,14 @@ def test_plan_picks_stream_k_where_the_last_wave_is_partial():
     assert choose_stream_k(256, 11008, 4096, 1, sms, stream_k=False) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, "pingpong") is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, tile_n=256, stream_k=True)[1] == 256
+
+
+def test_explain_says_which_is_chosen():
+    text = explain(256, 11008, 4096)
+    assert "data-parallel: 128 x 192 tiles" in text and "chosen: stream-K" in text
+    assert "172 of 172 split over 132 CTAs" in text          # 128 x 128 tiles, all of them
+    assert explain(4096, 4096, 4096).endswith("over 1% faster)")
+    assert "no partial wave" in explain(128, 4096, 4096)
 
 
 def test_stream_k_errors():

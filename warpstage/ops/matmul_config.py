@@ -11,7 +11,7 @@ from .matmul_kernel import TILE_M, Matmul, max_stages
 from .matmul_plan import (MAX_SPLITS, STREAM_K_GAIN, estimate_us, even_splits, plan,
                           plan_stream_k, stream_k_tiles)
 
-__all__ = ["choose_config", "choose_stream_k", "policy_for", "make_policy", "GROUP_SMALL",
+__all__ = ["choose_config", "choose_stream_k", "explain", "policy_for", "make_policy", "GROUP_SMALL",
            "GROUP_LARGE"]
 
 GROUP_SMALL, GROUP_LARGE = 4, 8
@@ -86,6 +86,29 @@ def choose_stream_k(m: int, n: int, k: int, batches: int, sms: int, schedule: st
     if group is None:
         group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
     return tm, tn, group, stream_k_tiles(tiles, sms, -(-k // k_step))
+
+
+def explain(m: int, n: int, k: int, batches: int = 1, sms: int = 132, k_step: int = 64) -> str:
+    """What ``ws.ops.matmul`` (no policy arguments) runs for a (batches x) M x N x K problem on
+    ``sms`` SMs and why: the data-parallel / split-K plan and the stream-K candidate with their
+    estimated device times (``matmul_plan``), and which one is taken."""
+    tm, tn, group, splits = choose_config(m, n, k, batches, sms, k_step=k_step)
+    dp = estimate_us(m, n, k, batches, sms, tm, tn, splits, k_step)
+    lines = [f"data-parallel: {tm} x {tn} tiles" + (f", {splits} K splits" if splits > 1
+                                                     else "") + f", estimated {dp:.1f} us"]
+    best = plan_stream_k(m, n, k, batches, sms, k_step=k_step)
+    if best is None:
+        lines.append("stream-K: no partial wave to split (or too few tiles)")
+    else:
+        t, sm, sn = best
+        tiles = -(-m // sm) * -(-n // sn) * batches
+        lines.append(f"stream-K: {sm} x {sn} tiles, {stream_k_tiles(tiles, sms, -(-k // k_step))}"
+                     f" of {tiles} split over {sms} CTAs, estimated {t:.1f} us")
+    sk = choose_stream_k(m, n, k, batches, sms, k_step=k_step)
+    lines.append("chosen: " + ("stream-K" if sk is not None else "data-parallel") + (
+        f" (stream-K is taken only when estimated over {STREAM_K_GAIN:.0%} faster)"
+        if sk is None and best else ""))
+    return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=128)
