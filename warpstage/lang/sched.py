@@ -203,12 +203,17 @@ def stream_k_range(c, ctas, k_tiles, sk_tiles) -> tuple:
     return c * total // ctas, (c + 1) * total // ctas
 
 
+def _sk_units(begin, end, k_tiles):
+    """Stream-K units of the iteration range [begin, end): the tiles it touches."""
+    return _select(end > begin, (end - 1) // k_tiles - begin // k_tiles + 1, 0)
+
+
 def stream_k_units(c, ctas, tiles, k_tiles, sk_tiles):
     """Work units of CTA ``c``: its stream-K units (one per stream-K tile its iteration range
     touches), then its data-parallel tiles (``tiles`` in all, the first ``sk_tiles`` of them
     stream-K)."""
     begin, end = stream_k_range(c, ctas, k_tiles, sk_tiles)
-    sk = _select(end > begin, (end - 1) // k_tiles - begin // k_tiles + 1, 0)
+    sk = _sk_units(begin, end, k_tiles)
     dp = _max((tiles - sk_tiles - c + (ctas - 1)) // ctas, 0)
     return sk + dp
 
@@ -218,7 +223,7 @@ def stream_k_unit(c, j, ctas, tiles, k_tiles, sk_tiles) -> tuple:
     than ``k_tiles`` steps is a *partial* unit: its tile's other steps belong to other CTAs
     (``stream_k_contributors``) and the partial sums are added by the fix-up."""
     begin, end = stream_k_range(c, ctas, k_tiles, sk_tiles)
-    sk = _select(end > begin, (end - 1) // k_tiles - begin // k_tiles + 1, 0)
+    sk = _sk_units(begin, end, k_tiles)
     is_sk = j < sk
     t = _select(is_sk, begin // k_tiles + j, sk_tiles + c + (j - sk) * ctas)
     base = t * k_tiles
