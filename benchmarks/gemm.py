@@ -153,6 +153,15 @@ def kernel_runner(a, b, c, fields=None):
     return run, p
 
 
+def attempt(row: dict, key: str, fn, where: str, width: int = 300) -> None:
+    """``row[key] = fn()``, or one printed line when it raises (a benchmark reports, it does
+    not stop)."""
+    try:
+        row[key] = fn()
+    except Exception as e:
+        print(f"  {key} at {where}: {type(e).__name__}: {str(e)[:width]}", flush=True)
+
+
 def input_sets(m, n, k, b_kmajor, budget=8 << 30):
     """Copies of (a, b, c) to rotate over: enough to exceed the 50 MB L2 twice, at most 4, within
     ``budget`` bytes."""

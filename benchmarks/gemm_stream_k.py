@@ -55,14 +55,15 @@ def check(m, n, k, sets, kw, name) -> str:
 def measure(m, n, k, b_kmajor, iters, repeats) -> dict:
     import torch
     import warpstage as ws
-    from gemm import input_sets, rotating
+    from gemm import attempt, input_sets, rotating
     from warpstage.ops.matmul_config import choose_config, choose_stream_k
     from warpstage.ops.matmul_plan import estimate_stream_k_us, estimate_us
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     sets = input_sets(m, n, k, b_kmajor)
     flops = 2 * m * n * k
     tm, tn, _, sp = choose_config(m, n, k, 1, sms)
-    row = {"shape": (m, n, k), "B": "K" if b_kmajor else "N", "dp_choice": f"{tm}x{tn}" + (f"/s{sp}" if sp > 1 else ""),
+    row = {"shape": (m, n, k), "B": "K" if b_kmajor else "N",
+           "dp_choice": f"{tm}x{tn}" + (f"/s{sp}" if sp > 1 else ""),
            "est_dp": flops / estimate_us(m, n, k, 1, sms, tm, tn, sp) / 1e6, "checks": {}}
     sk = choose_stream_k(m, n, k, 1, sms, stream_k=True)
     row["sk_choice"] = f"{sk[0]}x{sk[1]}" if sk else "none"
@@ -79,13 +80,10 @@ def measure(m, n, k, b_kmajor, iters, repeats) -> dict:
         if name.startswith("sk") and choose_stream_k(m, n, k, 1, sms, tile_n=kw.get("tile_n"),
                                                      stream_k=True) is None:
             continue                            # no stream-K tile at this shape and width
-        try:
-            if name.startswith("sk"):
-                row["checks"][name] = check(m, n, k, sets, kw, name)
-            row[name] = timed(lambda a, b, out, kw=kw: (
-                lambda: ws.ops.matmul(a, b, out=out, **kw)))
-        except Exception as e:                # a benchmark reports, it does not stop
-            print(f"  {name} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+        if name.startswith("sk"):
+            attempt(row["checks"], name, lambda: check(m, n, k, sets, kw, name), f"{m}x{n}x{k}")
+        attempt(row, name, lambda: timed(lambda a, b, out: (
+            lambda: ws.ops.matmul(a, b, out=out, **kw))), f"{m}x{n}x{k}")
     row["cuBLAS"] = timed(lambda a, b, out: (lambda: torch.matmul(a, b, out=out)))
     del sets
     torch.cuda.empty_cache()

@@ -12,8 +12,8 @@ t0=$(date +%s)
 python3 -m compileall -q warpstage > /dev/null
 timeout 270 python3 benchmarks/gemm_stream_k.py --iters 10 --repeats 3 > "$OUT/gemm_stream_k.txt" 2>&1
 echo "bench rc $?" >> "$OUT/rc.txt"
-timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 tests/ops/test_matmul_gpu.py \
-    -k "stream_k" > "$OUT/pytest_stream_k.txt" 2>&1
+timeout 60 python3 -m pytest -q -p no:cacheprovider -n 4 tests/ops/test_matmul_gpu.py \
+    tests/ops/test_op_plans.py -k "stream_k" > "$OUT/pytest_stream_k.txt" 2>&1
 echo "stream-K GPU tests rc $?" >> "$OUT/rc.txt"
 cat "$OUT/rc.txt"
 echo "== stream-K vs data-parallel vs cuBLAS (TFLOP/s, device time)"
