@@ -176,6 +176,8 @@ def test_plan_picks_stream_k_where_the_last_wave_is_partial():
     assert choose_stream_k(256, 11008, 4096, 1, sms, splits=2, stream_k=True) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, stream_k=False) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, "pingpong") is None
+    assert choose_stream_k(8192, 8192, 8192, 1, sms, k_step=128) is None      # fp8: unmeasured
+    assert choose_stream_k(8192, 8192, 8192, 1, sms, k_step=128, stream_k=True) is not None
     assert choose_stream_k(256, 11008, 4096, 1, sms, tile_n=256, stream_k=True)[1] == 256
 
 
