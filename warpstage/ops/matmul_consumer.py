@@ -54,8 +54,11 @@ def _fragments(x) -> list:
     return list(x) if isinstance(x, tuple) else [x]
 
 
-FIXUP_CHUNK = 16
-"""Registers of a partial tile the fix-up adds per pass over the contributors."""
+FIXUP_CHUNK = 128
+"""Registers of a partial tile the fix-up adds per pass over the contributors: all of a
+128 x 256 tile's 128 (ptxas keeps the whole chunk's loads in flight, 128 LDG before the first
+FADD, without spilling at the consumers' 232 registers; a chunk is one round trip to L2, so
+16-register chunks would cost eight)."""
 
 
 def _first_term(own, is_first, lo: int):
@@ -194,8 +197,8 @@ class MatmulConsumer:
         own = accs[0]
         # the first contributor (usually the last to arrive: its partial is the end of its
         # range, the others' the start of theirs) adds its own from registers, any other
-        # reads its own back; 0 + P[first] either way. In chunks of FIXUP_CHUNK registers, so
-        # that the loads in flight and the sum fit beside the accumulator (no spills)
+        # reads its own back; 0 + P[first] either way. In chunks of FIXUP_CHUNK registers (the
+        # loads in flight and the sum beside the accumulator, no spills)
         is_first = me == first
         start = ws.math.select(is_first, first + 1, first)
         out = []
