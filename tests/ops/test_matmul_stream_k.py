@@ -125,6 +125,15 @@ def test_stream_k_matches_numpy(monkeypatch, launches, m, n, k, dtype, ta, tb, b
 
 
 @pytest.mark.usefixtures("sim_target")
+def test_stream_k_argument_errors_name_the_call():
+    a, b = make_operands(64, 64, 64, "bfloat16")
+    with pytest.raises(ws.ArgumentError, match="stream_k=True with cluster=\\(2, 1\\)"):
+        ws.ops.matmul(a, b, stream_k=True, cluster=(2, 1))
+    with pytest.raises(ws.ArgumentError, match="stream_k=1; expected None"):
+        ws.ops.matmul(a, b, stream_k=1)
+
+
+@pytest.mark.usefixtures("sim_target")
 def test_stream_k_epilogues_determinism_and_reuse(monkeypatch, launches):
     """BiasGelu and Residual see the whole sum (a non-linear epilogue on a partial would be
     wrong); two calls are bitwise equal; the workspace is one allocation across calls and the
@@ -173,7 +182,6 @@ def test_plan_picks_stream_k_where_the_last_wave_is_partial():
     assert choose_stream_k(128 * sms, 256, 4096, 1, sms) is None     # one full wave
     assert choose_stream_k(128, 4096, 4096, 1, sms) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, tile_n=192) is None
-    assert choose_stream_k(256, 11008, 4096, 1, sms, splits=2, stream_k=True) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, stream_k=False) is None
     assert choose_stream_k(256, 11008, 4096, 1, sms, "pingpong") is None
     assert choose_stream_k(8192, 8192, 8192, 1, sms, k_step=128) is None      # fp8: unmeasured
@@ -190,8 +198,11 @@ def test_explain_says_which_is_chosen():
 
 
 def test_stream_k_errors():
-    with pytest.raises(ws.ArgumentError, match="stream_k"):
+    with pytest.raises(ws.ArgumentError, match="stream_k='yes'; expected None"):
         choose_stream_k(256, 11008, 4096, 1, 132, stream_k="yes")
+    for kw in (dict(splits=2), dict(schedule="pingpong")):
+        with pytest.raises(ws.ArgumentError, match="stream_k=True with schedule=.*Fix: drop"):
+            choose_stream_k(256, 11008, 4096, 1, 132, stream_k=True, **kw)
     for bad in (dict(schedule="pingpong", tile_n=128), dict(split_k=True,
                                                            out_dtype=ws.Float32),
                 dict(cluster=(2, 1))):

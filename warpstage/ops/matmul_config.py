@@ -64,11 +64,18 @@ def choose_stream_k(m: int, n: int, k: int, batches: int, sms: int, schedule: st
     ``matmul_plan.plan_stream_k``'s estimate beats the plan's by more than ``STREAM_K_GAIN``
     and no tile or split is given; True: stream-K with the given tile (else the best estimated
     one) wherever the launch has a stream-K tile (``stream_k_tiles``); False: never. Only the
-    cooperative schedule, unsplit; None never picks it for fp8 (``k_step`` 128: unmeasured). Raises ArgumentError for a ``stream_k`` other than None,
-    True or False."""
+    cooperative schedule, unsplit; None never picks it for fp8 (``k_step`` 128: unmeasured).
+    Raises ArgumentError for a ``stream_k`` other than None, True or False, and for
+    ``stream_k=True`` with the ping-pong schedule or K splits."""
     if stream_k not in (None, True, False) or not isinstance(stream_k, (bool, type(None))):
         raise ArgumentError(f"ws.ops.matmul: stream_k={stream_k!r}; expected None (chosen per "
                             "shape), True or False. Fix: stream_k=True, or leave it out")
+    if stream_k is True and (schedule != "cooperative" or (splits or 1) > 1):
+        raise ArgumentError(f"ws.ops.matmul: stream_k=True with schedule={schedule!r}, "
+                            f"splits={splits!r}; expected the cooperative schedule and no K "
+                            "splits (stream-K splits K itself; ping-pong warpgroups skip each "
+                            "other's stages by a fixed count). Fix: drop schedule= / splits=, "
+                            "or stream_k=True")
     if stream_k is False or schedule != "cooperative" or (splits or 1) > 1 or (
             stream_k is None and ((tile_n, tile_m, splits) != (None, None, None)
                                   or k_step != 64)):

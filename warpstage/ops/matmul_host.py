@@ -318,6 +318,10 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
     xb, b_arg, b_major = _operand("b", b, tb, b_dtype, k_inner=False)
     sms = _sms(ta)
+    if stream_k is True and cluster != (1, 1):
+        raise ArgumentError(f"ws.ops.matmul: stream_k=True with cluster={cluster}; expected "
+                            "cluster=(1, 1) (the fix-up adds the partial tiles of single CTAs). "
+                            "Fix: drop cluster=, or stream_k=True")
     sk = choose_stream_k(m, n, k, batches, sms, schedule, tile_n, group, splits,
                          tile_k_of(dtype), tile_m, stream_k) if cluster == (1, 1) else None
     if sk is not None:

@@ -25,7 +25,9 @@ static persistent tile scheduler (``ws.sched``):
   mainloop runs.
 
 Rows / columns / K past the tensors: TMA loads read zeros and TMA stores clip, so any M, N, K
-(K >= 1) works without masks.
+(K >= 1) works without masks. ``stream_k``: the work units come from
+``ws.sched.StreamKScheduler`` (the last partial wave's tiles split by K steps over the CTAs) and
+a unit covering part of a tile goes through the counter fix-up of ``matmul_consumer.py``.
 """
 from __future__ import annotations
 
@@ -80,7 +82,9 @@ class Matmul(MatmulProducer, MatmulConsumer):
     (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
     ``setmaxnreg`` counts of the producer and the consumer warpgroups. ``schedule``:
     "cooperative" (both consumer warpgroups on one tile) or "pingpong" (alternate tiles, turns
-    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``.
+    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``. ``stream_k``:
+    stream-K work units (cooperative, no split-K, no cluster; the kernel then takes the
+    stream-K tile count and the fix-up's workspace and counters).
 
     Raises ValueError naming the field for a configuration the kernel cannot run (shared
     memory included)."""
