@@ -146,11 +146,20 @@ def kernel_runner(a, b, c, fields=None):
     c3 = c[None]
 
     def run():
-        launch(p, *descs, m, n, k, 1, splits, ())
+        launch(p, *descs, m, n, k, 1, splits, (), 0, ())
         if split:
             reduce(None, out, c3, m, n, total, splits, ())
     p.splits = splits
     return run, p
+
+
+def attempt(row: dict, key: str, fn, where: str, width: int = 300) -> None:
+    """``row[key] = fn()``, or one printed line when it raises (a benchmark reports, it does
+    not stop)."""
+    try:
+        row[key] = fn()
+    except Exception as e:
+        print(f"  {key} at {where}: {type(e).__name__}: {str(e)[:width]}", flush=True)
 
 
 def input_sets(m, n, k, b_kmajor, budget=8 << 30):

@@ -70,7 +70,7 @@ def kernel_runner(a, b, sa, sb, c):
     descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, c), p.descriptor_boxes())]
     launch = ws.ops.matmul_kernel[(ws.sched.grid_size(p.tiles(m, n), sms), 1, 1), p.threads]
     ops = tuple(epi.operands())
-    return (lambda: launch(p, *descs, m, n, k, 1, 1, ops)), repr(p)
+    return (lambda: launch(p, *descs, m, n, k, 1, 1, ops, 0, ())), repr(p)
 
 
 def measure(m, n, k, iters, repeats):

@@ -114,7 +114,7 @@ def main(argv=None) -> int:
             ("fp8: ws.ops.scaled_matmul(a, w.T, s, s, out=c)",
              lambda: ws.ops.scaled_matmul(a8, w8.T, one, one, out=c), True),
             ("kernel launched directly (Python path)",
-             lambda: launch(p, *descs, s, s, s, 1, 1, ()), False),
+             lambda: launch(p, *descs, s, s, s, 1, 1, (), 0, ()), False),
             ("that plan's C stub alone (the pretend driver)", stub, False),
             ("torch.empty of the output alone (CPU memory)",
              lambda: torch.empty(s, s, dtype=torch.bfloat16), False)]

@@ -34,7 +34,7 @@ def name(c) -> str:
 
 def measure(m, n, k, iters, repeats) -> dict:
     import torch
-    from gemm import input_sets, kernel_runner, rotating
+    from gemm import attempt, input_sets, kernel_runner, rotating
     from warpstage.ops import matmul_host
     from warpstage.ops.matmul_plan import estimate_us
     sets = input_sets(m, n, k, True)
@@ -49,11 +49,8 @@ def measure(m, n, k, iters, repeats) -> dict:
                                         warm_queue=True) / 1e12
     for c in CANDIDATES + ["plan"]:
         fields = None if c == "plan" else dict(tile_m=c[0], tile_n=c[1], splits=c[2])
-        try:
-            row[c if c == "plan" else name(c)] = timed(
-                lambda a, b, out: kernel_runner(a, b, out, fields)[0])
-        except Exception as e:                # a benchmark reports, it does not stop
-            print(f"  {c} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        attempt(row, c if c == "plan" else name(c), lambda: timed(
+            lambda a, b, out: kernel_runner(a, b, out, fields)[0]), f"{m}x{n}x{k}", 200)
     row["cuBLAS"] = timed(lambda a, b, out: (lambda: torch.matmul(a, b, out=out)))
     del sets
     torch.cuda.empty_cache()

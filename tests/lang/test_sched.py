@@ -124,3 +124,42 @@ def test_cluster_scheduler_hands_a_cluster_adjacent_tiles(cluster, tiles):
     # every tile of the grid once (plus the ones past its edge the cluster tiles round up to)
     inside = {(m, n, b) for m, n, b in covered if m < tm and n < tn}
     assert len(inside) == tm * tn * nb
+
+
+# -- StreamKScheduler ----------------------------------------------------------------------------
+@ws.kernel
+def stream_k_walk(out: ws.Tensor, tiles_m: ws.Int32, tiles_n: ws.Int32, k_tiles: ws.Int32,
+                  sk_tiles: ws.Int32):
+    sched = ws.sched.StreamKScheduler.create(tiles_m, tiles_n, 1, k_tiles, sk_tiles,
+                                             raster="M", group=2)
+    if ws.arch.thread_idx()[0] == 0:
+        c = ws.arch.block_idx()[0]
+        for j in range(sched.units()):
+            m, n, _, t, k0, count = sched.unit(j)
+            first, last = sched.contributors(t)
+            for i, v in enumerate((m, n, t, k0, count, first, last, sched.slot(t))):
+                out[c, j, i] = v
+
+
+@pytest.mark.parametrize("tiles, ctas, k_tiles, sk", [((3, 1), 5, 6, 3), ((2, 3), 4, 7, 2),
+                                                     ((1, 7), 3, 4, 4)])
+def test_stream_k_scheduler_in_a_kernel_matches_the_host(sim_target, tiles, ctas, k_tiles, sk):
+    """Each CTA's units, traced into a kernel: the host functions' tiles, K ranges,
+    contributors and slots (tests/ops/test_matmul_stream_k.py checks those cover every K step
+    once)."""
+    from warpstage.lang.sched import (stream_k_contributors, stream_k_slot, stream_k_unit,
+                                      stream_k_units)
+    tm, tn = tiles
+    total = tm * tn
+    out = np.full((ctas, 8, 8), -1, np.int32)
+    stream_k_walk[ctas, 32](out, tm, tn, k_tiles, sk)
+    for c in range(ctas):
+        units = stream_k_units(c, ctas, total, k_tiles, sk)
+        assert (out[c, units:] == -1).all()
+        for j in range(units):
+            t, k0, count = stream_k_unit(c, j, ctas, total, k_tiles, sk)
+            want = tile_coords(t, tm, tn, "M", 2)[:2] + (t, k0, count)
+            assert tuple(out[c, j, :5]) == want
+            if count < k_tiles:
+                assert tuple(out[c, j, 5:]) == stream_k_contributors(t, ctas, k_tiles, sk) + (
+                    stream_k_slot(c, t, ctas, k_tiles, sk),)

@@ -183,3 +183,32 @@ def test_clusters(cluster, m, n, k, extra):
     extra = dict(extra)
     layout = {key: extra.pop(key) for key in ("ta", "tb", "batch") if key in extra}
     check(*operands(m, n, k, **layout), cluster=cluster, **extra)
+
+
+@pytest.mark.parametrize("m, n, k, tb, kw", [
+    (256, 11008, 4096, True, {}), (4096, 4096, 4096, False, {}),
+    (8192, 8192, 8192, False, {}), (4096, 11008, 4096, True, dict(tile_n=128)),
+    (2000, 2000, 1000, False, dict(tile_n=192)), (129, 9000, 6500, True, dict(tile_n=64)),
+    (300, 2000, 4096, True, dict(tile_m=64, tile_n=128))])
+def test_stream_k(m, n, k, tb, kw):
+    """Stream-K (tiles of the last wave split by K steps over the SMs, the counter fix-up):
+    correct, two calls bitwise equal, the counters back at zero."""
+    import torch
+    from warpstage.ops import matmul_host
+    a, b = operands(m, n, k, tb=tb, seed=m + k)
+    check(a, b, stream_k=True, **kw)
+    one = ws.ops.matmul(a, b, stream_k=True, **kw)
+    two = ws.ops.matmul(a, b, stream_k=True, **kw)
+    assert torch.equal(one.view(torch.int16), two.view(torch.int16))
+    assert all(int(c.abs().sum()) == 0 for _, c in matmul_host._FIXUP.values())
+
+
+def test_stream_k_batched_epilogue():
+    import torch
+    a, b = operands(700, 1000, 3000, batch=3, seed=4)
+    bias = torch.randn(1000, device="cuda")
+    y = reference(a, b) + bias
+    got = ws.ops.matmul(a, b, epilogue=ws.ops.BiasGelu(bias), out_dtype=torch.float32,
+                        stream_k=True)
+    ref = torch.nn.functional.gelu(y, approximate="tanh")
+    assert relative_error(got, ref) < 1e-4

@@ -27,7 +27,9 @@ def compile_policy(p: Matmul):
                                                 ws.Float32: "float32"}[p.out_dtype]))
     ba, bb, bc = p.descriptor_boxes()
     return ws.compile(matmul_kernel, p, TD(x, ba), TD(x, bb), TD(c, bc), ws.Int32, ws.Int32,
-                      ws.Int32, ws.Int32, ws.Int32, (), block=(p.threads, 1, 1))
+                      ws.Int32, ws.Int32, ws.Int32, (), ws.Int32,
+                      (ws.Tensor[ws.Float32, 1], ws.Tensor[ws.Int32, 1]) if p.stream_k else (),
+                      block=(p.threads, 1, 1))
 
 
 def assert_clean_build(ck, p: Matmul) -> None:
@@ -50,9 +52,14 @@ def assert_clean_build(ck, p: Matmul) -> None:
     # the plan's choice at M = 128-256 against a weight (docs/matmul.md): 64 x 128, 8 stages;
     # and with K splits
     dict(tile_m=64, tile_n=128, b_major="K", num_stages=8),
-    dict(tile_m=64, tile_n=128, b_major="K", num_stages=8, split_k=True, out_dtype=ws.Float32)],
+    dict(tile_m=64, tile_n=128, b_major="K", num_stages=8, split_k=True, out_dtype=ws.Float32),
+    # stream-K: the fix-up's 128-register partials stored and added without spilling
+    dict(stream_k=True),
+    dict(stream_k=True, tile_n=192, b_major="K", num_stages=4),
+    dict(stream_k=True, tile_m=64, tile_n=128, num_stages=8)],
     ids=["default", "pingpong-At-Bt-f32-batched-f16", "split-k-Bt", "tile-m-64-At-Bt",
-         "64x128-8-stages-Bt", "64x128-split-k-Bt"])
+         "64x128-8-stages-Bt", "64x128-split-k-Bt", "stream-k", "stream-k-192-Bt",
+         "stream-k-64x128"])
 def test_ptx_ptxas_and_sass(fields):
     check_policy_build(fields)
 
@@ -98,6 +105,9 @@ def check_policy_build(fields):
     assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
     assert ("stmatrix" in ptx) == (p.out_dtype is not ws.Float32)
+    # stream-K's fix-up: one counter increment between GPU-scope fences (release, acquire)
+    assert ptx.count("atom.global.add.u32") + ptx.count("atom.global.add.s32") == p.stream_k
+    assert ptx.count("fence.acq_rel.gpu") == 2 * p.stream_k
     assert_clean_build(ck, p)
     # ping-pong: the consumers' turns are named-barrier arrivals (OrderedBarrier)
     assert ("barrier.cta.arrive" in ptx or "bar.arrive" in ptx) == (p.schedule == "pingpong")

@@ -219,3 +219,18 @@ def test_a_failing_guard_drops_the_plan(fake_gpu):
     n = op_plans.STATS["plans"]
     ws.ops.matmul(a, w.T, out=c)                     # the op's code, recorded anew
     assert op_plans.STATS["plans"] == n + 1 and plan not in op_plans._PLANS.values()
+
+
+def test_stream_k_plans_launch_into_the_kept_workspace(fake_gpu):
+    """A stream-K call is planned: its workspace and counters are the op's cached tensors
+    (``op_plans.kept``), the same memory in the op's own launch and in the plan's."""
+    a, w, c = _bf16(256, 128), _bf16(8448, 128), _bf16(256, 8448)     # 66 tiles of 128 x 256
+    before = op_plans.STATS["plans"]
+    _compare(fake_gpu, lambda: ws.ops.matmul(a, w.T, out=c, stream_k=True),
+             {"a": a, "w": w, "c": c})
+    assert op_plans.STATS["plans"] - before == 1
+    (workspace, counters), = [v for key, v in matmul_host._FIXUP.items()
+                              if key[0] == "torch" and key[2] == 132]
+    values = fake_gpu[-1][-1]
+    assert workspace.data_ptr() in values and counters.data_ptr() in values
+    assert workspace.numel() == 2 * 132 * 128 * 256 and not counters.any()

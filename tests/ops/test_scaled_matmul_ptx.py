@@ -32,7 +32,8 @@ def compile_fp8(p: Matmul, epilogue_operands=()):
     c = np.zeros(((2,) if p.split_k else ()) + (256, 256), _NP[p.out_dtype])
     ba, bb, bc = p.descriptor_boxes()
     return ws.compile(matmul_kernel, p, TD(a, ba), TD(b, bb), TD(c, bc), ws.Int32, ws.Int32,
-                      ws.Int32, ws.Int32, ws.Int32, epilogue_operands, block=(p.threads, 1, 1))
+                      ws.Int32, ws.Int32, ws.Int32, epilogue_operands, ws.Int32, (),
+                      block=(p.threads, 1, 1))
 
 
 def test_policy_doubles_tile_k_and_keeps_the_ring():

@@ -29,13 +29,17 @@ from __future__ import annotations
 from ..core.static import Static
 from .arch import block_idx, grid_dim
 from .cluster import cluster_ctarank, cluster_grid_dim, cluster_idx
+from .math import max as _max
 from .math import min as _min
+from .math import select as _select
 from .operands import operand_error
 from .pipeline import PipelineState
 from .scalars import Int32
 from .struct import struct
 
-__all__ = ["PersistentTileScheduler", "ClusterTileScheduler", "tile_coords", "grid_size", "skip_stages", "RASTERS"]
+__all__ = ["PersistentTileScheduler", "ClusterTileScheduler", "StreamKScheduler", "tile_coords",
+           "grid_size", "skip_stages", "stream_k_range", "stream_k_unit", "stream_k_contributors",
+           "stream_k_slot", "stream_k_units", "RASTERS"]
 
 RASTERS = ("M", "N")
 
@@ -180,3 +184,125 @@ class ClusterTileScheduler:
         rank = cluster_ctarank()
         return (m * self.cluster_m + rank % self.cluster_m,
                 n * self.cluster_n + rank // self.cluster_m, batch)
+
+
+# -- stream-K -------------------------------------------------------------------------------
+# The linear tile order of PersistentTileScheduler, split in two: the first ``sk_tiles`` tiles
+# are *stream-K tiles*, whose ``sk_tiles x k_tiles`` (tile, K step) iterations are cut evenly
+# over the ``ctas`` CTAs (CTA c takes iterations [c I / ctas, (c + 1) I / ctas), I = sk_tiles x
+# k_tiles, rounded down), so a tile's K range may be split over two or more CTAs; the other
+# tiles are data-parallel, CTA c taking tiles sk_tiles + c, + ctas, ... whole. A CTA walks its
+# stream-K units first, then its data-parallel tiles. The functions below are the arithmetic,
+# on Python ints and dynamic Int32 alike (the host's checks and the kernel run the same code).
+
+
+def stream_k_range(c, ctas, k_tiles, sk_tiles) -> tuple:
+    """[begin, end) of CTA ``c``'s stream-K iterations (``iteration = tile x k_tiles + K
+    step``)."""
+    total = sk_tiles * k_tiles
+    return c * total // ctas, (c + 1) * total // ctas
+
+
+def _sk_units(begin, end, k_tiles):
+    """Stream-K units of the iteration range [begin, end): the tiles it touches."""
+    return _select(end > begin, (end - 1) // k_tiles - begin // k_tiles + 1, 0)
+
+
+def stream_k_units(c, ctas, tiles, k_tiles, sk_tiles):
+    """Work units of CTA ``c``: its stream-K units (one per stream-K tile its iteration range
+    touches), then its data-parallel tiles (``tiles`` in all, the first ``sk_tiles`` of them
+    stream-K)."""
+    begin, end = stream_k_range(c, ctas, k_tiles, sk_tiles)
+    sk = _sk_units(begin, end, k_tiles)
+    dp = _max((tiles - sk_tiles - c + (ctas - 1)) // ctas, 0)
+    return sk + dp
+
+
+def stream_k_unit(c, j, ctas, tiles, k_tiles, sk_tiles) -> tuple:
+    """Unit ``j`` of CTA ``c``: (linear tile index, first K step, K steps). A unit with fewer
+    than ``k_tiles`` steps is a *partial* unit: its tile's other steps belong to other CTAs
+    (``stream_k_contributors``) and the partial sums are added by the fix-up."""
+    begin, end = stream_k_range(c, ctas, k_tiles, sk_tiles)
+    sk = _sk_units(begin, end, k_tiles)
+    is_sk = j < sk
+    t = _select(is_sk, begin // k_tiles + j, sk_tiles + c + (j - sk) * ctas)
+    base = t * k_tiles
+    k0 = _select(is_sk, _max(begin - base, 0), 0)
+    k1 = _select(is_sk, _min(end - base, k_tiles), k_tiles)
+    return t, k0, k1 - k0
+
+
+def _owner(i, ctas, total):
+    """The CTA whose stream-K range holds iteration ``i`` (every range non-empty)."""
+    return ((i + 1) * ctas - 1) // total
+
+
+def stream_k_contributors(s, ctas, k_tiles, sk_tiles) -> tuple:
+    """(first, last) CTA whose ranges cover stream-K tile ``s``: the tile's partial sums come
+    from CTAs first..last, in that order (every range is non-empty: ``sk_tiles x k_tiles >=
+    ctas``)."""
+    total = sk_tiles * k_tiles
+    return (_owner(s * k_tiles, ctas, total),
+            _owner((s + 1) * k_tiles - 1, ctas, total))
+
+
+def stream_k_slot(c, s, ctas, k_tiles, sk_tiles):
+    """The workspace slot of CTA ``c``'s partial sums of stream-K tile ``s``: ``2 c`` for the
+    CTA's first unit, ``2 c + 1`` for its last (its other units are whole tiles: no partial),
+    so ``2 x ctas`` slots serve every launch."""
+    begin, _ = stream_k_range(c, ctas, k_tiles, sk_tiles)
+    return 2 * c + _select(begin // k_tiles == s, 0, 1)
+
+
+@struct
+class StreamKScheduler:
+    """The stream-K + data-parallel persistent scheduler (Osama et al., "Stream-K:
+    Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication on the GPU",
+    PPoPP 2023; CUTLASS ``PersistentTileSchedulerSm90StreamK``'s "DP + SK" hybrid): the tile
+    order of ``inner`` (a ``PersistentTileScheduler``: raster, group swizzle, batches), its
+    first ``sk_tiles`` tiles split by K iterations evenly over the grid's CTAs, the others whole
+    (the functions above). Every role of a CTA walks the same units::
+
+        for j in range(sched.units()):
+            m_blk, n_blk, batch, t, k0, count = sched.unit(j)   # K steps [k0, k0 + count)
+
+    A unit with ``count < k_tiles`` covers part of stream-K tile ``t``; CTAs
+    ``sched.contributors(t)`` cover the whole of it and ``sched.slot(t)`` is this CTA's
+    workspace slot for it. ``k_tiles``, ``sk_tiles`` dynamic Int32; launch a 1-D grid of
+    ``ctas`` CTAs with ``sk_tiles x k_tiles >= ctas`` (no empty range) or ``sk_tiles = 0``
+    (all data-parallel). Int32 arithmetic: ``(sk_tiles x k_tiles + 1) x ctas < 2^31``."""
+
+    inner: PersistentTileScheduler
+    k_tiles: Int32
+    sk_tiles: Int32
+
+    @classmethod
+    def create(cls, tiles_m, tiles_n, batches, k_tiles, sk_tiles, raster: str = "M",
+               group: int = 8) -> "StreamKScheduler":
+        """The scheduler of a ``tiles_m x tiles_n`` tile grid per batch with ``k_tiles`` K steps
+        per tile, the first ``sk_tiles`` tiles stream-K (ints or dynamic integers). Raises
+        OperandError as ``PersistentTileScheduler.create``."""
+        _check(raster, group, "ws.sched.StreamKScheduler.create()")
+        inner = PersistentTileScheduler.create(tiles_m, tiles_n, batches, raster, group)
+        return cls(inner, Int32(k_tiles), Int32(sk_tiles))
+
+    def units(self) -> Int32:
+        """This CTA's work units (stream-K ones first)."""
+        return stream_k_units(block_idx()[0], grid_dim()[0], self.inner.num_tiles(),
+                              self.k_tiles, self.sk_tiles)
+
+    def unit(self, j) -> tuple:
+        """(m_blk, n_blk, batch, linear tile, first K step, K steps) of this CTA's unit ``j``."""
+        t, k0, count = stream_k_unit(block_idx()[0], Int32(j), grid_dim()[0],
+                                     self.inner.num_tiles(), self.k_tiles, self.sk_tiles)
+        m, n, batch = self.inner.tile(t)
+        return m, n, batch, t, k0, count
+
+    def contributors(self, t) -> tuple:
+        """(first, last) CTA of stream-K tile ``t``'s partial sums."""
+        return stream_k_contributors(t, grid_dim()[0], self.k_tiles, self.sk_tiles)
+
+    def slot(self, t, c=None) -> Int32:
+        """CTA ``c``'s (default: this CTA's) workspace slot of stream-K tile ``t``."""
+        c = block_idx()[0] if c is None else c
+        return stream_k_slot(c, t, grid_dim()[0], self.k_tiles, self.sk_tiles)

@@ -8,9 +8,11 @@ import functools
 
 from ..errors import ArgumentError
 from .matmul_kernel import TILE_M, Matmul, max_stages
-from .matmul_plan import MAX_SPLITS, even_splits, plan
+from .matmul_plan import (MAX_SPLITS, STREAM_K_GAIN, estimate_us, even_splits, plan,
+                          plan_stream_k, stream_k_tiles)
 
-__all__ = ["choose_config", "policy_for", "make_policy", "GROUP_SMALL", "GROUP_LARGE"]
+__all__ = ["choose_config", "choose_stream_k", "explain", "policy_for", "make_policy", "GROUP_SMALL",
+           "GROUP_LARGE"]
 
 GROUP_SMALL, GROUP_LARGE = 4, 8
 """The swizzle band of the tile order: 4 up to ``4 x SMs`` output tiles, 8 above. Measured on
@@ -53,29 +55,94 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
     return tile_m, tile_n, group, splits
 
 
+@functools.lru_cache(maxsize=256)
+def choose_stream_k(m: int, n: int, k: int, batches: int, sms: int, schedule: str = "cooperative",
+                    tile_n=None, group=None, splits=None, k_step: int = 64, tile_m=None,
+                    stream_k=None):
+    """(tile_m, tile_n, group, sk_tiles) of a stream-K launch on ``sms`` CTAs, or None for the
+    data-parallel / split-K plan of ``choose_config``. ``stream_k`` None: stream-K when
+    ``matmul_plan.plan_stream_k``'s estimate beats the plan's by more than ``STREAM_K_GAIN``
+    and no tile or split is given; True: stream-K with the given tile (else the best estimated
+    one) wherever the launch has a stream-K tile (``stream_k_tiles``); False: never. Only the
+    cooperative schedule, unsplit; None never picks it for fp8 (``k_step`` 128: unmeasured).
+    Raises ArgumentError for a ``stream_k`` other than None, True or False, and for
+    ``stream_k=True`` with the ping-pong schedule or K splits."""
+    if stream_k not in (None, True, False) or not isinstance(stream_k, (bool, type(None))):
+        raise ArgumentError(f"ws.ops.matmul: stream_k={stream_k!r}; expected None (chosen per "
+                            "shape), True or False. Fix: stream_k=True, or leave it out")
+    if stream_k is True and (schedule != "cooperative" or (splits or 1) > 1):
+        raise ArgumentError(f"ws.ops.matmul: stream_k=True with schedule={schedule!r}, "
+                            f"splits={splits!r}; expected the cooperative schedule and no K "
+                            "splits (stream-K splits K itself; ping-pong warpgroups skip each "
+                            "other's stages by a fixed count). Fix: drop schedule= / splits=, "
+                            "or stream_k=True")
+    if stream_k is False or schedule != "cooperative" or (splits or 1) > 1 or (
+            stream_k is None and ((tile_n, tile_m, splits) != (None, None, None)
+                                  or k_step != 64)):
+        return None             # (fp8, k_step 128: not chosen by itself until measured)
+    best = plan_stream_k(m, n, k, batches, sms,
+                         (256, 192, 128) if tile_n is None else (tile_n,),
+                         (TILE_M,) if tile_m is None else (tile_m,), k_step)
+    if best is None:
+        return None
+    t, tm, tn = best
+    if stream_k is None:
+        dm, dn, _, ds = choose_config(m, n, k, batches, sms, schedule, k_step=k_step)
+        if t >= estimate_us(m, n, k, batches, sms, dm, dn, ds, k_step) * (1 - STREAM_K_GAIN):
+            return None
+    tiles = -(-m // tm) * -(-n // tn) * batches
+    if group is None:
+        group = GROUP_SMALL if tiles <= 4 * sms else GROUP_LARGE
+    return tm, tn, group, stream_k_tiles(tiles, sms, -(-k // k_step))
+
+
+def explain(m: int, n: int, k: int, batches: int = 1, sms: int = 132, k_step: int = 64) -> str:
+    """What ``ws.ops.matmul`` (no policy arguments) runs for a (batches x) M x N x K problem on
+    ``sms`` SMs and why: the data-parallel / split-K plan and the stream-K candidate with their
+    estimated device times (``matmul_plan``), and which one is taken."""
+    tm, tn, group, splits = choose_config(m, n, k, batches, sms, k_step=k_step)
+    dp = estimate_us(m, n, k, batches, sms, tm, tn, splits, k_step)
+    lines = [f"data-parallel: {tm} x {tn} tiles" + (f", {splits} K splits" if splits > 1
+                                                     else "") + f", estimated {dp:.1f} us"]
+    best = plan_stream_k(m, n, k, batches, sms, k_step=k_step)
+    if best is None:
+        lines.append("stream-K: no partial wave to split (or too few tiles)")
+    else:
+        t, sm, sn = best
+        tiles = -(-m // sm) * -(-n // sn) * batches
+        lines.append(f"stream-K: {sm} x {sn} tiles, {stream_k_tiles(tiles, sms, -(-k // k_step))}"
+                     f" of {tiles} split over {sms} CTAs, estimated {t:.1f} us")
+    sk = choose_stream_k(m, n, k, batches, sms, k_step=k_step)
+    lines.append("chosen: " + ("stream-K" if sk is not None else "data-parallel") + (
+        f" (stream-K is taken only when estimated over {STREAM_K_GAIN:.0%} faster)"
+        if sk is None and best else ""))
+    return "\n".join(lines)
+
+
 @functools.lru_cache(maxsize=128)
 def policy_for(dtype, out_dtype, a_major: str, b_major: str, batched: bool, tile_n: int,
                num_stages=None, raster: str = "M", group: int = 8,
                schedule: str = "cooperative", split_k: bool = False, b_dtype=None,
-               tile_m: int = TILE_M, cluster: tuple = (1, 1)) -> Matmul:
+               tile_m: int = TILE_M, cluster: tuple = (1, 1), stream_k: bool = False) -> Matmul:
     """The policy of one configuration without an epilogue (cached); ``num_stages`` None: the
     deepest ring that fits, at most 8."""
     return _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                       group, schedule, split_k, b_dtype, tile_m, cluster)
+                       group, schedule, split_k, b_dtype, tile_m, cluster, stream_k)
 
 
 def make_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
                 schedule, epilogue, split_k=False, b_dtype=None, tile_m=TILE_M,
-                cluster=(1, 1)) -> Matmul:
+                cluster=(1, 1), stream_k=False) -> Matmul:
     """``Matmul(...)`` with ``num_stages`` None meaning the deepest ring that fits (at most 8):
     the cached configuration of ``policy_for`` with ``epilogue`` put in (``Matmul.with_epilogue``),
     so a call with a new epilogue object costs a copy, not the policy's layouts."""
     return policy_for(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster,
-                      group, schedule, split_k, b_dtype, tile_m, cluster).with_epilogue(epilogue)
+                      group, schedule, split_k, b_dtype, tile_m, cluster,
+                      stream_k).with_epilogue(epilogue)
 
 
 def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages, raster, group,
-                schedule, split_k, b_dtype, tile_m, cluster=(1, 1)) -> Matmul:
+                schedule, split_k, b_dtype, tile_m, cluster=(1, 1), stream_k=False) -> Matmul:
     stages = num_stages
     if stages is None:
         Matmul.check_tile_m(tile_m, schedule)          # before max_stages uses it
@@ -83,4 +150,4 @@ def _new_policy(dtype, out_dtype, a_major, b_major, batched, tile_n, num_stages,
     return Matmul(dtype=dtype, out_dtype=out_dtype, a_major=a_major, b_major=b_major,
                   batched=batched, tile_n=tile_n, num_stages=stages, raster=raster, group=group,
                   schedule=schedule, split_k=split_k, b_dtype=b_dtype, tile_m=tile_m,
-                  cluster=cluster)
+                  cluster=cluster, stream_k=stream_k)

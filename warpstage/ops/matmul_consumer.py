@@ -12,11 +12,38 @@ epilogue, in the two schedules of CUTLASS's sm90 warp-specialized kernels.
 
 Both keep one wgmma-group in flight in the K loop: after issuing stage s they wait until only
 that group is pending (``wait_group(1)``) and release stage s - 1.
+
+The stream-K fix-up (``Matmul(stream_k=True)``, cooperative; ``ws.sched.StreamKScheduler``).
+A unit covering only part of its tile's K steps (CTAs first..last of
+``sched.contributors(t)`` share the tile) ends with the f32 accumulator in registers. Each
+such unit, without waiting for any other CTA:
+
+    store its accumulator to workspace slot ``sched.slot(t)``, thread-major (register r of
+      consumer thread i at ``slot x tile + r x threads + i``: each warp store is 128
+      contiguous bytes; whoever reads it runs the same threads, so no layout math)
+    bar.sync 1, threads                    # every thread's partial is written
+    thread 0: fence.acq_rel.gpu; old = atom.add counter[t], 1; fence.acq_rel.gpu
+              (release of the CTA's partial, then acquire of the others': PTX ISA 8.x
+              "Memory Consistency Model", release and acquire patterns; CUTLASS
+              ``GenericBarrier::arrive_inc`` / ``wait_eq`` order them the same way)
+              last = old == last - first; if last: counter[t] = 0   # the next call's zero
+              smem flag = last
+    bar.sync 1, threads
+    if last: sum = 0 + P[first] + ... + P[last], in CTA order, its own term from registers,
+             then the normal epilogue (the user epilogue sees the whole sum)
+
+The unit whose increment completes the count adds the tile up and stores it; the others go on
+to their next unit. No CTA ever waits for another, so it runs in the simulator (CTAs one at a
+time) as on the GPU, and the sum's order is fixed whoever arrives last: two calls are bitwise
+equal. The counters are left at zero, so the workspace and counters are allocated once and
+reused without a memset (two concurrent streams must not share them).
 """
 from __future__ import annotations
 
 import warpstage as ws
 
+from ..lang.fragment import Fragment
+from ..lang.scalars import Float32
 from ..lang.sched import skip_stages
 
 __all__ = ["MatmulConsumer"]
@@ -27,12 +54,31 @@ def _fragments(x) -> list:
     return list(x) if isinstance(x, tuple) else [x]
 
 
+FIXUP_CHUNK = 128
+"""Registers of a partial tile the fix-up adds per pass over the contributors: all of a
+128 x 256 tile's 128 (ptxas keeps the whole chunk's loads in flight, 128 LDG before the first
+FADD, without spilling at the consumers' 232 registers; a chunk is one round trip to L2, so
+16-register chunks would cost eight)."""
+
+
+def _first_term(own, is_first, lo: int):
+    """0 + registers [lo, lo + FIXUP_CHUNK) of ``own`` where ``is_first``, else 0."""
+    return Fragment(Float32, [0.0 + ws.math.select(is_first, own[r], 0.0)
+                              for r in range(lo, min(lo + FIXUP_CHUNK, len(own)))])
+
+
+def _partial(workspace, base, threads: int, count: int):
+    """One thread's ``count`` registers of a partial sum at ``base`` (thread-major)."""
+    return Fragment(Float32, [workspace[base + r * threads] for r in range(count)])
+
+
 class MatmulConsumer:
     """The consumer role's device code; mixed into the ``Matmul`` policy (which provides the
     configuration: ``schedule``, ``tile_n``, majors, ``out``, ``epilogue``, ...)."""
 
     @ws.jit
-    def consume(self, c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage):
+    def consume(self, c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage,
+                fixup=()):
         """Consumer warpgroups 1 and 2 over this CTA's tiles, in the policy's schedule."""
         tid = ws.arch.thread_idx()[0] - self.producer_threads        # 0..255
         wg = ws.arch.make_warp_uniform(tid // 128)
@@ -45,11 +91,23 @@ class MatmulConsumer:
                                   wg, tid % 128)
         else:
             state = pipeline.consumer_start_state()
-            for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+            start, stop, step = self.unit_range(sched)
+            for t in range(start, stop, step):
                 m_blk, n_blk, _, batch, _, count = self.work(sched, t, k_tiles, splits)
                 accs, state = self.mainloop([wg * 64], count, pipeline, storage, state, None)
-                self.store_tile(accs, tid, c_desc, storage.c, m_blk, n_blk, batch, m, n,
-                                operands, None)
+                if ws.static(self.stream_k):
+                    if count == k_tiles:
+                        self.store_tile(accs, tid, c_desc, storage.c, m_blk, n_blk, batch, m,
+                                        n, operands, None)
+                    else:
+                        tile = sched.unit(t)[3]
+                        if self.publish(accs, tid, sched, tile, fixup, storage):
+                            accs = self.gather(accs, tid, sched, tile, fixup[0])
+                            self.store_tile(accs, tid, c_desc, storage.c, m_blk, n_blk, batch,
+                                            m, n, operands, None)
+                else:
+                    self.store_tile(accs, tid, c_desc, storage.c, m_blk, n_blk, batch, m, n,
+                                    operands, None)
             self.out.tail(tid)
 
     @ws.jit
@@ -100,6 +158,57 @@ class MatmulConsumer:
         accs = _fragments(ws.wgmma.wait_group(0, *accs))
         pipeline.consumer_release(prev)
         return accs, state
+
+    @ws.jit
+    def publish(self, accs, tid, sched, tile, fixup, storage):
+        """A partial unit of stream-K tile ``tile``: store this thread's accumulator to the
+        CTA's workspace slot, count the CTA in on the tile's counter (release / acquire at GPU
+        scope, by thread 0 after a named barrier) and return whether it completed the count
+        (the same Boolean in every consumer thread). The counter goes back to 0 when it did."""
+        workspace, counters = fixup
+        threads = self.consumer_threads
+        base = sched.slot(tile) * (self.tile_m * self.tile_n) + tid
+        acc = accs[0]
+        for r in ws.static_range(len(acc)):
+            workspace[base + r * threads] = acc[r]
+        ws.arch.barrier_sync(1, threads)
+        if tid == 0:
+            first, last = sched.contributors(tile)
+            ws.arch.fence_acq_rel("gpu")
+            old = ws.atomic_add(counters.ptr + tile, 1)
+            ws.arch.fence_acq_rel("gpu")
+            done = old == last - first
+            if done:
+                counters[tile] = 0
+            storage.last[0] = ws.math.select(done, 1, 0)
+        ws.arch.barrier_sync(1, threads)
+        return storage.last[0] != 0
+
+    @ws.jit
+    def gather(self, accs, tid, sched, tile, workspace):
+        """The whole of stream-K tile ``tile``: 0 + the contributors' partial sums in CTA
+        order (``sched.contributors``), from their workspace slots (the layout ``publish``
+        wrote), the first one's from ``accs`` when this CTA is it: the same sum whichever CTA
+        adds it up."""
+        threads = self.consumer_threads
+        tile_size = self.tile_m * self.tile_n
+        me = ws.arch.block_idx()[0]
+        first, last = sched.contributors(tile)
+        own = accs[0]
+        # the first contributor (usually the last to arrive: its partial is the end of its
+        # range, the others' the start of theirs) adds its own from registers, any other
+        # reads its own back; 0 + P[first] either way. In chunks of FIXUP_CHUNK registers (the
+        # loads in flight and the sum beside the accumulator, no spills)
+        is_first = me == first
+        start = ws.math.select(is_first, first + 1, first)
+        out = []
+        for lo in ws.static_range(0, len(own), FIXUP_CHUNK):
+            part = _first_term(own, is_first, lo)
+            for c in range(start, last + 1):
+                part = part + _partial(workspace, sched.slot(tile, c) * tile_size + tid
+                                       + lo * threads, threads, len(part))
+            out.extend(part)
+        return [Fragment(Float32, out)]
 
     def issue(self, rows, storage, state, accs):
         """Issue the 64 x tile_n x tile_k products of stage ``state`` for each row block (four

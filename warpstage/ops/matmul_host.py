@@ -14,13 +14,14 @@ import sys
 import numpy as np
 
 from ..errors import ArgumentError, WarpstageError
-from ..lang.scalars import BFloat16, Float16, Float32
+from ..lang.scalars import BFloat16, Float16, Float32, Int32
 from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
-from .matmul_config import choose_config, make_policy, policy_for
+from .matmul_config import choose_config, choose_stream_k, make_policy, policy_for
+from .matmul_plan import stream_k_tiles
 from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand,
                               _swap, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
@@ -100,7 +101,7 @@ def _shapes(ta, tb, op: str = "matmul"):
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
            raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
-           cluster=(1, 1), tune=False):
+           cluster=(1, 1), tune=False, stream_k=None):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -121,6 +122,12 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     ``cluster``: (1, 1) (default), (2, 1) or (1, 2): thread-block clusters of two CTAs on M- /
     N-adjacent tiles sharing B / A by TMA multicast (``matmul_producer.py``; not the default:
     docs/matmul.md has the measurements).
+    ``stream_k``: None (chosen per shape: ``matmul_config.choose_stream_k``), True or False:
+    the tiles of the last partial wave split by K steps evenly over the SMs, their partial sums
+    added by the CTA that completes each (``matmul_consumer.py``, "The stream-K fix-up";
+    cooperative schedule, unsplit, no cluster). Its f32 workspace (``2 x SMs`` tiles) and
+    counters are allocated once per device and tile size and reused: two streams must not run
+    stream-K GEMMs of one tile size at the same time.
 
     ``tune``: False (default) uses the shipped, measured policy per shape; True chooses it per
     shape class with ``ws.autotune`` over ``tune_spaces.matmul_space`` (26 configurations, up
@@ -140,14 +147,15 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,
                       (tile_n, num_stages, group, splits, tile_m, raster != "M",
-                       schedule != "cooperative", cluster != (1, 1)))
+                       schedule != "cooperative", cluster != (1, 1), stream_k))
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                       schedule, splits, tile_m) if cluster == (1, 1) else None
+                       schedule, splits, tile_m) if cluster == (1, 1) and stream_k is None \
+        else None
     if op is not None:
         return op(a, b, out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m)
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
                         num_stages=num_stages, raster=raster, group=group, schedule=schedule,
-                        splits=splits, tile_m=tile_m, cluster=cluster)
+                        splits=splits, tile_m=tile_m, cluster=cluster, stream_k=stream_k)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
@@ -167,7 +175,7 @@ def check_tune(op: str, tune, given) -> None:
     if tune is not True or any(x is not None and x is not False for x in given):
         raise _user_error(ArgumentError(
             f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, tile_m, raster, schedule, cluster); expected tune=True alone (the tuner chooses "
+            "splits, tile_m, raster, schedule, cluster, stream_k); expected tune=True alone (the tuner chooses "
             "them) or tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
@@ -183,7 +191,7 @@ def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, gr
 
 def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
                  raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
-                 cluster=(1, 1)):
+                 cluster=(1, 1), stream_k=None):
     """:func:`matmul` without the torch op (what the op runs). A repeated call with the same
     facts (shapes, strides, dtypes, devices, alignment, arguments) launches its kept plan
     (``op_plans.py``); a call with a cluster is not kept (its launch is not a plain one)."""
@@ -192,13 +200,14 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         tensors = _plan_tensors(a, b, out, epilogue) if cluster == (1, 1) else None
         if tensors is None:
             return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
-                           schedule, splits, tile_m=tile_m, cluster=cluster)
+                           schedule, splits, tile_m=tile_m, cluster=cluster,
+                           stream_k=stream_k)
         return op_plans.run("matmul", tensors, _typed(
             out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m,
             None if epilogue is None else type(epilogue),
-            None if epilogue is None else epilogue.__static_key__()),
+            None if epilogue is None else epilogue.__static_key__(), stream_k),
             lambda: _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster,
-                            group, schedule, splits, tile_m=tile_m))
+                            group, schedule, splits, tile_m=tile_m, stream_k=stream_k))
     except (WarpstageError, ValueError) as e:
         _user_error(e)
         raise
@@ -248,7 +257,7 @@ def _operands(a, b, dtypes=None):
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits, dtypes=None, tile_m=None, cluster=(1, 1)):
+            splits, dtypes=None, tile_m=None, cluster=(1, 1), stream_k=None):
     """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
     both float16 or both bfloat16."""
     ta, tb, dtype, b_dtype = _operands(a, b, dtypes)
@@ -273,7 +282,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule, splits, dtypes, tile_m, cluster)
+                    raster, group, schedule, splits, dtypes, tile_m, cluster, stream_k)
         if out is None or out2 is None:             # host work after the launch
             op_plans.plannable(False)
         if out is None:
@@ -309,8 +318,18 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     xa, a_arg, a_major = _operand("a", a, ta, dtype, k_inner=True)
     xb, b_arg, b_major = _operand("b", b, tb, b_dtype, k_inner=False)
     sms = _sms(ta)
-    tm, tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group,
-                                          splits, tile_k_of(dtype), tile_m)
+    if stream_k is True and cluster != (1, 1):
+        raise ArgumentError(f"ws.ops.matmul: stream_k=True with cluster={cluster}; expected "
+                            "cluster=(1, 1) (the fix-up adds the partial tiles of single CTAs). "
+                            "Fix: drop cluster=, or stream_k=True")
+    sk = choose_stream_k(m, n, k, batches, sms, schedule, tile_n, group, splits,
+                         tile_k_of(dtype), tile_m, stream_k) if cluster == (1, 1) else None
+    if sk is not None:
+        tm, tn, group, _ = sk
+        splits = 1
+    else:
+        tm, tn, group, splits = choose_config(m, n, k, batches, sms, schedule, tile_n, group,
+                                              splits, tile_k_of(dtype), tile_m)
     if splits > 1:
         return _split_k(a, (xa, xb), (a_arg, b_arg), (a_major, b_major), out, shape, odt,
                         (dtype, b_dtype), (m, n, k, batches), epilogue, (tm, tn), num_stages,
@@ -322,10 +341,12 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         c_arg = None
     if epilogue is None:
         p = policy_for(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                       schedule, b_dtype=b_dtype, tile_m=tm, cluster=cluster)
+                       schedule, b_dtype=b_dtype, tile_m=tm, cluster=cluster,
+                       stream_k=sk is not None)
     else:
         p = make_policy(dtype, odt, a_major, b_major, batched, tn, num_stages, raster, group,
-                        schedule, epilogue, b_dtype=b_dtype, tile_m=tm, cluster=cluster)
+                        schedule, epilogue, b_dtype=b_dtype, tile_m=tm, cluster=cluster,
+                        stream_k=sk is not None)
     launch(p, (xa, xb, c), (m, n, k, batches, 1), epilogue, sms, (a_arg, b_arg, c_arg))
     if c is out:
         op_plans.plannable()
@@ -378,13 +399,49 @@ def launch(p: Matmul, tensors, sizes, epilogue=None, sms: int = SIM_CTAS,
     descs = [descriptor(x, ta or as_tensor_arg(x), box)
              for x, ta, box in zip((a, b, c), args, p.descriptor_boxes())]
     operands = tuple(epilogue.operands()) if epilogue is not None else ()
+    if p.stream_k:
+        tiles, k_tiles = p.tiles(m, n, batches), -(-k // p.tile_k)
+        sk_tiles = stream_k_tiles(tiles, sms, k_tiles)
+        ctas = sms if sk_tiles else grid_size(tiles, sms)
+        fixup = stream_k_buffers(a, ctas, p.tile_m * p.tile_n)
+        try:
+            op_plans.launch(matmul_kernel, (ctas, 1, 1), p.threads,
+                            (p, *descs, m, n, k, batches, 1, operands, sk_tiles,
+                             tuple(map(op_plans.kept, fixup))))
+        except BaseException:           # counters may be left part-way: make new ones
+            _FIXUP.pop(_fixup_key(a, ctas, p.tile_m * p.tile_n), None)
+            raise
+        return
     if p.cluster == (1, 1):
         ctas = grid_size(p.tiles(m, n, batches, splits), sms)
         op_plans.launch(matmul_kernel, (ctas, 1, 1), p.threads,
-                        (p, *descs, m, n, k, batches, splits, operands))
+                        (p, *descs, m, n, k, batches, splits, operands, 0, ()))
         return
     op_plans.plannable(False)                 # a cluster launch (cuLaunchKernelEx) is not kept
     size = p.cluster[0] * p.cluster[1]        # clusters of adjacent tiles (ClusterTileScheduler)
     ctas = size * grid_size(p.cluster_tiles(m, n, batches, splits), max(1, sms // size))
-    matmul_kernel(p, *descs, m, n, k, batches, splits, operands, grid=(ctas, 1, 1),
+    matmul_kernel(p, *descs, m, n, k, batches, splits, operands, 0, (), grid=(ctas, 1, 1),
                   block=(p.threads, 1, 1), cluster=(size, 1, 1))
+
+
+_FIXUP: dict = {}
+"""(framework, device, CTAs, tile elements) -> (workspace, counters) of stream-K launches."""
+
+
+def _fixup_key(like, ctas: int, tile: int) -> tuple:
+    fw = _framework(like)
+    return (fw, str(like.device) if fw == "torch" else "host", ctas, tile)
+
+
+def stream_k_buffers(like, ctas: int, tile: int) -> tuple:
+    """(workspace, counters) of a stream-K launch on ``ctas`` CTAs with ``tile``-element tiles,
+    on ``like``'s device: a 1-D f32 workspace of ``2 x ctas`` partial tiles (a CTA's first and
+    last unit; ``ws.sched.stream_k_slot``) and ``2 x ctas`` int32 counters (at least the
+    stream-K tiles, ``matmul_plan.stream_k_tiles``), zero when made and left zero by every
+    launch, so they are made once (cached) and never cleared."""
+    key = _fixup_key(like, ctas, tile)
+    got = _FIXUP.get(key)
+    if got is None:
+        got = _FIXUP[key] = (_new(like, (2 * ctas * tile,), Float32),
+                             _new(like, (2 * ctas,), Int32, True))
+    return got

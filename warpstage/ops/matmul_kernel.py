@@ -25,7 +25,9 @@ static persistent tile scheduler (``ws.sched``):
   mainloop runs.
 
 Rows / columns / K past the tensors: TMA loads read zeros and TMA stores clip, so any M, N, K
-(K >= 1) works without masks.
+(K >= 1) works without masks. ``stream_k``: the work units come from
+``ws.sched.StreamKScheduler`` (the last partial wave's tiles split by K steps over the CTAs) and
+a unit covering part of a tile goes through the counter fix-up of ``matmul_consumer.py``.
 """
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ import warpstage as ws
 from ..core.static_key import static_key
 from ..lang.epilogue import TmaStoreEpilogue
 from ..lang.operands import operand_error
-from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
-from ..lang.sched import RASTERS, ClusterTileScheduler, PersistentTileScheduler
+from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int32
+from ..lang.sched import (RASTERS, ClusterTileScheduler, PersistentTileScheduler,
+                          StreamKScheduler)
 from ..lang.wgmma import TileLayout
 from ..lang.wgmma_tiles import mma_k_of
 from .matmul_consumer import MatmulConsumer
@@ -79,7 +82,9 @@ class Matmul(MatmulProducer, MatmulConsumer):
     (``warpstage.ops.matmul_epilogues.Epilogue``). ``producer_regs`` / ``mma_regs``:
     ``setmaxnreg`` counts of the producer and the consumer warpgroups. ``schedule``:
     "cooperative" (both consumer warpgroups on one tile) or "pingpong" (alternate tiles, turns
-    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``.
+    through an OrderedBarrier; tile_n 64 or 128), see ``matmul_consumer.py``. ``stream_k``:
+    stream-K work units (cooperative, no split-K, no cluster; the kernel then takes the
+    stream-K tile count and the fix-up's workspace and counters).
 
     Raises ValueError naming the field for a configuration the kernel cannot run (shared
     memory included)."""
@@ -89,7 +94,7 @@ class Matmul(MatmulProducer, MatmulConsumer):
     def __init__(self, dtype=BFloat16, out_dtype=None, a_major="K", b_major="MN",
                  batched=False, tile_n=256, num_stages=4, raster="M", group=8, cluster=(1, 1),
                  epilogue=None, producer_regs=40, mma_regs=232, schedule="cooperative",
-                 split_k=False, b_dtype=None, tile_m=TILE_M):
+                 split_k=False, b_dtype=None, tile_m=TILE_M, stream_k=False):
         fp8 = dtype in FP8_DTYPES
         b_dtype = dtype if b_dtype is None else b_dtype
         out_dtype = (BFloat16 if fp8 else dtype) if out_dtype is None else out_dtype
@@ -138,6 +143,13 @@ class Matmul(MatmulProducer, MatmulConsumer):
                                 f"epilogue={type(epilogue).__name__}, schedule={schedule!r}",
                                 "call warpstage.ops.matmul, which plans it")
         cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
+        if stream_k and (split_k or schedule != "cooperative" or cluster != (1, 1)):
+            raise _policy_error("stream_k", stream_k, "schedule='cooperative', split_k=False "
+                                "and cluster=(1, 1) with stream_k=True (the fix-up adds the "
+                                "partial tiles of the cooperative consumers of single CTAs), "
+                                f"with schedule={schedule!r}, split_k={split_k}, "
+                                f"cluster={cluster}", "call warpstage.ops.matmul, which plans "
+                                "it")
         if cluster not in CLUSTERS:
             raise _policy_error("cluster", cluster, "(1, 1), (2, 1) (two M-adjacent tiles "
                                 "sharing B by TMA multicast) or (1, 2) (N-adjacent, sharing A)",
@@ -159,6 +171,7 @@ class Matmul(MatmulProducer, MatmulConsumer):
         self.cluster = cluster
         self.schedule = schedule
         self.split_k = bool(split_k)
+        self.stream_k = bool(stream_k)
         self.tile_m = tile_m
         self.consumer_threads = 2 * 128 if schedule == "pingpong" else 2 * tile_m
         self.threads = self.producer_threads + self.consumer_threads
@@ -179,7 +192,8 @@ class Matmul(MatmulProducer, MatmulConsumer):
             a=ws.smem.Array(dtype, (num_stages,) + self.a_layout.shape, swizzle=128),
             b=ws.smem.Array(b_dtype, (num_stages,) + self.b_layout.shape, swizzle=128),
             c=c_spec,
-            barriers=ws.pipeline.BarrierStorage[num_stages])
+            barriers=ws.pipeline.BarrierStorage[num_stages],
+            **({"last": ws.smem.Array(Int32, (4,))} if self.stream_k else {}))
         self.smem_bytes = ws.smem.size_of(self.SharedStorage)
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
             most = max_stages(tile_n, out_dtype, dtype, schedule, tile_m)
@@ -227,7 +241,7 @@ class Matmul(MatmulProducer, MatmulConsumer):
                 self.a_major,
                 self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
                 self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
-                self.schedule, self.split_k, self.tile_m, self.cluster)
+                self.schedule, self.split_k, self.tile_m, self.cluster, self.stream_k)
 
     def __repr__(self) -> str:
         ab = self.dtype.__name__ + ("" if self.b_dtype is self.dtype
@@ -238,6 +252,7 @@ class Matmul(MatmulProducer, MatmulConsumer):
                 f"stages, raster {self.raster}/{self.group}, epilogue "
                 f"{type(self.epilogue).__name__}"
                 f"{', split-K partials' if self.split_k else ''}"
+                f"{', stream-K' if self.stream_k else ''}"
                 f"{f', cluster {self.cluster}' if self.cluster != (1, 1) else ''})")
 
     # -- host-side facts -----------------------------------------------------------------------
@@ -261,12 +276,23 @@ class Matmul(MatmulProducer, MatmulConsumer):
         return (-(-(-(-m // self.tile_m)) // cm) * -(-(-(-n // self.tile_n)) // cn) * batches
                 * splits)
 
+    def unit_range(self, sched) -> tuple:
+        """(start, stop, step) of the loop over this CTA's work units: tiles first, + gridDim.x,
+        ...; with ``stream_k``, the CTA's own units 0 .. ``sched.units()`` (``work`` takes the
+        loop variable either way)."""
+        if self.stream_k:
+            return 0, sched.units(), 1
+        return sched.first(), sched.num_tiles(), sched.stride()
+
     def work(self, sched, t, k_tiles, splits):
         """Work unit ``t``: (m_blk, n_blk, batch of A/B, batch of C, first K step, K steps).
         Split-K: the scheduler's batch index is ``batch * splits + split``, split s takes K steps
         [s ks, min((s + 1) ks, k_tiles)) with ks = ceil(k_tiles / splits) (the host picks
         ``splits`` so that none is empty) and its partial sums go to workspace batch
         ``batch * splits + s``."""
+        if self.stream_k:                           # t: the CTA's unit index
+            m_blk, n_blk, batch, _, k0, count = sched.unit(t)
+            return m_blk, n_blk, batch, batch, k0, count
         m_blk, n_blk, unit = sched.tile(t)
         if self.split_k:
             batch = unit // splits
@@ -317,16 +343,22 @@ def max_stages(tile_n: int, out_dtype, dtype=BFloat16, schedule: str = "cooperat
 
 
 @ws.jit
-def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage):
+def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage,
+                sk_tiles=0, fixup=()):
     """Pipeline and scheduler set-up, then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     tiles_m, tiles_n = (m + (p.tile_m - 1)) // p.tile_m, (n + (p.tile_n - 1)) // p.tile_n
+    k_tiles = (k + (p.tile_k - 1)) // p.tile_k
     if ws.static(p.cluster == (1, 1)):
         pipeline = ws.pipeline.PipelineTmaAsync.create(
             storage.barriers, num_stages=p.num_stages, consumer_count=p.consumer_arrivals,
             transaction_bytes=p.stage_bytes)
-        sched = PersistentTileScheduler.create(tiles_m, tiles_n, batches * splits,
-                                               raster=p.raster, group=p.group)
+        if ws.static(p.stream_k):
+            sched = StreamKScheduler.create(tiles_m, tiles_n, batches, k_tiles, sk_tiles,
+                                            raster=p.raster, group=p.group)
+        else:
+            sched = PersistentTileScheduler.create(tiles_m, tiles_n, batches * splits,
+                                                   raster=p.raster, group=p.group)
     else:       # the mbarriers' init ends in a cluster barrier: peers arrive / multicast here
         pipeline = ws.pipeline.PipelineTmaMulticast.create(
             storage.barriers, num_stages=p.num_stages,
@@ -334,32 +366,38 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, s
             cluster_shape=p.cluster)
         sched = ClusterTileScheduler.create(tiles_m, tiles_n, batches * splits,
                                             raster=p.raster, group=p.group, cluster=p.cluster)
-    k_tiles = (k + (p.tile_k - 1)) // p.tile_k
     if warp < 4:
         ws.arch.setmaxnreg_decrease(p.producer_regs)
         if warp == 0:
             p.load(a_desc, b_desc, sched, k_tiles, splits, pipeline, storage)
     else:
         ws.arch.setmaxnreg_increase(p.mma_regs)
-        p.consume(c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage)
+        p.consume(c_desc, sched, k_tiles, splits, m, n, operands, pipeline, storage, fixup)
     if ws.static(p.cluster != (1, 1)):
         ws.arch.cluster_sync()      # no CTA exits while its peer may still reach its smem
 
 
 @ws.kernel
 def matmul_kernel(p: ws.Static[Matmul], a_desc, b_desc, c_desc, m: ws.Int32, n: ws.Int32,
-                  k: ws.Int32, batches: ws.Int32, splits: ws.Int32, operands: tuple):
+                  k: ws.Int32, batches: ws.Int32, splits: ws.Int32, operands: tuple,
+                  sk_tiles: ws.Int32, fixup: tuple):
     """C = epilogue(A @ B) with policy ``p``: launch ``[ctas, p.threads]`` (``ctas`` =
     ``ws.sched.grid_size(p.tiles(M, N, batches, splits), SMs)``) with the TMA descriptors of A,
     B and C (boxes ``p.descriptor_boxes()``, 128-byte swizzle), the sizes M, N, K (K >= 1), the
     batch count, ``splits`` (1; with ``p.split_k``, the K ranges: C is then the
     (batches x splits, M, N) f32 workspace of partial sums, see ``matmul_splitk.py``) and the
-    epilogue's operand tensors (a tuple; empty without an epilogue).
+    epilogue's operand tensors (a tuple; empty without an epilogue). ``sk_tiles`` and
+    ``fixup``: 0 and () unless ``p.stream_k``; then the stream-K tiles (the first ``sk_tiles``
+    of the tile order, split by K steps over the ``ctas`` CTAs; ``ws.sched.StreamKScheduler``)
+    and (workspace, counters): a 1-D f32 tensor of ``2 x ctas x tile_m x tile_n`` partial
+    sums and a 1-D int32 tensor of at least ``sk_tiles`` zeros (left zero by the call;
+    ``matmul_consumer.py``, "The stream-K fix-up").
     ``warpstage.ops.matmul`` does all of it. Raises OperandError while tracing for a block
     other than ``p.threads`` or descriptors that do not match the policy."""
     check_launch(p, a_desc, b_desc, c_desc)
     storage = ws.smem.allocate(p.SharedStorage)
-    matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage)
+    matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, storage,
+                sk_tiles, fixup)
 
 
 def check_launch(p: Matmul, a_desc, b_desc, c_desc) -> None:

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32
+from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int32
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_stacklevel
 from .matmul_kernel import FP8_DTYPES
@@ -39,7 +39,7 @@ def _framework(x):
 def _new(like, shape, dtype, zeros=False):
     """A new contiguous tensor of ``shape`` and ws ``dtype`` on ``like``'s device."""
     names = {Float16: "float16", BFloat16: "bfloat16", Float32: "float32",
-             Float8E4M3FN: "float8_e4m3fn", Float8E5M2: "float8_e5m2"}
+             Float8E4M3FN: "float8_e4m3fn", Float8E5M2: "float8_e5m2", Int32: "int32"}
     if _framework(like) == "torch":
         import torch
         make = torch.zeros if zeros else torch.empty

@@ -25,10 +25,19 @@ is slowest of:
 
 Each wave of units also pays ``WAVE_US``. The plan takes the least estimate; ties
 go to no split, then the fewest rows past M, then 128 rows, then the wider tile. ``tune=True`` measures instead.
+
+**Stream-K** (``plan_stream_k``, ``estimate_stream_k_us``): the tiles of the last partial wave
+(``stream_k_tiles``) are cut by K steps evenly over the CTAs, after the full waves, so every CTA
+does the same number of K steps; a CTA pays per K step what a data-parallel unit does, plus the
+fix-up of its partial tiles: at most two partials written and the others of a tile read back by
+the last arriver, each ``tile_m x tile_n x 4`` bytes at ``FIXUP_BYTES_PER_US`` (an
+unmeasured guess: the intake rate). ``ws.ops.matmul`` takes it when its estimate is below the
+data-parallel plan's by more than ``STREAM_K_GAIN``.
 """
 from __future__ import annotations
 
-__all__ = ["plan", "estimate_us", "even_splits", "MAX_SPLITS", "SM_BYTES_PER_US",
+__all__ = ["plan", "estimate_us", "plan_stream_k", "estimate_stream_k_us", "stream_k_tiles",
+           "FIXUP_BYTES_PER_US", "STREAM_K_GAIN", "even_splits", "MAX_SPLITS", "SM_BYTES_PER_US",
            "SM_FMA_PER_US", "HBM_BYTES_PER_US", "SPLIT_US", "WAVE_US", "OVERLAP", "FIXED_US", "TIE"]
 
 MAX_SPLITS = 16
@@ -71,15 +80,86 @@ def estimate_us(m: int, n: int, k: int, batches: int, sms: int, tile_m: int, til
     per = -(-k_tiles // splits)
     units = -(-m // tile_m) * -(-n // tile_n) * batches * splits
     waves = -(-units // sms)
-    elem = 128 // k_step
-    intake = per * (tile_m + tile_n) * k_step * elem / SM_BYTES_PER_US
-    wgmma = per * tile_m * tile_n * k_step / (SM_FMA_PER_US * (2 if elem == 1 else 1))
-    unit = max(intake, wgmma) + OVERLAP * min(intake, wgmma) + WAVE_US
-    hbm = batches * (m * k * elem + n * k * elem + m * n * out_bytes) / HBM_BYTES_PER_US
-    t = max(FIXED_US + waves * unit, hbm)
+    unit = per * _step_us(tile_m, tile_n, k_step) + WAVE_US
+    t = max(FIXED_US + waves * unit, _hbm_us(m, n, k, batches, k_step, out_bytes))
     if splits > 1:
         t += SPLIT_US + 2 * batches * splits * m * n * 4 / HBM_BYTES_PER_US
     return t
+
+
+def _step_us(tile_m: int, tile_n: int, k_step: int) -> float:
+    """One K step of a tile_m x tile_n unit on one SM: the larger of its intake and wgmma time
+    plus ``OVERLAP`` of the smaller."""
+    elem = 128 // k_step
+    intake = (tile_m + tile_n) * k_step * elem / SM_BYTES_PER_US
+    wgmma = tile_m * tile_n * k_step / (SM_FMA_PER_US * (2 if elem == 1 else 1))
+    return max(intake, wgmma) + OVERLAP * min(intake, wgmma)
+
+
+def _hbm_us(m, n, k, batches, k_step, out_bytes) -> float:
+    """Every byte of A, B and C once at ``HBM_BYTES_PER_US``."""
+    elem = 128 // k_step
+    return batches * (m * k * elem + n * k * elem + m * n * out_bytes) / HBM_BYTES_PER_US
+
+
+FIXUP_BYTES_PER_US = SM_BYTES_PER_US
+"""The rate at which one CTA writes or reads back an f32 partial tile through L2 in the
+stream-K fix-up (a guess until measured: ``scripts/gpu_gemm7.sh``)."""
+STREAM_K_GAIN = 0.01
+"""Stream-K replaces the data-parallel plan only when estimated faster by more than this
+share (the two estimates share their per-step cost, so their difference is the wave
+quantization and the fix-up; not the ``TIE`` of the model's absolute error)."""
+INT32_LIMIT = 1 << 31
+
+
+def stream_k_tiles(tiles: int, ctas: int, k_tiles: int) -> int:
+    """How many tiles (the first of the tile order) a stream-K launch on ``ctas`` CTAs splits
+    by K steps: those of the last partial wave (``tiles % ctas``; all of them with fewer tiles
+    than CTAs), one full wave more when that would leave each CTA less than half a tile (a
+    tile's partials would come from more than three CTAs: CUTLASS's "DP + one SK wave"); 0
+    when the waves are full, when there are fewer than half as many tiles as CTAs (a tile's
+    many partials added by one CTA while the others idle: docs/matmul.md, "Why a second pass"),
+    when a CTA would get no K step, or past the kernel's Int32 arithmetic
+    (``ws.sched.StreamKScheduler``)."""
+    sk = tiles % ctas
+    if sk == 0 or 2 * tiles < ctas:
+        return 0
+    if tiles > ctas and 2 * sk < ctas:
+        sk += ctas
+    if sk * k_tiles < ctas or (sk * k_tiles + 1) * ctas >= INT32_LIMIT:
+        return 0
+    return sk
+
+
+def estimate_stream_k_us(m: int, n: int, k: int, batches: int, sms: int, tile_m: int,
+                         tile_n: int, k_step: int = 64, out_bytes: int = 2):
+    """Estimated device time in microseconds of the stream-K launch (``sms`` CTAs; the module
+    docstring's model), or None when it would have no stream-K tile (``stream_k_tiles``)."""
+    k_tiles = max(1, -(-k // k_step))
+    tiles = -(-m // tile_m) * -(-n // tile_n) * batches
+    sk = stream_k_tiles(tiles, sms, k_tiles)
+    if sk == 0:
+        return None
+    per = -(-sk * k_tiles // sms)                         # K steps of the busiest CTA
+    contributors = -(-k_tiles // max(1, sk * k_tiles // sms)) + 1
+    step = _step_us(tile_m, tile_n, k_step)
+    waves = (tiles - sk) // sms
+    fixup = (2 + contributors - 1) * tile_m * tile_n * 4 / FIXUP_BYTES_PER_US
+    t = FIXED_US + waves * (k_tiles * step + WAVE_US) + per * step + 2 * WAVE_US + fixup
+    return max(t, _hbm_us(m, n, k, batches, k_step, out_bytes))
+
+
+def plan_stream_k(m: int, n: int, k: int, batches: int, sms: int, widths=(256, 192, 128),
+                  rows=(128,), k_step: int = 64, out_bytes: int = 2):
+    """(estimate, tile_m, tile_n) of the least ``estimate_stream_k_us`` among ``rows`` x
+    ``widths`` (ties to the wider tile), or None when none has a stream-K tile."""
+    found = [(t, -tm, -tn) for tm in rows for tn in widths
+             if (t := estimate_stream_k_us(m, n, k, batches, sms, tm, tn, k_step,
+                                           out_bytes)) is not None]
+    if not found:
+        return None
+    t, tm, tn = min(found)
+    return t, -tm, -tn
 
 
 TIE = 0.03

@@ -46,7 +46,8 @@ class MatmulProducer:
             ws.tma.prefetch_descriptor(a_desc)
             ws.tma.prefetch_descriptor(b_desc)
         state = pipeline.producer_start_state()
-        for t in range(sched.first(), sched.num_tiles(), sched.stride()):
+        start, stop, step = self.unit_range(sched)
+        for t in range(start, stop, step):
             m_blk, n_blk, batch, _, k0, count = self.work(sched, t, k_tiles, splits)
             for kt in range(count):
                 pipeline.producer_acquire(state)

@@ -45,7 +45,7 @@ from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
 from .descriptors import descriptor_at
 
-__all__ = ["run", "record", "launch", "fresh", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
+__all__ = ["run", "record", "launch", "fresh", "kept", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
            "STATS"]
 
 ENABLED = True
@@ -155,6 +155,7 @@ class Recorder:
 
     def __init__(self):
         self.steps, self.fresh, self.failed, self.ok = [], [], False, False
+        self.kept = []
 
     def launch(self, kernel, grid, block, args) -> None:
         L = kernel[grid, block]
@@ -201,17 +202,20 @@ class Recorder:
             if i is None and j is None:
                 return NOT_PLANNED                  # made on the host: not reproducible
             returns.append(("in", i) if i is not None else ("new", j))
+        constant = {t.data_ptr() for t in self.kept if t.data_ptr() not in where}
         for s in self.steps:
-            try:
-                s.slots = tuple((i, where[p], d) for i, p, d in s.slots)
+            try:                        # a kept tensor's address stays what was recorded
+                s.slots = tuple((i, where[p], d) for i, p, d in s.slots if p not in constant)
             except KeyError:                        # a copy: not reproducible
                 return NOT_PLANNED
         written = {src for s in self.steps for _, src, _ in s.slots}
         if any(where[r.data_ptr()] not in written for r in outs):
             return NOT_PLANNED                      # a result no launch wrote
         new = tuple((tuple(t.shape), t.dtype, zeros) for t, zeros in self.fresh)
-        return Plan(tuple(self.steps), new, tuple(returns), isinstance(result, tuple),
+        plan = Plan(tuple(self.steps), new, tuple(returns), isinstance(result, tuple),
                     tuple(aliases), args[0])
+        plan.kept = tuple(self.kept)            # alive as long as the plan launches into them
+        return plan
 
 
 def fresh(t, zeros: bool = False):
@@ -225,6 +229,16 @@ def fresh(t, zeros: bool = False):
             rec.failed = True
         else:
             rec.fresh.append((t, zeros))
+    return t
+
+
+def kept(t):
+    """Tell the recorder (if any) that ``t`` is a tensor the op keeps across calls (the stream-K
+    workspace and counters, left as the next call needs them): a plan launches into the same
+    memory each call, and holds ``t``. Returns ``t``."""
+    rec = getattr(_local, "recorder", None)
+    if rec is not None:
+        rec.kept.append(t)
     return t
 
 
