@@ -211,3 +211,38 @@ def test_prepared_call_is_c_and_follows_guards_and_rebinds(fake_gpu):
         p(stream=1)
     q = k[1, 32].prepare(x, 64)
     assert type(q) is not type(p)                # each its own class, its own stub
+
+
+@ws.jit
+def _helper(x):
+    return x + 1
+
+
+@ws.jit
+def _other_helper(x):
+    return x + 2
+
+
+def _calls_helper(a: ws.Tensor, n: ws.Int32):
+    a[0] = _helper(a[1])
+
+
+def test_a_jit_helper_is_guarded_in_c_with_its_defaults(fake_gpu, monkeypatch):
+    k = ws.kernel(_calls_helper)
+    x = torch.zeros(64)
+    k[1, 32](x, 64)
+    k[1, 32](x, 64)
+    assert _c_call(k[1, 32])
+    _clear_reason(k[1, 32])
+    del C_LAUNCHES[:]
+    k[1, 32](x, 64)
+    assert len(C_LAUNCHES) == 1 and _reason(k[1, 32]) == 0
+    monkeypatch.setattr(_helper.fn, "__defaults__", (5,))     # its key changes: recompiles
+    k[1, 32](x, 64)
+    assert k.trace_count == 2 and _reason(k[1, 32]) == MISS["guards"]
+    assert not _c_call(k[1, 32])              # a helper with defaults: checked in Python
+    monkeypatch.undo()
+    install(monkeypatch, torch)
+    monkeypatch.setitem(globals(), "_helper", _other_helper)   # another function: recompiles
+    k[1, 32](x, 64)
+    assert k.trace_count == 3

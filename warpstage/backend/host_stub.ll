@@ -538,7 +538,8 @@ m_big:
 ; METH_KEYWORDS, ``self`` a tuple whose item 0 is the context's address (item 1 keeps the
 ; context alive). Without keywords, on the cuda target (the target
 ; module's ``_override``, else ``_auto``, equals "cuda") and with every guard of the context's
-; table holding (``PyDict_GetItem(dict, name)`` is the expected object), it runs the stub; a
+; table holding (four words each: ``PyDict_GetItem(dict, name)``, or with the last word 1
+; ``getattr(object, name)``, is the expected object), it runs the stub; a
 ; launch returns None. Anything else (keywords, another target, a guard, a stub miss) records
 ; the reason in ``last_reason`` and returns what the context's Python ``fallback`` returns when
 ; called with the same arguments (PyObject_Vectorcall: its errors propagate).
@@ -594,17 +595,33 @@ g_head:
   %g_done = icmp eq i64 %i, %ng
   br i1 %g_done, label %stub, label %g_body
 g_body:
-  %j = mul i64 %i, 3
+  %j = mul i64 %i, 4
   %dp = getelementptr ptr, ptr %gt, i64 %j
   %d = load ptr, ptr %dp
   %kp = getelementptr ptr, ptr %dp, i64 1
   %k = load ptr, ptr %kp
   %vp = getelementptr ptr, ptr %dp, i64 2
   %v = load ptr, ptr %vp
+  %wp = getelementptr i64, ptr %dp, i64 3
+  %how = load i64, ptr %wp
+  %i2 = add i64 %i, 1
+  %by_attr = icmp eq i64 %how, 1
+  br i1 %by_attr, label %g_attr, label %g_dict
+g_dict:
   %cur = call ptr @PyDict_GetItem(ptr %d, ptr %k)
   %held = icmp eq ptr %cur, %v
-  %i2 = add i64 %i, 1
   br i1 %held, label %g_next, label %m_guards
+g_attr:
+  %got = call ptr @PyObject_GetAttr(ptr %d, ptr %k)
+  %got_null = icmp eq ptr %got, null
+  br i1 %got_null, label %g_attr_err, label %g_attr_cmp
+g_attr_err:
+  call void @PyErr_Clear()
+  br label %m_guards
+g_attr_cmp:
+  call void @Py_DecRef(ptr %got)
+  %held_a = icmp eq ptr %got, %v
+  br i1 %held_a, label %g_next, label %m_guards
 g_next:
   br label %g_head
 stub:

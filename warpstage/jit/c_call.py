@@ -195,7 +195,6 @@ class State:
         self.lock = threading.Lock()
         self._stream_ref = stream_ref       # keeps a stream= object (and so its id) alive
         self.cls = None
-        self._c_guards = None               # the guard table of the C call: (guards, triples)
 
     def set_class(self, launch_cls, L, slow_call) -> None:
         """Make ``self.cls``: the class of this configuration's launch objects, a subclass of
@@ -216,9 +215,8 @@ class State:
                         {"__slots__": (), "__call__": python_call, "__doc__": launch_cls.__doc__})
         self._set_call()
 
-    def _set_call(self) -> None:
-        triples = c_guards(self.guards)
-        self._c_guards = triples
+    def _set_call(self, current: bool = False) -> None:
+        triples = c_guards(self.guards, current)
         if triples is not None:
             self.live.set_guards(triples)
         call = self.live.call if triples is not None else self._python_call
@@ -227,9 +225,9 @@ class State:
 
     def refresh_guards(self) -> None:
         """After the guards held in Python: make the C guard table expect the objects the
-        guarded names hold now (equal by key to the traced ones, so the guards hold for them)."""
-        if self._c_guards:
-            self.live.set_guards([(d, name, d.get(name)) for d, name, _ in self._c_guards])
+        guarded names hold now (equal by key to the traced ones, so the guards hold for them);
+        the Python call when one of them cannot be checked in C."""
+        self._set_call(current=True)
 
     @classmethod
     def create(cls, fast, kinds, L):
@@ -338,22 +336,40 @@ class State:
 
 
 
-def c_guards(guard_sets):
-    """The guards of ``guard_sets`` (frontend/guards.py tuples) as the C call's table,
-    ``[(dict, name, value), ...]``, or None when one of them needs Python: the C call checks
-    ``dict.get(name) is value``, which is what guards_hold decides for a module global holding a
-    value of an immutable type (identity suffices there, as in guards_hold); any other guard (a
-    class attribute, a cell, defaults, a mutable or keyed value such as a @ws.jit function)
-    keeps the Python call.
-    A global bound to another object of equal key fails in C and holds in Python, which then
-    refreshes the table (State.refresh_guards)."""
+def c_guards(guard_sets, current: bool = False):
+    """The guards of ``guard_sets`` (frontend/guards.py tuples) as the C call's table
+    (c_env.Context.set_guards), or None when one of them needs Python. C decides by identity
+    exactly where guards_hold does:
+
+    - a module global (an exact dict) holding a value of an immutable type: ``dict.get(name) is
+      value``;
+    - a module global holding a ``@ws.jit`` function whose function has no defaults (its key is
+      then its fixed ``_key``): the same, and ``fn.__defaults__`` and ``fn.__kwdefaults__`` are
+      None.
+
+    Any other guard (a class attribute, a cell, a kernel's defaults, a list, a ``@ws.jit``
+    function with defaults) keeps the Python call. ``current``: the table for the objects the
+    names hold now (after guards_hold held: equal by key to the traced ones, perhaps other
+    objects; State.refresh_guards)."""
+    from .kernel import JitFunction
     out = []
     for guards in guard_sets:
-        for container, name, value, _key, kind in guards:
-            if (kind != GLOBAL or type(container) is not dict or type(name) is not str
-                    or not (type(value) in _IMMUTABLE_TYPES or isinstance(value, _IMMUTABLE))):
+        for container, name, value, key, kind in guards:
+            if kind != GLOBAL or type(container) is not dict or type(name) is not str:
                 return None
-            out.append((container, name, value))
+            if current:
+                value = container.get(name, _OFF)
+            if type(value) is JitFunction:
+                fn = value.fn
+                if (fn.__defaults__ is not None or fn.__kwdefaults__ is not None
+                        or value.__ws_static_key__() != key):
+                    return None
+                out += [(container, name, value, 0), (fn, "__defaults__", None, 1),
+                        (fn, "__kwdefaults__", None, 1)]
+            elif type(value) in _IMMUTABLE_TYPES or isinstance(value, _IMMUTABLE):
+                out.append((container, name, value, 0))
+            else:
+                return None
     return out
 
 

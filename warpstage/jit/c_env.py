@@ -364,15 +364,18 @@ class Context:
         """The last miss code ``call`` or ``stub`` recorded (host_stub_ir.MISS)."""
         return self.words[_FIELD["last_reason"]]
 
-    def set_guards(self, triples) -> None:
-        """The guards ``call`` checks before the stub: ``(dict, name, expected)`` each, holding
-        when ``dict.get(name)`` is ``expected`` (the objects are kept alive here)."""
-        table = (ctypes.c_int64 * max(1, 3 * len(triples)))(
-            *[id(x) for t in triples for x in t])
+    def set_guards(self, guards) -> None:
+        """The guards ``call`` checks before the stub: ``(holder, name, expected, how)`` each,
+        holding when ``holder.get(name)`` (``how`` 0: ``holder`` a dict) or
+        ``getattr(holder, name)`` (``how`` 1) is ``expected`` (the objects are kept alive
+        here)."""
+        table = (ctypes.c_int64 * max(1, 4 * len(guards)))(
+            *[w for holder, name, expected, how in guards
+              for w in (id(holder), id(name), id(expected), how)])
         self.words[_FIELD["nguards"]] = 0
         self.words[_FIELD["guard_table"]] = ctypes.addressof(table)
-        self.words[_FIELD["nguards"]] = len(triples)
-        self._guards = (table, list(triples), self._guards)     # older tables stay alive
+        self.words[_FIELD["nguards"]] = len(guards)
+        self._guards = (table, list(guards), self._guards)     # older tables stay alive
 
     def __getitem__(self, name: str) -> int:
         return self.words[_FIELD[name]]

@@ -93,13 +93,14 @@ class PreparedLaunch:
                              self._stream())       # (stub, context), or None: from Python
         self._set_call()
 
-    def _set_call(self) -> None:
+    def _set_call(self, current: bool = False) -> None:
         """``p()`` in C where it can be: the class's ``__call__`` becomes the bound stub's C call
         (c_env.make_call: no keywords, no arguments, the cuda target, the guards by identity,
         then the stub) when the guards can be checked in C (c_call.c_guards), else the Python
         ``__call__``; the C call falls back to the Python one."""
         cls = type(self)
-        triples = c_guards([self._guards]) if self._c is not None and self._guards else []
+        triples = c_guards([self._guards], current) if self._c is not None and self._guards \
+            else []
         if self._c is None or triples is None:
             call = PreparedLaunch.__call__
         else:
@@ -113,8 +114,7 @@ class PreparedLaunch:
     def _fallback(self, *args, **kwargs):
         if self._c is not None and self._c[1].reason() == _GUARDS and self._guards \
                 and guards_hold(self._guards):   # equal by key, other objects: identical now
-            self._c[1].set_guards([(d, name, d.get(name))
-                                   for d, name, _ in c_guards([self._guards])])
+            self._set_call(current=True)
         return PreparedLaunch.__call__(self, *args, **kwargs)
 
     def __call__(self, *args):
