@@ -9,7 +9,9 @@ values into a parameter buffer of the prepared launch's own (``Launcher.bind``).
   the kernel read re-prepares, as a normal call recompiles), reads the stream and makes the
   driver call; nothing is packed or looked up. Where the C-level path runs (jit/c_call.py), the
   stream and the driver call happen in one C call (``bound_stub``), checked against this
-  Python path once, when bound.
+  Python path once, when bound; and the call itself is C: each prepared launch has a class of
+  its own whose ``__call__`` is that stub's C call (c_env.make_call: the target and the guards
+  in C when c_call.c_guards can express them), falling back to the Python ``__call__``.
 - ``prepared(*new_args)`` rebinds: the generated call path's readers (jit/fast_call.py)
   compute the new arguments' call signature; when it equals the prepared one (same dtypes,
   shapes, strides, alignment, scalar widths, static values: everything the key and the packed
