@@ -10,13 +10,14 @@ runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch
 
 - warpstage ``kern[8, 128](t0, t1, t2, t3, n)``: 4 torch tensors + 1 int, the call written in
   full in the loop, on the C call path (jit/c_call.py) and on the Python path alone
-  (``WARPSTAGE_CCALL=0`` when the kernel's launch type is made), and the C stub called alone;
+  (``WARPSTAGE_CCALL=0`` when the kernel's launch type is made), the launch object hoisted out of
+  the loop, and the C stub called alone (the glue above it: docs/launch.md, "The launch glue");
   with annotated and bare parameters; with the driver call through ctypes
   (default) and through cuda-bindings (``Launcher.set_path``); the same parameters with an empty
   body (no GPU work, so the GPU's time per kernel cannot bound the row); with 2 or more GPUs, the
   empty body on 4 tensors of cuda:1 while cuda:0 is current (issue 17's placement);
 - the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` (C path and Python
-  path) and ``p(*args)``;
+  path) and ``p(*args)``, and ``p()``'s C stub alone;
 - 3 tensors + 1 int (``examples/vector_add.py``), 8 tensors + 2 ints, 2 TMA descriptors + 2 ints
   (descriptors built once, as ``ws.ops.flash_attention`` keeps them);
 - raw ``cuLaunchKernel``: cuda-bindings with a prebuilt ``void**`` and with tuple params; libcuda
@@ -147,7 +148,7 @@ def warpstage_rows(torch, function, scratch):
         raise RuntimeError("the 4-tensor kernel gave a wrong result")
     args4 = (*ts[:4], n)
     four_py = _python_path(ws.kernel(four.fn), args4)
-    prepared_py = four_py[8, 128].prepare(*args4)
+    prepared_py = _python_path(four_py, args4, lambda k: k[8, 128].prepare(*args4))
     four_bindings = _python_path(ws.kernel(four.fn), args4)
     four_bindings[8, 128](*args4)
     ck = next(iter(four_bindings._cache.values()))
@@ -182,30 +183,41 @@ def warpstage_rows(torch, function, scratch):
         misses[name] = kern
     stub = getattr(four[8, 128], "cstate", None)
     if stub is not None and getattr(stub, "stub", None) is not None:
-        rows.insert(2, ("  the C stub alone (reads, match, pack, cuLaunchKernel)",
+        rows.insert(1, ("  the same, launch object hoisted (L = kern[8, 128]; L(...))",
+                        _loop(four[8, 128], *args4), torch.cuda.synchronize))
+        rows.insert(3, ("  the C stub alone (reads, match, pack, cuLaunchKernel)",
                         _loop(stub.stub, *args4), torch.cuda.synchronize))
-    rows.insert(4, ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)  (C)",
-                    _loop(prepared), torch.cuda.synchronize))
-    rows.insert(5, ("  the same, Python path", _loop(prepared_py), torch.cuda.synchronize))
-    rows.insert(6, ("  the same, p(t0, t1, t2, t3, n): rebinding each call",
-                    _loop(prepared, *args4), torch.cuda.synchronize))
-    rows.insert(7, ("  BoundLaunch.launch(stream) alone (below p(): no guard, no stream read)",
-                    _loop(prepared._bound.launch, 0), torch.cuda.synchronize))
+    at = 5 if stub is not None and getattr(stub, "stub", None) is not None else 3
+    rows[at:at] = [
+        ("ws prepared p(): p = kern[8, 128].prepare(t0, t1, t2, t3, n)  (C)", _loop(prepared),
+         torch.cuda.synchronize),
+        ("  the same, Python path", _loop(prepared_py), torch.cuda.synchronize),
+        ("  the same, p(t0, t1, t2, t3, n): rebinding each call", _loop(prepared, *args4),
+         torch.cuda.synchronize),
+        ("  BoundLaunch.launch(stream) alone (below p(): no guard, no stream read)",
+         _loop(prepared._bound.launch, 0), torch.cuda.synchronize)]
+    if prepared._c is not None:
+        rows.insert(at + 4, ("  p()'s C stub alone (torch's stream, cuLaunchKernel)",
+                             _loop(prepared._c[0]), torch.cuda.synchronize))
     return rows, misses
 
 
-def _python_path(kern, args):
+def _python_path(kern, args, make=None):
     """``kern`` with its launch type made while WARPSTAGE_CCALL=0: the generated Python call
-    path alone (the C path is chosen when the launch type is made)."""
+    path alone (the C path is chosen when the launch type is made); with ``make``,
+    ``make(kern)`` run while it is 0 (a prepared launch chooses when it is bound)."""
     before = os.environ.get("WARPSTAGE_CCALL")
     os.environ["WARPSTAGE_CCALL"] = "0"
     try:
         kern[8, 128]
+        made = make(kern) if make is not None else None
     finally:
         if before is None:
             del os.environ["WARPSTAGE_CCALL"]
         else:
             os.environ["WARPSTAGE_CCALL"] = before
+    if make is not None:
+        return made
     kern[8, 128](*args)
     return kern
 

@@ -533,3 +533,201 @@ m_big:
   %r7 = call ptr @miss(ptr %c, i64 {miss_too_big})
   ret ptr %r7
 }
+
+; The launch object's call (jit/c_call.py, docs/launch.md "The launch glue"): METH_FASTCALL |
+; METH_KEYWORDS, ``self`` a tuple whose item 0 is the context's address (item 1 keeps the
+; context alive). Without keywords, on the cuda target (the target
+; module's ``_override``, else ``_auto``, equals "cuda") and with every guard of the context's
+; table holding (four words each: ``PyDict_GetItem(dict, name)``, or with the last word 1
+; ``getattr(object, name)``, is the expected object), it runs the stub; a
+; launch returns None. Anything else (keywords, another target, a guard, a stub miss) records
+; the reason in ``last_reason`` and returns what the context's Python ``fallback`` returns when
+; called with the same arguments (PyObject_Vectorcall: its errors propagate).
+declare ptr @PyDict_GetItem(ptr, ptr)
+declare i32 @PyObject_RichCompareBool(ptr, ptr, i32)
+declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
+
+define ptr @ws_launch_call(ptr %pair, ptr %args, i64 %nargsf, ptr %kwnames) {
+entry:
+  %item0 = getelementptr i8, ptr %pair, i64 24
+  %self = load ptr, ptr %item0
+  %c = call ptr @PyLong_AsVoidPtr(ptr %self)
+  %nargs = and i64 %nargsf, 9223372036854775807
+  %kwnull = icmp eq ptr %kwnames, null
+  br i1 %kwnull, label %target, label %kwcheck
+kwcheck:
+  %szp = getelementptr i8, ptr %kwnames, i64 16
+  %sz = load i64, ptr %szp
+  %nokw = icmp eq i64 %sz, 0
+  br i1 %nokw, label %target, label %m_keywords
+target:
+  %td = call ptr @fp(ptr %c, i64 {target_dict})
+  %okey = call ptr @fp(ptr %c, i64 {override_key})
+  %ov = call ptr @PyDict_GetItem(ptr %td, ptr %okey)
+  %none = call ptr @fp(ptr %c, i64 {none})
+  %ovnone = icmp eq ptr %ov, %none
+  br i1 %ovnone, label %auto, label %compare
+auto:
+  %akey = call ptr @fp(ptr %c, i64 {auto_key})
+  %au = call ptr @PyDict_GetItem(ptr %td, ptr %akey)
+  br label %compare
+compare:
+  %tv = phi ptr [%ov, %target], [%au, %auto]
+  %cuda = call ptr @fp(ptr %c, i64 {cuda_str})
+  %same = icmp eq ptr %tv, %cuda
+  br i1 %same, label %guards, label %slow_compare
+slow_compare:
+  %tnull = icmp eq ptr %tv, null
+  br i1 %tnull, label %m_target, label %rich
+rich:
+  %eq = call i32 @PyObject_RichCompareBool(ptr %tv, ptr %cuda, i32 2)
+  %is_eq = icmp eq i32 %eq, 1
+  br i1 %is_eq, label %guards, label %target_err
+target_err:
+  call void @PyErr_Clear()
+  br label %m_target
+guards:
+  %ng = call i64 @f(ptr %c, i64 {nguards})
+  %gt = call ptr @fp(ptr %c, i64 {guard_table})
+  br label %g_head
+g_head:
+  %i = phi i64 [0, %guards], [%i2, %g_next]
+  %g_done = icmp eq i64 %i, %ng
+  br i1 %g_done, label %stub, label %g_body
+g_body:
+  %j = mul i64 %i, 4
+  %dp = getelementptr ptr, ptr %gt, i64 %j
+  %d = load ptr, ptr %dp
+  %kp = getelementptr ptr, ptr %dp, i64 1
+  %k = load ptr, ptr %kp
+  %vp = getelementptr ptr, ptr %dp, i64 2
+  %v = load ptr, ptr %vp
+  %wp = getelementptr i64, ptr %dp, i64 3
+  %how = load i64, ptr %wp
+  %i2 = add i64 %i, 1
+  %by_attr = icmp eq i64 %how, 1
+  br i1 %by_attr, label %g_attr, label %g_dict
+g_dict:
+  %cur = call ptr @PyDict_GetItem(ptr %d, ptr %k)
+  %held = icmp eq ptr %cur, %v
+  br i1 %held, label %g_next, label %m_guards
+g_attr:
+  %got = call ptr @PyObject_GetAttr(ptr %d, ptr %k)
+  %got_null = icmp eq ptr %got, null
+  br i1 %got_null, label %g_attr_err, label %g_attr_cmp
+g_attr_err:
+  call void @PyErr_Clear()
+  br label %m_guards
+g_attr_cmp:
+  call void @Py_DecRef(ptr %got)
+  %held_a = icmp eq ptr %got, %v
+  br i1 %held_a, label %g_next, label %m_guards
+g_next:
+  br label %g_head
+stub:
+  %r = call ptr @ws_launch_stub(ptr %self, ptr %args, i64 %nargs)
+  %launched = icmp eq ptr %r, %none
+  br i1 %launched, label %done, label %missed
+done:
+  ret ptr %r
+missed:
+  call void @Py_DecRef(ptr %r)
+  br label %fallback
+m_keywords:
+  call void @reason(ptr %c, i64 {miss_keywords})
+  br label %fallback
+m_target:
+  call void @reason(ptr %c, i64 {miss_target})
+  br label %fallback
+m_guards:
+  call void @reason(ptr %c, i64 {miss_guards})
+  br label %fallback
+fallback:
+  %fb = call ptr @fp(ptr %c, i64 {fallback})
+  %res = call ptr @PyObject_Vectorcall(ptr %fb, ptr %args, i64 %nargsf, ptr %kwnames)
+  ret ptr %res
+}
+define internal void @reason(ptr %c, i64 %r) {
+  %p = getelementptr i64, ptr %c, i64 {last_reason}
+  store i64 %r, ptr %p
+  ret void
+}
+
+; ``Kernel.__getitem__`` (jit/kernel.py) as a method descriptor, METH_FASTCALL: ``kern[config]``
+; returns the cached launch object when ``kern._last_launch`` is the tuple ``(config, launch)``
+; with an equal config and no trace is active in any thread (core/trace.py's ``_active`` is the
+; int 0); anything else returns what ``fallback(kern, config)`` (the Python method, which checks
+; this thread's trace) returns. Its words (@ws_getitem_ctx): the name "_last_launch", the trace
+; module's globals, "_active", the int 0, None, the fallback, the tuple type.
+@ws_getitem_ctx = global ptr null
+declare ptr @PyObject_GetAttr(ptr, ptr)
+
+define ptr @ws_kernel_getitem(ptr %kern, ptr %args, i64 %nargsf) {
+entry:
+  %c = load ptr, ptr @ws_getitem_ctx
+  %nargs = and i64 %nargsf, 9223372036854775807
+  %none = call ptr @fp(ptr %c, i64 4)
+  %one = icmp eq i64 %nargs, 1
+  br i1 %one, label %look, label %slow
+look:
+  %config = load ptr, ptr %args
+  %ln = call ptr @fp(ptr %c, i64 0)
+  %last = call ptr @PyObject_GetAttr(ptr %kern, ptr %ln)
+  %lnull = icmp eq ptr %last, null
+  br i1 %lnull, label %clear_slow, label %have
+have:
+  %ltp = getelementptr i8, ptr %last, i64 8
+  %lt = load ptr, ptr %ltp
+  %tuple_t = call ptr @fp(ptr %c, i64 6)
+  %is_tuple = icmp eq ptr %lt, %tuple_t
+  br i1 %is_tuple, label %size, label %drop_slow
+size:
+  %lszp = getelementptr i8, ptr %last, i64 16
+  %lsz = load i64, ptr %lszp
+  %two = icmp eq i64 %lsz, 2
+  br i1 %two, label %key, label %drop_slow
+key:
+  %k0p = getelementptr i8, ptr %last, i64 24
+  %k0 = load ptr, ptr %k0p
+  %same = icmp eq ptr %k0, %config
+  br i1 %same, label %trace, label %rich
+rich:
+  %eq = call i32 @PyObject_RichCompareBool(ptr %k0, ptr %config, i32 2)
+  %is_eq = icmp eq i32 %eq, 1
+  br i1 %is_eq, label %trace, label %rich_no
+rich_no:
+  %neg = icmp slt i32 %eq, 0
+  br i1 %neg, label %clear_drop, label %drop_slow
+trace:
+  %td = call ptr @fp(ptr %c, i64 1)
+  %an = call ptr @fp(ptr %c, i64 2)
+  %active = call ptr @PyDict_GetItem(ptr %td, ptr %an)
+  %zero = call ptr @fp(ptr %c, i64 3)
+  %idle = icmp eq ptr %active, %zero
+  br i1 %idle, label %hit, label %drop_slow
+hit:
+  %l1p = getelementptr i8, ptr %last, i64 32
+  %l1 = load ptr, ptr %l1p
+  call void @Py_IncRef(ptr %l1)
+  call void @Py_DecRef(ptr %last)
+  ret ptr %l1
+clear_drop:
+  call void @PyErr_Clear()
+  br label %drop_slow
+drop_slow:
+  call void @Py_DecRef(ptr %last)
+  br label %slow
+clear_slow:
+  call void @PyErr_Clear()
+  br label %slow
+slow:
+  %n1 = add i64 %nargs, 1
+  %stack = alloca ptr, i64 %n1
+  store ptr %kern, ptr %stack
+  %rest = getelementptr ptr, ptr %stack, i64 1
+  %bytes = mul i64 %nargs, 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %rest, ptr %args, i64 %bytes, i1 false)
+  %fb = call ptr @fp(ptr %c, i64 5)
+  %res = call ptr @PyObject_Vectorcall(ptr %fb, ptr %stack, i64 %n1, ptr null)
+  ret ptr %res
+}

@@ -50,11 +50,12 @@ import llvmlite.binding as llvm
 from .host_stub_ir import (CHECK_FIELDS, CTX_FIELDS, ENTRY_FIELDS, KINDS, MAX_BUFFER, MAX_FACTS,
                            MAX_PARAMS, MAX_SLOTS, MISS, stub_source)
 
-__all__ = ["stub_address", "cache_key_parts", "stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
+__all__ = ["stub_address", "call_address", "getitem_addresses", "cache_key_parts", "stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
            "MISS", "MAX_FACTS", "MAX_BUFFER", "MAX_SLOTS", "MAX_PARAMS"]
 
 _PYTHON_API = ("PyLong_AsVoidPtr", "PyLong_AsLongLongAndOverflow", "PyLong_FromLong", "Py_IncRef",
-               "Py_DecRef", "PyErr_Clear", "PyEval_SaveThread", "PyEval_RestoreThread")
+               "Py_DecRef", "PyErr_Clear", "PyEval_SaveThread", "PyEval_RestoreThread", "PyDict_GetItem",
+               "PyObject_RichCompareBool", "PyObject_Vectorcall", "PyObject_GetAttr")
 _lock = threading.Lock()
 _compiled = None          # (execution engine, address) once compiled; False: it failed
 _error = ""
@@ -77,6 +78,23 @@ def stub_address(object_cache=None) -> int:
     if _compiled is False:
         raise RuntimeError(f"the launch stub did not compile for this host ({_error})")
     return _compiled[1]
+
+
+def call_address(object_cache=None) -> int:
+    """The address of the launch object's call, ``ws_launch_call`` (METH_FASTCALL |
+    METH_KEYWORDS; ``self`` the context's address): keywords, the target, the context's guard
+    table, then the stub; on anything but a launch it returns what the context's ``fallback``
+    returns for the same arguments. Compiles as :func:`stub_address` does."""
+    stub_address(object_cache)
+    return _compiled[2]
+
+
+def getitem_addresses(object_cache=None) -> tuple:
+    """``(function, context word)``: the address of ``ws_kernel_getitem`` (``Kernel.__getitem__``
+    in C, METH_FASTCALL; host_stub.ll says what it reads) and of the pointer to its words, which
+    the caller sets. Compiles as :func:`stub_address` does."""
+    stub_address(object_cache)
+    return _compiled[3], _compiled[4]
 
 
 def cache_key_parts() -> tuple:
@@ -117,4 +135,7 @@ def _build(object_cache):
         engine.set_object_cache(lambda _module, data: object_cache[1](data),
                                 lambda _module: cached)
     engine.finalize_object()
-    return engine, engine.get_function_address("ws_launch_stub")
+    return (engine, engine.get_function_address("ws_launch_stub"),
+            engine.get_function_address("ws_launch_call"),
+            engine.get_function_address("ws_kernel_getitem"),
+            engine.get_global_value_address("ws_getitem_ctx"))

@@ -13,7 +13,8 @@ __all__ = ["stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
 CTX_FIELDS = ("dltensor", "stream_fn", "launch_fn", "torch_type", "int_type", "bool_type", "none",
               "nparams", "device_type", "gx", "gy", "gz", "bx", "by", "bz", "has_stream",
               "stream", "nentries", "entries", "kinds", "lo", "hi", "dry", "scratch", "dry_out",
-              "last_reason", "default_device", "checks")
+              "last_reason", "default_device", "checks", "fallback", "target_dict", "override_key",
+              "auto_key", "cuda_str", "nguards", "guard_table")
 # the tensor checks (``checks``: an int64 array): the ``is_nested`` getter (``PyObject *get(
 # PyObject *, void *closure)``), its closure and the answer it must give (False); the dtype getter,
 # its closure and the allowed dtype objects; the ``data_ptr`` method (``PyObject *(PyObject *,
@@ -24,7 +25,7 @@ ENTRY_FIELDS = ("nfacts", "facts", "function", "smem", "torch_stream", "size", "
                 "nslots", "offsets", "patch", "width")
 KINDS = {"tensor": 0, "int": 1, "auto": 2, "static": 3, "none": 9}
 MISS = {"arity": 1, "argument": 2, "devices": 3, "no_match": 4, "stream": 5, "driver": 6,
-        "too_big": 7}
+        "too_big": 7, "keywords": 8, "target": 9, "guards": 10}
 MAX_FACTS, MAX_BUFFER, MAX_SLOTS, MAX_PARAMS = 512, 4096, 512, 256
 
 _C = {name: i for i, name in enumerate(CTX_FIELDS)}

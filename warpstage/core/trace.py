@@ -17,6 +17,8 @@ from .source import format_location, user_location
 __all__ = ["TraceContext", "current", "maybe_current", "builder", "emit_location", "Origin"]
 
 _state = threading.local()
+_active = 0                 # traces active in all threads (kern[...] in C reads it: jit/c_env.py)
+_active_lock = threading.Lock()
 
 
 class Origin:
@@ -57,11 +59,18 @@ class TraceContext:
         if getattr(_state, "ctx", None) is not None:
             raise CompilationError("a kernel cannot be launched or compiled while another kernel is "
                                    "being traced; call a @ws.jit device function instead")
-        _state.ctx = self
+        global _active
+        with _active_lock:
+            _state.ctx = self
+            _active += 1
         return self
 
     def __exit__(self, *exc):
-        _state.ctx = None
+        global _active
+        with _active_lock:
+            if _state.__dict__.get("ctx") is self:
+                _active -= 1
+            _state.ctx = None
         return False
 
 

@@ -32,7 +32,7 @@ import sys
 import threading
 
 from ..backend import host_stub_ir as host_stub    # its layouts and codes: no llvmlite
-from ..frontend.guards import guards_hold
+from ..frontend.guards import GLOBAL, _IMMUTABLE, _IMMUTABLE_TYPES, guards_hold
 from ..runtime import raw_launch
 from ..runtime.launch_dims import normalize_dims
 from ..runtime.params import _param_layout
@@ -88,28 +88,46 @@ def launch_type(fast, base: type) -> type:
 
     def __init__(L, *config):
         base.__init__(L, *config)
-        L.cstate = states.get(_state_key(L))
+        st = L.cstate = states.get(_state_key(L))
+        if st is not None and st is not _OFF:
+            L.__class__ = st.cls                # its __call__: the C call (or slow_call)
 
     def __call__(L, *args, **kwargs):
         st = L.cstate
-        try:
-            if st is None or kwargs:
+        if st is None or kwargs:
+            try:
                 return _first_call(L, args, kwargs)
-            if st is not _OFF and get_target() == "cuda":
-                for g in st.guards:
-                    if not guards_hold(g):
-                        st.drop_stale()
-                        result = py_call(L, *args)
-                        st.register(L, args)
-                        return result
-                r = st.stub(*args)
-                if r is None:
-                    return None
-                result = py_call(L, *args)
-                if r == NO_MATCH:
+            except Exception as e:
+                if L.kernel.options.compiler_frames:
+                    raise
+                _user_error(e)
+                raise
+        return slow_call(L, st, args, kwargs, None)
+
+    def slow_call(L, st, args, kwargs, reason):
+        """The call in Python: what the C call (State.cls.__call__) falls back to, with the
+        miss code it recorded (``reason``: a hint; None when it did not run)."""
+        try:
+            if kwargs or st is _OFF or get_target() != "cuda":
+                return py_call(L, *args, **kwargs)
+            for g in st.guards:
+                if not guards_hold(g):
+                    st.drop_stale()
+                    result = py_call(L, *args)
                     st.register(L, args)
-                return result
-            return py_call(L, *args)
+                    return result
+            if reason is None or reason >= host_stub.MISS["keywords"]:
+                if reason == host_stub.MISS["guards"]:
+                    st.refresh_guards()         # equal by key, other objects: identical now
+                r = st.stub(*args)
+            else:
+                r = reason                      # the stub ran and missed
+            if r is None:
+                return None
+            result = py_call(L, *args)
+            if r == NO_MATCH:
+                st.register(L, args)
+            return result
         except Exception as e:
             if L.kernel.options.compiler_frames:
                 raise
@@ -132,15 +150,35 @@ def launch_type(fast, base: type) -> type:
         with lock:
             st = states.get(key)
             if st is None:
-                st = states[key] = State.create(fast, kinds, L) or _OFF
+                st = State.create(fast, kinds, L) or _OFF
+                if st is not _OFF:
+                    st.set_class(cls, L, slow_call)
+                states[key] = st
         L.cstate = st
         if st is not _OFF:
+            L.__class__ = st.cls
             st.register(L, args)
+            _install_getitem()
         return result
 
-    return type(base.__name__, (base,), {"__slots__": ("cstate",), "__init__": __init__,
-                                         "__call__": __call__, "__doc__": base.__doc__,
-                                         "c_states": states})
+    cls = type(base.__name__, (base,), {"__slots__": ("cstate",), "__init__": __init__,
+                                        "__call__": __call__, "__doc__": base.__doc__,
+                                        "c_states": states})
+    return cls
+
+
+def _install_getitem() -> None:
+    """``kern[grid, block]`` in C from now on (c_env.kernel_getitem: the cached launch object, or
+    the Python ``Kernel.__getitem__``)."""
+    from ..core import trace
+    from .kernel import Kernel
+    python = Kernel.__dict__.get("_getitem_python")
+    if python is None or Kernel.__dict__.get("__getitem__") is not python:
+        return                                  # installed already, or replaced by someone
+    try:
+        Kernel.__getitem__ = c_env.kernel_getitem(Kernel, python, trace.__dict__)
+    except Exception:               # noqa: BLE001 - the Python __getitem__ stays
+        return
 
 
 class State:
@@ -156,6 +194,40 @@ class State:
         self.rejected: set = set()
         self.lock = threading.Lock()
         self._stream_ref = stream_ref       # keeps a stream= object (and so its id) alive
+        self.cls = None
+
+    def set_class(self, launch_cls, L, slow_call) -> None:
+        """Make ``self.cls``: the class of this configuration's launch objects, a subclass of
+        ``launch_cls`` whose ``__call__`` is the context's C call (c_env.make_call) while every
+        guard of the entries can be checked in C (:func:`c_guards`), else the Python call; the C
+        call falls back to ``slow_call(L, self, args, kwargs, reason)``."""
+        live = self.live
+
+        def fallback(*args, **kwargs):
+            return slow_call(L, self, args, kwargs, live.reason())
+
+        def python_call(launch, *args, **kwargs):
+            return slow_call(launch, self, args, kwargs, None)
+
+        self._python_call = python_call
+        live.set_fallback(fallback)
+        self.cls = type(launch_cls.__name__, (launch_cls,),
+                        {"__slots__": (), "__call__": python_call, "__doc__": launch_cls.__doc__})
+        self._set_call()
+
+    def _set_call(self, current: bool = False) -> None:
+        triples = c_guards(self.guards, current)
+        if triples is not None:
+            self.live.set_guards(triples)
+        call = self.live.call if triples is not None else self._python_call
+        if self.cls is not None and self.cls.__dict__.get("__call__") is not call:
+            self.cls.__call__ = call
+
+    def refresh_guards(self) -> None:
+        """After the guards held in Python: make the C guard table expect the objects the
+        guarded names hold now (equal by key to the traced ones, so the guards hold for them);
+        the Python call when one of them cannot be checked in C."""
+        self._set_call(current=True)
 
     @classmethod
     def create(cls, fast, kinds, L):
@@ -184,6 +256,7 @@ class State:
             if g and all(g is not d for d in distinct):
                 distinct.append(g)
         self.guards = tuple(distinct)
+        self._set_call()
 
     def register(self, L, args) -> None:
         """Publish an entry for the specialization the Python path's memo holds for ``args``,
@@ -261,6 +334,43 @@ class State:
         entry.launcher = launcher               # keeps its Function (and module) alive
         return entry
 
+
+
+def c_guards(guard_sets, current: bool = False):
+    """The guards of ``guard_sets`` (frontend/guards.py tuples) as the C call's table
+    (c_env.Context.set_guards), or None when one of them needs Python. C decides by identity
+    exactly where guards_hold does:
+
+    - a module global (an exact dict) holding a value of an immutable type: ``dict.get(name) is
+      value``;
+    - a module global holding a ``@ws.jit`` function whose function has no defaults (its key is
+      then its fixed ``_key``): the same, and ``fn.__defaults__`` and ``fn.__kwdefaults__`` are
+      None.
+
+    Any other guard (a class attribute, a cell, a kernel's defaults, a list, a ``@ws.jit``
+    function with defaults) keeps the Python call. ``current``: the table for the objects the
+    names hold now (after guards_hold held: equal by key to the traced ones, perhaps other
+    objects; State.refresh_guards)."""
+    from .kernel import JitFunction
+    out = []
+    for guards in guard_sets:
+        for container, name, value, key, kind in guards:
+            if kind != GLOBAL or type(container) is not dict or type(name) is not str:
+                return None
+            if current:
+                value = container.get(name, _OFF)
+            if type(value) is JitFunction:
+                fn = value.fn
+                if (fn.__defaults__ is not None or fn.__kwdefaults__ is not None
+                        or value.__ws_static_key__() != key):
+                    return None
+                out += [(container, name, value, 0), (fn, "__defaults__", None, 1),
+                        (fn, "__kwdefaults__", None, 1)]
+            elif type(value) in _IMMUTABLE_TYPES or isinstance(value, _IMMUTABLE):
+                out.append((container, name, value, 0))
+            else:
+                return None
+    return out
 
 
 def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int):

@@ -22,7 +22,7 @@ from ..runtime import raw_launch
 
 __all__ = ["Environment", "environment", "unavailable_reason", "stub_address", "stub_ready",
            "object_cache",
-           "Context", "make_stub",
+           "Context", "make_stub", "make_call", "kernel_getitem",
            "launch_address", "LAUNCH_TYPE", "KDL_CUDA", "KDL_CPU"]
 
 KDL_CPU, KDL_CUDA = 1, 2           # DLDeviceType
@@ -248,8 +248,8 @@ class _MethodDef(ctypes.Structure):
                 ("doc", ctypes.c_char_p)]
 
 
-_METH_FASTCALL = 0x0080
-_method_def = None
+_METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
+_method_def = _call_def = None
 
 
 def make_stub(context) -> object:
@@ -264,6 +264,51 @@ def make_stub(context) -> object:
     new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object,
                                                    ctypes.py_object]
     return new(ctypes.addressof(_method_def), ctypes.addressof(context), None)
+
+
+def make_call(context) -> object:
+    """A builtin function calling ``ws_launch_call`` (backend/host_stub.call_address) with
+    ``context`` as its context: keywords, the target, the context's guard table and the stub in
+    C, and on anything but a launch the context's ``fallback`` with the same arguments. It is the
+    ``__call__`` of a launch object's class (jit/c_call.py): a builtin is not a descriptor, so
+    ``launch(*args)`` calls it with ``args`` alone. ``context``: a :class:`Context`, which the
+    builtin keeps alive (its ``self`` is ``(address of the words, context)``)."""
+    global _call_def
+    if _call_def is None:
+        from ..backend import host_stub
+        _call_def = _MethodDef(b"warpstage_launch", host_stub.call_address(object_cache()),
+                               _METH_FASTCALL | _METH_KEYWORDS, None)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object,
+                                                   ctypes.py_object]
+    return new(ctypes.addressof(_call_def), (ctypes.addressof(context.words), context), None)
+
+
+_getitem = None            # (descriptor, what it reads) once made
+
+
+def kernel_getitem(cls, fallback, trace_globals):
+    """A method descriptor of ``cls`` (jit/kernel.Kernel) for ``__getitem__`` whose body is C
+    (backend/host_stub.getitem_addresses): ``kern[config]`` returns ``kern._last_launch[1]`` when
+    ``kern._last_launch`` is a pair whose first item equals ``config`` and no trace is active in
+    any thread (``trace_globals["_active"]`` is 0: core/trace.py's globals), else
+    ``fallback(kern, config)``. Made once per process; later calls return the same
+    descriptor."""
+    global _getitem
+    if _getitem is None:
+        from ..backend import host_stub
+        fn, word = host_stub.getitem_addresses(object_cache())
+        names = ("_last_launch", "_active")
+        words = (ctypes.c_int64 * 7)(id(names[0]), id(trace_globals), id(names[1]), id(0),
+                                     id(None), id(fallback), id(tuple))
+        definition = _MethodDef(b"__getitem__", fn, _METH_FASTCALL,
+                                (fallback.__doc__ or "").encode())
+        new = ctypes.pythonapi.PyDescr_NewMethod
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.py_object, ctypes.c_void_p]
+        descriptor = new(cls, ctypes.addressof(definition))
+        ctypes.c_void_p.from_address(word).value = ctypes.addressof(words)
+        _getitem = (descriptor, words, names, definition, fallback, trace_globals)
+    return _getitem[0]
 
 
 class Context:
@@ -294,9 +339,43 @@ class Context:
                       dry_out=ctypes.addressof(self.dry_out), default_device=default_device,
                       dry=int(dry), checks=ctypes.addressof(env.checks[0]))
         values.update(zip(("gx", "gy", "gz", "bx", "by", "bz"), dims))
+        values.update({name: id(v) for name, v in _TARGET_WORDS.items()})
         for name, v in values.items():
             ctx[_FIELD[name]] = v
         self.stub = make_stub(ctx)
+        self._fallback = self._guards = None
+        self._call = None
+
+    @property
+    def call(self):
+        """The builtin of :func:`make_call` for this context (made at first use)."""
+        if self._call is None:
+            self._call = make_call(self)
+        return self._call
+
+    def set_fallback(self, fn) -> None:
+        """What ``call`` returns on anything but a launch: ``fn(*args, **kwargs)``, kept alive
+        here (the context holds its address). ``reason()`` tells it why (a hint: another thread's
+        call may have written it since)."""
+        self._fallback = fn
+        self.words[_FIELD["fallback"]] = id(fn)
+
+    def reason(self) -> int:
+        """The last miss code ``call`` or ``stub`` recorded (host_stub_ir.MISS)."""
+        return self.words[_FIELD["last_reason"]]
+
+    def set_guards(self, guards) -> None:
+        """The guards ``call`` checks before the stub: ``(holder, name, expected, how)`` each,
+        holding when ``holder.get(name)`` (``how`` 0: ``holder`` a dict) or
+        ``getattr(holder, name)`` (``how`` 1) is ``expected`` (the objects are kept alive
+        here)."""
+        table = (ctypes.c_int64 * max(1, 4 * len(guards)))(
+            *[w for holder, name, expected, how in guards
+              for w in (id(holder), id(name), id(expected), how)])
+        self.words[_FIELD["nguards"]] = 0
+        self.words[_FIELD["guard_table"]] = ctypes.addressof(table)
+        self.words[_FIELD["nguards"]] = len(guards)
+        self._guards = (table, list(guards), self._guards)     # older tables stay alive
 
     def __getitem__(self, name: str) -> int:
         return self.words[_FIELD[name]]
@@ -330,6 +409,15 @@ class Context:
 
 
 _FIELD = {name: i for i, name in enumerate(layout.CTX_FIELDS)}
+
+
+def _target_words() -> dict:
+    from ..runtime import target
+    return {"target_dict": target.__dict__, "override_key": "_override", "auto_key": "_auto",
+            "cuda_str": "cuda"}
+
+
+_TARGET_WORDS = _target_words()     # what ws_launch_call reads: the target module's globals
 
 
 class Entry:

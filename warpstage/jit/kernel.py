@@ -366,6 +366,9 @@ class Kernel:
             raise
 
     def __getitem__(self, config) -> "_Launch":
+        """``kern[grid, block(, smem, stream)]``: the launch object of that configuration (the
+        last one is cached and returned first; once the C call path runs, this check is C:
+        jit/c_env.kernel_getitem, falling back to this method)."""
         last = self._last_launch
         if last is not None and last[0] == config and _trace_state.__dict__.get("ctx") is None:
             return last[1]                      # the launch hot path: checked when it was made
@@ -374,6 +377,8 @@ class Kernel:
         except Exception as e:                  # a public entry (tracebacks.py), inline: no
             _user_error(e)                      # wrapper call on the launch path
             raise
+
+    _getitem_python = __getitem__
 
     def _launch_of(self, config) -> "_Launch":
         if maybe_current() is not None:

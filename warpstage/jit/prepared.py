@@ -9,7 +9,9 @@ values into a parameter buffer of the prepared launch's own (``Launcher.bind``).
   the kernel read re-prepares, as a normal call recompiles), reads the stream and makes the
   driver call; nothing is packed or looked up. Where the C-level path runs (jit/c_call.py), the
   stream and the driver call happen in one C call (``bound_stub``), checked against this
-  Python path once, when bound.
+  Python path once, when bound; and the call itself is C: each prepared launch has a class of
+  its own whose ``__call__`` is that stub's C call (c_env.make_call: the target and the guards
+  in C when c_call.c_guards can express them), falling back to the Python ``__call__``.
 - ``prepared(*new_args)`` rebinds: the generated call path's readers (jit/fast_call.py)
   compute the new arguments' call signature; when it equals the prepared one (same dtypes,
   shapes, strides, alignment, scalar widths, static values: everything the key and the packed
@@ -28,11 +30,14 @@ from __future__ import annotations
 import sys
 
 from ..frontend.guards import guards_hold
-from .c_call import bound_stub
+from ..backend.host_stub_ir import MISS
+from .c_call import bound_stub, c_guards
 from .launch import cuda_values, get_target, stream_handle
 from .tracebacks import _user_error
 
 __all__ = ["PreparedLaunch"]
+
+_GUARDS = MISS["guards"]
 
 
 class PreparedLaunch:
@@ -42,6 +47,9 @@ class PreparedLaunch:
 
     def __init__(self, launch, args: tuple):
         self._launch = launch
+        # a class of its own, whose __call__ becomes the C call of the bound stub (_bind)
+        self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
+                              {"__doc__": PreparedLaunch.__doc__, "__module__": __name__})
         self._bind(args)
 
     def _bind(self, args: tuple) -> None:
@@ -49,6 +57,7 @@ class PreparedLaunch:
         kernel = L.kernel
         self.args = args
         self.sig = self._hit = self._bound = self._c = None
+        self._set_call()                                # (the Python call until bound)
         self._target = get_target()
         if self._target != "cuda":
             return
@@ -84,6 +93,31 @@ class PreparedLaunch:
             self._raw_stream = torch_stream_reader(sys.modules["torch"])
         self._c = bound_stub(self._bound, self._fixed_stream, self._torch_stream,
                              self._stream())       # (stub, context), or None: from Python
+        self._set_call()
+
+    def _set_call(self, current: bool = False) -> None:
+        """``p()`` in C where it can be: the class's ``__call__`` becomes the bound stub's C call
+        (c_env.make_call: no keywords, no arguments, the cuda target, the guards by identity,
+        then the stub) when the guards can be checked in C (c_call.c_guards), else the Python
+        ``__call__``; the C call falls back to the Python one."""
+        cls = type(self)
+        triples = c_guards([self._guards], current) if self._c is not None and self._guards \
+            else []
+        if self._c is None or triples is None:
+            call = PreparedLaunch.__call__
+        else:
+            context = self._c[1]
+            context.set_guards(triples)
+            context.set_fallback(self._fallback)
+            call = context.call
+        if cls is not PreparedLaunch and cls.__dict__.get("__call__") is not call:
+            cls.__call__ = call
+
+    def _fallback(self, *args, **kwargs):
+        if self._c is not None and self._c[1].reason() == _GUARDS and self._guards \
+                and guards_hold(self._guards):   # equal by key, other objects: identical now
+            self._set_call(current=True)
+        return PreparedLaunch.__call__(self, *args, **kwargs)
 
     def __call__(self, *args):
         """Launch with the bound arguments, or rebind to ``args`` (same kernel parameters) and
@@ -92,7 +126,7 @@ class PreparedLaunch:
             if self._bound is None:                     # the simulator: the full path
                 if args:
                     self.args = args
-                return self._launch.__class__.__call__(self._launch, *self.args)
+                return self._launch(*self.args)
             if args:
                 self._rebind(args)
             elif self._guards and not guards_hold(self._guards):
