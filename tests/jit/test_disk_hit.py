@@ -109,7 +109,7 @@ def test_an_unwritable_cache_still_gives_the_fact(tmp_path, monkeypatch):
 def _fresh_process_caches(monkeypatch):
     """Forget what this process knows of the machine's key parts, as a new process would."""
     from warpstage.backend import ptxas_tool
-    for fn in (key_facts._machine, key_facts._source_stamps, key_facts._llvm_version,
+    for fn in (key_facts._machine, key_facts._source_scan, key_facts._llvm_version,
                key_facts._llvm_stamps, key_facts._ptxas_version, ptxas_tool.ptxas_version):
         fn.cache_clear()
     monkeypatch.setattr(key_facts, "_known", {})
@@ -129,7 +129,7 @@ def machine_env(tmp_path, monkeypatch):
     os.chmod(ptxas, 0o755)
     _fresh_process_caches(monkeypatch)
     yield src / "backend" / "lower_x.py", ptxas, ws.CompileOptions(ptxas=str(ptxas))
-    for fn in (key_facts._machine, key_facts._source_stamps, key_facts._llvm_version,
+    for fn in (key_facts._machine, key_facts._source_scan, key_facts._llvm_version,
                key_facts._llvm_stamps, key_facts._ptxas_version):
         fn.cache_clear()
 

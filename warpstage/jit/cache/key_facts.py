@@ -65,7 +65,7 @@ def fingerprint() -> str:
         return known
     from ... import __version__
     root = _ROOT
-    files = _source_files(root)
+    files = _source_scan()[0]
 
     def digest():
         h = hashlib.sha256()
@@ -81,13 +81,19 @@ def fingerprint() -> str:
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@functools.lru_cache(maxsize=None)
 def _source_stamps() -> tuple:
     """(warpstage's folder, SHA-256 of its .py files' stamps): what the source digest is keyed
-    by; one scan per process."""
+    by."""
+    return _ROOT, _source_scan()[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_scan() -> tuple:
+    """(``_source_files`` of warpstage's folder, SHA-256 of those stamps): one scan per process,
+    so the digest hashes the very files whose stamps key it."""
     files = _source_files(_ROOT)
     stamps = "\n".join(f"{rel}:{st}" for rel, st in files)
-    return _ROOT, hashlib.sha256(stamps.encode()).hexdigest()
+    return files, hashlib.sha256(stamps.encode()).hexdigest()
 
 
 def _source_files(root: str) -> list:
