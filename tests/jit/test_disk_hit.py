@@ -111,7 +111,7 @@ def _fresh_process_caches(monkeypatch):
     from warpstage.backend import ptxas_tool
     for fn in (key_facts._machine, key_facts._source_scan, key_facts._llvm_version,
                key_facts._llvm_stamps, key_facts._ptxas_version, ptxas_tool.ptxas_version):
-        fn.cache_clear()
+        getattr(fn, "cache_clear", lambda: None)()      # a test may have replaced one
     monkeypatch.setattr(key_facts, "_known", {})
 
 
@@ -128,9 +128,10 @@ def machine_env(tmp_path, monkeypatch):
     ptxas.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.1'\n")
     os.chmod(ptxas, 0o755)
     _fresh_process_caches(monkeypatch)
+    cached = (key_facts._machine, key_facts._source_scan, key_facts._llvm_version,
+              key_facts._llvm_stamps, key_facts._ptxas_version)
     yield src / "backend" / "lower_x.py", ptxas, ws.CompileOptions(ptxas=str(ptxas))
-    for fn in (key_facts._machine, key_facts._source_scan, key_facts._llvm_version,
-               key_facts._llvm_stamps, key_facts._ptxas_version):
+    for fn in cached:                   # what this process knows of the pretend tree: forgotten
         fn.cache_clear()
 
 
@@ -211,3 +212,20 @@ def test_an_edited_kernel_recompiles_in_a_fresh_process(tmp_path):
     kernel.write_text("FACTOR = 2.5\n" + EDITED_KERNEL.replace("x[i] * FACTOR",
                                                                  "x[i] * FACTOR + 1.0"))
     assert run()[0] == "1"                               # the kernel's own code
+
+
+def test_another_llvmlite_recomputes_the_machine_fact(machine_env, monkeypatch, tmp_path):
+    source, ptxas, options = machine_env
+    key_facts.machine(options)
+    lib = tmp_path / "libllvmlite.so"
+    lib.write_bytes(b"another build")
+    calls = []
+    real = key_facts._toolchain
+    monkeypatch.setattr(key_facts, "_toolchain", lambda path: calls.append(path) or real(path))
+    _fresh_process_caches(monkeypatch)
+    key_facts.machine(options)
+    assert calls == []                                  # same stamps: the stored fact
+    _fresh_process_caches(monkeypatch)
+    monkeypatch.setattr(key_facts, "_llvm_stamps", lambda: key_facts.stamp([str(lib)]))
+    key_facts.machine(options)
+    assert calls == [str(ptxas)]                        # llvmlite's stamps changed: recomputed
