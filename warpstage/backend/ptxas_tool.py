@@ -16,7 +16,6 @@ import importlib.util
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from typing import Optional
 
 from ..errors import CompilationError, PtxasError
@@ -25,36 +24,67 @@ from ..options import CompileOptions
 __all__ = ["find_cuda_tool", "find_ptxas", "ptxas_version", "Resources", "CubinResult"]
 
 
-@dataclass(frozen=True)
 class Resources:
     """Per-function resource usage reported by ``ptxas -v``.
 
     ``registers`` per thread; ``shared_bytes`` static shared memory per CTA (dynamic smem is a
     launch parameter and not included); ``spill_stores``/``spill_loads``/``stack_frame`` bytes
     per thread; ``barriers`` named barriers used; ``const_bytes`` bytes of constant bank 0
-    (kernel parameters and constants).
+    (kernel parameters and constants). Immutable, compared and hashed by its fields.
+
+    A plain class rather than a dataclass: a disk-cache hit imports this module, and building a
+    dataclass (its generated methods go through ``exec``) cost ~2 ms of the hit's ~10 (CPU host).
     """
 
-    registers: int = 0
-    shared_bytes: int = 0
-    spill_stores: int = 0
-    spill_loads: int = 0
-    stack_frame: int = 0
-    barriers: int = 0
-    const_bytes: int = 0
+    FIELDS = ("registers", "shared_bytes", "spill_stores", "spill_loads", "stack_frame",
+              "barriers", "const_bytes")
+    __slots__ = FIELDS
+
+    def __init__(self, registers: int = 0, shared_bytes: int = 0, spill_stores: int = 0,
+                 spill_loads: int = 0, stack_frame: int = 0, barriers: int = 0,
+                 const_bytes: int = 0):
+        for name, value in zip(self.FIELDS, (registers, shared_bytes, spill_stores, spill_loads,
+                                             stack_frame, barriers, const_bytes)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Resources is immutable; cannot assign {name!r}")
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other):
+        return self._values() == other._values() if type(other) is Resources else NotImplemented
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __reduce__(self):                   # pickle and copy through __init__ (immutable)
+        return Resources, self._values()
+
+    def __repr__(self) -> str:
+        return "Resources(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 
 
-@dataclass
 class CubinResult:
     """A cubin and what ptxas said: ``resources`` per entry name, ``warnings`` (each a line:
     ptxas warnings and numbered diagnostics such as C7508, "setmaxnreg ignored"), the full
-    ``log``, and the wall ``seconds`` taken."""
+    ``log``, and the wall ``seconds`` taken. (A plain class for the reason ``Resources`` is.)"""
 
-    cubin: bytes
-    log: str
-    resources: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
-    seconds: float = 0.0
+    __slots__ = ("cubin", "log", "resources", "warnings", "seconds")
+
+    def __init__(self, cubin: bytes, log: str, resources: dict | None = None,
+                 warnings: list | None = None, seconds: float = 0.0):
+        self.cubin, self.log, self.seconds = cubin, log, seconds
+        self.resources = {} if resources is None else resources
+        self.warnings = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return (f"CubinResult({len(self.cubin)}-byte cubin, resources={self.resources!r}, "
+                f"warnings={self.warnings!r}, seconds={self.seconds!r})")
 
 
 def _executable(path: str) -> bool:

@@ -3,8 +3,9 @@
 The stages (``jit/stages.py``) are made by ``jit/pipeline.py`` on first use and kept:
 ``.traced`` (the IR after the passes; ``.ir`` its text), ``.lowered`` (``.llvm_ir``, ``.ptx``),
 ``.compiled`` (``.cubin``, ptxas' ``.resources``). ``.sass`` needs nvdisasm/cuobjdump.
-``.timings`` records seconds per step (trace, lower, ptx, ptxas, load; for a disk-cache hit
-disk_key, disk_read and disk: computing the key, reading the file, checking and unpacking it);
+``.timings`` records seconds per step (trace, llvm_load, lower, ptx, ptxas, load; for a
+disk-cache hit disk_key, disk_read and disk: computing the key, reading the file, checking and
+unpacking it);
 ``STAGE_COUNTS`` (pipeline.py) counts, per process, how many times each step really ran.
 The loaded executable (module, function, Launcher) is apart from the artifacts: made by
 ``cuda_launcher()`` in the current CUDA context, never stored.

@@ -9,8 +9,9 @@
 
 Every step goes through ``_step``, which shows it in the progress line (``jit/progress.py``),
 counts it in ``STAGE_COUNTS`` (tests prove with it that a cache hit did no work) and records
-its seconds in the specialization's ``timings`` (keys: trace, lower, ptx, ptxas, load; disk for
-a disk-cache hit). ``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
+its seconds in the specialization's ``timings`` (keys: trace, llvm_load (importing llvmlite:
+the first compile of a process), lower, ptx, ptxas, load; disk, disk_key, disk_read for a
+disk-cache hit). ``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
 stage's output, so ``ck.ptx`` lowers but does not run ptxas.
 """
 from __future__ import annotations
@@ -69,7 +70,10 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
 
 def lower(traced: Traced, options, timings: dict) -> Lowered:
     """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level)."""
-    from ..backend import emit_ptx, lower as to_llvm
+    with _step(traced.name, "llvm_load", timings, counted=False):
+        # llvmlite's import (libLLVM and its ctypes bindings) is paid by the first compile of a
+        # process, ~40-200 ms; timed apart so a cold compile's stages add up to its wall time
+        from ..backend import emit_ptx, lower as to_llvm
     with _step(traced.name, "lower", timings):
         llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes
     with _step(traced.name, "ptx", timings):

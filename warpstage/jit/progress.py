@@ -1,9 +1,9 @@
 """A progress line on a terminal for compiles that take longer than about a second.
 
-Each compile stage (trace, lower, ptx, ptxas, load) runs inside :func:`stage`; consecutive stages
-of one kernel form one compile. Once a compile has run for ``DELAY`` seconds, a line on stderr
-says which kernel and stage, and the time so far, updated a few times a second by a daemon
-thread::
+Each compile stage (trace, llvm_load, lower, ptx, ptxas, load) runs inside :func:`stage`;
+consecutive stages of one kernel form one compile. Once a compile has run for ``DELAY``
+seconds, a line on stderr says which kernel and stage, and the time so far, updated a few times
+a second by a daemon thread::
 
     [warpstage] compiling flash_attention_kernel: ptxas (1.4 s)
 

@@ -77,7 +77,7 @@ def problem(entry: dict) -> Optional[str]:
             rep.get("warnings")) or not isinstance(rep.get("seconds"), (int, float)):
         return "the ptxas report lacks log/warnings/seconds"
     res = rep.get("resources")
-    fields = {f.name for f in dataclasses.fields(Resources)}
+    fields = set(Resources.FIELDS)
     if not isinstance(res, dict) or not all(
             isinstance(r, dict) and set(r) <= fields and all(_int(v) for v in r.values())
             for r in res.values()):

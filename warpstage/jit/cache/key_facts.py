@@ -7,6 +7,10 @@ A fresh process computes none of these from scratch when nothing changed: each i
 (warpstage's ``.py`` files, llvmlite's shared library and ``_version.py``, the ptxas binary) and
 recomputed when a stamp changes, the test Python uses for its ``.pyc`` files. So a disk hit
 neither loads libLLVM, nor runs ``ptxas --version``, nor reads warpstage's sources.
+
+``machine`` reads the three as one fact keyed by all their stamps together (one file read, no
+thread), so a disk hit pays the stats and one small read; the per-part facts below it are what
+a changed stamp recomputes.
 """
 from __future__ import annotations
 
@@ -18,18 +22,50 @@ import threading
 from ...options import CompileOptions
 from . import files as cache
 
-__all__ = ["fingerprint", "toolchain", "fact", "stamp"]
+__all__ = ["fingerprint", "toolchain", "machine", "fact", "stamp"]
+
+_known: dict = {}
+"""Per process: "sources" -> what ``fingerprint()`` returns, once computed or read."""
+
+
+def machine(options: CompileOptions) -> tuple:
+    """``(fingerprint(), toolchain(options))`` from one stored fact keyed by every stamp the
+    two depend on (warpstage's sources, llvmlite's library and version file, the ptxas binary
+    that ``options`` picks): any changed stamp is another key, whose miss computes the parts
+    through their own facts and stores the whole. Cached per process and ptxas path."""
+    from ...backend.ptxas_tool import find_ptxas
+    return _machine(find_ptxas(options))
 
 
 @functools.lru_cache(maxsize=None)
+def _machine(ptxas: str | None) -> tuple:
+    from ... import __version__
+    llvm = _llvm_stamps()
+    if llvm is None:                    # nothing to key LLVM's version by: asked each process
+        return fingerprint(), _toolchain(ptxas)
+    tools = llvm + (stamp([ptxas]) if ptxas else ())
+    key = cache.disk_key(("machine", __version__, _source_stamps(), tools))
+    stored = cache.get_fact(key)
+    parts = ("sources", "llvm", "ptxas")
+    if stored is not None and all(isinstance(stored.get(p), str) for p in parts):
+        _known.setdefault("sources", stored["sources"])
+        return stored["sources"], (stored["llvm"], stored["ptxas"])
+    found = (fingerprint(),) + _toolchain(ptxas)
+    cache.put_fact(key, dict(zip(parts, found)))
+    return found[0], found[1:]
+
+
 def fingerprint() -> str:
     """warpstage's version and a digest of its source files, so that editing the compiler (a
     source checkout) never reuses a cubin built by the old code. Computed once per process;
     a fresh process stats the files and reuses the digest stored for identical (path, mtime,
     size) stamps (``cache.get_fact``) instead of reading and hashing them again."""
+    known = _known.get("sources")
+    if known is not None:
+        return known
     from ... import __version__
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    files = _source_files(root)
+    root = _ROOT
+    files = _source_scan()[0]
 
     def digest():
         h = hashlib.sha256()
@@ -38,9 +74,26 @@ def fingerprint() -> str:
             with open(os.path.join(root, rel), "rb") as f:
                 h.update(f.read())
         return f"{__version__}+{h.hexdigest()[:16]}"
+    _known["sources"] = fact("sources", (__version__,) + _source_stamps(), digest)
+    return _known["sources"]
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _source_stamps() -> tuple:
+    """(warpstage's folder, SHA-256 of its .py files' stamps): what the source digest is keyed
+    by."""
+    return _ROOT, _source_scan()[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_scan() -> tuple:
+    """(``_source_files`` of warpstage's folder, SHA-256 of those stamps): one scan per process,
+    so the digest hashes the very files whose stamps key it."""
+    files = _source_files(_ROOT)
     stamps = "\n".join(f"{rel}:{st}" for rel, st in files)
-    return fact("sources", (__version__, root, hashlib.sha256(stamps.encode()).hexdigest()),
-                digest)
+    return files, hashlib.sha256(stamps.encode()).hexdigest()
 
 
 def _source_files(root: str) -> list:
@@ -69,7 +122,10 @@ def toolchain(options: CompileOptions) -> tuple:
     binaries they describe, llvmlite's shared library and ptxas, so a fresh process neither
     loads libLLVM (tens of ms; a disk hit never needs it) nor runs ``ptxas --version``."""
     from ...backend.ptxas_tool import find_ptxas
-    path = find_ptxas(options)
+    return _toolchain(find_ptxas(options))
+
+
+def _toolchain(path: str | None) -> tuple:
     if path is None:
         return _llvm_version(), "driver-jit"
     ptxas = None
@@ -113,12 +169,19 @@ def fact(what: str, stamps: tuple, compute) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _llvm_version() -> str:
-    import importlib.util
-
     def ask_llvm():
         from ...backend import llvm_version
         return llvm_version()
-    spec = importlib.util.find_spec("llvmlite")         # finds it without importing it
+    stamps = _llvm_stamps()
+    return ask_llvm() if stamps is None else fact("llvm", stamps, ask_llvm)
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm_stamps():
+    """The stamps of llvmlite's shared library and ``_version.py`` (found without importing
+    llvmlite, which loads libLLVM), or None where they cannot be found."""
+    import importlib.util
+    spec = importlib.util.find_spec("llvmlite")
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
     binding = os.path.join(folders[0], "binding") if folders else ""
     try:
@@ -127,8 +190,11 @@ def _llvm_version() -> str:
     except OSError:
         libs = []
     if not libs:
-        return ask_llvm()
-    return fact("llvm", stamp(libs + [os.path.join(folders[0], "_version.py")]), ask_llvm)
+        return None
+    try:
+        return stamp(libs + [os.path.join(folders[0], "_version.py")])
+    except OSError:
+        return None
 
 
 @functools.lru_cache(maxsize=None)

@@ -40,7 +40,7 @@ from ...frontend.guards import CELL, CLASS, DEFAULTS, GLOBAL, defaults_guards
 from ...frontend.kinds import Kind
 from ...core.static_key import UnkeyableError, code_key, is_stable, static_key
 from ...ir.types import parse_type
-from .key_facts import fingerprint, toolchain
+from .key_facts import machine
 from ...options import CompileOptions
 from . import files as cache
 
@@ -59,7 +59,8 @@ def spec_key(kernel, specs: list, block: tuple) -> Optional[str]:
         return None
     fn = kernel.fn
     opts = kernel.options
-    parts = (fingerprint(), toolchain(opts),
+    sources, tools = machine(opts)
+    parts = (sources, tools,
              opts.codegen_key(), "ptx", tuple(block),
              (fn.__module__, fn.__qualname__, code_key(fn.__code__)),
              tuple(s.key for s in specs))
@@ -208,7 +209,7 @@ def entry_of(ck: CompiledKernel, guards: list) -> dict:
         entry["cubin"] = assembled.cubin
         entry["ptxas"] = {"log": assembled.log, "warnings": list(assembled.warnings),
                           "seconds": assembled.seconds,
-                          "resources": {n: dataclasses.asdict(r)
+                          "resources": {n: r.as_dict()
                                         for n, r in assembled.resources.items()}}
     return entry
 
@@ -228,7 +229,7 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
     rep = entry.get("ptxas")
     result = None
     if entry.get("cubin") is not None and rep is not None:
-        fields = {f.name for f in dataclasses.fields(Resources)}
+        fields = set(Resources.FIELDS)
         res = {n: Resources(**{k: v for k, v in r.items() if k in fields})
                for n, r in rep["resources"].items()}
         result = CubinResult(entry["cubin"], rep["log"], res, list(rep["warnings"]),
