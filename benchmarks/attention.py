@@ -398,6 +398,7 @@ def run_sweep(name, shapes, iters, repeats, rate, log, workers) -> list:
     import torch
     import torch.nn.functional as F
     sweep = SWEEPS[name]
+    fa4_run, _ = fa4()
     jobs = [(d, causal, f) for (d, causal), fs in sweep.items() for f in fs]
     t0 = time.perf_counter()
     with mp.get_context("spawn").Pool(workers) as pool:
@@ -413,7 +414,16 @@ def run_sweep(name, shapes, iters, repeats, rate, log, workers) -> list:
             f = flops(b, h, s, s, d, causal)
             cudnn = sdpa("cudnn")
             t_cudnn = timed(lambda: cudnn(q, k, v, causal), iters, repeats)
-            log(f"D={d} causal={causal} B={b} H={h} S={s}: cuDNN {f / t_cudnn / 1e12:.1f} TFLOP/s")
+            fa4_line = ""
+            if fa4_run is not None:                  # FlashAttention-4 beside, where it imports
+                try:
+                    fa4_run(q, k, v, causal)
+                    t_fa4 = timed(lambda: fa4_run(q, k, v, causal), iters, repeats)
+                    fa4_line = f", FA4 {f / t_fa4 / 1e12:.1f}"
+                except Exception as e:               # noqa: BLE001 - report, not fail
+                    fa4_line = f", FA4 failed: {type(e).__name__}"
+            log(f"D={d} causal={causal} B={b} H={h} S={s}: cuDNN {f / t_cudnn / 1e12:.1f} TFLOP/s"
+                f"{fa4_line}")
             for fields in variants:
                 job = (d, causal, fields)
                 row = dict(shape=[b, h, s, d], causal=causal, fields=fields,
