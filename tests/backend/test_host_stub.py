@@ -25,9 +25,10 @@ def test_layouts_have_distinct_names_and_codes():
 def test_compiles_and_its_object_code_loads_again():
     assert host_stub.stub_address() == host_stub.stub_address() != 0
     stored = []
-    engine, address = host_stub._build((lambda: None, stored.append))
-    assert address and len(stored) == 1 and stored[0][:4] == b"\x7fELF"
+    engine, *addresses = host_stub._build((lambda: None, stored.append))
+    assert len(addresses) == 4 and all(addresses)       # stub, call, __getitem__, its word
+    assert len(stored) == 1 and stored[0][:4] == b"\x7fELF"
     loaded = []
-    engine2, address2 = host_stub._build((lambda: stored[0], loaded.append))
-    assert address2 and not loaded                        # loaded, not compiled and stored again
+    engine2, *addresses2 = host_stub._build((lambda: stored[0], loaded.append))
+    assert all(addresses2) and not loaded                 # loaded, not compiled and stored again
     assert host_stub.cache_key_parts()[1] == host_stub_ir.stub_source()
