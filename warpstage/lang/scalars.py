@@ -230,6 +230,33 @@ class Scalar:
     def __rshift__(self, o): return self._bin(o, "shr")
     def __rrshift__(self, o): return self._bin(o, "shr", True)
 
+    def __matmul__(self, o):
+        raise self._no_operator("the matrix-multiplication operator @", "x * y for the product "
+                                "of two scalars; a matrix product of tiles is ws.mma / ws.wgmma "
+                                "in a kernel, ws.ops.matmul on the host")
+
+    __rmatmul__ = __matmul__
+
+    def __divmod__(self, o):
+        raise self._no_operator("divmod()", "(x // y, x % y): the two operators, which follow "
+                                "Python's floor rule")
+
+    __rdivmod__ = __divmod__
+
+    def __round__(self, ndigits=None):
+        raise self._no_operator("round()", "ws.Int32(x + 0.5) for a non-negative x (a float "
+                                "converted to an int truncates toward zero), or keep the float")
+
+    def _no_operator(self, what: str, fix: str):
+        """The UnsupportedError for a Python operator a dynamic scalar does not define."""
+        from ..core.trace import emit_location
+        name = type(self).__name__
+        origin = f" — {self.origin}" if self.origin else ""
+        return UnsupportedError(
+            f"{what} on a dynamic {name} scalar{origin}: a scalar holds one value, and warpstage "
+            f"does not define {what} for it\n{emit_location()}\nExpected: the operators + - * / "
+            f"// % ** (and bitwise ones on integers) on dynamic scalars; got {what}.\nFix: {fix}.")
+
     def __pow__(self, o):
         if isinstance(o, int) and not isinstance(o, bool) and 0 <= o <= 64:
             result = type(self)(1) if o == 0 else self
