@@ -101,7 +101,19 @@ class Scalar:
     def __repr__(self) -> str:
         return f"<dynamic {type(self).__name__}>"
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        """A dynamic scalar is not hashable: as a dict key or set element its equality (``==``
+        makes a dynamic Boolean) could not tell equal GPU values apart, so ``len()`` and lookups
+        would be silently wrong. BindingTimeError at the user's line."""
+        from ..core.trace import emit_location
+        raise BindingTimeError(
+            f"a dynamic {type(self).__name__} used as a dict key or set element (or hashed)"
+            f"{f' — {self.origin}' if self.origin else ''}\n{emit_location()}\nA dict or set "
+            "is a Python object that exists only while compiling: it would need to compare the "
+            "key with the others, and a GPU value is known only at run time.\nExpected: static "
+            "keys (Python values, ws.static_range loop variables); got a dynamic value.\nFix: "
+            "key the dict by a static value, or keep the values in a list or a tensor indexed "
+            "by the dynamic value.")
 
     # -- binding-time errors -----------------------------------------------------------------
     def _needs_static(self, what: str):
