@@ -220,27 +220,17 @@ def test_a_bytearray_or_array_changed_in_place_recompiles(helpers):
     assert _value(k) == 17 and k.trace_count == 3
 
 
-def test_a_large_bytearray_global_is_an_error_naming_it(helpers, monkeypatch):
+@pytest.mark.parametrize("name, what", [("TABLE", "numpy array"), ("BYTES", "bytearray")])
+def test_a_large_array_or_buffer_global_is_an_error_naming_it(helpers, monkeypatch, name, what):
     from warpstage.core import static_key
     monkeypatch.setattr(static_key, "ARRAY_LIMIT", 1)
+    table = getattr(helpers, name)
 
     @ws.kernel
     def k(o: ws.Tensor):
-        o[0] = ws.Float32(helpers.BYTES[0])
+        o[0] = ws.Float32(table[0])
 
-    with pytest.raises(ws.CompilationError, match=r"(?s)bytearray `BYTES`.*pass the array"):
-        k[1, 32](out())
-
-
-def test_large_numpy_global_is_an_error_naming_it(helpers, monkeypatch):
-    from warpstage.core import static_key
-    monkeypatch.setattr(static_key, "ARRAY_LIMIT", 4)
-
-    @ws.kernel
-    def k(o: ws.Tensor):
-        o[0] = ws.Float32(helpers.TABLE[0])
-
-    with pytest.raises(ws.CompilationError, match=r"(?s)numpy array `TABLE`.*pass the array"):
+    with pytest.raises(ws.CompilationError, match=rf"(?s){what} `table`.*pass the array"):
         k[1, 32](out())
 
 
