@@ -29,7 +29,7 @@ def test_every_option_is_in_exactly_one_group():
     names = {f.name for f in dataclasses.fields(CompileOptions)}
     assert set(CODEGEN_FIELDS) | set(RUNTIME_FIELDS) == names
     assert not set(CODEGEN_FIELDS) & set(RUNTIME_FIELDS)
-    assert {"compiler_frames", "max_specializations"} == set(RUNTIME_FIELDS)
+    assert {"compiler_frames", "max_specializations", "max_unroll"} == set(RUNTIME_FIELDS)
     assert [n for n, _ in CompileOptions().codegen_key()] == list(CODEGEN_FIELDS)
 
 

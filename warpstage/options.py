@@ -42,11 +42,17 @@ from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
            "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
-           "env_progress", "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP", "env_tune_devices",
+           "env_progress", "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
            "env_visible_devices"]
 
 
 _RUNTIME = {"runtime": True}
+
+UNROLL_LIMIT = 1 << 18
+"""The default of ``CompileOptions.max_unroll``: 262144 unrolled iterations in one trace. A
+trivial body traces in ~15 us per iteration on a loaded CI core, so the limit is reached after
+seconds to a minute of tracing; the FlashAttention kernels count 18 (D=64) and 34 (D=128), the
+GEMM 0 (library code's own Python loops are not counted: only loops of rewritten kernel code)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,10 @@ class CompileOptions:
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
     users see their own lines only); ``max_specializations`` the count after which a kernel
-    warns about recompiles (RecompileWarning).
+    warns about recompiles (RecompileWarning); ``max_unroll`` the iterations that static loops
+    (``for`` over a ``ws.static_range``, a tuple or a list: unrolled while compiling) may run in
+    one trace, all loops together, before the trace stops with a CompilationError naming the
+    loop (0: no bound; default ``UNROLL_LIMIT``).
 
     ``debug`` (deprecated, a constructor argument only): True sets both ``device_asserts`` and
     ``compiler_frames``, as it did, with a DeprecationWarning."""
@@ -73,6 +82,7 @@ class CompileOptions:
     ptxas: Optional[str] = None
     compiler_frames: bool = field(default=False, metadata=_RUNTIME)
     max_specializations: int = field(default=8, metadata=_RUNTIME)
+    max_unroll: int = field(default=UNROLL_LIMIT, metadata=_RUNTIME)
     debug: InitVar[Optional[bool]] = None
 
     def __post_init__(self, debug):

@@ -107,11 +107,18 @@ def test_rule5_and_6_composites():
 
 
 def test_unkeyable_static_value_names_parameter():
+    import threading
+
     class Holder:
-        def __init__(self):
-            self.table = bytearray(b"abc")     # no __dict__, no __slots__, no stable hash
+        def __init__(self, table):
+            self.table = table
+
     with pytest.raises(ws.ArgumentError, match=r"(?s)parameter .cfg..*cannot be keyed.*__static_key__"):
-        classify(Holder(), None, "cfg")
+        classify(Holder(threading.Lock()), None, "cfg")    # no __dict__, __slots__ or buffer
+    a, b = Holder(bytearray(b"abc")), Holder(bytearray(b"abd"))   # a buffer keys by content
+    assert classify(a, None, "cfg").key != classify(b, None, "cfg").key
+    b.table[2] = ord("c")
+    assert classify(a, None, "cfg").key == classify(b, None, "cfg").key
 
 
 def test_tensor_annotation_fixes_name_numpy_as_well_as_torch():

@@ -55,17 +55,33 @@ def make_counter():
     def bump(a):
         nonlocal count
         count += 1
-        if a > 0:
-            count = count + 10
         return a
 
     return bump, lambda: count
 
 
-def test_nonlocal_writes_reach_the_enclosing_function():
-    bump, get = make_counter()
-    trace(bump, "i32", device=True)
-    assert isinstance(get(), Int32)              # merged after the dynamic if
+def test_nonlocal_of_the_traced_function_itself_is_an_error():
+    bump, get = make_counter()                   # `count` lives outside the traced code
+    with pytest.raises(UnsupportedError, match=r"(?s)`nonlocal count` in .*bump.*cannot "
+                       r"assign Python variables outside it.*Fix: update count on the host"):
+        trace(bump, "i32", device=True)
+    assert get() == 0
+
+
+def nested_nonlocal(a):
+    count = a
+
+    def bump():
+        nonlocal count                           # a variable of the traced code: fine
+        if a > 0:
+            count = count + 10
+
+    bump()
+    return count
+
+
+def test_nonlocal_writes_of_a_nested_function_reach_the_traced_one():
+    assert "arith.constant {value = 10}" in ir_text(nested_nonlocal, "i32", device=True)
 
 
 def nested_def(a, b):
@@ -261,9 +277,13 @@ def global_write(a):
     return a
 
 
-def test_global_statement():
-    trace(global_write, "i32", device=True)
-    assert COUNTER == 1
+def test_global_statement_is_an_error_at_its_line():
+    with pytest.raises(UnsupportedError, match=r"(?s)`global COUNTER` in .*global_write: a "
+                       r"kernel or @ws.jit function cannot assign Python globals.*line "
+                       r"\d+\n.*global COUNTER.*Fix: update COUNTER on the host") as ei:
+        trace(global_write, "i32", device=True)
+    assert COUNTER == 0
+    assert f"line {global_write.__code__.co_firstlineno + 1}\n" in str(ei.value)
 
 
 def test_rewrite_registers_the_users_code():

@@ -72,6 +72,9 @@ def scale(v=[1.0]):
 
 def offset(v=1.0):
     return v
+
+NESTED = ([1.0, 2.0],)              # a tuple holding a list
+BYTES = bytearray(b"\\x01\\x02")
 '''
 
 
@@ -190,15 +193,44 @@ def test_numpy_array_changed_in_place_recompiles(helpers):
     assert o[0] == 9 and k.trace_count == 2
 
 
-def test_large_numpy_global_is_an_error_naming_it(helpers, monkeypatch):
-    from warpstage.core import static_key
-    monkeypatch.setattr(static_key, "ARRAY_LIMIT", 4)
+def test_a_list_inside_a_tuple_changed_in_place_recompiles(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(helpers.NESTED[0][1])
+
+    assert _value(k) == 2
+    helpers.NESTED[0][1] = 9.0        # the tuple is the same object; its list is not the same
+    assert _value(k) == 9 and k.trace_count == 2
+    assert _value(k) == 9 and k.trace_count == 2
+
+
+def test_a_bytearray_or_array_changed_in_place_recompiles(helpers):
+    import array
+    helpers.WORDS = array.array("i", [5, 6])
 
     @ws.kernel
     def k(o: ws.Tensor):
-        o[0] = ws.Float32(helpers.TABLE[0])
+        o[0] = ws.Float32(helpers.BYTES[1] + helpers.WORDS[0] * 10)
 
-    with pytest.raises(ws.CompilationError, match=r"(?s)numpy array `TABLE`.*pass the array"):
+    assert _value(k) == 52
+    helpers.BYTES[1] = 7
+    assert _value(k) == 57 and k.trace_count == 2
+    helpers.WORDS[0] = 1
+    assert _value(k) == 17 and k.trace_count == 3
+    assert _value(k) == 17 and k.trace_count == 3
+
+
+@pytest.mark.parametrize("name, what", [("TABLE", "numpy array"), ("BYTES", "bytearray")])
+def test_a_large_array_or_buffer_global_is_an_error_naming_it(helpers, monkeypatch, name, what):
+    from warpstage.core import static_key
+    monkeypatch.setattr(static_key, "ARRAY_LIMIT", 1)
+    table = getattr(helpers, name)
+
+    @ws.kernel
+    def k(o: ws.Tensor):
+        o[0] = ws.Float32(table[0])
+
+    with pytest.raises(ws.CompilationError, match=rf"(?s){what} `table`.*pass the array"):
         k[1, 32](out())
 
 

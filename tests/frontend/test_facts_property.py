@@ -1,5 +1,6 @@
 """Property: for random small programs that read globals, class attributes, instance attributes,
-@ws.jit methods and defaults, plain helpers and another module's attributes, changing any one
+@ws.jit methods and defaults, plain helpers and their defaults, a property and a classmethod run
+natively at trace time, and another module's attributes, changing any one
 fact the trace read recompiles and the kernel then computes what plain Python computes — never
 the old code, in memory (simulator) or through the disk cache across two processes.
 
@@ -30,10 +31,15 @@ import {lib} as lib
 
 G = {G}
 P = {P}
+T = {T}
 
 
 def plain(v):
     return v * P
+
+
+def plain_default(v={E}):
+    return v
 
 
 @ws.jit
@@ -51,6 +57,14 @@ class Cfg:
     def get(self):
         return self.K * {C}
 
+    @property
+    def tile(self):                 # run natively at trace time: reads a module global
+        return T * 3
+
+    @classmethod
+    def twice(cls):                 # run natively: reads a class attribute through cls
+        return cls.K * 2
+
 
 def get_alt(self):
     return self.K * {C2} + 1
@@ -65,9 +79,12 @@ def kern(cfg, out: ws.Tensor):
 
 LINES = {"G": "total += G", "K": "total += cfg.K", "CK": "total += Cfg.K * 5",
          "m": "total += cfg.m * 7", "method": "total += cfg.get()",
-         "default": "total += helper(0)", "plain": "total += plain(3)", "lib": "total += lib.N"}
+         "default": "total += helper(0)", "plain": "total += plain(3)", "lib": "total += lib.N",
+         "property": "total += cfg.tile", "classmethod": "total += cfg.twice()",
+         "plain_default": "total += plain_default()"}
 MUTATIONS = {"G": "G", "K": "K", "CK": "K", "m": "m", "method": "method", "default": "default",
-             "plain": "P", "lib": "lib"}
+             "plain": "P", "lib": "lib", "property": "T", "classmethod": "K",
+             "plain_default": "plain_default"}
 _COUNTER = [0]
 small = st.integers(-40, 40)
 
@@ -86,11 +103,14 @@ def expected(mod, lib, cfg, pieces, v, alt: bool) -> int:
              "m": lambda: cfg.m * 7,
              "method": lambda: cfg.K * v["C2"] + 1 if alt else cfg.K * v["C"],
              "default": lambda: mod.helper.fn.__defaults__[0], "plain": lambda: 3 * mod.P,
-             "lib": lambda: lib.N}
+             "lib": lambda: lib.N, "property": lambda: mod.T * 3,
+             "classmethod": lambda: mod.Cfg.K * 2,
+             "plain_default": lambda: mod.plain_default.__defaults__[0]}
     return sum(parts[p]() for p in pieces)
 
 
-values = st.fixed_dictionaries({k: small for k in ("G", "P", "D", "K", "M", "C", "C2", "N")})
+values = st.fixed_dictionaries({k: small for k in ("G", "P", "D", "K", "M", "C", "C2", "N", "T",
+                                                   "E")})
 pieces_st = st.lists(st.sampled_from(sorted(LINES)), min_size=1, max_size=5, unique=True)
 
 
@@ -114,6 +134,10 @@ def test_changing_any_fact_read_recompiles_to_what_python_computes(tmp_path, mon
             mod.G = mod.G + 1 + abs(new)
         elif kind == "P":
             mod.P = mod.P + 1 + abs(new)
+        elif kind == "T":
+            mod.T = mod.T + 1 + abs(new)
+        elif kind == "plain_default":
+            mod.plain_default.__defaults__ = (v["E"] + 1 + abs(new),)
         elif kind == "K":
             mod.Cfg.K = mod.Cfg.K + 1 + abs(new)
         elif kind == "m":
@@ -149,7 +173,8 @@ DRIVER = textwrap.dedent('''
 
 EDITS = {"G": ("G = {G}", "G = {x}"), "P": ("P = {P}", "P = {x}"), "K": ("K = {K}", "K = {x}"),
          "m": ("self.m = {M}", "self.m = {x}"), "method": ("self.K * {C}\n", "self.K * {x}\n"),
-         "default": ("d={D}", "d={x}")}
+         "default": ("d={D}", "d={x}"), "T": ("T = {T}", "T = {x}"),
+         "plain_default": ("v={E}", "v={x}")}
 
 
 def compile_in_process(folder: Path, name: str, cache_dir: str) -> dict:
@@ -181,7 +206,8 @@ def test_a_source_edit_is_never_served_from_the_disk_cache(tmp_path_factory, pie
     editable = [p for p in pieces if MUTATIONS[p] in EDITS]
     kind = MUTATIONS[editable[which % len(editable)]]
     old, repl = EDITS[kind]
-    key = {"G": "G", "P": "P", "K": "K", "m": "M", "method": "C", "default": "D"}[kind]
+    key = {"G": "G", "P": "P", "K": "K", "m": "M", "method": "C", "default": "D", "T": "T",
+           "plain_default": "E"}[kind]
     path = folder / f"{name}.py"
     changed = dict(v, **{key: v[key] + 1 + abs(new)})
     path.write_text(path.read_text().replace(old.format(**v), repl.format(x=changed[key]), 1))

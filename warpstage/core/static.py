@@ -4,6 +4,7 @@ classification (``frontend/``) and library code in ``lang/`` (``ws.Static[...]``
 ``ws.struct``, pipelines, schedules) use them."""
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Any
 
@@ -26,16 +27,37 @@ class _StaticAnnotation:
     def __repr__(self) -> str:
         return f"ws.Static[{getattr(self.tp, '__name__', self.tp)}]"
 
-    def check(self, value, name: str) -> None:
+    def check(self, value, name: str):
+        """``value`` checked against ``T``, and returned; a numpy scalar where ``T`` is the
+        Python type its ``item()`` gives (``np.int64(3)`` for ``ws.Static[int]``, ``np.float32``
+        for ``float``, ``np.bool_`` for ``bool``) is returned as that Python value, so it keys
+        and traces exactly as the plain number does. Raises ArgumentError otherwise."""
         tp = self.tp
         if tp is Any or tp is None:
-            return
+            return value
         origin = typing.get_origin(tp) or tp
         if isinstance(origin, type) and not isinstance(value, origin):
+            plain = _numpy_item(value)
+            if plain is not None and isinstance(plain, origin):
+                return plain
             raise ArgumentError(
                 f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
-                f"{_got_text(value)}.\nFix: pass a "
-                f"{getattr(tp, '__name__', tp)}, or change the annotation.")
+                f"{_got_text(value)}.\nFix: pass {_a(getattr(tp, '__name__', str(tp)))}, or "
+                "change the annotation.")
+        return value
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _numpy_item(v):
+    """The Python number a numpy scalar holds (``v.item()``), else None."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(v, np.generic):
+        return None
+    item = v.item()
+    return item if type(item) in (bool, int, float, complex) else None
 
 
 def _got_text(v) -> str:

@@ -101,12 +101,18 @@ def static_key(v, _depth: int = 0):
     if t.__hash__ is object.__hash__ or t.__hash__ is None:
         attrs = _attributes(v)
         if attrs is None:
+            buffer = _buffer_key(v)
+            if buffer is not None:
+                return buffer
             raise UnkeyableError(f"a {t.__qualname__} object has no __dict__, no __slots__ and no "
                                  "__static_key__")
         return ("obj", _user_class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
     try:
         hash(v)
     except TypeError as e:
+        buffer = _buffer_key(v)                     # a writable memoryview
+        if buffer is not None:
+            return buffer
         raise UnkeyableError(str(e)) from None
     attrs = _attributes(v)
     if attrs:
@@ -187,12 +193,31 @@ def _numpy_key(v, np):
     return ("ndarray", v.dtype.str, v.shape, hashlib.sha1(data).hexdigest()[:16])
 
 
+def _buffer_key(v):
+    """A mutable buffer with no attributes (``bytearray``, ``array.array``, a writable
+    ``memoryview``) by type, format, shape and a digest of its bytes, like a numpy array (so one
+    changed in place recompiles); None if ``v`` exposes no buffer. Over ARRAY_LIMIT bytes it is
+    not keyed (UnkeyableError: pass it as an argument)."""
+    try:
+        m = memoryview(v)
+    except TypeError:
+        return None
+    if m.nbytes > ARRAY_LIMIT:
+        raise UnkeyableError(f"a {type(v).__name__} of {m.nbytes} bytes is too large to key by "
+                             f"content (limit {ARRAY_LIMIT}); pass it to the kernel as an argument")
+    data = m.tobytes()
+    return ("buffer", type(v).__qualname__, m.format, m.shape, hashlib.sha1(data).hexdigest()[:16])
+
+
 _CLASS_KEYS: dict = {}     # class -> (key, mro, snapshot); a plain dict (a weak one costs ~0.5 us)
 
 
 def _snapshot(mro) -> tuple:
-    """What a class digest is made from: the namespace items of each class of ``mro``."""
-    return tuple(tuple(c.__dict__.items()) for c in mro[:-1])
+    """What a class digest is made from: a copy of the namespace of each class of ``mro``.
+    A hit compares each namespace with its copy (``==``, a C loop of key lookups with the
+    identity test first, 0.6-2.7 us for 1-3 classes of 5-50 attributes on the loaded CI
+    machine, where tuples of the items cost 1.9-5.7 us: benchmarks/RESULTS.md, session 7)."""
+    return tuple(dict(c.__dict__) for c in mro[:-1])
 
 
 def _user_class_key(cls) -> tuple:
@@ -202,8 +227,8 @@ def _user_class_key(cls) -> tuple:
     place (``Config.TILE = 8``: code run natively at trace time — a property, method or plain
     helper reading ``self.TILE`` — records no fact, so the object's key must see the change).
     The digest is cached per class with a snapshot of the namespaces it was made from; a hit
-    compares the snapshot (items by identity, in C), so an assignment, addition or deletion of
-    a class attribute, or a new ``__bases__``, recomputes it."""
+    compares the snapshot (dict equality, identity first, in C), so an assignment, addition or
+    deletion of a class attribute, or a new ``__bases__``, recomputes it."""
     try:
         got = _CLASS_KEYS.get(cls)
     except TypeError:           # a metaclass without __hash__: no cache
@@ -212,8 +237,8 @@ def _user_class_key(cls) -> tuple:
         cacheable = True
     if got is not None and cls.__mro__ is got[1]:
         try:
-            for c, items in zip(got[1], got[2]):
-                if tuple(c.__dict__.items()) != items:
+            for c, namespace in zip(got[1], got[2]):
+                if c.__dict__ != namespace:
                     break
             else:
                 return got[0]

@@ -53,6 +53,7 @@ class TraceContext:
         self.facts: dict = {}              # attribute reads (frontend/facts.py)
         self.device_depth = 0              # @ws.jit specializations being traced, nested
         self.ops_traced = 0
+        self.unrolled = 0                  # iterations of static loops traced (options.max_unroll)
         self.last_return = None            # Location of the last `return <value>` traced
 
     def __enter__(self):

@@ -45,8 +45,12 @@ __all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS", "DEFAULTS
 
 GLOBAL, CELL, CLASS, DEFAULTS, FROZEN_DEFAULTS = 0, 1, 2, 3, 4
 _MISSING = MISSING
-_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, type, types.ModuleType,
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, type, types.ModuleType,
               types.FunctionType, types.BuiltinFunctionType)
+"""Values whose identity is enough: they cannot change in place, or what can change in them
+(a function's defaults, a class's attributes) has guards of its own. A tuple or frozenset is
+only when its items are too (``_frozen``): ``T = ([1.0, 2.0],)`` changed in place through
+``T[0][1] = 9.0`` must recompile."""
 _IMMUTABLE_TYPES = frozenset(_IMMUTABLE)    # exact types: one set lookup on the hot path
 _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes, complex))
 
@@ -192,12 +196,22 @@ def _key(v, name="", where=""):
         return static_key(v)
     except (UnkeyableError, RecursionError) as e:
         np = __import__("sys").modules.get("numpy")
-        if np is not None and isinstance(v, np.ndarray):
+        is_array = np is not None and isinstance(v, np.ndarray)
+        if is_array or _is_buffer(v):
+            what = "numpy array" if is_array else type(v).__name__
             raise CompilationError(
-                f"the kernel reads the numpy array `{name}` ({where}) at compile time, but it "
+                f"the kernel reads the {what} `{name}` ({where}) at compile time, but it "
                 f"cannot be part of the cache key: {e}.\nFix: pass the array to the kernel as "
                 "an argument (a tensor), or keep it smaller.") from None
         return ("unkeyable", id(v))
+
+
+def _is_buffer(v) -> bool:
+    try:
+        memoryview(v)
+    except TypeError:
+        return False
+    return True
 
 
 def _current(container, name, kind):
@@ -233,7 +247,12 @@ def guards_hold(guards) -> bool:
             cur = _current(container, name, kind)
         if cur is value:
             t = type(cur)
-            if t in _IMMUTABLE_TYPES or isinstance(cur, _IMMUTABLE):
+            if t in _IMMUTABLE_TYPES:
+                continue
+            if isinstance(cur, (tuple, frozenset)):
+                if _frozen(cur):
+                    continue
+            elif isinstance(cur, _IMMUTABLE):
                 continue
             if hasattr(t, "__ws_static_key__"):         # @ws.jit / @ws.kernel: its own key
                 if cur.__ws_static_key__() == key:
@@ -242,6 +261,23 @@ def guards_hold(guards) -> bool:
         if cur is _MISSING or _safe_key(cur) != key:
             if kind == CLASS:
                 forget_class(container)
+            return False
+    return True
+
+
+def _frozen(v, depth: int = 0) -> bool:
+    """Whether the tuple or frozenset ``v`` holds only values whose identity is enough
+    (``_IMMUTABLE``), at any depth: then the same object has the same contents."""
+    if depth > 8:
+        return False
+    for x in v:
+        t = type(x)
+        if t in _IMMUTABLE_TYPES:
+            continue
+        if isinstance(x, (tuple, frozenset)):
+            if not _frozen(x, depth + 1):
+                return False
+        elif not isinstance(x, _IMMUTABLE):
             return False
     return True
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..errors import CompilationError
-from ..lang.control import DynamicRange
+from ..lang.control import DynamicRange, unroll_error
 from ..lang.scalars import DTYPES, Boolean
 from . import merge
 from . import regions as cf
@@ -58,7 +58,13 @@ def for_stmt(iterable, body, get, set_, site) -> None:
         # not tracing (the rewritten function called as plain Python): Python's range
         iterable = builtins.range(iterable.start, iterable.stop, iterable.step)
     guarded = replace(site, refine=site.stop)
+    ctx = maybe_current()
+    limit = getattr(getattr(ctx, "options", None), "max_unroll", 0) if ctx is not None else 0
     for item in iterable:
+        if limit:
+            ctx.unrolled += 1
+            if ctx.unrolled > limit:
+                raise unroll_error(site.where(), limit, iterable)
         running = _running(get(), site)
         if running is False:
             break

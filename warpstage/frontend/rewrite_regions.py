@@ -79,6 +79,8 @@ def rewrite_scope(fn: ast.FunctionDef, ctx: Context, top: bool) -> ast.FunctionD
     declared = {}
     for n in local_nodes(fn.body):
         if isinstance(n, (ast.Global, ast.Nonlocal)):
+            if isinstance(n, ast.Global) or top:
+                raise _outside_write(n, ctx, ctx.qualname if top else fn.name)
             for x in n.names:
                 declared[x] = type(n)
     doc = fn.body[:1] if (fn.body and isinstance(fn.body[0], ast.Expr) and
@@ -104,6 +106,25 @@ def rewrite_scope(fn: ast.FunctionDef, ctx: Context, top: bool) -> ast.FunctionD
              for n in regions.region_names if n not in skip]
     fn.body = doc + head + inits + (body or [ast.copy_location(ast.Pass(), like)])
     return fn
+
+
+def _outside_write(node, ctx: Context, where: str):
+    """The error for ``global x`` (or a ``nonlocal x`` of the kernel or @ws.jit function itself,
+    naming a variable of the Python code around it): traced code runs once per compile, not per
+    launch, so an assignment to a name outside the traced code would count compiles, and a
+    cache hit would skip it. A ``nonlocal`` of a function nested in traced code names a
+    variable of that traced code, which is fine."""
+    stmt = "global" if isinstance(node, ast.Global) else "nonlocal"
+    names = ", ".join(node.names)
+    return unsupported(
+        node, ctx.file,
+        f"`{stmt} {names}` in {where}: "
+        f"a kernel or @ws.jit function cannot assign Python {'globals' if stmt == 'global' else 'variables outside it'}. "
+        "Its body runs once, while warpstage compiles it — not at each launch — so an "
+        f"assignment to {node.names[0]} would happen per compile, and a cache hit would skip it",
+        f"update {node.names[0]} on the host, next to the launch; for a value computed on the "
+        "GPU, store it into a tensor argument (e.g. ws.atomic_add(counter.ptr, 1)); to read a "
+        f"global, remove the `{stmt}` statement")
 
 
 class Regions(ast.NodeTransformer):

@@ -130,7 +130,8 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
             new_leaves = [lf._rewrap(a) for lf, a in zip(leaves, fn.args)]
             it = iter(new_leaves)
             call_args = [unflatten(s, [next(it) for _ in range(s.num_leaves)]) for s in skels]
-            result = get_rewritten(jit_fn.fn)(*call_args)
+            pos, kw = _as_call(jit_fn.signature, call_args)
+            result = get_rewritten(jit_fn.fn)(*pos, **kw)
             ret_skel, ret_leaves = flatten(result)
             spec.ret_skel = ret_skel
             spec.ret_templates = ret_leaves
@@ -167,6 +168,23 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
 
 
 MAX_DEVICE_DEPTH = 64     # nested @ws.jit specializations being traced at once
+
+
+def _as_call(sig, values: list) -> tuple:
+    """(positional, keyword) arguments that pass ``values`` — one per parameter of ``sig``, in
+    order, as ``BoundArguments.arguments`` holds them after ``apply_defaults`` — to a function
+    of that signature: keyword-only parameters by name, ``*args`` spread, ``**kwargs`` merged."""
+    pos, kw = [], {}
+    for p, v in zip(sig.parameters.values(), values):
+        if p.kind is p.VAR_POSITIONAL:
+            pos.extend(v)
+        elif p.kind is p.VAR_KEYWORD:
+            kw.update(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            kw[p.name] = v
+        else:
+            pos.append(v)
+    return pos, kw
 
 
 def _short_args(values) -> str:

@@ -139,22 +139,23 @@ def _tensor_adapter(value):
     return _as_tensor_arg(value)
 
 
-def _placeholders(value, ann=None):
+def _placeholders(value, ann=None, name: str = "arg"):
     """``value`` with every type placeholder (see _type_placeholder) replaced, also inside
-    tuples, lists, dicts, NamedTuples and dataclasses / ``@ws.struct`` objects."""
-    v = _type_placeholder(value, ann)
+    tuples, lists, dicts, NamedTuples and dataclasses / ``@ws.struct`` objects. ``name``: the
+    parameter (and the path inside it) an error names."""
+    v = _type_placeholder(value, ann, name)
     if v is not value:
         return v
     t = type(value)
     if t is tuple or t is list:
-        return t(_placeholders(x) for x in value)
+        return t(_placeholders(x, None, f"{name}[{i}]") for i, x in enumerate(value))
     if t is dict:
-        return {k: _placeholders(x) for k, x in value.items()}
+        return {k: _placeholders(x, None, f"{name}[{k!r}]") for k, x in value.items()}
     if isinstance(value, tuple) and hasattr(t, "_fields"):
-        return t(*(_placeholders(x) for x in value))
+        return t(*(_placeholders(x, None, f"{name}.{f}") for f, x in zip(t._fields, value)))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
-        new = {n: _placeholders(getattr(value, n)) for n in fields}
+        new = {n: _placeholders(getattr(value, n), None, f"{name}.{n}") for n in fields}
         if all(new[n] is getattr(value, n) for n in fields):
             return value
         out = copy.copy(value)
@@ -164,20 +165,29 @@ def _placeholders(value, ann=None):
     return value
 
 
-def _type_placeholder(value, ann):
-    """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]."""
+def _type_placeholder(value, ann, name: str = "arg"):
+    """ws.compile accepts types: ws.Int32, ws.Tensor[dtype, ndim], ws.Pointer[...]. A tensor
+    type that names no dtype or rank (``ws.Tensor``, ``ws.Tensor[ws.Float32]``) is an
+    ArgumentError naming the parameter, with the full type to write (the parameter's own
+    annotation when that is one)."""
     from ..lang.scalars import Scalar, TypePlaceholder
     from ..lang.tensor import Tensor, TensorSpec
     if isinstance(value, type) and issubclass(value, Scalar) and value.ir_type is not None:
         return TypePlaceholder(value, 0 if not value.ir_type.is_float else 0.0)
+    partial = isinstance(value, TensorSpec) and (value.dtype is None or value.ndim is None)
+    if value is Tensor or partial:
+        full = isinstance(ann, TensorSpec) and ann.dtype is not None and ann.ndim is not None
+        example = repr(ann) if full else "ws.Tensor[ws.Float32, 1]"
+        given = "ws.Tensor" if value is Tensor else repr(value)
+        raise ArgumentError(
+            f"ws.compile: parameter '{name}' was given the type {given}, which does not say the "
+            "tensor's dtype and rank; a kernel is specialized on both, so it cannot compile "
+            f"from it.\nExpected: a full tensor type ws.Tensor[dtype, ndim] (or an example "
+            f"array); got {given}.\nFix: pass {example} for '{name}'"
+            + (" (its annotation)" if full else ", with the dtype and rank you will launch "
+               "with") + ".")
     if isinstance(value, TensorSpec):
-        if value.dtype is None or value.ndim is None:
-            raise ArgumentError(f"ws.compile needs a full tensor type such as "
-                                f"ws.Tensor[ws.Float16, 2], got {value!r}")
         return _FakeTensor(value.dtype, value.ndim, repr(value))
-    if value is Tensor:
-        raise ArgumentError("ws.compile needs a full tensor type such as ws.Tensor[ws.Float16, 2], "
-                            "got ws.Tensor")
     return value
 
 
@@ -248,7 +258,7 @@ class Kernel:
         for i, (p, v) in enumerate(zip(self.params, values)):
             ann = anns.get(p.name)
             if placeholders:
-                v = _placeholders(v, ann)
+                v = _placeholders(v, ann, p.name)
             out.append(bt.classify(v, ann, p.name, self_rule=(i == 0 and p.name == "self"),
                                    tensor_adapter=_tensor_adapter))
         return out

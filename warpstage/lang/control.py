@@ -18,7 +18,7 @@ from .. import ir
 from ..errors import BindingTimeError, CompilationError
 from ..core.unbound import Unbound
 from ..core.source import format_location, user_location
-from ..core.trace import builder
+from ..core.trace import builder, maybe_current
 from ..core.values import flatten
 from . import math as _wsmath
 from .scalars import DTYPES, Scalar, fits, needs_static_error, promote_types
@@ -102,6 +102,23 @@ class DynamicRange:
                      for x in parts)
 
 
+def unroll_error(where, limit: int, r=None) -> CompilationError:
+    """The error of a trace whose static loops ran past ``CompileOptions.max_unroll``
+    iterations: at the loop ``where`` (file:line) that crossed it, or (``where`` None, the
+    trace's boundary names the user's line) at a ``ws.static_range`` ``r`` that would."""
+    what = (f"the static loop at {where} made this trace unroll more than {limit} iterations"
+            if where else f"ws.static_range({r.start}, {r.stop}, {r.step}) would unroll "
+            f"{len(r)} iterations, past the limit of {limit} in one trace")
+    return CompilationError(
+        f"{what}: a `for` over a ws.static_range, a tuple or a list is unrolled while "
+        "compiling, its body traced once per item, so the kernel would hold that many copies "
+        "and the compile would not end in reasonable time.\nExpected: at most "
+        f"max_unroll={limit} static iterations in one trace (all static loops together); got "
+        f"more.\nFix: loop on the GPU with `for i in range(n)` (ws.range: one scf.for, "
+        "whatever n is); or, if the unrolling is meant, raise the limit: "
+        f"@ws.kernel(max_unroll={limit * 4}) (0: no bound).")
+
+
 def range(*args, unroll=None) -> DynamicRange:
     """``for i in ws.range(start, stop, step, unroll=k)``: a dynamic loop (``scf.for``); ``i`` is
     a dynamic integer. Same as plain ``range`` in kernel code, plus the unroll hint."""
@@ -117,7 +134,12 @@ def static_range(*args):
                                         "compiling, so its trip count must be known)",
                                      "use range(...) for a loop with a dynamic trip count "
                                      "(it runs on the GPU as a real loop)")
-    return builtins.range(*args)
+    r = builtins.range(*args)
+    ctx = maybe_current()
+    limit = getattr(ctx.options, "max_unroll", 0) if ctx is not None else 0
+    if limit and len(r) > limit - ctx.unrolled:     # fail now, not after `limit` iterations
+        raise unroll_error(None, limit, r)
+    return r
 
 
 range_constexpr = static_range

@@ -101,7 +101,19 @@ class Scalar:
     def __repr__(self) -> str:
         return f"<dynamic {type(self).__name__}>"
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        """A dynamic scalar is not hashable: as a dict key or set element its equality (``==``
+        makes a dynamic Boolean) could not tell equal GPU values apart, so ``len()`` and lookups
+        would be silently wrong. BindingTimeError at the user's line."""
+        from ..core.trace import emit_location
+        raise BindingTimeError(
+            f"a dynamic {type(self).__name__} used as a dict key or set element (or hashed)"
+            f"{f' — {self.origin}' if self.origin else ''}\n{emit_location()}\nA dict or set "
+            "is a Python object that exists only while compiling: it would need to compare the "
+            "key with the others, and a GPU value is known only at run time.\nExpected: static "
+            "keys (Python values, ws.static_range loop variables); got a dynamic value.\nFix: "
+            "key the dict by a static value, or keep the values in a list or a tensor indexed "
+            "by the dynamic value.")
 
     # -- binding-time errors -----------------------------------------------------------------
     def _needs_static(self, what: str):
@@ -229,6 +241,33 @@ class Scalar:
     def __rlshift__(self, o): return self._bin(o, "shl", True)
     def __rshift__(self, o): return self._bin(o, "shr")
     def __rrshift__(self, o): return self._bin(o, "shr", True)
+
+    def __matmul__(self, o):
+        raise self._no_operator("the matrix-multiplication operator @", "x * y for the product "
+                                "of two scalars; a matrix product of tiles is ws.mma / ws.wgmma "
+                                "in a kernel, ws.ops.matmul on the host")
+
+    __rmatmul__ = __matmul__
+
+    def __divmod__(self, o):
+        raise self._no_operator("divmod()", "(x // y, x % y): the two operators, which follow "
+                                "Python's floor rule")
+
+    __rdivmod__ = __divmod__
+
+    def __round__(self, ndigits=None):
+        raise self._no_operator("round()", "ws.Int32(x + 0.5) for a non-negative x (a float "
+                                "converted to an int truncates toward zero), or keep the float")
+
+    def _no_operator(self, what: str, fix: str):
+        """The UnsupportedError for a Python operator a dynamic scalar does not define."""
+        from ..core.trace import emit_location
+        name = type(self).__name__
+        origin = f" — {self.origin}" if self.origin else ""
+        return UnsupportedError(
+            f"{what} on a dynamic {name} scalar{origin}: a scalar holds one value, and warpstage "
+            f"does not define {what} for it\n{emit_location()}\nExpected: the operators + - * / "
+            f"// % ** (and bitwise ones on integers) on dynamic scalars; got {what}.\nFix: {fix}.")
 
     def __pow__(self, o):
         if isinstance(o, int) and not isinstance(o, bool) and 0 <= o <= 64:

@@ -50,6 +50,7 @@ from .mbarrier import MbarrierArray
 from .operands import operand_error, static_int
 from .pointer import Pointer
 from .scalars import Scalar
+from .tensor import read_only_metadata
 from .smem_layout import (BASE_ALIGN, Array, ArraySpec, Layout, MbarrierSpec, _product,
                           _round_up, layout_of, size_of)
 
@@ -251,6 +252,10 @@ class SmemArray:
     def __repr__(self) -> str:
         sw = f" swizzle={self.swizzle}" if self.swizzle else ""
         return f"<SmemArray {self.dtype.__name__}{list(self.shape)}{sw} align={self.align}>"
+
+
+read_only_metadata(SmemArray, "a shared-memory array (ws.smem)", "index a sub-view (`stage = a[s]`) "
+                   "or allocate a field of the shape you mean (ws.smem.Array[dtype, shape])")
 
 
 class SmemStorage:

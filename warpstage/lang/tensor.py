@@ -179,6 +179,35 @@ class Tensor(metaclass=_TensorMeta):
                               "`for i in ws.range(x.shape[0]): found = found or x[i] == v`.")
 
 
+def read_only_metadata(cls, what: str, fix: str):
+    """Make the attributes of ``cls`` (a class with ``__slots__``) read-only once set: its
+    ``__init__`` sets each slot once, and any later assignment or ``del`` (``x.shape = (4,)``)
+    is an UnsupportedError at the user's line. A kernel's view of memory (shape, strides,
+    pointer, dtype) is fixed while it is traced: rebinding ``shape`` would change no address
+    computation already emitted and silently disagree with the data. ``what`` names the value
+    ("a dynamic ws.Tensor"), ``fix`` what to write instead."""
+    def refuse(self, name, verb):
+        from ..errors import UnsupportedError
+        return UnsupportedError(
+            f"{verb} `{name}` of {what}: its metadata (shape, strides, dtype, pointer) is "
+            f"read-only in a kernel\n{emit_location()}\nExpected: reads such as x.{name}; got "
+            f"{'an assignment' if verb == 'assigning' else 'a del'}.\nFix: {fix}.")
+
+    def __setattr__(self, name, value):
+        if name in cls.__slots__:
+            try:
+                object.__getattribute__(self, name)
+            except AttributeError:              # the first assignment: __init__
+                object.__setattr__(self, name, value)
+                return
+        raise refuse(self, name, "assigning")
+
+    def __delattr__(self, name):
+        raise refuse(self, name, "deleting")
+    cls.__setattr__, cls.__delattr__ = __setattr__, __delattr__
+    return cls
+
+
 def _index_error(what: str, expected: str, got: str, fix: str):
     """The OperandError for a tensor index of the wrong count or type."""
     return OperandError(f"{what}: expected {expected}, got {got}\n{emit_location()}\nFix: {fix}.")
@@ -210,6 +239,11 @@ for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"
 for _name, _symbol in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("neg", "-x"),
                        ("invert", "~x"), ("abs", "abs()")):
     setattr(Tensor, f"__{_name}__", _whole_tensor_operator(_symbol))
+
+
+read_only_metadata(Tensor, "a dynamic ws.Tensor", "keep the shape in a new name (`n = x.shape[0]`), or pass "
+                   "the tensor with the shape you mean (a view made on the host, e.g. "
+                   "x.reshape(4) in numpy / torch)")
 
 
 NEGATIVE_INDEX = ("\nFix: count from the end explicitly, e.g. x[x.shape[0] - 1] for the last "

@@ -57,6 +57,17 @@ def check_float_range(v: float, dtype, name: str) -> None:
                             "ws.Float64, or scale the value.")
 
 
+_PYTHON_NUMBERS = (int, float, bool)
+_ACCEPTS = {int: int, float: (int, float), bool: bool}
+_NP_KINDS = {int: "iub", float: "iubf", bool: "b"}
+_EXPECTS = {int: "an int (a bool or a numpy integer also is one)",
+            float: "a float or an int (or a numpy number)", bool: "a bool (or np.bool_)"}
+_FIXES = {int: "pass an int (int(x) truncates a float toward zero), or annotate the parameter "
+               "float (or ws.Float32) if it holds fractions",
+          float: "pass a Python number, or annotate the parameter with the type you mean",
+          bool: "pass True or False (bool(x)), or annotate the parameter int"}
+
+
 def _is_scalar_annotation(ann) -> bool:
     return isinstance(ann, type) and issubclass(ann, Scalar) and ann.ir_type is not None
 
@@ -153,6 +164,39 @@ class ScalarKind(Kind):
             return cls(Float32, 3)
         return None
 
+    @classmethod
+    def match_python_annotated(cls, value, ann, ctx):
+        """Rule 3 for a parameter annotated with Python's own ``int``, ``float`` or ``bool``: the
+        value must be one (PEP 484's numeric tower: a bool is an int, an int a float; a numpy
+        scalar of that kind too), else ArgumentError at the call. ``int`` binds as rule 3 does
+        (``Int32``, or ``Int64`` when it does not fit; a numpy int keeps its dtype), ``float``
+        as ``Float32`` (a numpy float keeps its dtype), ``bool`` as ``Boolean``."""
+        if ann not in _PYTHON_NUMBERS:
+            return None
+        if isinstance(value, TypePlaceholder):         # ws.compile(k, ..., ws.Int32)
+            t = value.dtype.ir_type
+            if (t.is_bool and ann is not float) or (t.is_int and ann is not bool) or \
+                    (t.is_float and ann is float):
+                return cls(value.dtype, 3)
+        np_kind = value.dtype.kind if is_np_generic(value) else None
+        v = value.value if isinstance(value, HostScalar) else value
+        ok = (np_kind in _NP_KINDS[ann] if np_kind is not None else
+              isinstance(v, _ACCEPTS[ann]) and not (ann is float and isinstance(v, bool)))
+        if not ok or isinstance(value, (HostScalar, enum.Enum)):
+            what = (got_text(value) if isinstance(value, TypePlaceholder) else
+                    f"the {type(v).__name__} {v!r}" if isinstance(v, (int, float)) else got_text(v))
+            raise ArgumentError(
+                f"parameter '{ctx.name}' is annotated {ann.__name__} but got {what}.\n"
+                f"Expected: {_EXPECTS[ann]}; got {type(value).__name__}.\nFix: {_FIXES[ann]}.")
+        if np_kind is not None:
+            return cls.match_bare(value, None, ctx)
+        if ann is float:
+            check_float_range(float(v), Float32, ctx.name)
+            return cls(Float32, 3)
+        if ann is int and isinstance(v, bool):
+            return cls(Int32, 3)
+        return cls.match_bare(v, None, ctx)
+
     # -- disk -----------------------------------------------------------------------------------
     def stored(self):
         return {"k": "scalar", "type": self.dtype.ir_type.name}
@@ -191,6 +235,8 @@ class ScalarKind(Kind):
 
     @classmethod
     def binder(cls, annotation, self_rule, adapter):
+        if annotation in _PYTHON_NUMBERS and not self_rule:
+            return _PYTHON_BINDERS[annotation]
         if isinstance(annotation, type) and issubclass(annotation, Scalar) and \
                 annotation.ir_type is None:
             return never_binds                 # an abstract scalar type: the full path explains
@@ -289,3 +335,23 @@ class ScalarKind(Kind):
                     f"t{i} is not {t}" for t in types)),
                 "leaves": v,                    # the key part is the annotation's
                 "namespace": {f"_lo{i}": kind[1], f"_hi{i}": kind[2]}}
+
+
+def _bind_annotated_int(v, keys, leaves):
+    """``n: int``: an int binds as rule 3 does; anything else takes the full path (which
+    checks it: a float is an error there, a bool an Int32, a numpy int its own dtype)."""
+    return ScalarKind.bind_int(v, keys, leaves) if type(v) is int else False
+
+
+def _bind_annotated_float(v, keys, leaves):
+    """``x: float``: a float or an int binds as Float32."""
+    t = type(v)
+    return ScalarKind.bind_float(float(v), keys, leaves) if t is float or t is int else False
+
+
+def _bind_annotated_bool(v, keys, leaves):
+    return ScalarKind.bind_bool(v, keys, leaves) if type(v) is bool else False
+
+
+_PYTHON_BINDERS = {int: _bind_annotated_int, float: _bind_annotated_float,
+                   bool: _bind_annotated_bool}

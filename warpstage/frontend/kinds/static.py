@@ -69,8 +69,7 @@ class StaticKind(Kind):
                 "contradiction: a tensor (or pointer) is dynamic by rule 4 — its data lives on "
                 "the GPU and is read at run time; only its dtype, rank and strides are part of "
                 f"the key.\nFix: annotate it {ann_name(tp)} (or leave it bare).")
-        ann.check(value, ctx.name)
-        return cls(value, 1, ctx.name)
+        return cls(ann.check(value, ctx.name), 1, ctx.name)
 
     @classmethod
     def match_enum(cls, value, ann, ctx):
@@ -145,7 +144,23 @@ class StaticKind(Kind):
 
     @classmethod
     def binder(cls, annotation, self_rule, adapter):
+        if not self_rule and isinstance(annotation, _StaticAnnotation) and \
+                annotation.tp in (bool, int, float, complex):
+            return cls.number_binder(annotation.tp)
         return cls.bind_value if self_rule or isinstance(annotation, _StaticAnnotation) else None
+
+    @staticmethod
+    def number_binder(tp):
+        """The hot-path binder of ``ws.Static[tp]``, ``tp`` a Python number type: a numpy
+        scalar whose ``item()`` is a ``tp`` keys as that Python number, as the full path
+        (``_StaticAnnotation.check``) makes it."""
+        def bind_number(v, keys, leaves):
+            if type(v).__module__ == "numpy" and hasattr(v, "item"):
+                v = v.item()
+                if not isinstance(v, tp):
+                    return False                    # the full path explains
+            return StaticKind.bind_value(v, keys, leaves)
+        return bind_number
 
     @staticmethod
     def bind_value(v, keys, leaves):

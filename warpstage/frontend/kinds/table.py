@@ -32,6 +32,7 @@ TABLE = (
     (2, ScalarKind.match_annotated, "annotated"),   # ws.Int32, ws.Float32, ...
     (2, TensorKind.match_annotated, "annotated"),   # ws.Tensor, ws.Tensor[dtype, ndim]
     (2, PointerKind.match_annotated, "annotated"),  # ws.Pointer[dtype]
+    (3, ScalarKind.match_python_annotated, "annotated"),  # int / float / bool: value checked
     (7, StaticKind.match_enum, None),               # an enum member, IntEnum too: before rule 3
     (2, ScalarKind.match_host_scalar, None),        # a host ws.Int32(5): its own type
     (3, ScalarKind.match_bare, None),               # bool / int / float / numpy scalar
