@@ -13,10 +13,9 @@ value protocol, such as a config object), which the value protocol does not see.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
-from ..core.source import _USER_CODE
+from ..core.source import user_frame
 from ..core.unbound import Unbound, _Undef
 from ..core.static_key import static_key
 from ..core.values import flatten, is_leaf, skeleton_key, unflatten
@@ -24,13 +23,6 @@ from ..core.values import flatten, is_leaf, skeleton_key, unflatten
 __all__ = ["Contents", "RootRef", "with_contents", "assign_in_place", "StaticWatch"]
 
 _MISSING = object()
-
-
-def _user_frame():
-    f = sys._getframe(2)
-    while f is not None and f.f_code not in _USER_CODE:
-        f = f.f_back
-    return f
 
 
 def _is_root_kind(v) -> bool:
@@ -80,7 +72,7 @@ class Contents:
     def __init__(self):
         self.roots: list = []
         self._shared: set = set()      # ids of objects the frame reaches more than once
-        frame = _user_frame()
+        frame = user_frame(1)
         if frame is None:
             return
         seen: set = set()
@@ -279,7 +271,7 @@ class StaticWatch:
 
     def __init__(self, fns=()):
         self.items = []
-        frame = _user_frame()
+        frame = user_frame(1)
         if frame is not None:
             for name, v in frame.f_locals.items():
                 self._watch(name, v)
