@@ -25,12 +25,23 @@ __all__ = ["Contents", "RootRef", "with_contents", "assign_in_place", "StaticWat
 _MISSING = object()
 
 
+_ROOT_KIND: dict = {}
+"""type -> True / False when the class decides whether its instances are roots, None when the
+instance's ``__dict__`` does (read once per class: a failing ``hasattr`` raises inside)."""
+
+
 def _is_root_kind(v) -> bool:
-    if isinstance(v, (list, dict)):
-        return True
-    if isinstance(v, (tuple, str, bytes, int, float, complex, type, Unbound, _Undef)):
-        return False
-    return hasattr(v, "__dict__") or hasattr(type(v), "__slots__")
+    t = type(v)
+    kind = _ROOT_KIND.get(t, _MISSING)
+    if kind is _MISSING:
+        if issubclass(t, (list, dict)):
+            kind = True
+        elif issubclass(t, (tuple, str, bytes, int, float, complex, type, Unbound, _Undef)):
+            kind = False
+        else:
+            kind = True if hasattr(t, "__slots__") else None
+        _ROOT_KIND[t] = kind
+    return kind if kind is not None else hasattr(v, "__dict__")
 
 
 def _state(skel, leaves):
