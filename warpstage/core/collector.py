@@ -7,7 +7,7 @@ every tenth of those and, now and then, the whole heap (warpstage, numpy and llv
 so a cold FlashAttention D=128 compile in a fresh process ran ~177 collections (161 young, 15
 middle, 1-2 full) over objects that were nearly all still in use. A stage runs inside
 ``collection_paused()``: no automatic collection during it, then one young-generation walk of
-what it made (docs/compile-time.md, "The trace's per-op overhead").
+what it made (docs/compile-time.md, "What was cut", 7.).
 """
 from __future__ import annotations
 
