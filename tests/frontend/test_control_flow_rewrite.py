@@ -287,8 +287,9 @@ def test_global_statement_is_an_error_at_its_line():
 
 
 def test_rewrite_registers_the_users_code():
-    from warpstage.core.source import _USER_CODE
-    assert rewrite(located).__code__ in _USER_CODE
+    from warpstage.core.source import is_kernel_code
+    assert is_kernel_code(rewrite(located).__code__)
+    assert not is_kernel_code(located.__code__)
     assert sys.modules[__name__].located is located
 
 

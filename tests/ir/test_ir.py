@@ -139,3 +139,15 @@ def test_parse_type_round_trips():
         assert ir.types.parse_type(str(t)) == t
     with pytest.raises(ValueError, match="not an IR type"):
         ir.types.parse_type("float")
+
+
+def test_types_compare_by_structure_and_hash_alike():
+    from warpstage.ir.types import PointerType, ScalarType, bf16, f16, i32, u32
+    same = ScalarType("int", 32, "i32")
+    assert same == i32 and not (same != i32) and hash(same) == hash(i32)
+    assert {i32: "x"}[same] == "x"
+    assert bf16 != f16 and i32 != u32 and i32 != "i32"
+    assert PointerType(same, "shared") == PointerType(i32, "shared")
+    assert hash(PointerType(same, "shared")) == hash(PointerType(i32, "shared"))
+    assert PointerType(i32, "shared") != PointerType(i32, "global")
+    assert PointerType(i32) != PointerType(u32)

@@ -12,14 +12,22 @@ from typing import Optional
 
 from ..ir.core import Location
 
-__all__ = ["register_user_code", "is_kernel_code", "user_location", "excerpt", "format_location"]
+__all__ = ["register_user_code", "is_kernel_code", "user_frame", "user_location", "excerpt",
+           "format_location"]
 
-_USER_CODE: set = set()
+_USER_CODE: dict = {}
+"""id(code) -> {line: Location} for each registered code object; looked up by id because a code
+object's own hash is computed from its bytecode, names and constants on every call, and the
+stack walk below asks once per frame for every op traced. ``_KEEP`` holds the code objects, so
+that their ids stay theirs."""
+_KEEP: list = []
 
 
 def register_user_code(code) -> None:
     """Mark ``code`` (and the code objects nested in it) as kernel source."""
-    _USER_CODE.add(code)
+    if id(code) not in _USER_CODE:
+        _KEEP.append(code)
+        _USER_CODE[id(code)] = {}
     for c in code.co_consts:
         if hasattr(c, "co_code"):
             register_user_code(c)
@@ -28,15 +36,32 @@ def register_user_code(code) -> None:
 def is_kernel_code(code) -> bool:
     """Whether ``code`` is registered kernel source (a kernel's or device function's rewritten
     body, or code nested in it): a frame running it is tracing."""
-    return code in _USER_CODE
+    return id(code) in _USER_CODE
+
+
+def user_frame(depth: int = 1):
+    """The innermost frame on the stack (from ``depth`` frames above the caller) that runs
+    registered kernel code, or None."""
+    f = sys._getframe(depth + 1)
+    codes = _USER_CODE
+    while f is not None and id(f.f_code) not in codes:
+        f = f.f_back
+    return f
 
 
 def user_location(depth: int = 1) -> Optional[Location]:
-    """The innermost frame on the stack that runs registered kernel code, as a Location."""
+    """The innermost frame on the stack that runs registered kernel code, as a Location (one
+    shared, immutable Location per code object and line)."""
     f = sys._getframe(depth)
+    codes = _USER_CODE
     while f is not None:
-        if f.f_code in _USER_CODE:
-            return Location(f.f_code.co_filename, f.f_lineno, 0)
+        lines = codes.get(id(f.f_code))
+        if lines is not None:
+            line = f.f_lineno
+            loc = lines.get(line)
+            if loc is None:
+                loc = lines[line] = Location(f.f_code.co_filename, line, 0)
+            return loc
         f = f.f_back
     return None
 

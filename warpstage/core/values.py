@@ -25,13 +25,38 @@ __all__ = ["flatten", "unflatten", "is_leaf", "Skeleton", "has_protocol", "skele
            "rebuild"]
 
 
+_TYPE_FACTS: dict = {}
+"""type -> (whether it has ``_rewrap``, how its non-leaf instances split): read once per class,
+because ``hasattr`` on a class that lacks the attribute (an int's, a config object's) raises and
+catches an AttributeError inside, several per value flattened. The protocol methods and the
+dataclass / NamedTuple markers are class attributes set when the class is made (``@ws.struct``
+included), so a class's answer does not change afterwards."""
+
+
+def _type_facts(t) -> tuple:
+    facts = _TYPE_FACTS.get(t)
+    if facts is None:
+        if hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__"):
+            rest = "proto"
+        elif hasattr(t, "__dataclass_fields__") and not issubclass(t, type):
+            rest = "dataclass"
+        elif issubclass(t, tuple) and hasattr(t, "_fields"):
+            rest = "namedtuple"
+        elif t in (tuple, list, dict):
+            rest = t.__name__
+        else:
+            rest = "static"
+        facts = _TYPE_FACTS[t] = (hasattr(t, "_rewrap"), rest)
+    return facts
+
+
 def is_leaf(x) -> bool:
-    return hasattr(type(x), "_rewrap") and hasattr(x, "value")
+    return _type_facts(type(x))[0] and hasattr(x, "value")
 
 
 def has_protocol(x) -> bool:
-    t = type(x)
-    return (hasattr(t, "__extract_values__") or hasattr(t, "__extract_mlir_values__")) and not is_leaf(x)
+    rewrap, rest = _type_facts(type(x))
+    return rest == "proto" and not (rewrap and hasattr(x, "value"))
 
 
 def extract(x) -> list:
@@ -60,8 +85,11 @@ class Skeleton:
     def __init__(self, kind: str, data: Any = None, children: tuple = ()):
         self.kind = kind
         self.data = data
-        self.children = tuple(children)
-        self.num_leaves = (1 if kind == "leaf" else 0) + sum(c.num_leaves for c in self.children)
+        self.children = children = tuple(children)
+        n = 1 if kind == "leaf" else 0
+        for c in children:
+            n += c.num_leaves
+        self.num_leaves = n
 
     def __repr__(self) -> str:
         return f"Skeleton({self.kind}, {self.data!r}, {list(self.children)!r})"
@@ -75,24 +103,25 @@ def flatten(obj) -> tuple:
 
 
 def _flatten(x, leaves) -> Skeleton:
-    if is_leaf(x):
+    rewrap, rest = _type_facts(type(x))
+    if rewrap and hasattr(x, "value"):
         leaves.append(x)
         return Skeleton("leaf", x)
-    if has_protocol(x):
+    if rest == "static":
+        return Skeleton("static", x)
+    if rest == "proto":
         values = extract(x)
         return Skeleton("proto", x, [_flatten(v, leaves) for v in values])
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    if rest == "dataclass":
         names = [f.name for f in dataclasses.fields(x)]
         return Skeleton("dataclass", (type(x), tuple(names)),
                         [_flatten(getattr(x, n), leaves) for n in names])
-    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+    if rest == "namedtuple":
         return Skeleton("namedtuple", type(x), [_flatten(v, leaves) for v in x])
-    if type(x) in (tuple, list):
-        return Skeleton(type(x).__name__, len(x), [_flatten(v, leaves) for v in x])
-    if type(x) is dict:
+    if rest == "dict":
         keys = tuple(x.keys())
         return Skeleton("dict", keys, [_flatten(x[k], leaves) for k in keys])
-    return Skeleton("static", x)
+    return Skeleton(rest, len(x), [_flatten(v, leaves) for v in x])     # tuple, list
 
 
 def unflatten(skel: Skeleton, leaves) -> Any:

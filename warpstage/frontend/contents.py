@@ -13,10 +13,9 @@ value protocol, such as a config object), which the value protocol does not see.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
-from ..core.source import _USER_CODE
+from ..core.source import user_frame
 from ..core.unbound import Unbound, _Undef
 from ..core.static_key import static_key
 from ..core.values import flatten, is_leaf, skeleton_key, unflatten
@@ -26,19 +25,23 @@ __all__ = ["Contents", "RootRef", "with_contents", "assign_in_place", "StaticWat
 _MISSING = object()
 
 
-def _user_frame():
-    f = sys._getframe(2)
-    while f is not None and f.f_code not in _USER_CODE:
-        f = f.f_back
-    return f
+_ROOT_KIND: dict = {}
+"""type -> True / False when the class decides whether its instances are roots, None when the
+instance's ``__dict__`` does (read once per class: a failing ``hasattr`` raises inside)."""
 
 
 def _is_root_kind(v) -> bool:
-    if isinstance(v, (list, dict)):
-        return True
-    if isinstance(v, (tuple, str, bytes, int, float, complex, type, Unbound, _Undef)):
-        return False
-    return hasattr(v, "__dict__") or hasattr(type(v), "__slots__")
+    t = type(v)
+    kind = _ROOT_KIND.get(t, _MISSING)
+    if kind is _MISSING:
+        if issubclass(t, (list, dict)):
+            kind = True
+        elif issubclass(t, (tuple, str, bytes, int, float, complex, type, Unbound, _Undef)):
+            kind = False
+        else:
+            kind = True if hasattr(t, "__slots__") else None
+        _ROOT_KIND[t] = kind
+    return kind if kind is not None else hasattr(v, "__dict__")
 
 
 def _state(skel, leaves):
@@ -80,7 +83,7 @@ class Contents:
     def __init__(self):
         self.roots: list = []
         self._shared: set = set()      # ids of objects the frame reaches more than once
-        frame = _user_frame()
+        frame = user_frame(1)
         if frame is None:
             return
         seen: set = set()
@@ -279,7 +282,7 @@ class StaticWatch:
 
     def __init__(self, fns=()):
         self.items = []
-        frame = _user_frame()
+        frame = user_frame(1)
         if frame is not None:
             for name, v in frame.f_locals.items():
                 self._watch(name, v)

@@ -172,10 +172,12 @@ def plan(values: list, label: str, identity: bool = True):
     if all(s is not None for s in shapes):
         if all(_same_meta(shapes[0], s) for s in shapes[1:]):
             kind, meta, _ = shapes[0]
+            it = iter(shapes)               # each path's parts, split once (not once per part)
+            parts = [None if v is UNDEF else next(it)[2] for v in values]
             children = []
             for i in range(len(shapes[0][2])):
                 sub = _part_label(label, kind, meta, i)
-                items = [UNDEF if v is UNDEF else _parts(v)[2][i] for v in values]
+                items = [UNDEF if p is None else p[i] for p in parts]
                 children.append(plan(items, sub, identity))
             return Seq(kind, meta, children, first, live if kind == "proto" else None)
         raise Conflict(label, values, "its structure differs between the paths (" +

@@ -151,6 +151,10 @@ def _ops(code) -> list:
 
 
 def _same_code(a, b) -> bool:
+    if _same_bytecode(a, b):            # the usual case: one compiler, one text
+        na = [c for c in a.co_consts if isinstance(c, types.CodeType)]
+        nb = [c for c in b.co_consts if isinstance(c, types.CodeType)]
+        return all(_same_code(x, y) for x, y in zip(na, nb))
     if a.co_varnames != b.co_varnames or _ops(a) != _ops(b):
         return False
     ca = [c for c in a.co_consts if not isinstance(c, types.CodeType)]
@@ -162,3 +166,17 @@ def _same_code(a, b) -> bool:
     return len(na) == len(nb) and all(_same_code(x, y) for x, y in zip(na, nb))
 
 
+def _same_bytecode(a, b) -> bool:
+    """The same bytecode reading the same names and constants (nested code objects in the same
+    places): then ``_ops`` of both are equal too, without disassembling them."""
+    if (a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames
+            or a.co_freevars != b.co_freevars or a.co_cellvars != b.co_cellvars
+            or len(a.co_consts) != len(b.co_consts)):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True

@@ -60,8 +60,9 @@ def _same_scalar(op: Operation, n: int) -> Optional[str]:
     t = op.results[0].type
     if not isinstance(t, ScalarType):
         return f"expected a scalar result, got {t}"
-    if any(v.type != t for v in op.operands):
-        return f"expected operands of type {t}, got ({', '.join(_types(op.operands))})"
+    for v in op.operands:
+        if v.type is not t and v.type != t:
+            return f"expected operands of type {t}, got ({', '.join(_types(op.operands))})"
     return _no_fp8(op, t)
 
 
@@ -72,13 +73,18 @@ def _no_fp8(op: Operation, t) -> Optional[str]:
     return None
 
 
+_BITWISE = frozenset(f"arith.{k}" for k in ("and", "or", "xor", "shl", "shr"))
+
+
 def _binary(op):
     err = _same_scalar(op, 2)
     if err:
         return err
+    if op.name not in _BITWISE:
+        return None
     kind = op.name.split(".")[1]
     t = op.results[0].type
-    if kind in ("and", "or", "xor", "shl", "shr") and t.is_float:
+    if t.is_float:
         return f"bitwise {kind} needs integer or i1 operands, got {t}"
     if kind in ("shl", "shr") and t.is_bool:
         return f"{kind} needs integer operands, got {t}"

@@ -31,6 +31,15 @@ class ScalarType(Type):
     bits: int
     name: str
 
+    # Compared and hashed for every op built, verified and merged: the identity test first
+    # (the types in use are the module constants below), and a hash of the spelling alone.
+    def __eq__(self, other) -> bool:
+        return self is other or (other.__class__ is self.__class__ and self.name == other.name
+                                 and self.kind == other.kind and self.bits == other.bits)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
     def __str__(self) -> str:
         return self.name
 
@@ -65,6 +74,13 @@ class PointerType(Type):
 
     pointee: ScalarType
     space: str = "global"
+
+    def __eq__(self, other) -> bool:
+        return self is other or (other.__class__ is self.__class__ and self.space == other.space
+                                 and self.pointee == other.pointee)
+
+    def __hash__(self) -> int:
+        return hash((self.pointee.name, self.space))
 
     def __str__(self) -> str:
         return f"!ptr<{self.pointee}, {self.space}>"

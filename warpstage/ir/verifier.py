@@ -9,7 +9,7 @@ its source location, expected vs got.
 from __future__ import annotations
 
 from .core import Block, Function, Module, Operation
-from .opdef import OPS, Trait
+from .opdef import OPS, Trait, ops_with
 
 __all__ = ["VerificationError", "verify"]
 
@@ -29,6 +29,7 @@ class _Verifier:
         self.module = module
         self.fn = fn
         self.scope: set = set()
+        self.terminators = ops_with(Trait.TERMINATOR)
 
     def fail(self, op, msg):
         where = f" at {op.loc}" if op is not None and op.loc else ""
@@ -59,10 +60,11 @@ class _Verifier:
             d = OPS.get(op.name)
             if d is None:
                 self.fail(op, "unknown op")
-            for k, v in enumerate(op.operands):
+            for v in op.operands:
                 if id(v) not in scope:
-                    self.fail(op, f"operand {k} ({v.type}) is not defined before this op in an "
-                                  "enclosing block")
+                    k = next(k for k, u in enumerate(op.operands) if id(u) not in scope)
+                    self.fail(op, f"operand {k} ({op.operands[k].type}) is not defined before "
+                                  "this op in an enclosing block")
             if op.attrs and not d.attr_names.issuperset(op.attrs):
                 extra = sorted(set(op.attrs) - d.attr_names)
                 self.fail(op, f"unknown attribute(s) {', '.join(extra)}; "
@@ -70,7 +72,7 @@ class _Verifier:
             err = d.rule(op)
             if err:
                 self.fail(op, err)
-            if i != last and Trait.TERMINATOR in d.traits:
+            if i != last and op.name in self.terminators:
                 self.fail(op, "terminator in the middle of a block")
             if op.name == "func.call":
                 self.call(op)

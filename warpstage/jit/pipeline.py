@@ -11,7 +11,8 @@ Every step goes through ``_step``, which shows it in the progress line (``jit/pr
 counts it in ``STAGE_COUNTS`` (tests prove with it that a cache hit did no work) and records
 its seconds in the specialization's ``timings`` (keys: trace, llvm_load (importing llvmlite:
 the first compile of a process), lower, ptx, ptxas, load; disk, disk_key, disk_read for a
-disk-cache hit). ``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
+disk-cache hit). The garbage collector is paused during a step (``core/collector.py``).
+``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
 stage's output, so ``ck.ptx`` lowers but does not run ptxas.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import sys
 import time
 
+from ..core.collector import collection_paused
 from . import progress
 from .stages import Compiled, Executable, Lowered, Traced
 
@@ -40,7 +42,7 @@ STAGE_COUNTS = {"trace": 0, "lower": 0, "ptx": 0, "ptxas": 0, "disk_hit": 0, "di
 @contextlib.contextmanager
 def _step(name: str, step: str, timings: dict, counted: bool = True):
     t0 = time.perf_counter()
-    with progress.stage(name, step):
+    with progress.stage(name, step), collection_paused():
         yield
     if counted:
         STAGE_COUNTS[step] += 1

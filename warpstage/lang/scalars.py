@@ -196,12 +196,11 @@ class Scalar:
 
     # -- arithmetic --------------------------------------------------------------------------
     def _bin(self, other, kind, reverse=False):
-        a, b, t = _coerce(self, other, f"operator {kind}")
+        a, b, t, bl = _operands(self, other, "operator", kind)
         if a is None:
             return NotImplemented
         if reverse:
             a, b = b, a
-        bl = builder()
         if kind == "truediv" and not t.is_float:
             a, b, t = bl.cast(a, ir.f32), bl.cast(b, ir.f32), ir.f32
             kind = "div"
@@ -300,10 +299,10 @@ class Scalar:
         return type(self)._wrap(builder().unary("math.abs", self.value), self.origin)
 
     def _cmp(self, other, pred):
-        a, b, t = _coerce(self, other, f"comparison {pred}")
+        a, b, t, bl = _operands(self, other, "comparison", pred)
         if a is None:
             return NotImplemented
-        return Boolean._wrap(builder().cmp(pred, a, b), _origin(self, other))
+        return Boolean._wrap(bl.cmp(pred, a, b), _origin(self, other))
 
     def __eq__(self, o): return self._cmp(o, "eq")
     def __ne__(self, o): return self._cmp(o, "ne")
@@ -482,20 +481,27 @@ def _literal_type(dyn: ir.ScalarType, x) -> ir.ScalarType:
 
 def _coerce(a: Scalar, other, what):
     """Both operands as IR values of one promoted type: (a, b, type), or (None,..) if foreign."""
+    return _operands(a, other, what)[:3]
+
+
+def _operands(a: Scalar, other, what, kind=""):
+    """``_coerce``'s (a, b, type) and the builder, its location already set to the user's line
+    (one stack walk for the operation; ``what`` and ``kind`` name it in an overflow error)."""
     if isinstance(other, Scalar):
         t = arith_type(promote_types(a.ir_type, other.ir_type))
         b = builder()
-        return b.cast(a.value, t), b.cast(other.value, t), t
+        return b.cast(a.value, t), b.cast(other.value, t), t, b
     if _is_np_scalar(other):
         other = other.item()
     if isinstance(other, (bool, int, float)):
         t = arith_type(_literal_type(a.ir_type, other))
         b = builder()
         if t.is_int and isinstance(other, int) and not fits(t, other):
+            what = f"{what} {kind}" if kind else what
             raise _overflow(other, DTYPES[t], f"the constant {other} in {what} with a dynamic "
                             f"{type(a).__name__}")
-        return b.cast(a.value, t), b.constant(t, other), t
-    return None, None, None
+        return b.cast(a.value, t), b.constant(t, other), t, b
+    return None, None, None, None
 
 
 def _origin(a, b):

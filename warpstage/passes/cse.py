@@ -28,7 +28,7 @@ def common_subexpressions(module: Module) -> int:
     replaced: dict = {}                 # id(result of a removed op) -> the earlier result
     removed: list = []                  # keeps the removed ops (and so their ids) alive
     for fn in module.functions:
-        _block(fn.body.block, [], pure, replaced, removed)
+        _block(fn.body.block, {}, pure, replaced, removed)
     return len(removed)
 
 
@@ -45,41 +45,40 @@ def _canon(v):
 
 def _key(op):
     """What makes ``op`` equal to another candidate, or None when ``op`` is not one."""
+    attrs = op.attrs
     try:
-        attrs = tuple((k, _canon(v)) for k, v in sorted(op.attrs.items()))
+        attrs = tuple((k, _canon(attrs[k])) for k in sorted(attrs)) if attrs else ()
     except TypeError:                   # an unhashable attribute (a list): never merged
         return None
-    return (op.name, tuple(id(v) for v in op.operands), attrs,
-            tuple(r.type for r in op.results))
+    return (op.name, tuple(map(id, op.operands)), attrs, tuple(r.type for r in op.results))
 
 
-def _block(block: Block, scopes: list, pure, replaced: dict, removed: list) -> None:
+def _block(block: Block, in_scope: dict, pure, replaced: dict, removed: list) -> None:
     """Rewire ``block``'s operands through ``replaced`` and merge its candidates with those in
-    ``scopes`` (one dict per enclosing block, outermost first, each holding the candidates
-    before the region being walked)."""
-    local: dict = {}
-    scopes = scopes + [local]
+    ``in_scope`` (the candidates of the enclosing blocks before the region being walked, and
+    of this block so far: one table for all scopes, so one lookup per op; what this block adds
+    leaves the table when the walk leaves the block)."""
+    added = []
     keep = []
     for op in block.ops:
         if replaced:
             op.operands = [replaced.get(id(v), v) for v in op.operands]
         if op.regions:
             for r in op.regions:
-                _block(r.block, scopes, pure, replaced, removed)
+                _block(r.block, in_scope, pure, replaced, removed)
         elif op.name in pure and (op.operands or op.name == "arith.constant"):
             key = _key(op)
             if key is not None:
-                earlier = None
-                for s in reversed(scopes):
-                    earlier = s.get(key)
-                    if earlier is not None:
-                        break
+                earlier = in_scope.get(key)
                 if earlier is not None:
                     for r, e in zip(op.results, earlier.results):
                         replaced[id(r)] = e
                     removed.append(op)
                     continue
-                local[key] = op
+                in_scope[key] = op
+                added.append(key)
         keep.append(op)
+    for key in added:
+        del in_scope[key]
     if len(keep) != len(block.ops):
         block.ops[:] = keep
