@@ -48,17 +48,15 @@ kernel); another D up to 256 is zero-padded to the next of these."""
 SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
-_PACKED = dict(packed_p=True, rescale_at_wait=True)
-
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=128, num_stages=2, fma_select=True, **_PACKED),
-    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True, **_PACKED),
+    (128, False): dict(tile_n=128, num_stages=2, fma_select=True),
+    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True, skip_idle=True,
-                      partial_last=True, **_PACKED),
+                      partial_last=True),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
-                     skip_idle=True, **_PACKED),
+                     skip_idle=True),
     (192, False): dict(tile_n=96, num_stages=2),
     (192, True): dict(tile_n=96, num_stages=2, persistent=False),
     (256, False): dict(tile_n=64, num_stages=2),
@@ -83,12 +81,6 @@ blocks come last in the persistent order): B=16 H=16 S=1024 427 vs 405 TFLOP/s (
 0.94x cuDNN), S=2048 488 vs 483, S=4096 512 vs 513; ``skip_idle`` alone at D=64 causal: 373 vs
 369 (S=2048), 427 vs 416 (S=4096). ``head_group`` (D=128 causal bands of heads) moved -2% to
 +2% and ``lead_waits`` lost 1-9%: neither is on.
-``packed_p`` + ``rescale_at_wait`` at D = 64 and 128 (session 7, from the SASS, not yet
-measured on the device: docs/performance.md, "Session 7: packed P"): P V reads P as packed
-bf16x2 registers and O is rescaled after its wait; the default kernels' K/V step is the same
-instruction count (594 at D=128, 547 at D=64), and the ``overlap_tiles`` kernels (here:
-``WGMMA_SHORT``) lose their PRMT repacking, FMULs in the turn and, at D=64, their spills.
-Sweep "attn7" measures both against the 16-bit path.
 
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
