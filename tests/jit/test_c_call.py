@@ -230,3 +230,23 @@ def test_prepared_launches_from_c(fake_gpu):
     assert C_LAUNCHES[-1][4] == (others[0].data_ptr(), 64, others[1].data_ptr(), 64,
                                  others[2].data_ptr(), 64, others[3].data_ptr(), 64, 9)
     assert C_LAUNCHES[-1][3] == RAW_STREAM
+
+
+@pytest.mark.parametrize("bad", [2 ** 31, 2 ** 70, 2.0])
+def test_errors_from_the_c_path_show_only_user_frames(fake_gpu, bad):
+    """The C call falls back to slow_call through State's fallback frame: that frame, and
+    slow_call's, must not show in the user's traceback (tests/gpu/test_tracebacks_gpu.py on
+    the H200)."""
+    import os
+    import traceback
+    pkg = os.path.dirname(ws.__file__)
+    k = ws.kernel(_four)
+    x = torch.zeros(64)
+    k[2, 32](x, x, x, x, 64)
+    k[2, 32](x, x, x, x, 64)                              # now the C call
+    with pytest.raises(ws.ArgumentError) as info:
+        k[2, 32](x, x, x, x, bad)
+    assert _reason(k, (2, 32)) == MISS["argument"]
+    inside = [f"{f.filename}:{f.lineno}" for f in traceback.extract_tb(info.value.__traceback__)
+              if os.path.abspath(f.filename).startswith(pkg)]
+    assert not inside, inside

@@ -229,8 +229,9 @@ def test_stream_k_plans_launch_into_the_kept_workspace(fake_gpu):
     _compare(fake_gpu, lambda: ws.ops.matmul(a, w.T, out=c, stream_k=True),
              {"a": a, "w": w, "c": c})
     assert op_plans.STATS["plans"] - before == 1
-    (workspace, counters), = [v for key, v in matmul_host._FIXUP.items()
-                              if key[0] == "torch" and key[2] == 132]
+    ((_, _, ctas, tile), (workspace, counters)), = [
+        (key, v) for key, v in matmul_host._FIXUP.items() if key[0] == "torch" and key[2] == 132]
     values = fake_gpu[-1][-1]
     assert workspace.data_ptr() in values and counters.data_ptr() in values
-    assert workspace.numel() == 2 * 132 * 128 * 256 and not counters.any()
+    assert tile in (128 * 128, 128 * 192, 128 * 256)   # the plan's tile (tile_m x tile_n)
+    assert workspace.numel() == 2 * ctas * tile and not counters.any()

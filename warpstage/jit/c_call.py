@@ -203,11 +203,23 @@ class State:
         call falls back to ``slow_call(L, self, args, kwargs, reason)``."""
         live = self.live
 
+        # slow_call filters its traceback, but these frames sit above it: they filter again
+        # (tracebacks.py: the bare raise keeps each entry's own frame out).
         def fallback(*args, **kwargs):
-            return slow_call(L, self, args, kwargs, live.reason())
+            try:
+                return slow_call(L, self, args, kwargs, live.reason())
+            except Exception as e:
+                if not L.kernel.options.compiler_frames:
+                    _user_error(e)
+                raise
 
         def python_call(launch, *args, **kwargs):
-            return slow_call(launch, self, args, kwargs, None)
+            try:
+                return slow_call(launch, self, args, kwargs, None)
+            except Exception as e:
+                if not launch.kernel.options.compiler_frames:
+                    _user_error(e)
+                raise
 
         self._python_call = python_call
         live.set_fallback(fallback)
