@@ -164,7 +164,27 @@ def test_stream_k_epilogues_determinism_and_reuse(monkeypatch, launches):
     assert np.allclose(dp, one, rtol=1e-5, atol=1e-4)
 
 
-def test_plan_picks_stream_k_where_the_last_wave_is_partial():
+@pytest.fixture
+def auto_stream_k(monkeypatch):
+    """The model's choice with ``STREAM_K_AUTO`` on (it is off by default: measured slower)."""
+    from warpstage.ops import matmul_plan
+    monkeypatch.setattr(matmul_plan, "STREAM_K_AUTO", True)
+    choose_stream_k.cache_clear()
+    yield
+    choose_stream_k.cache_clear()
+
+
+def test_stream_k_is_not_picked_by_itself():
+    """Session 8 on the H200: stream-K slower at every swept shape, so stream_k=None never
+    picks it, where the model would (the next test); stream_k=True still does."""
+    sms = 132
+    for shape in ((256, 11008, 4096), (8192, 8192, 8192), (4096, 11008, 4096)):
+        assert choose_stream_k(*shape, 1, sms) is None
+        assert choose_stream_k(*shape, 1, sms, stream_k=True) is not None
+    assert "not picked by itself" in explain(256, 11008, 4096)
+
+
+def test_plan_picks_stream_k_where_the_last_wave_is_partial(auto_stream_k):
     sms = 132
     # 256 x 11008 x 4096: data-parallel 128 x 192 (116 tiles, 88% of a wave; 0.89x cuBLAS)
     assert plan(256, 11008, 4096, 1, sms, (256, 192, 128)) == (128, 192, 1)
@@ -189,7 +209,7 @@ def test_plan_picks_stream_k_where_the_last_wave_is_partial():
     assert choose_stream_k(256, 11008, 4096, 1, sms, tile_n=256, stream_k=True)[1] == 256
 
 
-def test_explain_says_which_is_chosen():
+def test_explain_says_which_is_chosen(auto_stream_k):
     text = explain(256, 11008, 4096)
     assert "data-parallel: 128 x 192 tiles" in text and "chosen: stream-K" in text
     assert "172 of 172 split over 132 CTAs" in text          # 128 x 128 tiles, all of them

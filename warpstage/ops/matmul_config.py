@@ -8,6 +8,7 @@ import functools
 
 from ..errors import ArgumentError
 from .matmul_kernel import TILE_M, Matmul, max_stages
+from . import matmul_plan
 from .matmul_plan import (MAX_SPLITS, STREAM_K_GAIN, estimate_us, even_splits, plan,
                           plan_stream_k, stream_k_tiles)
 
@@ -61,6 +62,7 @@ def choose_stream_k(m: int, n: int, k: int, batches: int, sms: int, schedule: st
                     stream_k=None):
     """(tile_m, tile_n, group, sk_tiles) of a stream-K launch on ``sms`` CTAs, or None for the
     data-parallel / split-K plan of ``choose_config``. ``stream_k`` None: stream-K when
+    ``matmul_plan.STREAM_K_AUTO`` is on (it is off: measured slower) and
     ``matmul_plan.plan_stream_k``'s estimate beats the plan's by more than ``STREAM_K_GAIN``
     and no tile or split is given; True: stream-K with the given tile (else the best estimated
     one) wherever the launch has a stream-K tile (``stream_k_tiles``); False: never. Only the
@@ -76,6 +78,8 @@ def choose_stream_k(m: int, n: int, k: int, batches: int, sms: int, schedule: st
                             "splits (stream-K splits K itself; ping-pong warpgroups skip each "
                             "other's stages by a fixed count). Fix: drop schedule= / splits=, "
                             "or stream_k=True")
+    if stream_k is None and not matmul_plan.STREAM_K_AUTO:
+        return None
     if stream_k is False or schedule != "cooperative" or (splits or 1) > 1 or (
             stream_k is None and ((tile_n, tile_m, splits) != (None, None, None)
                                   or k_step != 64)):
@@ -113,9 +117,12 @@ def explain(m: int, n: int, k: int, batches: int = 1, sms: int = 132, k_step: in
         lines.append(f"stream-K: {sm} x {sn} tiles, {stream_k_tiles(tiles, sms, -(-k // k_step))}"
                      f" of {tiles} split over {sms} CTAs, estimated {t:.1f} us")
     sk = choose_stream_k(m, n, k, batches, sms, k_step=k_step)
-    lines.append("chosen: " + ("stream-K" if sk is not None else "data-parallel") + (
-        f" (stream-K is taken only when estimated over {STREAM_K_GAIN:.0%} faster)"
-        if sk is None and best else ""))
+    why = (" (stream-K is taken only when estimated over "
+           f"{STREAM_K_GAIN:.0%} faster)" if matmul_plan.STREAM_K_AUTO else
+           " (stream-K is not picked by itself: measured slower on the H200; stream_k=True "
+           "runs it)")
+    lines.append("chosen: " + ("stream-K" if sk is not None else "data-parallel")
+                 + (why if sk is None and best else ""))
     return "\n".join(lines)
 
 

@@ -31,13 +31,14 @@ go to no split, then the fewest rows past M, then 128 rows, then the wider tile.
 does the same number of K steps; a CTA pays per K step what a data-parallel unit does, plus the
 fix-up of its partial tiles: at most two partials written and the others of a tile read back by
 the last arriver, each ``tile_m x tile_n x 4`` bytes at ``FIXUP_BYTES_PER_US`` (an
-unmeasured guess: the intake rate). ``ws.ops.matmul`` takes it when its estimate is below the
-data-parallel plan's by more than ``STREAM_K_GAIN``.
+unmeasured guess: the intake rate). ``ws.ops.matmul`` takes it when ``STREAM_K_AUTO`` is on and
+its estimate is below the data-parallel plan's by more than ``STREAM_K_GAIN`` (off: measured
+slower everywhere, see ``STREAM_K_AUTO``).
 """
 from __future__ import annotations
 
 __all__ = ["plan", "estimate_us", "plan_stream_k", "estimate_stream_k_us", "stream_k_tiles",
-           "FIXUP_BYTES_PER_US", "STREAM_K_GAIN", "even_splits", "MAX_SPLITS", "SM_BYTES_PER_US",
+           "FIXUP_BYTES_PER_US", "STREAM_K_AUTO", "STREAM_K_GAIN", "even_splits", "MAX_SPLITS", "SM_BYTES_PER_US",
            "SM_FMA_PER_US", "HBM_BYTES_PER_US", "SPLIT_US", "WAVE_US", "OVERLAP", "FIXED_US", "TIE"]
 
 MAX_SPLITS = 16
@@ -109,6 +110,13 @@ STREAM_K_GAIN = 0.01
 """Stream-K replaces the data-parallel plan only when estimated faster by more than this
 share (the two estimates share their per-step cost, so their difference is the wave
 quantization and the fix-up; not the ``TIE`` of the model's absolute error)."""
+STREAM_K_AUTO = False
+"""Whether ``ws.ops.matmul`` picks stream-K by itself (``stream_k=None``). Off: measured on the
+H200 (benchmarks/RESULTS.md, "Session 8, stream-K"), the stream-K kernel ran 4-30% slower than
+the data-parallel one at every swept shape, the model's picks included (256 x 11008 x 4096: 413
+against 612 TFLOP/s; 8192^3: 767 against 809), even at the same tile where the fix-up is a
+small share (4096^3, 128 x 256: 702 against 791), so the loss is in the kernel's K loop or its
+schedule, not in the fix-up the model charges. ``stream_k=True`` still runs it."""
 INT32_LIMIT = 1 << 31
 
 
