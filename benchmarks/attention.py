@@ -229,6 +229,23 @@ SWEEPS = {
                      dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
                           skip_idle=True, packed_p=True, rescale_at_wait=True)],
     },
+    # session 8: confirm attn7's two gains across S before a default flip (D=64 non-causal:
+    # overlap_tiles + packed_p + rescale_at_wait +3.2% at S=4096; D=128 S=1024: packed_p +
+    # rescale_at_wait +0.3 / +1.1%)
+    "confirm8_64": {
+        (64, False): [dict(consumer_wgs=3, fma_select=True, skip_idle=True, partial_last=True),
+                      dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_at_wait=True),
+                      dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_at_wait=True, num_stages=3)],
+    },
+    "confirm8_128": {
+        (128, False): [dict(fma_select=True),
+                       dict(fma_select=True, packed_p=True, rescale_at_wait=True)],
+        (128, True): [dict(persistent=False, fma_select=True),
+                      dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_at_wait=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),
