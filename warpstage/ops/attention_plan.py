@@ -50,11 +50,12 @@ SIM_CTAS = 3
 
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=128, num_stages=2, fma_select=True),
-    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True),
+    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True,
+                      packed_p=True, rescale_at_wait=True),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
-    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True, skip_idle=True,
-                      partial_last=True),
+    (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True,
+                      overlap_tiles=True, packed_p=True, rescale_at_wait=True),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
                      skip_idle=True),
     (192, False): dict(tile_n=96, num_stages=2),
@@ -81,17 +82,28 @@ blocks come last in the persistent order): B=16 H=16 S=1024 427 vs 405 TFLOP/s (
 0.94x cuDNN), S=2048 488 vs 483, S=4096 512 vs 513; ``skip_idle`` alone at D=64 causal: 373 vs
 369 (S=2048), 427 vs 416 (S=4096). ``head_group`` (D=128 causal bands of heads) moved -2% to
 +2% and ``lead_waits`` lost 1-9%: neither is on.
+``packed_p`` + ``rescale_at_wait`` (session 7's packed bf16x2 P fragments and O's rescale at
+its P V wait; session 8 sweeps "attn7" and "confirm8_*", device time): at D=64 non-causal with
+``overlap_tiles`` (which needs ``skip_idle`` off) +0.9 to +2.3% at S = 2048-16384 over session
+6's ``skip_idle`` + ``partial_last`` kernel (S=4096 517.5 vs 508.5, S=8192 515.2 vs 503.7) and
+without the spill the 3-warpgroup ``overlap_tiles`` kernel had before them; at D=128 causal
++0.4 to +0.5% at S = 1024, 2048 and 4096 (five points, in both runs); at D=128 non-causal -0.4
+to +1.1% (noise): not taken there.
 
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
 0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts each output
 tile's first S before the last P V of the one before (``overlap_tiles``: 324 against 304
 TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer warpgroups, and with
-2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else)."""
+2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else). D=64 non-causal there takes 3
+stages (session 8, "confirm8_64": B=16 H=16 S=1024 434.6 against 424.2 for the 2-stage
+``skip_idle`` kernel and 411.2 for the 2-stage default above, 1.01x cuDNN; at S=16384 3 stages
+lose 4%, so only here)."""
 
 SHORT_SEQ = 1536
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
+    (64, False): dict(num_stages=3),
 }
 
 
