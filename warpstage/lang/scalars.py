@@ -155,16 +155,22 @@ class Scalar:
     def __delitem__(self, index):
         raise self._not_indexable("del of an item of", "remove the del: a scalar holds no items")
 
-    def _not_indexable(self, what: str, fix: str):
-        """The UnsupportedError for ``what`` (indexing, item assignment) of this scalar: what the
-        value is (its origin: "parameter 'n' (Int32, ...)"), what was tried, the Fix."""
+    def _unsupported(self, head: str, expected: str, got: str, fix: str):
+        """The UnsupportedError of a Python operation this scalar does not define: ``head``
+        (what was tried) after which the value's origin ("parameter 'n' (Int32, ...)") and the
+        user's line, then Expected / got / Fix."""
         from ..core.trace import emit_location
-        name = type(self).__name__
         origin = f" — {self.origin}" if self.origin else ""
-        return UnsupportedError(
-            f"{what} a dynamic {name} scalar{origin}: a scalar holds one value, not items\n"
-            f"{emit_location()}\nExpected: a tensor (ws.Tensor) or a Python sequence to index; "
-            f"got a dynamic {name} scalar.\nFix: {fix}.")
+        head = head.replace("{name}", type(self).__name__).replace("{origin}", origin)
+        return UnsupportedError(f"{head}\n{emit_location()}\nExpected: {expected}; got {got}."
+                                f"\nFix: {fix}.")
+
+    def _not_indexable(self, what: str, fix: str):
+        """The UnsupportedError for ``what`` (indexing, item assignment) of this scalar."""
+        return self._unsupported(
+            what + " a dynamic {name} scalar{origin}: a scalar holds one value, not items",
+            "a tensor (ws.Tensor) or a Python sequence to index",
+            f"a dynamic {type(self).__name__} scalar", fix)
 
     def _not_a_container(self, what: str):
         from ..core.trace import emit_location
@@ -260,13 +266,11 @@ class Scalar:
 
     def _no_operator(self, what: str, fix: str):
         """The UnsupportedError for a Python operator a dynamic scalar does not define."""
-        from ..core.trace import emit_location
-        name = type(self).__name__
-        origin = f" — {self.origin}" if self.origin else ""
-        return UnsupportedError(
-            f"{what} on a dynamic {name} scalar{origin}: a scalar holds one value, and warpstage "
-            f"does not define {what} for it\n{emit_location()}\nExpected: the operators + - * / "
-            f"// % ** (and bitwise ones on integers) on dynamic scalars; got {what}.\nFix: {fix}.")
+        return self._unsupported(
+            what + " on a dynamic {name} scalar{origin}: a scalar holds one value, and warpstage "
+            f"does not define {what} for it",
+            "the operators + - * / // % ** (and bitwise ones on integers) on dynamic scalars",
+            what, fix)
 
     def __pow__(self, o):
         if isinstance(o, int) and not isinstance(o, bool) and 0 <= o <= 64:
