@@ -1,11 +1,14 @@
 """ws.ops.matmul's host path on the pretend GPU of tests/fake_gpu.py (CPU torch tensors posing as
 cuda:0, kernels traced but not assembled, launches recorded): the launches it makes per shape
 (one persistent GEMM, or with split-K the GEMM into the f32 workspace and the reduction), the
-kept descriptors, and the launch fast path (no full re-classification on a repeated call)."""
+kept descriptors, and the launch fast path (no full re-classification on a repeated call); the
+op's own errors for tensors in host memory on the 'cuda' target and for an output or epilogue
+operand on another device (before: the TMA descriptor's or the kernel parameter's error)."""
 import pytest
 
 import warpstage as ws
 from fake_gpu import ENCODED, install
+from misuse_kit import raised
 from warpstage.ops import descriptors, matmul_host
 from warpstage.runtime import target as target_module
 
@@ -114,3 +117,36 @@ def test_a_repeated_matmul_with_an_epilogue_builds_no_policy(fake_gpu, monkeypat
     for _ in range(3):
         ws.ops.matmul(a, w.T, out=c, epilogue=ws.ops.BiasGelu(torch.zeros(512)))
     assert made == [] and len(fake_gpu) == 4
+
+
+def _cpu(t):
+    t._test_device = -1                 # fake_gpu: this tensor object reports the CPU
+    return t
+
+
+def test_host_tensors_on_the_cuda_target_are_the_ops_error(fake_gpu):
+    a, wt = _cpu(_bf16(256, 128)), _cpu(_bf16(256, 128).T)
+    raised(ws.ArgumentError, __file__, "marker: host", lambda: ws.ops.matmul(a, wt),  # marker: host
+           "ws.ops.matmul: a and b are torch tensors in host memory (cpu)",
+           "the target is 'cuda'", "Fix: a.cuda() and b.cuda(), or ws.set_target('sim')")
+    a8 = _cpu(torch.zeros(256, 128).to(torch.float8_e4m3fn))
+    w8 = _cpu(torch.zeros(256, 128).to(torch.float8_e4m3fn).T)
+    s = _cpu(torch.ones(()))
+    raised(ws.ArgumentError, __file__, "marker: host fp8",
+           lambda: ws.ops.scaled_matmul(a8, w8, s, s),  # marker: host fp8
+           "ws.ops.scaled_matmul: a and b are torch tensors in host memory")
+    assert not fake_gpu
+
+
+def test_out_and_epilogue_operands_on_another_device(fake_gpu):
+    a, wt = _bf16(256, 128), _bf16(128, 256)
+    c = _cpu(_bf16(256, 256))
+    raised(ws.ArgumentError, __file__, "marker: out",
+           lambda: ws.ops.matmul(a, wt, out=c),  # marker: out
+           "ws.ops.matmul: out is on cpu, a on cuda:0", "expected one device",
+           "Fix: out=torch.empty((256, 256)")
+    bias = _cpu(torch.zeros(256))
+    raised(ws.ArgumentError, __file__, "marker: bias",
+           lambda: ws.ops.matmul(a, wt, epilogue=ws.ops.BiasGelu(bias)),  # marker: bias
+           "ws.ops.matmul: BiasGelu's operand 0 (operands()[0]) is on cpu, a on cuda:0")
+    assert not fake_gpu

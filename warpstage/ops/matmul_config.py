@@ -12,14 +12,35 @@ from . import matmul_plan
 from .matmul_plan import (MAX_SPLITS, STREAM_K_GAIN, estimate_us, even_splits, plan,
                           plan_stream_k, stream_k_tiles)
 
-__all__ = ["choose_config", "choose_stream_k", "explain", "policy_for", "make_policy", "GROUP_SMALL",
-           "GROUP_LARGE"]
+__all__ = ["check_arguments", "check_splits", "choose_config", "choose_stream_k", "explain",
+           "policy_for", "make_policy", "GROUP_SMALL", "GROUP_LARGE"]
 
 GROUP_SMALL, GROUP_LARGE = 4, 8
 """The swizzle band of the tile order: 4 up to ``4 x SMs`` output tiles, 8 above. Measured on
 the H200 (2026-12-01 20:45 UTC, RESULTS.md, kernel launched directly, 128 x 256 tiles, 4
 stages): 4096^3 (512 tiles) group 4: 755 TFLOP/s, group 8: 742, 16: 746; 8192^3 (2048 tiles)
 group 8: 728, 4: 672, 16: 688."""
+
+
+def check_arguments(op: str, tile_n, num_stages, raster, group, schedule, splits, tile_m,
+                    cluster) -> None:
+    """The policy arguments of ``ws.ops.<op>`` checked before anything plans with them: each
+    given field (None: chosen per shape) by ``Matmul.check_fields`` (ValueError naming
+    ``ws.ops.Matmul``'s field), ``splits`` by ``check_splits`` (ArgumentError). A value of the
+    wrong type ("128" for a tile width, 2 for a cluster) is reported as such, not as the
+    TypeError of the arithmetic that would first meet it."""
+    given = {name: v for name, v in (("tile_n", tile_n), ("num_stages", num_stages),
+                                     ("group", group), ("tile_m", tile_m)) if v is not None}
+    Matmul.check_fields(schedule=schedule, raster=raster, cluster=cluster, **given)
+    check_splits(splits, op)
+
+
+def check_splits(splits, op: str = "matmul") -> None:
+    """ArgumentError unless ``splits`` is None or an int >= 1 (K ranges)."""
+    if splits is not None and (isinstance(splits, bool) or not isinstance(splits, int)
+                               or splits < 1):
+        raise ArgumentError(f"ws.ops.{op}: splits={splits!r}; expected an int >= 1 (K "
+                            "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
 
 
 @functools.lru_cache(maxsize=256)
@@ -38,10 +59,7 @@ def choose_config(m: int, n: int, k: int, batches: int, sms: int, schedule: str 
         widths, rows, splits = (128, 64), (TILE_M,), 1 if splits is None else splits
     else:
         widths, rows = (256, 192, 128), (TILE_M, 64)
-    if splits is not None and (isinstance(splits, bool) or not isinstance(splits, int)
-                               or splits < 1):
-        raise ArgumentError(f"ws.ops.matmul: splits={splits!r}; expected an int >= 1 (K "
-                            "ranges) or None (chosen per shape). Fix: splits=4, or leave it out")
+    check_splits(splits)
     if tile_n is None or splits is None or tile_m is None:
         tm, tn, sp = plan(m, n, k, batches, sms, widths if tile_n is None else (tile_n,),
                           rows if tile_m is None else (tile_m,),

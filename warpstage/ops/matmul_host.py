@@ -20,10 +20,11 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
 from .host_fixes import cast_code, empty_code, framework, is_read_only
-from .matmul_config import choose_config, choose_stream_k, make_policy, policy_for
+from .matmul_config import (check_arguments, choose_config, choose_stream_k, make_policy,
+                            policy_for)
 from .matmul_plan import stream_k_tiles
-from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand,
-                              _swap, tma_compatible)
+from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _swap,
+                              check_same_device, check_target, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from . import op_plans
@@ -41,7 +42,7 @@ _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": B
 def _arg(name: str, x):
     ta = as_tensor_arg(x, name)
     if ta is None:
-        raise ArgumentError(f"ws.ops.matmul: {name} is a {type(x).__name__}; expected a tensor "
+        raise ArgumentError(f"ws.ops.matmul: {name} is {_kind(x)}; expected a tensor "
                             "(torch, numpy) of shape (M, K) / (K, N) or batched (B, M, K) / "
                             "(B, K, N). Fix: pass torch tensors or numpy arrays (as to "
                             "torch.matmul / np.matmul)")
@@ -52,8 +53,14 @@ def _arg(name: str, x):
     return ta
 
 
-def _out_dtype(out_dtype, default, like=()):
-    """A ws dtype from None (``default``), a ws dtype class, a torch or numpy dtype, or a name."""
+def _kind(x) -> str:
+    """What a non-tensor argument is, for an error: "None" or "a <type>"."""
+    return "None" if x is None else f"a {type(x).__name__}"
+
+
+def _out_dtype(out_dtype, default, like=(), op: str = "matmul"):
+    """A ws dtype from None (``default``), a ws dtype class, a torch or numpy dtype, or a name;
+    ArgumentError from ``ws.ops.<op>`` for any other."""
     if out_dtype is None:
         return default
     if out_dtype in (Float16, BFloat16, Float32):
@@ -66,10 +73,11 @@ def _out_dtype(out_dtype, default, like=()):
     got = _OUT_NAMES.get(name)
     if got is None:
         fw = framework(*like)
-        raise ArgumentError(f"ws.ops.matmul: out_dtype={out_dtype!r}; expected float16, "
+        raise ArgumentError(f"ws.ops.{op}: out_dtype={out_dtype!r}; expected float16, "
                             "bfloat16 or float32 (a torch, numpy or ws dtype). Fix: out_dtype="
                             + ("torch.float32" if fw == "torch" else "np.float32")
-                            + " (or leave it out: the inputs' dtype)")
+                            + f" (or leave it out: {_DTYPE_NAMES[default]}"
+                            + (", the inputs' dtype)" if op == "matmul" else ")"))
     return got
 
 
@@ -96,7 +104,8 @@ def _shapes(ta, tb, op: str = "matmul"):
                             "reshape the operands" + (" (b as w.T / w.mT of an (N, K) or "
                                                       "(B, N, K) weight)" if op != "matmul"
                                                       else ""))
-    return ba or bb or 1, m, n, k, ba is not None, bb is not None
+    batches = ba if ba is not None else 1 if bb is None else bb     # 0 batches: an empty result
+    return batches, m, n, k, ba is not None, bb is not None
 
 
 def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
@@ -196,7 +205,7 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
     facts (shapes, strides, dtypes, devices, alignment, arguments) launches its kept plan
     (``op_plans.py``); a call with a cluster is not kept (its launch is not a plain one)."""
     try:
-        cluster = tuple(cluster)
+        cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
         tensors = _plan_tensors(a, b, out, epilogue) if cluster == (1, 1) else None
         if tensors is None:
             return _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
@@ -237,7 +246,7 @@ def _plan_tensors(a, b, out, epilogue):
     return (a, b, out) + operands
 
 
-def _operands(a, b, dtypes=None):
+def _operands(a, b, dtypes=None, op="matmul"):
     """(a's and b's TensorArgs, A's and B's ws dtypes): ``dtypes`` when given (checked by the
     caller), else both float16 or both bfloat16; ArgumentError for other dtypes, ranks, or
     two devices."""
@@ -251,30 +260,34 @@ def _operands(a, b, dtypes=None):
                                "scale_b), as torch._scaled_mm" if fp8 else
                                f"{cast_code((ta, tb), 'bfloat16')} each of them"))
     if (ta.device, ta.device_index) != (tb.device, tb.device_index):
-        raise ArgumentError(f"ws.ops.matmul: a is on {ta.device}, b on {tb.device}; expected one "
+        raise ArgumentError(f"ws.ops.{op}: a is on {ta.device}, b on {tb.device}; expected one "
                             "device. Fix: move them to the same device")
+    check_target(op, ta)
     return ta, tb, dtype, b_dtype
 
 
 def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,
-            splits, dtypes=None, tile_m=None, cluster=(1, 1), stream_k=None):
+            splits, dtypes=None, tile_m=None, cluster=(1, 1), stream_k=None, op="matmul"):
     """``dtypes``: (A's, B's) ws dtypes, checked by the caller (scaled_matmul: fp8); None:
-    both float16 or both bfloat16."""
-    ta, tb, dtype, b_dtype = _operands(a, b, dtypes)
-    odt = _out_dtype(out_dtype, dtype, (ta, tb))
-    batches, m, n, k, a3, b3 = _shapes(ta, tb)
+    both float16 or both bfloat16. ``op``: the public op the errors name."""
+    ta, tb, dtype, b_dtype = _operands(a, b, dtypes, op)
+    odt = _out_dtype(out_dtype, dtype, (ta, tb), op)
+    batches, m, n, k, a3, b3 = _shapes(ta, tb, op)
+    check_arguments(op, tile_n, num_stages, raster, group, schedule, splits, tile_m, cluster)
     batched = a3 or b3
     shape = (batches, m, n) if batched else (m, n)
     if out is not None:
         to = as_tensor_arg(out, "out")
         if to is None or tuple(to.shape) != shape or to.dtype != odt.ir_type:
             got = "not a tensor" if to is None else f"{tuple(to.shape)} {to.dtype}"
-            raise ArgumentError(f"ws.ops.matmul: out is {got}; expected shape {shape} of "
+            raise ArgumentError(f"ws.ops.{op}: out is {got}; expected shape {shape} of "
                                 f"{odt.__name__}. Fix: out="
                                 f"{empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}, or leave "
                                 "it out")
+        check_same_device(op, "out", out, ta, "out=" + empty_code((ta, tb), shape,
+                                                             _DTYPE_NAMES[odt]))
         if is_read_only(out):
-            raise ArgumentError(f"ws.ops.matmul: out is a read-only array (shape {shape}); "
+            raise ArgumentError(f"ws.ops.{op}: out is a read-only array (shape {shape}); "
                                 "expected one the kernel may write. Fix: pass a writable "
                                 f"array (out={empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}"
                                 ", or out.copy()), or leave out= out")
@@ -282,7 +295,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
         c = _matmul(a.reshape(batches * m, k), b, out2, odt, epilogue, tile_n, num_stages,
-                    raster, group, schedule, splits, dtypes, tile_m, cluster, stream_k)
+                    raster, group, schedule, splits, dtypes, tile_m, cluster, stream_k, op)
         if out is None or out2 is None:             # host work after the launch
             op_plans.plannable(False)
         if out is None:
@@ -299,6 +312,9 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
                                 "epilogue=ws.ops.BiasGelu(bias), or your own Epilogue subclass's "
                                 "instance")
         epilogue.check(m, n, batches)
+        for i, x in enumerate(epilogue.operands()):
+            check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
+                              x, ta, "move it to a's device (x.to(a.device))")
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
     if k == 0:                       # an empty sum: A and B of zeros, K of 16 bytes

@@ -116,24 +116,13 @@ class Matmul(MatmulProducer, MatmulConsumer):
             if v not in _MAJORS:
                 raise _policy_error(name, v, "'K' (K contiguous) or 'MN' (M or N contiguous)",
                                     f"{name}='K' or {name}='MN'")
-        check_tile_n(tile_n)
-        if schedule not in SCHEDULES:
-            raise _policy_error("schedule", schedule, "'cooperative' or 'pingpong'",
-                                "schedule='cooperative' (the default)")
-        self.check_tile_m(tile_m, schedule)
+        self.check_fields(tile_n=tile_n, schedule=schedule, tile_m=tile_m,
+                          num_stages=num_stages, raster=raster, group=group, cluster=cluster)
+        cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
         if schedule == "pingpong" and tile_n > 128:
             raise _policy_error("tile_n", tile_n, "64 or 128 with schedule='pingpong' (a "
                                 "warpgroup holds a whole 128 x tile_n tile: tile_n f32 registers "
                                 "per thread)", "tile_n=128, or schedule='cooperative'")
-        if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 2:
-            raise _policy_error("num_stages", num_stages, "an int >= 2 (TMA stages in the "
-                                "smem ring)", "num_stages=4 (the default)")
-        if raster not in RASTERS:
-            raise _policy_error("raster", raster, "'M' or 'N' (the grid walks M or N first)",
-                                "raster='M' (the default)")
-        if isinstance(group, bool) or not isinstance(group, int) or group < 1:
-            raise _policy_error("group", group, "an int >= 1 (tiles per raster group)",
-                                "group=8 (the default)")
         if split_k and (out_dtype is not Float32 or epilogue is not None
                         or schedule != "cooperative"):
             raise _policy_error("split_k", split_k, "out_dtype=ws.Float32, epilogue=None and "
@@ -142,7 +131,6 @@ class Matmul(MatmulProducer, MatmulConsumer):
                                 f"splitk_reduce), with out_dtype={out_dtype.__name__}, "
                                 f"epilogue={type(epilogue).__name__}, schedule={schedule!r}",
                                 "call warpstage.ops.matmul, which plans it")
-        cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
         if stream_k and (split_k or schedule != "cooperative" or cluster != (1, 1)):
             raise _policy_error("stream_k", stream_k, "schedule='cooperative', split_k=False "
                                 "and cluster=(1, 1) with stream_k=True (the fix-up adds the "
@@ -150,10 +138,6 @@ class Matmul(MatmulProducer, MatmulConsumer):
                                 f"with schedule={schedule!r}, split_k={split_k}, "
                                 f"cluster={cluster}", "call warpstage.ops.matmul, which plans "
                                 "it")
-        if cluster not in CLUSTERS:
-            raise _policy_error("cluster", cluster, "(1, 1), (2, 1) (two M-adjacent tiles "
-                                "sharing B by TMA multicast) or (1, 2) (N-adjacent, sharing A)",
-                                "cluster=(1, 1) (the default) or cluster=(2, 1)")
         for name, r in (("producer_regs", producer_regs), ("mma_regs", mma_regs)):
             if isinstance(r, bool) or not isinstance(r, int) or r % 8 or not 24 <= r <= 256:
                 raise _policy_error(name, r, "a multiple of 8 in [24, 256] (setmaxnreg's "
@@ -204,6 +188,40 @@ class Matmul(MatmulProducer, MatmulConsumer):
                                 f"{ws.smem.MAX_DYNAMIC_SMEM} a CTA may use",
                                 f"num_stages={most} "
                                 "or less, or a smaller tile_n")
+
+    @staticmethod
+    def check_fields(**fields) -> None:
+        """ValueError (the OperandError of ``_policy_error``, naming the field, expected vs got
+        and a Fix) for the first of the given single fields the kernel does not have, checked
+        in this order: ``tile_n``, ``schedule``, ``tile_m`` (against ``schedule``, default
+        'cooperative'), ``num_stages``, ``raster``, ``group``, ``cluster`` (a tuple or list).
+        ``__init__`` checks all of them; the host (``matmul_config.check_arguments``) the ones
+        a caller gave, before it plans with them."""
+        if "tile_n" in fields:
+            check_tile_n(fields["tile_n"])
+        schedule = fields.get("schedule", "cooperative")
+        if schedule not in SCHEDULES or not isinstance(schedule, str):
+            raise _policy_error("schedule", schedule, "'cooperative' or 'pingpong'",
+                                "schedule='cooperative' (the default)")
+        if "tile_m" in fields:
+            Matmul.check_tile_m(fields["tile_m"], schedule)
+        num_stages = fields.get("num_stages", 2)
+        if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 2:
+            raise _policy_error("num_stages", num_stages, "an int >= 2 (TMA stages in the "
+                                "smem ring)", "num_stages=4 (the default)")
+        raster = fields.get("raster", "M")
+        if raster not in RASTERS or not isinstance(raster, str):
+            raise _policy_error("raster", raster, "'M' or 'N' (the grid walks M or N first)",
+                                "raster='M' (the default)")
+        group = fields.get("group", 1)
+        if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+            raise _policy_error("group", group, "an int >= 1 (tiles per raster group)",
+                                "group=8 (the default)")
+        cluster = fields.get("cluster", (1, 1))
+        if (tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster) not in CLUSTERS:
+            raise _policy_error("cluster", cluster, "(1, 1), (2, 1) (two M-adjacent tiles "
+                                "sharing B by TMA multicast) or (1, 2) (N-adjacent, sharing A)",
+                                "cluster=(1, 1) (the default) or cluster=(2, 1)")
 
     @staticmethod
     def check_tile_m(tile_m, schedule) -> None:

@@ -8,12 +8,14 @@ import warnings
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..lang.scalars import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int32
+from ..runtime.target import default_target
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_stacklevel
 from .matmul_kernel import FP8_DTYPES
 
-__all__ = ["MatmulCopyWarning", "tma_compatible"]
+__all__ = ["MatmulCopyWarning", "tma_compatible", "check_target", "check_same_device"]
 
 
 class MatmulCopyWarning(UserWarning):
@@ -30,6 +32,37 @@ def tma_compatible(ta) -> bool:
         return False
     return all(n == 1 or (s > 0 and (s * e) % 16 == 0 and s * e < 1 << 40)
                for n, s in zip(ta.shape[:-1], ta.strides[:-1]))
+
+
+def _where(ta) -> str:
+    return ta.device if ta.device_index is None or ta.device != "cuda" else \
+        f"cuda:{ta.device_index}"
+
+
+def check_target(op: str, ta) -> None:
+    """ArgumentError from ``ws.ops.<op>`` when the operand ``a`` (a TensorArg; ``b`` is on its
+    device, checked before) is in host memory and kernels run on the GPU (the 'cuda' target):
+    the TMA descriptors and the launch need GPU memory, and the simulator is not chosen behind
+    the user's back (a large GEMM there takes hours)."""
+    if ta.device == "cuda" or default_target() != "cuda":
+        return
+    move = "a.cuda() and b.cuda()" if ta.kind == "torch" else \
+        "torch.from_numpy(x).cuda() (or cupy.asarray(x)) for each of them"
+    raise ArgumentError(f"ws.ops.{op}: a and b are {ta.kind} tensors in host memory "
+                        f"({_where(ta)}) and the target is 'cuda'; expected tensors in GPU "
+                        f"memory. Fix: {move}, or ws.set_target('sim') to run in the CPU "
+                        "simulator (slow: small shapes only)")
+
+
+def check_same_device(op: str, name: str, x, ta, fix: str) -> None:
+    """ArgumentError from ``ws.ops.<op>`` when ``x`` (``name``: the output, an epilogue's
+    operand) is a tensor on another device than the operand ``a`` (its TensorArg ``ta``); a
+    non-tensor ``x`` is left to the caller's own check."""
+    tx = as_tensor_arg(x)
+    if tx is not None and (tx.device, tx.device_index) != (ta.device, ta.device_index):
+        raise ArgumentError(f"ws.ops.{op}: {name} is on {_where(tx)}, a on {_where(ta)}; "
+                            f"expected one device (the kernel reads and writes one device's "
+                            f"memory). Fix: {fix}")
 
 
 def _framework(x):

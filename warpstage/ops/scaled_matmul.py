@@ -23,7 +23,8 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
 from . import op_plans
-from .matmul_host import _matmul, _out_dtype, _shapes, _typed, check_tune
+from .host_fixes import framework
+from .matmul_host import _kind, _matmul, _out_dtype, _shapes, _typed, check_tune
 from .torch_dispatch import torch_op
 
 __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
@@ -81,8 +82,7 @@ class Scales(Epilogue):
 def _fp8_arg(name, x):
     ta = as_tensor_arg(x, name)
     if ta is None or ta.ndim not in (2, 3) or not is_fp8(ta.dtype):
-        got = (f"a {type(x).__name__}" if ta is None else
-               f"shape {tuple(ta.shape)} of {ta.dtype}")
+        got = _kind(x) if ta is None else f"shape {tuple(ta.shape)} of {ta.dtype}"
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a 2-d or 3-d "
                             "(batched) tensor of float8_e4m3fn or float8_e5m2 ((M, K) or (B, M, "
                             "K) for a, (K, N) or (B, K, N) for b). Fix: "
@@ -97,23 +97,26 @@ def _scale_arg(name, s, want: tuple, ta):
     row, over the batches), (1, N) for scale_b (column-wise, shared by the batches)."""
     t = as_tensor_arg(s, name)
     if t is None or str(t.dtype) != "f32" or not (t.numel == 1 or tuple(t.shape) == want):
-        got = (f"a {type(s).__name__}" if t is None else
+        got = ("missing (None): scale_a and scale_b are required, as for torch._scaled_mm"
+               if s is None else _kind(s) if t is None else
                f"shape {tuple(t.shape)} of {t.dtype}")
+        one = ("torch.ones((), device=a.device)" if framework(ta) == "torch"
+               else "np.ones((), np.float32)")
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a float32 tensor "
                             f"of one element (per-tensor) or of shape {want} "
                             f"({'row' if name == 'scale_a' else 'column'}-wise"
                             + (", one per row of every batch" if len(want) == 3 else "")
-                            + f"). Fix: {name} = torch.tensor(1.0, device=a.device) or a "
-                            f"{want} float32 tensor")
+                            + f"). Fix: {name}={one} (the inputs' scale, 1.0 when a and b are "
+                            f"unscaled), or a {want} float32 tensor")
     if (t.device, t.device_index) != (ta.device, ta.device_index):
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is on {t.device}, a on {ta.device}; "
                             f"expected one device. Fix: {name}.to(a.device)")
     return (s if t.ndim == 1 else s.reshape(-1)), t.numel > 1
 
 
-def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None, tile_n=None,
-                  num_stages=None, raster="M", group=None, schedule="cooperative", splits=None,
-                  tile_m=None, tune=False):
+def scaled_matmul(a, b, scale_a=None, scale_b=None, *, out_dtype=None, out=None, bias=None,
+                  tile_n=None, num_stages=None, raster="M", group=None, schedule="cooperative",
+                  splits=None, tile_m=None, tune=False):
     """``(a @ b) * scale_a * scale_b + bias`` for 8-bit float operands, like
     ``torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)``, and batched.
 
@@ -126,9 +129,10 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None
     ``ws.ops.MatmulCopyWarning``. Any M, N, K (tails are TMA's zero fill and clipping).
     ``scale_a`` / ``scale_b``: float32 tensors of one element (per-tensor; 0-d or (1,) or
     (1, 1)), or row-wise (M, 1) (batched: (B, M, 1)) / column-wise (1, N), in any
-    combination. ``bias``: None or (N,) of any float dtype. f32 accumulation on the tensor
-    cores (K-steps of 32 per wgmma), the scales and bias applied in f32, one rounding to
-    ``out_dtype`` (default bfloat16; float16 or float32 as a torch, numpy or ws dtype).
+    combination; required (None, or left out, is an ArgumentError naming the fix).
+    ``bias``: None or (N,) of any float dtype. f32 accumulation on the tensor cores (K-steps
+    of 32 per wgmma), the scales and bias applied in f32, one rounding to ``out_dtype``
+    (default bfloat16; float16 or float32 as a torch, numpy or ws dtype).
     ``out``: an (M, N) / (B, M, N) tensor of that dtype to write. ``tile_n`` ... ``tile_m``:
     the kernel policy, as for ``ws.ops.matmul`` (None: chosen per shape). ``tune``: True
     chooses the policy per shape class with ``ws.autotune`` over
@@ -169,9 +173,9 @@ def scaled_matmul_eager(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bia
     the same facts launches its kept plan (``op_plans.py``), new scales and bias included."""
     def eager():
         ta, tb, epi = _checked(a, b, scale_a, scale_b, bias)
-        odt = _out_dtype(out_dtype, BFloat16)
+        odt = _out_dtype(out_dtype, BFloat16, (ta, tb), "scaled_matmul")
         return _matmul(a, b, out, odt, epi, tile_n, num_stages, raster, group, schedule, splits,
-                       (DTYPES[ta.dtype], DTYPES[tb.dtype]), tile_m)
+                       (DTYPES[ta.dtype], DTYPES[tb.dtype]), tile_m, op="scaled_matmul")
     try:
         return op_plans.run("scaled_matmul", (a, b, scale_a, scale_b, bias, out), _typed(
             out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m), eager)

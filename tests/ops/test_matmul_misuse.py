@@ -1,0 +1,74 @@
+"""``ws.ops.matmul`` / ``ws.ops.scaled_matmul`` used wrongly, as a new user would: policy
+arguments of the wrong type (checked before the plan computes with them, so no TypeError from
+its arithmetic), FP8 without scales, the errors of the FP8 op naming that op, an empty batch
+(tests/ops/test_matmul_host.py: tensors in host memory on the 'cuda' target, and on two
+devices, on the pretend GPU). Each error is the op's own:
+what, expected vs got, the user's line, a ``Fix:`` line, and no warpstage frame
+(tests/misuse_kit.py)."""
+import numpy as np
+import pytest
+
+import warpstage as ws
+from dtypes_helper import randn
+from misuse_kit import raised
+
+pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+E4M3 = ml_dtypes.float8_e4m3fn
+
+
+def bf16(*shape, seed=1):
+    return randn(shape, "bfloat16", seed)
+
+
+@pytest.mark.parametrize("kwargs, exc, words", [
+    (dict(tile_n="128"), ValueError, ("ws.ops.Matmul's tile_n", "got '128'")),
+    (dict(tile_m="64"), ValueError, ("ws.ops.Matmul's tile_m", "got '64'")),
+    (dict(num_stages="4"), ValueError, ("ws.ops.Matmul's num_stages", "got '4'")),
+    (dict(group="8"), ValueError, ("ws.ops.Matmul's group", "got '8'")),
+    (dict(raster=0), ValueError, ("ws.ops.Matmul's raster", "got 0")),
+    (dict(schedule=None), ValueError, ("ws.ops.Matmul's schedule", "got None")),
+    (dict(cluster=2), ValueError, ("ws.ops.Matmul's cluster", "got 2")),
+    (dict(splits="2"), ws.ArgumentError, ("ws.ops.matmul: splits='2'", "expected an int")),
+    (dict(tile_n=64, splits=[2]), ws.ArgumentError, ("splits=[2]",)),
+], ids=str)
+@pytest.mark.usefixtures("sim_target")
+def test_policy_arguments_of_the_wrong_type(kwargs, exc, words):
+    a, b = bf16(40, 24), bf16(24, 72, seed=2)
+    raised(exc, __file__, "marker: policy", lambda: ws.ops.matmul(a, b, **kwargs),  # marker: policy
+           *words)
+
+
+@pytest.mark.usefixtures("sim_target")
+def test_an_empty_batch_is_an_empty_result():
+    """0 batches of (4, 8) @ (8, 16): a (0, 4, 16) result, as torch.matmul gives (the batch
+    count is not taken as 1 because it is falsy)."""
+    c = ws.ops.matmul(bf16(0, 4, 8), bf16(0, 8, 16))
+    assert c.shape == (0, 4, 16) and c.dtype == bf16(1).dtype
+    out = np.zeros((0, 4, 16), np.float32)
+    assert ws.ops.matmul(bf16(0, 4, 8), bf16(8, 16), out=out, out_dtype=np.float32) is out
+
+
+def fp8(*shape, seed=3):
+    return (np.random.default_rng(seed).standard_normal(shape)).astype(E4M3)
+
+
+@pytest.mark.parametrize("marker, call, words", [
+    ("s-none", lambda a, b, s: ws.ops.scaled_matmul(a, b),  # marker: s-none
+     ("ws.ops.scaled_matmul: scale_a is missing (None)", "Fix: scale_a=np.ones((), np.float32)")),
+    ("s-one", lambda a, b, s: ws.ops.scaled_matmul(a, b, s),  # marker: s-one
+     ("scale_b is missing",)),
+    ("s-out", lambda a, b, s: ws.ops.scaled_matmul(a, b, s, s, out=bf16(8, 15)),  # marker: s-out
+     ("ws.ops.scaled_matmul: out is (8, 15) bf16", "expected shape (8, 64)")),
+    ("s-odt", lambda a, b, s: ws.ops.scaled_matmul(a, b, s, s, out_dtype=np.int8),  # marker: s-odt
+     ("ws.ops.scaled_matmul: out_dtype=", "leave it out: bfloat16)")),
+    ("s-splits", lambda a, b, s: ws.ops.scaled_matmul(a, b, s, s, splits="4"),  # marker: s-splits
+     ("ws.ops.scaled_matmul: splits='4'",)),
+    ("s-tile", lambda a, b, s: ws.ops.scaled_matmul(a, b, s, s, tile_n=(128,)),  # marker: s-tile
+     ("ws.ops.Matmul's tile_n", "got (128,)")),
+], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.usefixtures("sim_target")
+def test_scaled_matmul_errors_name_scaled_matmul(marker, call, words):
+    a, b, s = fp8(8, 32), fp8(64, 32).T, np.ones((), np.float32)
+    msg = raised((ws.ArgumentError, ValueError), __file__, "marker: " + marker, lambda: call(a, b, s), *words)
+    assert not msg.startswith("ws.ops.matmul:"), msg
