@@ -125,15 +125,21 @@ def check(m, n, k, out_dtype=torch.bfloat16, bias=False, against_torch=True, **k
 
 
 @pytest.mark.parametrize("m, n, k", [(256, 256, 256), (1000, 1000, 1008), (4096, 4096, 4096),
-                                     (8192, 8192, 8192), (1, 4096, 16), (17, 136, 48),
+                                     (8192, 8192, 8192), (16384, 16384, 16384),
+                                     (1, 4096, 16), (17, 136, 48),
                                      (129, 264, 200), (1000, 56, 1000)], ids=str)
 def test_squares_and_tails(m, n, k):
     check(m, n, k)
 
 
 @pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (16, 11008, 4096), (128, 4096, 11008),
-                                     (4096, 11008, 4096), (4096, 4096, 4096)], ids=str)
+                                     (4096, 11008, 4096), (4096, 4096, 4096),
+                                     (16, 128256, 4096), (128, 128256, 4096),
+                                     (16384, 4096, 11008), (16384, 128256, 4096)], ids=str)
 def test_llm_shapes(m, n, k):
+    """The LLM rows of issue 13 (an nn.Linear weight as B = W.T), the vocabulary projection
+    (N = 128256) and 16384 tokens included, against the whole f32 product and
+    torch._scaled_mm (16384 x 128256 x 4096: ~17 GB of f32 reference and temporaries)."""
     check(m, n, k, bias=True)
 
 
