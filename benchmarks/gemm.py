@@ -3,14 +3,15 @@ warpstage/ops/matmul_kernel.py) against cuBLAS (``torch.matmul``) and a persiste
 written in Triton (``triton_matmul`` below: what a Triton user gets), bf16 in, f32 accumulation,
 bf16 out, in one process on the GPU.
 
-    PYTHONPATH=. python benchmarks/gemm.py                # squares 4096^3, 8192^3 + LLM shapes
+    PYTHONPATH=. python benchmarks/gemm.py                # squares 1024^3-16384^3 + LLM shapes
     PYTHONPATH=. python benchmarks/gemm.py --quick        # 4096^3 and 8192^3 only
     PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
     PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
     PYTHONPATH=. python benchmarks/gemm.py --fp8 [--quick]   # ws.ops.scaled_matmul vs _scaled_mm
     PYTHONPATH=. python benchmarks/gemm.py --small-m [--quick]  # M = 64-256, device time too
 
-Shapes: M x N x K. The squares use row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
+Shapes: M x N x K. The squares (1024^3 to 16384^3; ``--quick``: 4096^3 and 8192^3) use
+row-major A (M, K) and B (K, N); the LLM shapes (M tokens in
 {1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008),
 (128256, 4096)}) multiply by an nn.Linear weight W (N, K), i.e. B = W.T (K-major), in all three
 implementations. Per implementation: the median over ``--repeats`` runs of ``--iters``
@@ -18,15 +19,15 @@ back-to-back calls (CUDA events, benchmarks/gpu_timing.py), the inputs rotated o
 copies so L2 does not keep them between calls. Columns: ``ws.ops`` (the public call, host code
 included), ``ws kernel`` (the kernel launched with descriptors built once: the GPU time when the
 host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
-the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. FP8: ``torch._scaled_mm`` at the squares, for
-the record; ``--fp8`` instead compares ``ws.ops.scaled_matmul`` with it (benchmarks/gemm_fp8.py
-says how). Then (unless ``--no-sweep``) the kernel under the
-``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
+the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. In the same run, FP8 e4m3 at 4096^3 and
+8192^3: ``ws.ops.scaled_matmul`` against ``torch._scaled_mm`` (benchmarks/gemm_fp8.py's
+columns; ``--fp8`` runs only those, at more shapes). Then (unless ``--no-sweep``) the kernel
+under the ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
 consumers) at the squares, and (without ``--quick``) tile width x K splits (``SMALL_SWEEP``)
 at the small-M shapes ``SMALL_M``; a split-K row's ``ws kernel`` is the GEMM plus the
-reduction kernel. Prints a table, writes ``$OUT/gemm.png`` when
-matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a block for
-benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
+reduction kernel. Prints the tables, writes ``$OUT/gemm.png`` (TFLOP/s per shape, bf16, and
+FP8 beside it) when matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a
+block for benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
 of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
 """
 from __future__ import annotations
@@ -43,6 +44,9 @@ from gpu_timing import seconds_per_call   # benchmarks/ is on sys.path when run 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+"""The squares of ``--quick``, of the policy sweep and of FP8."""
+SIZES = [(s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
+"""The squares of a full run: the chart across sizes."""
 LLM = [(m, n, k) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (128256, 4096))
        for m in (1, 16, 128, 4096, 16384)]
 PEAK, HBM = 989.4e12, 4.8e12                 # H200 SXM: dense bf16 FLOP/s, HBM bytes/s
@@ -219,16 +223,6 @@ def measure_shape(m, n, k, b_kmajor, iters, repeats, sms):
     return row
 
 
-def measure_fp8(s, iters, repeats):
-    import torch
-    a = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn).T
-    one = torch.ones((), device="cuda")
-    t = seconds_per_call(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16),
-                         iters, repeats)
-    return 2 * s ** 3 / t / 1e12
-
-
 SWEEP = [dict(tile_n=256, num_stages=4), dict(tile_n=256, num_stages=3),
          dict(tile_n=256, num_stages=4, raster="N"), dict(tile_n=256, num_stages=4, group=16),
          dict(tile_n=256, num_stages=4, group=4), dict(tile_n=192, num_stages=5),
@@ -286,7 +280,24 @@ def table(rows) -> str:
     return head + "\n".join(lines)
 
 
-def chart(rows, path) -> None:
+FP8_COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "cuBLAS fast")
+
+
+def _bars(ax, rows, columns, ylabel, title) -> None:
+    width = 0.8 / len(columns)
+    for i, col in enumerate(columns):
+        ax.bar([x + i * width for x in range(len(rows))], [r.get(col) or 0 for r in rows],
+               width, label=col)
+    ax.set_xticks([x + 0.4 for x in range(len(rows))],
+                  ["x".join(map(str, r["shape"])) for r in rows], rotation=60, ha="right",
+                  fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def chart(rows, path, fp8_rows=()) -> None:
+    """Bars of TFLOP/s per shape: bf16 (``COLUMNS``) and, beside them, FP8 (``FP8_COLUMNS``)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -294,17 +305,15 @@ def chart(rows, path) -> None:
     except ImportError:
         print("(matplotlib not installed: no chart)")
         return
-    labels = ["x".join(map(str, r["shape"])) for r in rows]
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.7), 4.5))
-    width = 0.8 / len(COLUMNS)
-    for i, col in enumerate(COLUMNS):
-        ax.bar([x + i * width for x in range(len(rows))], [r.get(col) or 0 for r in rows],
-               width, label=col)
-    ax.set_xticks([x + 0.4 for x in range(len(rows))], labels, rotation=60, ha="right",
-                  fontsize=7)
-    ax.set_ylabel("TFLOP/s (bf16)")
-    ax.set_title("GEMM on the H200: warpstage vs cuBLAS vs Triton")
-    ax.legend(fontsize=7)
+    panels = 2 if fp8_rows else 1
+    fig, axes = plt.subplots(1, panels, figsize=(max(8, (len(rows) + 2 * len(fp8_rows)) * 0.7),
+                                                 4.5), squeeze=False, gridspec_kw=dict(
+        width_ratios=[len(rows), 2 * len(fp8_rows)] if fp8_rows else [1]))
+    _bars(axes[0][0], rows, COLUMNS, "TFLOP/s (bf16)",
+          "GEMM bf16 on the H200: warpstage vs cuBLAS vs Triton")
+    if fp8_rows:
+        _bars(axes[0][1], fp8_rows, FP8_COLUMNS, "TFLOP/s (fp8 e4m3)",
+              "FP8: scaled_matmul vs torch._scaled_mm")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"chart: {path}")
@@ -361,12 +370,17 @@ def main(argv=None):
             f.write(block)
         return 0
     shapes = ([(tuple(int(x) for x in s.split(",")), False) for s in args.shape] or
-              [(s, False) for s in SQUARES] + ([] if args.quick else [(s, True) for s in LLM]))
+              [(s, False) for s in (SQUARES if args.quick else SIZES)]
+              + ([] if args.quick else [(s, True) for s in LLM]))
     rows = []
     for shape, kmajor in shapes:
         rows.append(measure_shape(*shape, kmajor, args.iters, args.repeats, sms))
         print(table(rows[-1:]).splitlines()[-1], f"  [{rows[-1]['policy']}]", flush=True)
-    fp8 = {s: measure_fp8(s, args.iters, args.repeats) for s in (4096, 8192)}
+    import gemm_fp8
+    fp8_rows = []
+    for shape in gemm_fp8.SQUARES:                    # 4096^3 and 8192^3, beside cuBLAS
+        fp8_rows.append(gemm_fp8.measure(*shape, args.iters, args.repeats))
+        print("FP8", gemm_fp8.table(fp8_rows[-1:]).splitlines()[-1], flush=True)
     sweeps = [] if args.no_sweep else [(s, sweep(*s, args.iters, args.repeats))
                                        for s in SQUARES]
     if not args.no_sweep and not args.quick:
@@ -374,9 +388,9 @@ def main(argv=None):
     out = os.environ.get("OUT") or "/tmp"
     block = (f"## GEMM, bf16 in / f32 accumulation / bf16 out (`benchmarks/gemm.py`)\n\n"
              f"{environment()}. TFLOP/s, medians of {args.repeats} runs of back-to-back calls, "
-             "inputs rotated.\n\n" + table(rows) + "\n\nFP8 e4m3 (cuBLAS `torch._scaled_mm`, "
-             "warpstage: none yet): " + ", ".join(f"{s}^3 {v:.0f}" for s, v in fp8.items())
-             + " TFLOP/s\n" + "".join(
+             "inputs rotated.\n\n" + table(rows) + "\n\nFP8 e4m3 in, per-tensor scales, bf16 "
+             "out (`ws.ops.scaled_matmul` against `torch._scaled_mm`; benchmarks/gemm_fp8.py's "
+             "columns):\n\n" + gemm_fp8.table(fp8_rows) + "\n" + "".join(
                  f"\nPolicies at {'x'.join(map(str, s))} (kernel launched directly"
                  f"{', B K-major' if s in SMALL_M else ''}): "
                  + "; ".join(f"{', '.join(f'{k}={v}' for k, v in f.items())}: {t:.0f}"
@@ -384,7 +398,7 @@ def main(argv=None):
     print("\n" + block)
     with open(os.path.join(out, "gemm_results.md"), "w") as f:
         f.write(block)
-    chart(rows, os.path.join(out, "gemm.png"))
+    chart(rows, os.path.join(out, "gemm.png"), fp8_rows)
     return 0
 
 
