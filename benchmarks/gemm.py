@@ -107,13 +107,17 @@ def triton_runner(a, b, c, b_kmajor, sms):
 
 def kernel_runner(a, b, c, fields=None):
     """A zero-argument launch of warpstage's kernel with the descriptors (and a split-K
-    workspace) made once, and its policy: the one ``ws.ops.matmul`` picks, or
-    ``Matmul(**fields)`` on the operands' layout (``splits`` in ``fields``: K ranges). With
-    splits > 1 a run is the GEMM into the f32 workspace plus ``splitk_reduce`` into c."""
+    workspace, or the stream-K fix-up buffers) made once, and its policy: the one
+    ``ws.ops.matmul`` picks (stream-K included, ``matmul_config.choose_stream_k``), or
+    ``Matmul(**fields)`` on the operands' layout (``splits`` in ``fields``: K ranges;
+    ``stream_k=True``: stream-K with the given tile). With splits > 1 a run is the GEMM into
+    the f32 workspace plus ``splitk_reduce`` into c."""
     import torch
     import warpstage as ws
     from warpstage.ops import matmul_host
+    from warpstage.ops.matmul_config import choose_stream_k
     from warpstage.ops.matmul_kernel import max_stages
+    from warpstage.ops.matmul_plan import stream_k_tiles
     from warpstage.ops.matmul_splitk import REDUCE_THREADS, splitk_reduce
     from warpstage.runtime.tensors import as_tensor_arg
     m, k = a.shape
@@ -124,9 +128,17 @@ def kernel_runner(a, b, c, fields=None):
     sms = matmul_host._sms(ta)
     fields = dict(fields or {})
     schedule = fields.get("schedule", "cooperative")
-    tm, tn, group, splits = matmul_host.choose_config(
-        m, n, k, 1, sms, schedule, fields.pop("tile_n", None), fields.pop("group", None),
-        fields.pop("splits", None), tile_m=fields.pop("tile_m", None))
+    given = (fields.pop("tile_n", None), fields.pop("group", None), fields.pop("splits", None))
+    stream_k = fields.pop("stream_k", False if "cluster" in fields else None)
+    sk = choose_stream_k(m, n, k, 1, sms, schedule, *given, tile_m=fields.get("tile_m"),
+                         stream_k=stream_k)       # (clusters: data-parallel, gemm_cluster.py)
+    if sk is not None:
+        tm, tn, group, _ = sk
+        splits, fields["stream_k"] = 1, True
+        fields.pop("tile_m", None)
+    else:
+        tm, tn, group, splits = matmul_host.choose_config(
+            m, n, k, 1, sms, schedule, *given, tile_m=fields.pop("tile_m", None))
     split = splits > 1
     stages = fields.pop("num_stages", None)
     if stages is None:
@@ -139,6 +151,11 @@ def kernel_runner(a, b, c, fields=None):
     TD = ws.tma.TensorDescriptor
     descs = [TD(x, box, swizzle=128) for x, box in zip((xa, xb, out), p.descriptor_boxes())]
     ctas = ws.sched.grid_size(p.tiles(m, n, 1, splits), sms)
+    sk_tiles, fixup = 0, ()
+    if p.stream_k:                             # as matmul_host.launch: the fix-up buffers
+        sk_tiles = stream_k_tiles(p.tiles(m, n), sms, -(-k // p.tile_k))
+        ctas = sms if sk_tiles else ctas
+        fixup = matmul_host.stream_k_buffers(c, ctas, p.tile_m * p.tile_n)
     launch = ws.ops.matmul_kernel[(ctas, 1, 1), p.threads]
     if p.cluster != (1, 1):                    # 2-CTA clusters (benchmarks/gemm_cluster.py)
         size = p.cluster[0] * p.cluster[1]
@@ -150,7 +167,7 @@ def kernel_runner(a, b, c, fields=None):
     c3 = c[None]
 
     def run():
-        launch(p, *descs, m, n, k, 1, splits, (), 0, ())
+        launch(p, *descs, m, n, k, 1, splits, (), sk_tiles, fixup)
         if split:
             reduce(None, out, c3, m, n, total, splits, ())
     p.splits = splits
