@@ -14,8 +14,8 @@
   (``matmul_host.py``; the kernel ``matmul_kernel`` and its policy ``Matmul`` in
   ``matmul_kernel.py``; split-K for small M in ``matmul_splitk.py``); like ``torch.matmul``.
 - ``scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, out=None, bias=None)``: the FP8
-  (e4m3/e5m2) GEMM with per-tensor or row/column-wise f32 scales, like ``torch._scaled_mm``
-  (``scaled_matmul.py``, same kernel; its epilogue ``Scales``).
+  (e4m3/e5m2) GEMM with per-tensor or row/column-wise f32 scales (required), like
+  ``torch._scaled_mm`` (``scaled_matmul.py``, same kernel; its epilogue ``Scales``).
 - ``Epilogue`` and the shipped ``Bias``, ``BiasGelu``, ``BiasSilu``, ``Residual``
   (``matmul_epilogues.py``): static per-element epilogues compiled into the GEMM.
 """
