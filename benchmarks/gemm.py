@@ -18,8 +18,10 @@ implementations. Per implementation: the median over ``--repeats`` runs of ``--i
 back-to-back calls (CUDA events, benchmarks/gpu_timing.py), the inputs rotated over several
 copies so L2 does not keep them between calls. Columns: ``ws.ops`` (the public call, host code
 included), ``ws kernel`` (the kernel launched with descriptors built once: the GPU time when the
-host path is slower), cuBLAS, Triton, and the floor: max(2MNK / peak, bytes / HBM bandwidth) with
-the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s. In the same run, FP8 e4m3 at 4096^3 and
+host path is slower), cuBLAS, Triton, the floor (max(2MNK / peak, bytes / HBM bandwidth) with
+the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s), and for the shapes under
+``DEVICE_TIMED_BELOW`` FLOPs ``ws kernel dev`` / ``cuBLAS dev`` (device time, a warmed queue;
+their ratio is ``dev ratio``). In the same run, FP8 e4m3 at 4096^3 and
 8192^3: ``ws.ops.scaled_matmul`` against ``torch._scaled_mm`` (benchmarks/gemm_fp8.py's
 columns; ``--fp8`` runs only those, at more shapes). Then (unless ``--no-sweep``) the kernel
 under the ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
@@ -27,8 +29,9 @@ consumers) at the squares, and (without ``--quick``) tile width x K splits (``SM
 at the small-M shapes ``SMALL_M``; a split-K row's ``ws kernel`` is the GEMM plus the
 reduction kernel. Prints the tables, writes ``$OUT/gemm.png`` (TFLOP/s per shape, bf16, and
 FP8 beside it) when matplotlib imports, and prints (and writes ``$OUT/gemm_results.md``) a
-block for benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the max error
-of each implementation against an f32 torch.matmul is shown (relative to max |A @ B|).
+block for benchmarks/RESULTS.md. A benchmark, not a test: nothing is asserted; per shape the
+max error of each implementation against an f32 torch.matmul is shown (relative to max
+|A @ B|).
 """
 from __future__ import annotations
 
@@ -233,6 +236,12 @@ def measure_shape(m, n, k, b_kmajor, iters, repeats, sms):
         except Exception as e:                # a benchmark reports, it does not stop
             print(f"  {name} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             row[name] = None
+    if flops < DEVICE_TIMED_BELOW:             # where the host's share shows: device time too
+        for name in ("ws kernel", "cuBLAS"):
+            if row.get(name) is not None:
+                attempt(row, name + " dev", lambda: flops / seconds_per_call(
+                    rotating(calls[name], sets), it, repeats, warm_queue=True) / 1e12,
+                    f"{m}x{n}x{k}")
     nbytes = 2 * (m * k + k * n + m * n)
     row["floor"] = flops / max(flops / PEAK, nbytes / HBM) / 1e12
     del sets
@@ -271,6 +280,10 @@ def sweep(m, n, k, iters, repeats, policies=None, b_kmajor=False):
 
 
 COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "Triton", "floor")
+DEV_COLUMNS = ("ws kernel dev", "cuBLAS dev")
+DEVICE_TIMED_BELOW = 2e11
+"""Shapes of fewer FLOPs (2MNK) are also timed with a warmed queue (device time, the ``dev``
+columns, benchmarks/gpu_timing.py): there a launch's host time is a share of the call."""
 
 
 def fmt(v):
@@ -283,17 +296,23 @@ def errors(row) -> str:
     return ", ".join(f"{e[k]:.1g}" if k in e else "-" for k in ("ws.ops", "cuBLAS", "Triton"))
 
 
+def _ratio(r, a, b) -> str:
+    return f"{r[a] / r[b]:.2f}" if r.get(a) and r.get(b) else "-"
+
+
 def table(rows) -> str:
-    head = ("| M x N x K | B | " + " | ".join(COLUMNS) + " | ws kernel / cuBLAS | max err "
-            "(ws, cuBLAS, Triton) |\n"
-            "|---|---|" + "---|" * (len(COLUMNS) + 2) + "\n")
+    """The bf16 table: ``COLUMNS``, ``DEV_COLUMNS`` ("-" where not timed), ws kernel / cuBLAS
+    end to end and in device time, the max errors."""
+    cols = COLUMNS + DEV_COLUMNS
+    head = ("| M x N x K | B | " + " | ".join(cols) + " | ws kernel / cuBLAS | dev ratio | "
+            "max err (ws, cuBLAS, Triton) |\n"
+            "|---|---|" + "---|" * (len(cols) + 3) + "\n")
     lines = []
     for r in rows:
-        ratio = (f"{r['ws kernel'] / r['cuBLAS']:.2f}" if r.get("ws kernel") and r.get("cuBLAS")
-                 else "-")
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['B']} | "
-                     + " | ".join(fmt(r.get(c)) for c in COLUMNS)
-                     + f" | {ratio} | {errors(r)} |")
+                     + " | ".join(fmt(r.get(c)) for c in cols)
+                     + f" | {_ratio(r, 'ws kernel', 'cuBLAS')} | "
+                     f"{_ratio(r, 'ws kernel dev', 'cuBLAS dev')} | {errors(r)} |")
     return head + "\n".join(lines)
 
 

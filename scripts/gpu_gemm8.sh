@@ -22,8 +22,8 @@ echo "gemm.py rc $? at $(( $(date +%s) - t0 )) s" >> "$OUT/rc.txt"
 cat "$OUT/rc.txt"
 echo "== GEMM GPU tests"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gemm.txt" | head -12
 tail -1 "$OUT/pytest_gemm.txt"
-echo "== bf16 (TFLOP/s: ws.ops | ws kernel | cuBLAS | Triton | floor | kernel / cuBLAS | errors)"
-grep -E "^\| [0-9]" "$OUT/gemm.txt" | grep -v "^| M " | head -25 | cut -d'|' -f2-10
+echo "== bf16 (TFLOP/s: ws.ops | ws kernel | cuBLAS | Triton | floor | kernel dev | cuBLAS dev | kernel / cuBLAS | dev ratio)"
+grep -E "^\| [0-9]" "$OUT/gemm.txt" | head -25 | cut -d'|' -f2-12
 echo "== FP8 (ws.ops | ws.ops dev | ws kernel | cuBLAS | cuBLAS dev | fast | bf16 dev | floor | ws/cuBLAS | ws/fast)"
 grep -E "^FP8 \|" "$OUT/gemm.txt" | cut -d'|' -f2-12
 grep -E "Error|Traceback" "$OUT/gemm.txt" | head -5
