@@ -11,10 +11,10 @@ import importlib
 import sys
 import types
 
-__all__ = ["lower", "emit_ptx", "find_ptxas", "assemble", "ptxas_version", "llvm_version",
+__all__ = ["lower", "emit_ptx", "load_llvm", "find_ptxas", "assemble", "ptxas_version", "llvm_version",
            "CubinResult", "Resources"]
 
-_HOME = {"lower": ".lower", "emit_ptx": ".ptx", "llvm_version": ".ptx", "assemble": ".ptxas",
+_HOME = {"lower": ".lower", "emit_ptx": ".ptx", "load_llvm": ".ptx", "llvm_version": ".ptx", "assemble": ".ptxas",
          "find_ptxas": ".ptxas_tool", "ptxas_version": ".ptxas_tool",
          "CubinResult": ".ptxas_tool", "Resources": ".ptxas_tool"}
 

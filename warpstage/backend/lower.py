@@ -47,7 +47,7 @@ from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, low
                lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
 from .llvm_types import llvm_type
-from .ptx import TRIPLE, target_machine
+from .ptx import TRIPLE, data_layout
 from .target_check import check_target, target_of
 
 __all__ = ["lower", "RULES", "CONTROL_OPS"]
@@ -73,8 +73,7 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     check_target(module, target_of(options.arch))
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
-    llmod.data_layout = str(target_machine(options.arch, options.ptx_version,
-                                           options.opt_level).target_data)
+    llmod.data_layout = data_layout(options.arch, options.ptx_version, options.opt_level)
     functions = {fn.name: _declare(llmod, fn) for fn in module.functions}
     strings: dict = {}
     for fn in module.functions:

@@ -73,9 +73,13 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
 def lower(traced: Traced, options, timings: dict) -> Lowered:
     """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level)."""
     with _step(traced.name, "llvm_load", timings, counted=False):
-        # llvmlite's import (libLLVM and its ctypes bindings) is paid by the first compile of a
-        # process, ~40-200 ms; timed apart so a cold compile's stages add up to its wall time
+        # loading LLVM (the dlopen of libllvmlite, its targets, llvmlite.ir and the lowering
+        # rules) is paid by the first compile of a process; timed apart so a cold compile's
+        # stages add up to its wall time
+        from ..backend import load_llvm
+        load_llvm(wait=False)           # the dlopen releases the GIL: the imports run meanwhile
         from ..backend import emit_ptx, lower as to_llvm
+        load_llvm()
     with _step(traced.name, "lower", timings):
         llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes
     with _step(traced.name, "ptx", timings):

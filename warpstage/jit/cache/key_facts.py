@@ -178,21 +178,14 @@ def _llvm_version() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _llvm_stamps():
-    """The stamps of llvmlite's shared library and ``_version.py`` (found without importing
-    llvmlite, which loads libLLVM), or None where they cannot be found."""
-    import importlib.util
-    spec = importlib.util.find_spec("llvmlite")
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    binding = os.path.join(folders[0], "binding") if folders else ""
-    try:
-        libs = sorted(os.path.join(binding, n) for n in os.listdir(binding)
-                      if n.startswith(("libllvmlite", "llvmlite")) and not n.endswith(".py"))
-    except OSError:
-        libs = []
-    if not libs:
+    """The stamps of llvmlite's shared library and ``_version.py`` (found without loading the
+    library: backend/llvm_c.py), or None where they cannot be found."""
+    from ...backend import llvm_c
+    lib, version_file = llvm_c.library_path(), llvm_c.version_file()
+    if lib is None or version_file is None:
         return None
     try:
-        return stamp(libs + [os.path.join(folders[0], "_version.py")])
+        return stamp([lib, version_file])
     except OSError:
         return None
 

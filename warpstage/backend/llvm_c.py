@@ -1,0 +1,263 @@
+"""The LLVM entry points PTX emission needs, bound directly to llvmlite's shared library.
+
+``backend/ptx.py`` parses LLVM IR text, verifies it, runs the new pass manager's default
+pipeline (``buildPerModuleDefaultPipeline``) and prints PTX through the NVPTX TargetMachine.
+llvmlite's Python package reaches those through ``llvmlite.binding``, whose import executes
+~20 modules that declare the ctypes signatures of ~300 ``LLVMPY_*`` functions: 60-70 ms CPU on
+the CI host, paid by every process's first compile, where the ``dlopen`` of ``libllvmlite.so``
+itself is ~9 ms. :class:`Direct` declares only the 24 functions emission calls, with the
+signatures of llvmlite's C++ shims (``ffi/module.cpp``, ``targets.cpp``, ``newpassmanagers.cpp``,
+``initfini.cpp``) as llvmlite 0.50 declares them, and calls them in the order
+``llvmlite.binding`` does, so the PTX is byte for byte the same (tests/backend/test_llvm_c.py).
+
+Loading (``api()``) may run in a thread while the caller imports the lowering: the ``dlopen`` is
+a ctypes call, which releases the GIL (``backend/ptx.load_llvm``).
+
+A wrong signature would crash the process rather than raise, so the direct binding is used only
+for the llvmlite versions in :data:`CHECKED` (read from ``llvmlite/_version.py``, which does not
+load the library); any other version goes through :class:`ThroughLlvmlite`, the same three
+operations over ``llvmlite.binding``. Both load the same library (one ``dlopen``, one LLVM).
+
+Not thread-safe: ``backend/ptx.py`` serializes every call under its lock.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.util
+import os
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_void_p
+
+__all__ = ["api", "library_path", "version_file", "llvmlite_version", "Direct", "ThroughLlvmlite", "CHECKED"]
+
+CHECKED = ("0.50",)
+"""llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
+
+_P = c_void_p
+_OUT = POINTER(c_char_p)
+_SIGNATURES = {
+    # name: (argument types, result type); ``_OUT`` is a ``char**`` message LLVM allocates
+    "LLVMPY_GetVersionInfo": ((), c_uint),
+    "LLVMPY_InitializeAllTargetInfos": ((), None),
+    "LLVMPY_InitializeAllTargets": ((), None),
+    "LLVMPY_InitializeAllTargetMCs": ((), None),
+    "LLVMPY_InitializeAllAsmPrinters": ((), None),
+    "LLVMPY_DisposeString": ((c_char_p,), None),
+    "LLVMPY_GetGlobalContext": ((), _P),
+    "LLVMPY_ParseAssembly": ((_P, c_char_p, _OUT), _P),
+    "LLVMPY_VerifyModule": ((_P, _OUT), c_bool),
+    "LLVMPY_DisposeModule": ((_P,), None),
+    "LLVMPY_SetTarget": ((_P, c_char_p), None),
+    "LLVMPY_SetDataLayout": ((_P, c_char_p), None),
+    "LLVMPY_GetTargetFromTriple": ((c_char_p, _OUT), _P),
+    # target, triple, cpu, features, opt level, reloc, code model, printmc, jit, ABI name
+    "LLVMPY_CreateTargetMachine": ((_P, c_char_p, c_char_p, c_char_p, c_int, c_char_p, c_char_p,
+                                    c_int, c_int, c_char_p), _P),
+    "LLVMPY_CreateTargetMachineData": ((_P,), _P),
+    "LLVMPY_CopyStringRepOfTargetData": ((_P, _OUT), None),
+    "LLVMPY_DisposeTargetData": ((_P,), None),
+    "LLVMPY_CreatePipelineTuningOptions": ((), _P),
+    "LLVMPY_DisposePipelineTuningOptions": ((_P,), None),
+    "LLVMPY_CreatePassBuilder": ((_P, _P), _P),
+    "LLVMPY_DisposePassBuilder": ((_P,), None),
+    "LLVMPY_buildPerModuleDefaultPipeline": ((_P, c_int), _P),
+    "LLVMPY_RunNewModulePassManager": ((_P, _P, _P), None),
+    "LLVMPY_DisposeNewModulePassManger": ((_P,), None),    # sic: llvmlite's spelling
+    "LLVMPY_TargetMachineEmitToMemory": ((_P, _P, c_int, _OUT), _P),
+    "LLVMPY_GetBufferStart": ((_P,), c_void_p),
+    "LLVMPY_GetBufferSize": ((_P,), c_size_t),
+    "LLVMPY_DisposeMemoryBuffer": ((_P,), None),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _llvmlite_folder() -> str | None:
+    spec = importlib.util.find_spec("llvmlite")          # finds, does not import
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    return folders[0] if folders else None
+
+
+def version_file() -> str | None:
+    """The path of llvmlite's ``_version.py`` (found, not imported), or None."""
+    folder = _llvmlite_folder()
+    return os.path.join(folder, "_version.py") if folder else None
+
+
+@functools.lru_cache(maxsize=None)
+def llvmlite_version() -> str | None:
+    """llvmlite's version as its ``_version.py`` states it (``version_version = '0.50.0'``),
+    read as text: neither llvmlite nor its library is loaded. None if not found."""
+    try:
+        with open(version_file() or "") as f:
+            for line in f:
+                if line.startswith("version_version"):
+                    return line.split("=", 1)[1].strip().strip("'\"")
+    except OSError:
+        pass
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str | None:
+    """The path of llvmlite's ``libllvmlite`` shared library, or None where it is not one file
+    in ``llvmlite/binding`` (llvmlite then finds it itself)."""
+    folder = _llvmlite_folder()
+    binding = os.path.join(folder, "binding") if folder else ""
+    try:
+        libs = sorted(n for n in os.listdir(binding)
+                      if n.startswith(("libllvmlite", "llvmlite")) and not n.endswith(".py"))
+    except OSError:
+        return None
+    return os.path.join(binding, libs[0]) if len(libs) == 1 else None
+
+
+def _dlopen(path: bytes, mode: int):
+    libc = ctypes.CDLL(None)
+    fn = libc.dlopen
+    fn.argtypes, fn.restype = [c_char_p, c_int], c_void_p
+    return fn(path, mode)
+
+
+def _checked(version: str | None) -> bool:
+    return version is not None and ".".join(version.split(".")[:2]) in CHECKED
+
+
+@functools.lru_cache(maxsize=None)
+def api():
+    """The binding to use: :class:`Direct` for a checked llvmlite release with its library
+    found, else :class:`ThroughLlvmlite`. Built once per process (the first loads libLLVM)."""
+    path = library_path()
+    if path is not None and _checked(llvmlite_version()):
+        return Direct(path)
+    return ThroughLlvmlite()
+
+
+class Direct:
+    """The entry points of ``_SIGNATURES`` on the library at ``path`` (``ctypes.CDLL``: the
+    GIL is released during each call). Handles are ``void*`` ints; each is disposed by the
+    method that made it, except target machines, which live as long as the process."""
+
+    def __init__(self, path: str):
+        # dlopen through a ctypes call, which releases the GIL for the ~10 ms it takes (the
+        # relocations of a 180 MB library), where ``ctypes.CDLL(path)`` would hold it; the
+        # CDLL then wraps the handle. Mode as CDLL's default: RTLD_NOW | RTLD_LOCAL.
+        handle = _dlopen(path.encode(), os.RTLD_NOW | os.RTLD_LOCAL)
+        lib = ctypes.CDLL(path, handle=handle) if handle else ctypes.CDLL(path)
+        for name, (args, result) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = list(args), result
+            setattr(self, name[len("LLVMPY_"):], fn)
+        self.InitializeAllTargetInfos()
+        self.InitializeAllTargets()
+        self.InitializeAllTargetMCs()
+        self.InitializeAllAsmPrinters()
+        self._context = self.GetGlobalContext()
+
+    def _with_message(self, fn, *args) -> tuple:
+        """(``fn(*args, &message)``, the message LLVM wrote, '' if none; its string freed)."""
+        out = c_char_p()
+        result = fn(*args, ctypes.byref(out))
+        text = out.value
+        if text is not None:
+            self.DisposeString(out)
+        return result, (text or b"").decode("utf-8", "replace")
+
+    def version(self) -> tuple:
+        """LLVM's (major, minor, patch)."""
+        x, v = self.GetVersionInfo(), []
+        while x:
+            v.append(x & 0xFF)
+            x >>= 8
+        return tuple(reversed(v))
+
+    def target_machine(self, triple: str, cpu: str, features: str, opt: int) -> int:
+        """A TargetMachine for ``triple``/``cpu``/``features`` at codegen level ``opt`` (0-3),
+        with llvmlite's defaults otherwise (relocation model and code model 'default' and
+        'jitdefault', no MC printing, not for a JIT). Raises RuntimeError if LLVM refuses."""
+        target, message = self._with_message(self.GetTargetFromTriple, triple.encode())
+        if not target:
+            raise RuntimeError(message)
+        tm = self.CreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
+                                      opt, b"default", b"jitdefault", 0, 0, b"")
+        if not tm:
+            raise RuntimeError(f"LLVM cannot create a target machine for {triple} {cpu}")
+        return tm
+
+    def data_layout(self, tm: int) -> str:
+        """The target machine's data layout string (``e-p:64:64...``)."""
+        td = self.CreateTargetMachineData(tm)
+        try:
+            return self._with_message(self.CopyStringRepOfTargetData, td)[1]
+        finally:
+            self.DisposeTargetData(td)
+
+    def emit(self, tm: int, llvm_ir: str, triple: str, speed_level: int) -> str:
+        """Assembly text (PTX for NVPTX) of the LLVM IR ``llvm_ir``: parsed in the global
+        context, verified, given ``triple`` and ``tm``'s data layout, optimized by the default
+        per-module pipeline at ``speed_level`` (none at 0) and printed by ``tm``. Raises
+        RuntimeError with LLVM's message when parsing or verifying fails."""
+        mod, message = self._with_message(self.ParseAssembly, self._context, llvm_ir.encode())
+        if message or not mod:
+            if mod:
+                self.DisposeModule(mod)
+            raise RuntimeError(f"LLVM IR parsing error\n{message}")
+        try:
+            broken, message = self._with_message(self.VerifyModule, mod)
+            if broken:
+                raise RuntimeError(message)
+            self.SetTarget(mod, triple.encode())
+            self.SetDataLayout(mod, self.data_layout(tm).encode())
+            if speed_level > 0:
+                self._optimize(tm, mod, speed_level)
+            buf, message = self._with_message(self.TargetMachineEmitToMemory, tm, mod, 0)
+            if not buf:
+                raise RuntimeError(message)
+            try:
+                return ctypes.string_at(self.GetBufferStart(buf), self.GetBufferSize(buf)).decode()
+            finally:
+                self.DisposeMemoryBuffer(buf)
+        finally:
+            self.DisposeModule(mod)
+
+    def _optimize(self, tm: int, mod: int, speed_level: int) -> None:
+        pto = self.CreatePipelineTuningOptions()
+        pb = self.CreatePassBuilder(tm, pto)
+        mpm = self.buildPerModuleDefaultPipeline(pb, speed_level)
+        try:
+            self.RunNewModulePassManager(mpm, mod, pb)
+        finally:
+            self.DisposeNewModulePassManger(mpm)
+            self.DisposePassBuilder(pb)
+            self.DisposePipelineTuningOptions(pto)
+
+
+class ThroughLlvmlite:
+    """:class:`Direct`'s operations over ``llvmlite.binding`` (any llvmlite release)."""
+
+    def __init__(self):
+        import llvmlite.binding as llvm
+        self._llvm = llvm
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+
+    def version(self) -> tuple:
+        return tuple(self._llvm.llvm_version_info)
+
+    def target_machine(self, triple: str, cpu: str, features: str, opt: int):
+        target = self._llvm.Target.from_triple(triple)
+        return target.create_target_machine(cpu=cpu, features=features, opt=opt)
+
+    def data_layout(self, tm) -> str:
+        return str(tm.target_data)
+
+    def emit(self, tm, llvm_ir: str, triple: str, speed_level: int) -> str:
+        llvm = self._llvm
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.verify()
+        mod.triple = triple
+        mod.data_layout = str(tm.target_data)
+        if speed_level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+        return tm.emit_assembly(mod)
