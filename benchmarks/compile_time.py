@@ -5,9 +5,10 @@ the cost of a cache-hit call; then first calls in fresh processes, cold and from
 
     PYTHONPATH=. python benchmarks/compile_time.py [main] [attention] [fresh [reference]] [shared]
 
-Stages: trace (Python -> IR, passes included), llvm_load (importing llvmlite: the first compile
-of a process), lower (IR -> LLVM IR), ptx (LLVM O3 + NVPTX), ptxas (PTX -> cubin), load
-(cuModuleLoadData, GPU only). "cold" is the first compile of the kernel in a fresh process.
+Stages: trace (Python -> IR, passes included), llvm_load (loading LLVM and the lowering's
+modules: the first compile of a process), lower (IR -> LLVM IR), ptx (LLVM O3 + NVPTX), ptxas
+(PTX -> cubin), load (cuModuleLoadData, GPU only). "cold" is the first compile of the kernel
+in a fresh process.
 The cache-hit figure is the median per call over many calls with unchanged argument types: on a
 GPU a full launch (classify + lookup + pack + cuLaunchKernel), without one the lookup alone.
 """

@@ -9,9 +9,9 @@
 
 Every step goes through ``_step``, which shows it in the progress line (``jit/progress.py``),
 counts it in ``STAGE_COUNTS`` (tests prove with it that a cache hit did no work) and records
-its seconds in the specialization's ``timings`` (keys: trace, llvm_load (importing llvmlite:
-the first compile of a process), lower, ptx, ptxas, load; disk, disk_key, disk_read for a
-disk-cache hit). The garbage collector is paused during a step (``core/collector.py``).
+its seconds in the specialization's ``timings`` (keys: trace, llvm_load (loading LLVM and the
+lowering's modules: the first compile of a process), lower, ptx, ptxas, load; disk, disk_key,
+disk_read for a disk-cache hit). The garbage collector is paused during a step (``core/collector.py``).
 ``CompiledKernel`` (``jit/compiled.py``) calls these on first use of each
 stage's output, so ``ck.ptx`` lowers but does not run ptxas.
 """
