@@ -3,9 +3,9 @@
 ``backend/ptx.py`` parses LLVM IR text, verifies it, runs the new pass manager's default
 pipeline (``buildPerModuleDefaultPipeline``) and prints PTX through the NVPTX TargetMachine.
 llvmlite's Python package reaches those through ``llvmlite.binding``, whose import executes
-~20 modules that declare the ctypes signatures of ~300 ``LLVMPY_*`` functions: 60-70 ms CPU on
+~20 modules that declare the ctypes signatures of ~300 ``LLVMPY_*`` functions: 65-80 ms CPU on
 the CI host, paid by every process's first compile, where the ``dlopen`` of ``libllvmlite.so``
-itself is ~9 ms. :class:`Direct` declares only the 24 functions emission calls, with the
+itself is ~9 ms. :class:`Direct` declares only the 28 functions emission calls, with the
 signatures of llvmlite's C++ shims (``ffi/module.cpp``, ``targets.cpp``, ``newpassmanagers.cpp``,
 ``initfini.cpp``) as llvmlite 0.50 declares them, and calls them in the order
 ``llvmlite.binding`` does, so the PTX is byte for byte the same (tests/backend/test_llvm_c.py).
@@ -28,7 +28,8 @@ import importlib.util
 import os
 from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_void_p
 
-__all__ = ["api", "library_path", "version_file", "llvmlite_version", "Direct", "ThroughLlvmlite", "CHECKED"]
+__all__ = ["api", "library_path", "version_file", "llvmlite_version", "Direct", "ThroughLlvmlite",
+           "CHECKED"]
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
@@ -177,6 +178,8 @@ class Direct:
         target, message = self._with_message(self.GetTargetFromTriple, triple.encode())
         if not target:
             raise RuntimeError(message)
+        if os.name == "nt":                 # llvmlite's rule for the 'jitdefault' code model
+            triple += "-elf"
         tm = self.CreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
                                       opt, b"default", b"jitdefault", 0, 0, b"")
         if not tm:
