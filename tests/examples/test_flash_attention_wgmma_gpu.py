@@ -55,7 +55,10 @@ def test_matches_sdpa(head_dim, causal, seq, dtype):
                                     dict(overlap_tiles=True, fma_select=True),
                                     dict(packed_p=True, rescale_at_wait=True),
                                     dict(overlap_tiles=True, fma_select=True, packed_p=True,
-                                         rescale_at_wait=True)])
+                                         rescale_at_wait=True),
+                                    dict(fma_select=True, rescale_threshold=8.0),
+                                    dict(overlap_tiles=True, fma_select=True, packed_p=True,
+                                         rescale_threshold=8.0)])
 @pytest.mark.parametrize("head_dim", [64, 96, 128])
 def test_other_policies_long_sequences(head_dim, policy):
     case = (2, 2, 1500, 1500, head_dim, True, "bfloat16", None, policy)
@@ -66,7 +69,8 @@ def test_other_policies_long_sequences(head_dim, policy):
 
 
 @pytest.mark.parametrize("policy", [dict(fma_select=True), dict(fma_select=True,
-                                                                  overlap_tiles=True)])
+                                                                  overlap_tiles=True),
+                                    dict(fma_select=True, rescale_threshold=8.0)])
 def test_fma_select_large_magnitude_no_nan(policy):
     """|q . k| ~ 1e11 on the GPU (ex2.approx.ftz, the real FFMA): no NaN, SDPA's answer."""
     case = (1, 2, 700, 700, 64, True, "bfloat16", None, policy)
