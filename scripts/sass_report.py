@@ -85,14 +85,7 @@ def sass_lines(ck, labels: bool = False) -> list:
 def loops(lines_with_labels) -> list:
     """[(first, last)] instruction indices of each backward branch's loop: from the label it
     jumps to up to the branch itself."""
-    where, n, out = {}, 0, []
-    for ln in lines_with_labels:
-        m = re.match(r"\s*(\.L_x_\d+):", ln)
-        if m:
-            where[m.group(1)] = n
-        else:
-            n += 1
-    n = 0
+    where, n, out = label_positions(lines_with_labels), 0, []
     for ln in lines_with_labels:
         if re.match(r"\s*\.L_x_\d+:", ln):
             continue
@@ -179,15 +172,19 @@ def label_positions(lines_with_labels) -> dict:
     return where
 
 
-def kv_step(lines, loop_list, hgmma: int = 16):
-    """(first, last) instruction of the K/V step: the innermost loop around a turn with
-    ``hgmma`` HGMMAs (S: D / 16 k-steps, P V: tile_n / 16), the shortest such loop; None if
-    there is none."""
+def kv_step(lines, loop_list, hgmma: int = None):
+    """(first, last) instruction of the K/V step: the shortest innermost loop around a turn
+    with ``hgmma`` HGMMAs (S: D / 16 k-steps, P V: tile_n / 16; None: the most of any turn
+    inside a loop); None if there is none."""
     steps = []
     for a, b in turns(lines):
         around = [(lo, hi) for lo, hi in loop_list if lo <= a and b <= hi]
-        if around and sum("HGMMA" in ln for ln in lines[a:b + 1]) == hgmma:
-            steps.append(min(around, key=lambda x: x[1] - x[0]))
+        if around:
+            n = sum("HGMMA" in ln for ln in lines[a:b + 1])
+            steps.append((n, min(around, key=lambda x: x[1] - x[0])))
+    if hgmma is None and steps:
+        hgmma = max(n for n, _ in steps)
+    steps = [st for n, st in steps if n == hgmma and n > 0]
     return min(steps, key=lambda x: x[1] - x[0]) if steps else None
 
 

@@ -9,18 +9,16 @@ register split and the turns."""
 import importlib.util
 import os
 import re
-import warnings
 
 import numpy as np
 import pytest
 
 import warpstage as ws
 from dtypes_helper import empty_like, numpy_dtype, randn, to_float64
-from warpstage.backend import find_ptxas
+from test_attention_packed_p import _compiled, _sass_report
 from warpstage.ops import attention
 from warpstage.ops.attention import reference
-from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
-from warpstage.options import CompileOptions
+from warpstage.ops.attention_wgmma import FlashAttentionWgmma
 
 pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -100,35 +98,11 @@ def test_key_distinguishes_thresholds():
     assert len(keys) == 3
 
 
-def _sass_report():
-    spec = importlib.util.spec_from_file_location(
-        "sass_report", os.path.join(ROOT, "scripts", "sass_report.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _compile(**fields):
-    if find_ptxas(CompileOptions()) is None:
-        pytest.skip("no ptxas")
-    fa = FlashAttentionWgmma(head_dim=128, tile_n=128, fma_select=True, **fields)
-    import ml_dtypes
-    x = np.zeros((1, 1, 256, 128), ml_dtypes.bfloat16)
-    q_box, kv_box = fa.descriptor_boxes()
-    TD = ws.tma.TensorDescriptor
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=fa.swizzle),
-                          TD(x, kv_box, swizzle=fa.swizzle), TD(x, kv_box, swizzle=fa.swizzle),
-                          ws.Tensor[ws.BFloat16, 4], ws.Int32, None, TD(x, fa.o_box),
-                          block=(fa.threads, 1, 1))
-
-
 def test_sass_skips_the_multiplies_in_the_kv_step():
     """In the K/V step loop (the innermost loop around the 16-HGMMA turn) a forward branch
     after a VOTE.ANY skips exactly O's 64 FMULs; no spills, the same register split, turns and
     no injected waits."""
-    ck = _compile(rescale_threshold=8.0)
+    ck = _compiled(rescale_threshold=8.0)
     for warning in ("C7517", "C7519", "C7508", "C7504"):
         assert warning not in ck.ptxas_log, ck.ptxas_log
     res = ck.resources
@@ -150,7 +124,7 @@ def test_sass_skips_the_multiplies_in_the_kv_step():
              if body and all(rep.opcode(ln) == "FMUL" for ln in body)]
     assert [n for _, n in skips] == [64], skips
     assert any("VOTE.ANY" in ln for ln in lines[skips[0][0] - 12:skips[0][0]])
-    plain = _compile(rescale_at_wait=True)
+    plain = _compiled(rescale_at_wait=True)
     assert len(lines) - len(rep.sass_lines(plain)) < 40        # the vote and the kept max only
 
 
