@@ -246,6 +246,45 @@ SWEEPS = {
                       dict(persistent=False, fma_select=True, packed_p=True,
                            rescale_at_wait=True)],
     },
+    # session 8 (issue 12, attn8): O rescaled only when a row's max moved by more than
+    # rescale_threshold powers of two (a warp vote and a uniform branch around the
+    # multiplies; FlashAttention-4's conditional rescale), in place of rescale_at_wait where
+    # the default has it, each against the shipped default fields (first in each list; the
+    # op takes WGMMA_SHORT's at S <= 1536: D = 64 non-causal 3 stages, the list's third
+    # entry; D = 64 causal 2 warpgroups with overlap_tiles, its third). SASS
+    # (docs/performance.md, "Session 8"): the D=128 K/V step's unmasked path 494 -> 446
+    # instructions (64 FMUL skipped, 16 more for the kept max, alpha's select and the vote)
+    "attn8": {
+        (128, False): [dict(fma_select=True), dict(fma_select=True, rescale_threshold=8.0),
+                       dict(fma_select=True, rescale_threshold=0.0),
+                       dict(fma_select=True, packed_p=True, rescale_threshold=8.0),
+                       dict(fma_select=True, overlap_tiles=True, packed_p=True,
+                            rescale_threshold=8.0)],
+        (128, True): [dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_at_wait=True),
+                      dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_threshold=8.0),
+                      dict(fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_threshold=8.0)],
+    },
+    "attn8_64": {
+        (64, False): [dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_at_wait=True),
+                      dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_threshold=8.0),
+                      dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_at_wait=True, num_stages=3),
+                      dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_threshold=8.0, num_stages=3)],
+        (64, True): [dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
+                          skip_idle=True),
+                     dict(consumer_wgs=3, num_stages=3, late_wait=False, fma_select=True,
+                          skip_idle=True, rescale_threshold=8.0),
+                     dict(consumer_wgs=2, num_stages=3, late_wait=False, fma_select=True,
+                          overlap_tiles=True),
+                     dict(consumer_wgs=2, num_stages=3, late_wait=False, fma_select=True,
+                          overlap_tiles=True, packed_p=True, rescale_threshold=8.0)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

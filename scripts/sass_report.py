@@ -2,7 +2,8 @@
 memory, and where the instructions that shape a warp-specialized schedule sit.
 
     PYTHONPATH=. python scripts/sass_report.py attention --head-dim 128 [--causal] \
-        [--policy num_stages=3,tile_n=128] [--plan] [--turns] [--dump out.sass] [--timeline]
+        [--policy num_stages=3,tile_n=128] [--plan] [--turns] [--paths] [--dump out.sass] \
+        [--timeline]
 
 For the FlashAttention wgmma kernel it prints ptxas's resources, then per instruction class (HGMMA,
 WARPGROUP.ARRIVE / DEPBAR, MUFU.EX2, BAR.SYNC / BAR.ARV (named barriers), SYNCS (mbarrier), UTMALDG
@@ -11,7 +12,9 @@ FADD / FMUL / FSEL, BRA) its count and the SASS line numbers of its first and la
 ``--timeline`` prints the consumer loop's instruction classes in order, one letter each, to see
 where waits sit between the GEMMs and the softmax; ``--turns`` lists each ping-pong turn (from a
 ``BAR.SYNC`` to the next ``BAR.ARV``: its length, HGMMAs, FMULs and PRMTs) and the distance from
-one turn's start to the next (a K/V step in the loop); ``--plan`` starts from the op's shipped
+one turn's start to the next (a K/V step in the loop); ``--paths`` lists the forward branches inside that K/V step (the mask, ``late_wait``'s, the
+skipped rescale of ``rescale_threshold``) with the opcodes they jump over, and the step's
+straight path (no branch body taken); ``--plan`` starts from the op's shipped
 policy for (D, causal) (``attention_plan.WGMMA_DEFAULTS``), ``--policy`` overriding it. Needs ptxas and nvdisasm (or cuobjdump): the
 ``nvidia-cuda-nvdisasm`` wheel or a CUDA toolkit on PATH.
 """
@@ -82,14 +85,7 @@ def sass_lines(ck, labels: bool = False) -> list:
 def loops(lines_with_labels) -> list:
     """[(first, last)] instruction indices of each backward branch's loop: from the label it
     jumps to up to the branch itself."""
-    where, n, out = {}, 0, []
-    for ln in lines_with_labels:
-        m = re.match(r"\s*(\.L_x_\d+):", ln)
-        if m:
-            where[m.group(1)] = n
-        else:
-            n += 1
-    n = 0
+    where, n, out = label_positions(lines_with_labels), 0, []
     for ln in lines_with_labels:
         if re.match(r"\s*\.L_x_\d+:", ln):
             continue
@@ -164,6 +160,73 @@ def report_turns(lines, loop_list=()) -> None:
         print(f"  {a:5d}-{b:5d}  {b - a + 1:4d} instructions  {counts}{step}")
 
 
+def label_positions(lines_with_labels) -> dict:
+    """{label: index of the instruction that follows it}."""
+    where, n = {}, 0
+    for ln in lines_with_labels:
+        m = re.match(r"\s*(\.L_x_\d+):", ln)
+        if m:
+            where[m.group(1)] = n
+        else:
+            n += 1
+    return where
+
+
+def kv_step(lines, loop_list, hgmma: int = None):
+    """(first, last) instruction of the K/V step: the shortest innermost loop around a turn
+    with ``hgmma`` HGMMAs (S: D / 16 k-steps, P V: tile_n / 16; None: the most of any turn
+    inside a loop); None if there is none."""
+    steps = []
+    for a, b in turns(lines):
+        around = [(lo, hi) for lo, hi in loop_list if lo <= a and b <= hi]
+        if around:
+            n = sum("HGMMA" in ln for ln in lines[a:b + 1])
+            steps.append((n, min(around, key=lambda x: x[1] - x[0])))
+    if hgmma is None and steps:
+        hgmma = max(n for n, _ in steps)
+    steps = [st for n, st in steps if n == hgmma and n > 0]
+    return min(steps, key=lambda x: x[1] - x[0]) if steps else None
+
+
+def opcode(line: str) -> str:
+    """The opcode of a SASS line without its predicate and modifiers (``FMUL``, ``BRA``)."""
+    text = re.sub(r"^.*?\*/\s*(@!?U?P\w+\s+)?", "", line)
+    return text.split()[0].split(".")[0] if text.split() else ""
+
+
+def step_branches(lines, lines_with_labels, step) -> list:
+    """[(branch index, the instructions it jumps over)] for each forward branch inside the K/V
+    step ``step`` = (first, last) whose target lies inside it."""
+    where = label_positions(lines_with_labels)
+    lo, hi = step
+    out = []
+    for i in range(lo, hi + 1):
+        m = re.search(r"\bBRA\b.*`\((\.L_x_\d+)\)", lines[i])
+        if m and i < where.get(m.group(1), -1) <= hi:
+            out.append((i, lines[i + 1:where[m.group(1)]]))
+    return out
+
+
+def report_paths(lines, lines_with_labels) -> None:
+    """The K/V step's forward branches (what each jumps over) and its straight path."""
+    step = kv_step(lines, loops(lines_with_labels))
+    if step is None:
+        print("no K/V step (a 16-HGMMA turn inside a loop)")
+        return
+    lo, hi = step
+    branches = step_branches(lines, lines_with_labels, step)
+    print(f"K/V step {lo}-{hi}: {hi - lo + 1} instructions")
+    skipped = 0
+    for i, body in branches:
+        counts = {}
+        for ln in body:
+            counts[opcode(ln)] = counts.get(opcode(ln), 0) + 1
+        top = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:4])
+        print(f"  branch at {i} jumps over {len(body)}: {top}")
+        skipped += len(body)
+    print(f"  straight path (no branch body): {hi - lo + 1 - skipped} instructions")
+
+
 def compile_attention(args):
     import numpy as np
     import warpstage as ws
@@ -200,6 +263,7 @@ def main(argv=None) -> None:
     p.add_argument("--timeline", action="store_true")
     p.add_argument("--turns", action="store_true")
     p.add_argument("--plan", action="store_true")
+    p.add_argument("--paths", action="store_true")
     p.add_argument("--dump")
     args = p.parse_args(argv)
     import warnings
@@ -208,6 +272,8 @@ def main(argv=None) -> None:
     report(ck, args.timeline, args.dump)
     if args.turns:
         report_turns(sass_lines(ck), loops(sass_lines(ck, labels=True)))
+    if args.paths:
+        report_paths(sass_lines(ck), sass_lines(ck, labels=True))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ TOL = {torch.float16: 3e-3, torch.bfloat16: 1e-2}       # on ||out - ref|| / ||r
 TOL.update({str(t).split(".")[-1]: tol for t, tol in TOL.items()})   # CASES name dtypes
 
 
+def policy_id(fields) -> str:
+    """A test id naming the policy's fields (``-k rescale_threshold`` selects by field)."""
+    return ",".join(f"{k}={v}" for k, v in fields.items())
+
+
 def relative_error(out, q, k, v, causal, scale=None):
     ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal,
                                          scale=scale)
@@ -55,7 +60,10 @@ def test_matches_sdpa(head_dim, causal, seq, dtype):
                                     dict(overlap_tiles=True, fma_select=True),
                                     dict(packed_p=True, rescale_at_wait=True),
                                     dict(overlap_tiles=True, fma_select=True, packed_p=True,
-                                         rescale_at_wait=True)])
+                                         rescale_at_wait=True),
+                                    dict(fma_select=True, rescale_threshold=8.0),
+                                    dict(overlap_tiles=True, fma_select=True, packed_p=True,
+                                         rescale_threshold=8.0)], ids=policy_id)
 @pytest.mark.parametrize("head_dim", [64, 96, 128])
 def test_other_policies_long_sequences(head_dim, policy):
     case = (2, 2, 1500, 1500, head_dim, True, "bfloat16", None, policy)
@@ -66,7 +74,9 @@ def test_other_policies_long_sequences(head_dim, policy):
 
 
 @pytest.mark.parametrize("policy", [dict(fma_select=True), dict(fma_select=True,
-                                                                  overlap_tiles=True)])
+                                                                  overlap_tiles=True),
+                                    dict(fma_select=True, rescale_threshold=8.0)],
+                         ids=policy_id)
 def test_fma_select_large_magnitude_no_nan(policy):
     """|q . k| ~ 1e11 on the GPU (ex2.approx.ftz, the real FFMA): no NaN, SDPA's answer."""
     case = (1, 2, 700, 700, 64, True, "bfloat16", None, policy)

@@ -56,6 +56,23 @@ class OnlineSoftmax:
     poly_exp2 = 0
     """P elements of every 8 whose exponential runs on the FMA pipe (``ws.math.exp2_poly``)
     instead of the MUFU; 0 in the policies that have no such field."""
+    rescale_threshold = None
+    """Powers of two by which a tile's row max may exceed the running max before the running
+    max moves (``stale_max``); None (the policies that have no such field): it always moves."""
+    MAX_RESCALE_THRESHOLD = 15.0
+    """The largest ``rescale_threshold``: P's terms reach 2^(t + 1/2), and fp16 P (largest
+    finite 65504 < 2^16) must hold them."""
+
+    def set_rescale_threshold(self, t) -> None:
+        """Check and store ``rescale_threshold`` (None, or a real number in [0, 15]); raises
+        OperandError (a ValueError) otherwise."""
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
+                              or not 0.0 <= t <= self.MAX_RESCALE_THRESHOLD):
+            raise self.policy_error("rescale_threshold", t, "None or a number in [0, 15] "
+                                    "(powers of two a row's max may rise by before O is "
+                                    "rescaled; P's terms reach 2^(t + 1/2), which fp16 "
+                                    "holds up to t = 15)", "rescale_threshold=8.0, or None")
+        self.rescale_threshold = None if t is None else float(t)
 
     @staticmethod
     def softmax_start() -> tuple:
@@ -93,12 +110,36 @@ class OnlineSoftmax:
                 # a row that has seen no key yet has m = -inf: subtract 0 instead (p = 0,
                 # alpha = 0) so that -inf - -inf does not make NaN
                 m = ws.math.select(m == _NEG_INF, 0.0, m)
+            m = self.stale_max(m_i[r], m)
             m_new.append(m)
-            alpha.append(self.rescale_factor(m_i[r], m))
+            alpha.append(self.kept_one(m_i[r], m, self.rescale_factor(m_i[r], m)))
         p = self.exponentials(x, m_new)
         l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
                  for r in ws.static_range(2)]
         return self.fragments(p), m_new, l_new, alpha
+
+    def stale_max(self, m_old, m):
+        """The running max a row keeps after a tile whose scores raise it from ``m_old`` to
+        ``m`` (dynamic f32, m >= m_old): with ``rescale_threshold`` t, ``m_old`` while
+        (m - m_old) c <= t, else ``m``; without, ``m``. A kept max gives alpha = 1 exactly
+        (``rescale_factor``: 2^0), so the rescale of O and l is a no-op that the overlapped
+        loop skips (``WgmmaConsumer.rescale_at_wait_of``), and the tile's terms are at most
+        2^t times the max's (2^(t + 1/2) with ``fma_select``'s offset). Every term of l and O
+        then carries the same factor relative to the exact form, so O / l is unchanged and the
+        log-sum-exp, taken from the kept max and l, too. A row before its first key
+        (m_old = -inf) always moves; alpha of a kept max is set to 1 (``kept_one``)."""
+        if ws.static(self.rescale_threshold is None):
+            return m
+        rise = self.scaled(m - m_old)               # +inf for m_old = -inf: the max moves
+        return ws.math.select(rise <= self.rescale_threshold, m_old, m)
+
+    def kept_one(self, m_old, m, alpha):
+        """With ``rescale_threshold``: alpha, or exactly 1 for a row whose max did not move
+        (``ex2.approx`` of 0 need not be 1 exactly), which the overlapped loop's vote reads;
+        without, alpha as it is."""
+        if ws.static(self.rescale_threshold is None):
+            return alpha
+        return ws.math.select(m == m_old, 1.0, alpha)
 
     def rescale_factor(self, m_old, m_new):
         """alpha, the factor that takes a row's O and l from max ``m_old`` to ``m_new``:

@@ -99,7 +99,14 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     docs/performance.md, "Session 7: packed P"). ``rescale_at_wait``: with ``overlap``, O is
     multiplied by the step's alpha right after the wait that completes its P V (at the end of
     the K/V step) instead of beside the next P V issue, where ptxas may schedule the
-    multiplies inside the ping-pong turn.
+    multiplies inside the ping-pong turn. ``rescale_threshold``: with ``overlap``, O is
+    rescaled only when some row of the warp changed its max (a warp vote on alpha != 1 and a
+    uniform branch around the multiplies, at ``rescale_at_wait``'s place), and a row keeps
+    its running max while the tile's max exceeds it by at most this many powers of two (a
+    float in [0, 15]; P's terms are then up to 2^(t + 1/2), l and O are scaled alike, so
+    O / l and the log-sum-exp are unchanged); 0 skips only the exact no-op rescales
+    (FlashAttention-4's conditional rescale; ``OnlineSoftmax.stale_max``); None: every step
+    rescales.
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -115,7 +122,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
-                  "lead_waits", "packed_p", "rescale_at_wait")
+                  "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -128,7 +135,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
                  head_group=None, lead_waits=False, packed_p=False,
-                 rescale_at_wait=False):
+                 rescale_at_wait=False, rescale_threshold=None):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -184,6 +191,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits)
         self.packed_p = bool(packed_p)
         self.rescale_at_wait = bool(rescale_at_wait)
+        self.set_rescale_threshold(rescale_threshold)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)

@@ -245,17 +245,35 @@ class WgmmaConsumer:
         self.release_v(v_pipe, vst)
         return acc, vst.advance()
 
+    def rescales_at_wait(self) -> bool:
+        """Whether O is rescaled right after its P V wait (``rescale_at_wait``, or
+        ``rescale_threshold``, whose skipped rescale sits there) rather than in the turn."""
+        return self.rescale_at_wait or self.rescale_threshold is not None
+
     def rescale_in_turn(self, acc, alpha):
         """O times alpha where the overlapped step issues P V (inside the turn; the compiler
-        places the multiplies), or O as it is with ``rescale_at_wait``, which rescaled it
+        places the multiplies), or O as it is when ``rescales_at_wait``: it was rescaled
         already (``rescale_at_wait_of``)."""
-        return acc if ws.static(self.rescale_at_wait) else self.rescale(acc, alpha)
+        return acc if ws.static(self.rescales_at_wait()) else self.rescale(acc, alpha)
 
     def rescale_at_wait_of(self, acc, alpha):
-        """With ``rescale_at_wait``: O times alpha right after the wait that completes it (and
+        """When ``rescales_at_wait``: O times alpha right after the wait that completes it (and
         on entry to the loop), so the multiplies sit at the end of the K/V step, outside the
-        next turn; else O as it is (``rescale_in_turn`` rescales it)."""
+        next turn (with ``rescale_threshold`` only when some row of the warp has alpha != 1:
+        ``rescale_if_moved``); else O as it is (``rescale_in_turn`` rescales it)."""
+        if ws.static(self.rescale_threshold is not None):
+            return self.rescale_if_moved(acc, alpha)
         return self.rescale(acc, alpha) if ws.static(self.rescale_at_wait) else acc
+
+    @ws.jit
+    def rescale_if_moved(self, acc, alpha):
+        """O times alpha when a warp vote finds a row of the warp with alpha != 1 (its max
+        moved: ``OnlineSoftmax.stale_max``), else O as it is: the same values, since x * 1 is
+        x; a uniform branch around the 64-register multiply (the warp's 16 rows own their O
+        fragments, so the vote is per warp)."""
+        if ws.arch.vote_any((alpha[0] != 1.0) | (alpha[1] != 1.0)):
+            acc = self.rescale(acc, alpha)
+        return acc
 
     @ws.jit
     def fence_block(self, values):
