@@ -505,3 +505,23 @@ def test_cli_clear_exits_non_zero_when_a_file_cannot_be_removed(monkeypatch, cap
     assert cache_cmd("clear") == 1
     err = capsys.readouterr().err
     assert "could not remove 1 file" in err and "Fix:" in err
+
+
+def test_properties_and_class_method_wrappers_have_stable_keys():
+    """A class guard on a property (or a classmethod / staticmethod object) is stored in the
+    disk cache: its key is its accessor functions' keys, reproducible in another process, and
+    differs when an accessor's code differs."""
+    from warpstage.core.static_key import is_stable, static_key
+
+    def get_a(self):
+        return 1
+
+    def get_b(self):
+        return 2
+
+    for wrap in (property, classmethod, staticmethod):
+        key = static_key(wrap(get_a))
+        assert is_stable(key) and key == static_key(wrap(get_a))
+        assert key != static_key(wrap(get_b))
+    assert static_key(property(get_a)) != static_key(classmethod(get_a))
+    assert static_key(property(get_a, get_b)) != static_key(property(get_a))

@@ -91,6 +91,10 @@ def static_key(v, _depth: int = 0):
         return _function_key(v, _depth)
     if isinstance(v, types.MethodType):
         return ("method", static_key(v.__self__, _depth + 1), static_key(v.__func__, _depth + 1))
+    if t is property:               # a class's property: its accessor functions' keys
+        return ("property",) + tuple(static_key(f, _depth + 1) for f in (v.fget, v.fset, v.fdel))
+    if t is classmethod or t is staticmethod:
+        return (t.__name__, static_key(v.__func__, _depth + 1))
     if isinstance(v, types.BuiltinFunctionType):
         return ("builtin", getattr(v, "__module__", None), v.__qualname__)
     inner = getattr(v, "__ws_static_key__", None)   # warpstage's own objects (jit functions, ...)
