@@ -5,7 +5,7 @@ that a change to their index math leaves the PTX byte-identical (or to see where
     python3 scripts/kernel_ptx.py compare DIR_A DIR_B              # identical / differing names
 
 The configurations cover the GEMM (``ws.ops`` ``matmul_kernel``: both schedules, both majors,
-f16/bf16/f32 outputs, batched, split-K) and the wgmma FlashAttention (D 64 and 128, causal or
+f16/bf16/f32 outputs, batched, split-K, stream-K beside data-parallel at 128 x 256) and the wgmma FlashAttention (D 64 and 128, causal or
 not, persistent or not, TMA-store or register epilogue, with a log-sum-exp, three consumer
 warpgroups, bottom-right causal). Run ``dump`` once from each tree (``PYTHONPATH`` picks which
 warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled.
@@ -28,6 +28,9 @@ MATMUL = {
     "mm-split-k-Bt": dict(split_k=True, out_dtype="Float32", b_major="K"),
     "mm-n128-f16out": dict(tile_n=128, out_dtype="Float16", a_major="MN"),
     "mm-n64-pingpong": dict(tile_n=64, schedule="pingpong"),
+    # data-parallel and stream-K at one tile (docs/matmul.md, "Why the CTAs walk in K step")
+    "mm-Bt": dict(b_major="K"),
+    "mm-stream-k-Bt": dict(b_major="K", stream_k=True),
 }
 ATTENTION = {
     "fa-d64": dict(head_dim=64),
@@ -56,9 +59,10 @@ def matmul_kernel(fields: dict):
     x = np.zeros(((2,) if p.batched else ()) + (256, 256), np.float32)
     c = np.zeros(((2,) if p.batched or p.split_k else ()) + (256, 256), np.float32)
     ba, bb, bc = p.descriptor_boxes()
+    fixup = (ws.Tensor[ws.Float32, 1], ws.Tensor[ws.Int32, 1]) if p.stream_k else ()
     return ws.compile(matmul_kernel, p, _td(ws, x, ba, p.dtype), _td(ws, x, bb, p.dtype),
                       _td(ws, c, bc, p.out_dtype), ws.Int32, ws.Int32, ws.Int32, ws.Int32,
-                      ws.Int32, (), block=(p.threads, 1, 1))
+                      ws.Int32, (), ws.Int32, fixup, block=(p.threads, 1, 1))
 
 
 def _td(ws, arr, box, dtype):

@@ -123,3 +123,34 @@ def check_policy_build(fields):
     depbars = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
     assert sorted(depbars) == ["0x0", "0x1"], depbars
     return ck
+
+
+def loop_body(sass: str, marker: str) -> list:
+    """The SASS instructions of the loop around the last instruction matching ``marker``: from
+    the label the next branch after it jumps back to, to that branch."""
+    lines = [ln.strip() for ln in sass.splitlines()
+             if re.search(r"/\*[0-9a-f]{4,}\*/", ln) or re.match(r"\s*\.L_x_\d+:", ln)]
+    at = max(i for i, ln in enumerate(lines) if re.search(marker, ln))
+    back = next(i for i in range(at, len(lines)) if re.search(r"\bBRA\b", lines[i]))
+    label = re.search(r"\((\.L_x_\d+)\)", lines[back]).group(1)
+    start = max(i for i in range(at) if lines[i] == label + ":")
+    return [ln for ln in lines[start:back + 1] if not ln.startswith(".L_x_")]
+
+
+def test_stream_k_k_loops_are_the_data_parallel_ones():
+    """At the same tile (128 x 256, K-major B) the stream-K kernel's consumer K loop (4 HGMMA,
+    one WARPGROUP.DEPBAR.LE gsb0 0x1, the full-barrier wait and the empty-barrier arrive) and
+    producer K loop (2 UTMALDG) are data-parallel's, within one instruction: the unit walk's
+    divisions run once per unit, outside them (SASS read 2026-12-02: 51 / 50 and 32 / 33)."""
+    dp, sk = (compile_policy(Matmul(tile_n=256, b_major="K", stream_k=s)) for s in (False, True))
+    if not (find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")):
+        pytest.skip("SASS checks need nvdisasm or cuobjdump on PATH")
+    for marker, per_loop in ((r"DEPBAR\.LE gsb0, 0x1", {"HGMMA": 4, "DEPBAR": 1, "TRYWAIT": 1,
+                                                         "SYNCS.ARRIVE": 1}),
+                             (r"UTMALDG", {"UTMALDG": 2, "TRYWAIT": 1})):
+        loops = [loop_body(ck.sass, marker) for ck in (dp, sk)]
+        assert abs(len(loops[0]) - len(loops[1])) <= 1, [len(x) for x in loops]
+        for body in loops:
+            assert not any(re.search(r"\b(I2F|MUFU\.RCP|IABS)\b", ln) for ln in body)
+            for what, count in per_loop.items():
+                assert sum(what in ln for ln in body) == count, (what, body)

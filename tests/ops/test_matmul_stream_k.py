@@ -5,13 +5,15 @@ small odd shapes whose tiles are split over two and three CTAs (tails in M, N an
 both tile heights, transposes, every epilogue and output dtype), data-parallel and stream-K
 units in one CTA, the counters back at zero after each call, the workspace reused, two calls
 bitwise equal; and the plan's choice at the LLM shapes (matmul_plan.py)."""
+import importlib
+
 import numpy as np
 import pytest
 
 import warpstage as ws
 from dtypes_helper import randn, to_float64
-from warpstage.lang.sched import (stream_k_contributors, stream_k_slot, stream_k_unit,
-                                  stream_k_units)
+from warpstage.lang.sched import (stream_k_contributors, stream_k_range, stream_k_slot,
+                                  stream_k_unit, stream_k_units)
 from warpstage.ops import matmul_host
 from warpstage.ops.matmul_config import choose_stream_k, explain
 from warpstage.ops.matmul_plan import (estimate_stream_k_us, estimate_us, plan,
@@ -57,6 +59,42 @@ def test_units_cover_every_k_step_once(ctas, tiles, k_tiles):
             continue                    # empty ranges: the host never launches it
         cover, _ = walk(ctas, tiles, k_tiles, sk)
         assert len(cover) == tiles * k_tiles
+
+
+def k_steps(c, ctas, tiles, k_tiles, sk_tiles) -> list:
+    """CTA ``c``'s K steps in the order it runs them (its units in order)."""
+    out = []
+    for j in range(stream_k_units(c, ctas, tiles, k_tiles, sk_tiles)):
+        _, k0, count = stream_k_unit(c, j, ctas, tiles, k_tiles, sk_tiles)
+        out.extend(range(k0, k0 + count))
+    return out
+
+
+@pytest.mark.parametrize("ctas, tiles, k_tiles", [
+    (132, 512, 64),        # 4096^3, 128 x 256: 116 stream-K tiles, 0.88 of a tile per CTA
+    (132, 512, 172),       # 4096 x 4096 x 11008: measured 0.79x data-parallel in tile order
+    (132, 86, 64),         # 256 x 11008 x 4096: every tile split, 0.65 of a tile per CTA
+    (132, 2048, 128),      # 8192^3
+    (132, 140, 64),        # a thin last wave: one full wave more (1.06 tiles per CTA)
+    (7, 40, 7), (5, 3, 8)])
+def test_ctas_stay_in_k_step(ctas, tiles, k_tiles):
+    """At time step T (one K step per CTA) CTA c reads K step T + d with d = 0 in the head it
+    takes first, d = k_tiles - r_c (its range's r_c iterations, modulo k_tiles) in the tail and
+    the tiles after it, and 0 <= d <= k_tiles - r_c in a range inside one tile: every d within
+    [0, the largest k_tiles - r_c], and at most three values when every range holds a whole
+    tile. So the CTAs on the tiles of one A or B panel share its K slabs in L2 as a
+    data-parallel wave does (docs/matmul.md, "Stream-K"). In tile order CTA c read K step
+    T + c r mod k_tiles: as many offsets as CTAs, over the whole of K."""
+    sk = stream_k_tiles(tiles, ctas, k_tiles)
+    assert sk
+    steps = [k_steps(c, ctas, tiles, k_tiles, sk) for c in range(ctas)]
+    ranges = [stream_k_range(c, ctas, k_tiles, sk) for c in range(ctas)]
+    widest = max((-(end - begin)) % k_tiles for begin, end in ranges)
+    whole = all(end - begin >= k_tiles for begin, end in ranges)
+    for t in range(max(map(len, steps))):
+        now = {(s[t] - t) % k_tiles for s in steps if t < len(s)}
+        assert max(now) <= widest, (t, sorted(now), widest)
+        assert len(now) <= 3 or not whole, (t, sorted(now))
 
 
 def test_stream_k_tiles_rule():
@@ -162,6 +200,30 @@ def test_stream_k_epilogues_determinism_and_reuse(monkeypatch, launches):
                        tile_n=64, stream_k=False)
     assert not launches[-1].stream_k
     assert np.allclose(dp, one, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.usefixtures("sim_target")
+def test_fixup_sum_does_not_depend_on_who_adds_it(monkeypatch):
+    """The simulator runs CTAs one at a time; in CTA order the last contributor of a tile
+    completes its count and adds its own partial from registers, in reverse order the first
+    does and reads the last's back from the workspace: the same sum (0 + P[last] + ... +
+    P[first]), bitwise, either way, with tiles of two and three contributors."""
+    sim_run = importlib.import_module("warpstage.sim.run")
+    monkeypatch.setattr(matmul_host, "SIM_CTAS", 5)
+    a, b = make_operands(300, 64, 328, "bfloat16", seed=11)      # 3 tiles on 5 CTAs
+    forward = ws.ops.matmul(a, b, out_dtype=np.float32, tile_n=64, stream_k=True)
+
+    class BackwardNumpy:                     # numpy, with the grid walked last CTA first
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def ndindex(*shape):
+            return reversed(list(np.ndindex(*shape)))
+    monkeypatch.setattr(sim_run, "np", BackwardNumpy())
+    backward = ws.ops.matmul(a, b, out_dtype=np.float32, tile_n=64, stream_k=True)
+    assert np.array_equal(forward.view(np.uint32), backward.view(np.uint32))
+    assert relative_error(forward, reference(a, b)) < 2e-6 and counters_zero()
 
 
 @pytest.fixture

@@ -192,7 +192,7 @@ class ClusterTileScheduler:
 # over the ``ctas`` CTAs (CTA c takes iterations [c I / ctas, (c + 1) I / ctas), I = sk_tiles x
 # k_tiles, rounded down), so a tile's K range may be split over two or more CTAs; the other
 # tiles are data-parallel, CTA c taking tiles sk_tiles + c, + ctas, ... whole. A CTA walks its
-# stream-K units first, then its data-parallel tiles. The functions below are the arithmetic,
+# stream-K units first (in the order of ``stream_k_unit``), then its data-parallel tiles. The functions below are the arithmetic,
 # on Python ints and dynamic Int32 alike (the host's checks and the kernel run the same code).
 
 
@@ -221,11 +221,23 @@ def stream_k_units(c, ctas, tiles, k_tiles, sk_tiles):
 def stream_k_unit(c, j, ctas, tiles, k_tiles, sk_tiles) -> tuple:
     """Unit ``j`` of CTA ``c``: (linear tile index, first K step, K steps). A unit with fewer
     than ``k_tiles`` steps is a *partial* unit: its tile's other steps belong to other CTAs
-    (``stream_k_contributors``) and the partial sums are added by the fix-up."""
+    (``stream_k_contributors``) and the partial sums are added by the fix-up.
+
+    The order keeps the CTAs in K step with each other, for L2 reuse: a CTA whose range touches
+    tiles t0 < ... < t1 takes the *head* of t1 first (K steps from 0), then the *tail* of t0
+    (up to ``k_tiles``), then t0 + 1 .. t1 - 1 whole, then its data-parallel tiles. At time
+    step T every CTA then reads K step T (in a head) or one congruent to T - r modulo
+    ``k_tiles`` (r: the range's length, the same for every CTA within one), so the CTAs on the
+    tiles of one A row-panel or B column-panel read the same K slabs at about the same time, as
+    in a data-parallel wave. Walking each range in tile order instead starts CTA c at K step
+    ``c r mod k_tiles``: every CTA at its own K step, no slab shared while it is in L2, up to
+    twice the HBM traffic (benchmarks/gemm_stream_k_l2.py; docs/matmul.md, "Stream-K")."""
     begin, end = stream_k_range(c, ctas, k_tiles, sk_tiles)
     sk = _sk_units(begin, end, k_tiles)
     is_sk = j < sk
-    t = _select(is_sk, begin // k_tiles + j, sk_tiles + c + (j - sk) * ctas)
+    t0 = begin // k_tiles
+    t = _select(is_sk, _select(j == 0, t0 + sk - 1, t0 + j - 1),
+                sk_tiles + c + (j - sk) * ctas)
     base = t * k_tiles
     k0 = _select(is_sk, _max(begin - base, 0), 0)
     k1 = _select(is_sk, _min(end - base, k_tiles), k_tiles)

@@ -29,8 +29,9 @@ such unit, without waiting for any other CTA:
               last = old == last - first; if last: counter[t] = 0   # the next call's zero
               smem flag = last
     bar.sync 1, threads
-    if last: sum = 0 + P[first] + ... + P[last], in CTA order, its own term from registers,
-             then the normal epilogue (the user epilogue sees the whole sum)
+    if last: sum = 0 + P[last] + ... + P[first], in reverse CTA order (the last contributor,
+             usually the last to arrive, adds its own term from registers), then the normal
+             epilogue (the user epilogue sees the whole sum)
 
 The unit whose increment completes the count adds the tile up and stores it; the others go on
 to their next unit. No CTA ever waits for another, so it runs in the simulator (CTAs one at a
@@ -61,9 +62,9 @@ FADD, without spilling at the consumers' 232 registers; a chunk is one round tri
 16-register chunks would cost eight)."""
 
 
-def _first_term(own, is_first, lo: int):
-    """0 + registers [lo, lo + FIXUP_CHUNK) of ``own`` where ``is_first``, else 0."""
-    return Fragment(Float32, [0.0 + ws.math.select(is_first, own[r], 0.0)
+def _first_term(own, is_own, lo: int):
+    """0 + registers [lo, lo + FIXUP_CHUNK) of ``own`` where ``is_own``, else 0."""
+    return Fragment(Float32, [0.0 + ws.math.select(is_own, own[r], 0.0)
                               for r in range(lo, min(lo + FIXUP_CHUNK, len(own)))])
 
 
@@ -186,26 +187,27 @@ class MatmulConsumer:
 
     @ws.jit
     def gather(self, accs, tid, sched, tile, workspace):
-        """The whole of stream-K tile ``tile``: 0 + the contributors' partial sums in CTA
-        order (``sched.contributors``), from their workspace slots (the layout ``publish``
-        wrote), the first one's from ``accs`` when this CTA is it: the same sum whichever CTA
-        adds it up."""
+        """The whole of stream-K tile ``tile``: 0 + the contributors' partial sums in reverse
+        CTA order (``sched.contributors``: last, ..., first), from their workspace slots (the
+        layout ``publish`` wrote), the last one's from ``accs`` when this CTA is it: the same
+        sum whichever CTA adds it up."""
         threads = self.consumer_threads
         tile_size = self.tile_m * self.tile_n
         me = ws.arch.block_idx()[0]
         first, last = sched.contributors(tile)
         own = accs[0]
-        # the first contributor (usually the last to arrive: its partial is the end of its
-        # range, the others' the start of theirs) adds its own from registers, any other
-        # reads its own back; 0 + P[first] either way. In chunks of FIXUP_CHUNK registers (the
-        # loads in flight and the sum beside the accumulator, no spills)
-        is_first = me == first
-        start = ws.math.select(is_first, first + 1, first)
+        # the last contributor holds the tile's tail (its range's first unit, done after the
+        # head it takes first: ws.sched.stream_k_unit), so it is usually the last to arrive:
+        # it adds its own from registers, any other reads the last one's back; 0 + P[last]
+        # either way. In chunks of FIXUP_CHUNK registers (the loads in flight and the sum
+        # beside the accumulator, no spills)
+        is_last = me == last
+        skip = ws.math.select(is_last, 1, 0)
         out = []
         for lo in ws.static_range(0, len(own), FIXUP_CHUNK):
-            part = _first_term(own, is_first, lo)
-            for c in range(start, last + 1):
-                part = part + _partial(workspace, sched.slot(tile, c) * tile_size + tid
+            part = _first_term(own, is_last, lo)
+            for i in range(skip, last - first + 1):
+                part = part + _partial(workspace, sched.slot(tile, last - i) * tile_size + tid
                                        + lo * threads, threads, len(part))
             out.extend(part)
         return [Fragment(Float32, out)]

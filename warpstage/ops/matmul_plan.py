@@ -115,8 +115,10 @@ STREAM_K_AUTO = False
 H200 (benchmarks/RESULTS.md, "Session 8, stream-K"), the stream-K kernel ran 4-30% slower than
 the data-parallel one at every swept shape, the model's picks included (256 x 11008 x 4096: 413
 against 612 TFLOP/s; 8192^3: 767 against 809), even at the same tile where the fix-up is a
-small share (4096^3, 128 x 256: 702 against 791), so the loss is in the kernel's K loop or its
-schedule, not in the fix-up the model charges. ``stream_k=True`` still runs it."""
+small share (4096^3, 128 x 256: 702 against 791). The K loops are data-parallel's (SASS); the
+loss was L2 reuse: in tile order every CTA read its own K slab (docs/matmul.md, "Why the CTAs
+walk in K step"), fixed in ``ws.sched.stream_k_unit`` and not yet measured, so still off.
+``stream_k=True`` still runs it."""
 INT32_LIMIT = 1 << 31
 
 
