@@ -131,7 +131,8 @@ def test_sass_skips_the_multiplies_in_the_kv_step():
 @pytest.mark.parametrize("name", ["attn8", "attn8_64"])
 def test_the_device_sweeps_build(name):
     """Every variant of benchmarks/attention.py's sweeps of this field is a valid policy, the
-    shipped default first (scripts/gpu_attn8.sh runs them on the H200)."""
+    shipped default among them (first when they ran; session 8 call E then made the second
+    D=128 variants the defaults; scripts/gpu_attn8.sh runs them on the H200)."""
     spec = importlib.util.spec_from_file_location(
         "attention_bench", os.path.join(ROOT, "benchmarks", "attention.py"))
     bench = importlib.util.module_from_spec(spec)
@@ -141,5 +142,5 @@ def test_the_device_sweeps_build(name):
         keys = [FlashAttentionWgmma(head_dim=d, causal=causal, **f).__static_key__()
                 for f in variants]
         shipped = FlashAttentionWgmma(head_dim=d, causal=causal, **WGMMA_DEFAULTS[(d, causal)])
-        assert keys[0] == shipped.__static_key__()
+        assert shipped.__static_key__() in keys
         assert len(set(keys)) == len(keys)

@@ -49,9 +49,9 @@ SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=128, num_stages=2, fma_select=True),
+    (128, False): dict(tile_n=128, num_stages=2, fma_select=True, rescale_threshold=8.0),
     (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True,
-                      packed_p=True, rescale_at_wait=True),
+                      packed_p=True, rescale_threshold=8.0),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True,
@@ -89,6 +89,13 @@ its P V wait; session 8 sweeps "attn7" and "confirm8_*", device time): at D=64 n
 without the spill the 3-warpgroup ``overlap_tiles`` kernel had before them; at D=128 causal
 +0.4 to +0.5% at S = 1024, 2048 and 4096 (five points, in both runs); at D=128 non-causal -0.4
 to +1.1% (noise): not taken there.
+``rescale_threshold=8.0`` at D=128 (session 8 call E, sweep "attn8", device time: O rescaled
+only when a row's max rose by more than 2^8, FlashAttention-4's idea; 64 FMULs skipped per
+unmasked K/V step): +0.4 to +1.4% at all six measured points (S=4096 696.7 vs 687.4, causal
+606.5 vs 601.3; S=1024 594.1 vs 588.4, 611.9 vs 608.0, causal 396.7 vs 394.8, 427.8 vs
+426.0), max error against SDPA 5.6e-4 -> 7.5e-4 at S=4096 (O and l carry the same factor: the
+output and the LSE are exact up to rounding). Causal takes it in place of ``rescale_at_wait``
+(the sweep's pairing). At D=64 it moved -0.8 to +1.4%: not taken.
 
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
@@ -98,9 +105,12 @@ TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer warpgro
 2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else). D=64 non-causal there takes 3
 stages (session 8, "confirm8_64": B=16 H=16 S=1024 434.6 against 424.2 for the 2-stage
 ``skip_idle`` kernel and 411.2 for the 2-stage default above, 1.01x cuDNN; at S=16384 3 stages
-lose 4%, so only here)."""
+lose 4%, so only here). Session 8 call E moved the bound to S_q <= 2048: D=64 causal at
+B=8 H=16 S=2048 384.0 with 2 warpgroups and ``overlap_tiles`` against 372.1 for the 3-warpgroup
+kernel (1.01x against 0.98x cuDNN; at S=4096 it loses 2.6%), non-causal 3 stages 510.1 against
+495.9 (calls C and E: +2.8 / +2.9%)."""
 
-SHORT_SEQ = 1536
+SHORT_SEQ = 2048
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
