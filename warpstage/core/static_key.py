@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import operator
 import sys
 import types
 
@@ -50,9 +51,16 @@ def code_key(code) -> str:
     return h.hexdigest()[:16]
 
 
-def static_key(v, _depth: int = 0):
+def static_key(v, _depth: int = 0, _path=None):
+    """The stable key of the static value ``v`` (the module docstring gives the rules).
+    ``_depth`` and ``_path`` are internal: the nesting level, and the objects being keyed on the
+    way down (id -> level), so that an object graph with a cycle (a parent and its children, a
+    bound method stored on its own object) keys the edge back to an ancestor as
+    ``("cycle", levels up)`` instead of recursing forever: the key of the graph as seen from its
+    root, the same in every process."""
     if _depth > 20:
-        raise UnkeyableError("nested too deeply (a cycle?)")
+        raise UnkeyableError("nested more than 20 levels deep (an object graph that deep is not "
+                             "keyed structurally)")
     t = type(v)
     if t in _PLAIN:
         return v if t is not float and t is not bool else (t.__name__, v)
@@ -66,13 +74,8 @@ def static_key(v, _depth: int = 0):
                                  f"{type(k).__name__} ({str(k)[:60]}), which is not hashable; "
                                  "return a tuple of plain values (ints, strings, tuples)") from None
         return ("sk", class_key(t), k)
-    if t is tuple or t is list:
-        return (t.__name__,) + tuple(static_key(x, _depth + 1) for x in v)
-    if t is dict:
-        return ("dict",) + tuple((static_key(k, _depth + 1), static_key(x, _depth + 1))
-                                 for k, x in v.items())
-    if t is frozenset or t is set:
-        return (t.__name__,) + tuple(sorted((static_key(x, _depth + 1) for x in v), key=repr))
+    if t is tuple:
+        return ("tuple",) + tuple(static_key(x, _depth + 1, _path) for x in v)
     if isinstance(v, type):
         # classes made at run time (ws.smem.make_storage) can share a name; they say what they are
         extra = getattr(v, "__ws_class_key__", None)
@@ -81,27 +84,47 @@ def static_key(v, _depth: int = 0):
         return ("module", v.__name__)
     if isinstance(v, enum.Enum):
         return ("enum", class_key(t), v.name)
-    if t is functools.partial:
-        return ("partial", static_key(v.func, _depth + 1), static_key(v.args, _depth + 1),
-                static_key(v.keywords, _depth + 1))
     np = sys.modules.get("numpy")
     if np is not None and isinstance(v, (np.generic, np.ndarray)):
         return _numpy_key(v, np)
-    if isinstance(v, types.FunctionType):
-        return _function_key(v, _depth)
-    if isinstance(v, types.MethodType):
-        return ("method", static_key(v.__self__, _depth + 1), static_key(v.__func__, _depth + 1))
-    if t is property:               # a class's property: its accessor functions' keys
-        return ("property",) + tuple(static_key(f, _depth + 1) for f in (v.fget, v.fset, v.fdel))
-    if t is classmethod or t is staticmethod:
-        return (t.__name__, static_key(v.__func__, _depth + 1))
     if isinstance(v, types.BuiltinFunctionType):
         return ("builtin", getattr(v, "__module__", None), v.__qualname__)
+    # what may hold a reference back to an ancestor: keyed with the path
+    if _path is None:
+        _path = {}
+    i = id(v)
+    up = _path.get(i)
+    if up is not None:
+        return ("cycle", _depth - up)
+    _path[i] = _depth
+    try:
+        return _composite_key(v, t, _depth, _path)
+    finally:
+        del _path[i]
+
+
+def _composite_key(v, t, depth, path):
+    """static_key of a container, function, method or object (``v`` is on ``path``)."""
+    d = depth + 1
+    if t is list:
+        return ("list",) + tuple(static_key(x, d, path) for x in v)
+    if t is dict:
+        return ("dict",) + tuple((static_key(k, d, path), static_key(x, d, path))
+                                 for k, x in v.items())
+    if t is frozenset or t is set:
+        return (t.__name__,) + tuple(sorted((static_key(x, d, path) for x in v), key=repr))
+    if t is functools.partial:
+        return ("partial", static_key(v.func, d, path), static_key(v.args, d, path),
+                static_key(v.keywords, d, path))
+    if isinstance(v, types.FunctionType):
+        return _function_key(v, depth, path)
+    if isinstance(v, types.MethodType):
+        return ("method", static_key(v.__self__, d, path), static_key(v.__func__, d, path))
     inner = getattr(v, "__ws_static_key__", None)   # warpstage's own objects (jit functions, ...)
     if inner is not None:
         return inner()
     if hasattr(t, "_fields") and isinstance(v, tuple):
-        return ("namedtuple", class_key(t)) + tuple(static_key(x, _depth + 1) for x in v)
+        return ("namedtuple", class_key(t)) + tuple(static_key(x, d, path) for x in v)
     if t.__hash__ is object.__hash__ or t.__hash__ is None:
         attrs = _attributes(v)
         if attrs is None:
@@ -110,7 +133,7 @@ def static_key(v, _depth: int = 0):
                 return buffer
             raise UnkeyableError(f"a {t.__qualname__} object has no __dict__, no __slots__ and no "
                                  "__static_key__")
-        return ("obj", _user_class_key(t)) + tuple((k, static_key(x, _depth + 1)) for k, x in attrs)
+        return ("obj", _user_class_key(t)) + tuple((k, static_key(x, d, path)) for k, x in attrs)
     try:
         hash(v)
     except TypeError as e:
@@ -121,7 +144,7 @@ def static_key(v, _depth: int = 0):
     attrs = _attributes(v)
     if attrs:
         try:
-            return ("obj", _user_class_key(t)) + tuple((k, static_key(x, _depth + 1))
+            return ("obj", _user_class_key(t)) + tuple((k, static_key(x, d, path))
                                                        for k, x in attrs)
         except UnkeyableError:
             pass
@@ -217,22 +240,71 @@ _CLASS_KEYS: dict = {}     # class -> (key, mro, snapshot); a plain dict (a weak
 
 
 def _snapshot(mro) -> tuple:
-    """What a class digest is made from: a copy of the namespace of each class of ``mro``.
-    A hit compares each namespace with its copy (``==``, a C loop of key lookups with the
-    identity test first, 0.6-2.7 us for 1-3 classes of 5-50 attributes on the loaded CI
-    machine, where tuples of the items cost 1.9-5.7 us: benchmarks/RESULTS.md, session 7)."""
-    return tuple(dict(c.__dict__) for c in mro[:-1])
+    """What a class digest is made from, per class of ``mro``: a copy of its namespace; the
+    names and values of its plain data attributes (``K = 3``); and the names and keys of its
+    mutable data attributes (``TILES = [64, 128]``, a numpy table). A hit compares each
+    namespace with its copy (``==``, a C loop of key lookups with the identity test first,
+    0.6-2.7 us for 1-3 classes of 5-50 attributes on the loaded CI machine, where tuples of the
+    items cost 1.9-5.7 us: benchmarks/RESULTS.md, session 7); then the plain data by identity,
+    since ``==`` holds across types (``K = 3`` replaced by ``3.0`` or ``True``: another value
+    for ``isinstance``, ``range``, an IR constant's type); then the mutable data by key, since
+    ``==`` holds for a list changed in place (its own copy)."""
+    out = []
+    for c in mro[:-1]:
+        namespace = dict(c.__dict__)
+        plain, mutable = [], []
+        for name, attr in namespace.items():
+            if type(attr) in _MUTABLE_DATA or _is_array(attr):
+                key = _data_key(attr)
+                if key is not None:
+                    mutable.append((name, key))
+            elif _plain_data(attr):
+                plain.append((name, attr))
+        out.append((namespace, tuple(n for n, _ in plain), tuple(a for _, a in plain),
+                    tuple(mutable)))
+    return tuple(out)
+
+
+_MUTABLE_DATA = (list, dict, set, bytearray)
+
+
+def _is_array(attr) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(attr, np.ndarray)
+
+
+def _data_key(attr):
+    """The static key of a mutable data attribute of a class body, or None if it has none."""
+    try:
+        return static_key(attr)
+    except Exception:           # noqa: BLE001 - unkeyable (too large, objects): not digested
+        return None
+
+
+def _unchanged(mro, snapshot) -> bool:
+    """Do the namespaces of ``mro`` still hold what ``snapshot`` (``_snapshot``) recorded?"""
+    for c, (namespace, names, values, mutable) in zip(mro, snapshot):
+        d = c.__dict__
+        if d != namespace:
+            return False
+        if names and not all(map(operator.is_, map(d.get, names), values)):
+            return False
+        for name, key in mutable:
+            if _data_key(d.get(name)) != key:
+                return False
+    return True
 
 
 def _user_class_key(cls) -> tuple:
     """A class by qualified name and a digest of what its body defines (methods by code and
-    defaults, plain constants by value), so a class redefined under the same name (a module
-    reloaded after an edit) is a different key, and so is a class whose attribute changed in
-    place (``Config.TILE = 8``: code run natively at trace time — a property, method or plain
+    defaults, plain constants by value and type, mutable data such as a list or numpy table
+    by key), so a class redefined under the same name (a module reloaded after an edit) is a
+    different key, and so is a class whose attribute changed in place (``Config.TILE = 8``,
+    ``Config.TILES[0] = 8``: code run natively at trace time — a property, method or plain
     helper reading ``self.TILE`` — records no fact, so the object's key must see the change).
-    The digest is cached per class with a snapshot of the namespaces it was made from; a hit
-    compares the snapshot (dict equality, identity first, in C), so an assignment, addition or
-    deletion of a class attribute, or a new ``__bases__``, recomputes it."""
+    The digest is cached per class with a snapshot of the namespaces it was made from
+    (``_snapshot``), compared on every hit, so an assignment, addition or deletion of a class
+    attribute, or a new ``__bases__``, recomputes it."""
     try:
         got = _CLASS_KEYS.get(cls)
     except TypeError:           # a metaclass without __hash__: no cache
@@ -241,10 +313,7 @@ def _user_class_key(cls) -> tuple:
         cacheable = True
     if got is not None and cls.__mro__ is got[1]:
         try:
-            for c, namespace in zip(got[1], got[2]):
-                if c.__dict__ != namespace:
-                    break
-            else:
+            if _unchanged(got[1], got[2]):
                 return got[0]
         except Exception:       # an attribute's __eq__ that fails (a replaced numpy array)
             pass
@@ -255,6 +324,8 @@ def _user_class_key(cls) -> tuple:
     for c in cls.__mro__[:-1]:
         for name, attr in list(vars(c).items()):
             part = _body_part(attr)
+            if part is None and (type(attr) in _MUTABLE_DATA or _is_array(attr)):
+                part = _data_key(attr)
             if part is not None:
                 h.update(f"{c.__qualname__}.{name}={part!r};".encode())
     key = base + (h.hexdigest()[:12],)
@@ -285,20 +356,26 @@ def _body_part(attr):
         attr = inner if code is not None else attr
     if code is not None:
         return (code_key(code), repr(getattr(attr, "__defaults__", None)))
-    if type(attr) in _PLAIN or (type(attr) is tuple and all(type(x) in _PLAIN for x in attr)):
+    if _plain_data(attr):
         return repr(attr)
     return None
 
 
-def _function_key(f, depth):
+def _plain_data(attr) -> bool:
+    return type(attr) in _PLAIN or (type(attr) is tuple and all(type(x) in _PLAIN for x in attr))
+
+
+def _function_key(f, depth, path=None):
     wrapped = getattr(f, "__ws_static_key__", None)
     if wrapped is not None:
         return wrapped()
     closure = ()
     if f.__closure__:
-        closure = tuple(static_key(c.cell_contents, depth + 1) if _cell_full(c) else ("empty",)
-                        for c in f.__closure__)
-    defaults = static_key(f.__defaults__ or (), depth + 1)
+        closure = tuple(static_key(c.cell_contents, depth + 1, path) if _cell_full(c)
+                        else ("empty",) for c in f.__closure__)
+    defaults = static_key(f.__defaults__ or (), depth + 1, path)
+    if f.__kwdefaults__:
+        defaults = (defaults, static_key(f.__kwdefaults__, depth + 1, path))
     return ("function", f.__module__, f.__qualname__, code_key(f.__code__), defaults, closure)
 
 

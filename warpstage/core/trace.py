@@ -55,6 +55,7 @@ class TraceContext:
         self.ops_traced = 0
         self.unrolled = 0                  # iterations of static loops traced (options.max_unroll)
         self.last_return = None            # Location of the last `return <value>` traced
+        self.dynamic_sites: list = []      # Sites of the dynamic `if`s whose branches are traced
 
     def __enter__(self):
         if getattr(_state, "ctx", None) is not None:

@@ -18,7 +18,7 @@ import builtins
 import operator
 
 from .. import ir
-from ..errors import CompilationError, StaticAssertionError
+from ..errors import CompilationError, StaticAssertionError, UnsupportedError, WarpstageError
 from ..lang import control
 from .facts import read_attr  # noqa: F401  (called by rewritten code: __ws_cf__.read_attr)
 from .host_checks import call_print, format_value, read_item  # noqa: F401  (the same)
@@ -31,7 +31,7 @@ from ..core.unbound import UNDEF, Unbound, UnboundVariableError
 
 __all__ = ["Site", "if_stmt", "ifexp", "and_", "or_", "not_", "not_any", "compare", "builtin",
            "iter_call", "assert_", "result", "for_stmt", "while_stmt", "Unbound", "UNDEF",
-           "UnboundVariableError", "StaticAssertionError", "truth", "returned"]
+           "UnboundVariableError", "StaticAssertionError", "truth", "returned", "raising"]
 
 
 def returned(value):
@@ -188,6 +188,30 @@ def assert_(site: Site, test, msg) -> None:
     with b.at(otherwise.block):
         builder().yield_()
     builder().op("scf.if", (failed.value,), (), regions=(then, otherwise))
+
+
+def raising(text: str, exc):
+    """``raise exc`` (``text``: the statement): ``exc`` itself, unless the ``raise`` is traced
+    inside a branch of a dynamic ``if``. Both branches are traced while compiling, so there it
+    would fail every compile whatever the condition is at run time (and the GPU cannot raise a
+    Python exception): an UnsupportedError naming the ``if``. A warpstage error (library code
+    rejecting a static configuration) passes through: it is a compile-time error on any path."""
+    ctx = maybe_current()
+    if ctx is None or not ctx.dynamic_sites or isinstance(exc, WarpstageError):
+        return exc
+    site = ctx.dynamic_sites[-1]
+    what = "`if`" if site.kind == "if" else "condition"
+    said = str(exc) if isinstance(exc, BaseException) else ""
+    raise UnsupportedError(
+        f"`{text}` inside the dynamic {what} at {site.where()}: the condition is known only on "
+        "the GPU, so warpstage traces both branches while compiling, and this `raise` would "
+        "run at every compile, whatever the condition is at run time (a kernel cannot raise a "
+        "Python exception on the GPU)" + (f"; it says: {said}" if said else "") + ".\n"
+        "Expected: a `raise` under a static condition (checked while compiling); got one under "
+        "a dynamic condition.\nFix: for a run-time check write `assert not (<condition>), "
+        "\"<message>\"` (a device-side trap with @ws.kernel(device_asserts=True)); to reject "
+        "a configuration while compiling, make the condition static (ws.static(...)) or raise "
+        "before the `if`.")
 
 
 def result(site: Site, returned, value):

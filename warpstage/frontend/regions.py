@@ -190,13 +190,18 @@ def branches(c: Boolean, fns, site: Site, get=None, set_=None, labels=IF_LABELS,
     b = builder()
     regions = (ir.Region(), ir.Region())
     ends, vals = [], []
-    for k, fn in enumerate(fns):
-        if get is not None:
-            refined = site.refine if k == 0 else site.refine_else
-            set_(tuple((k == 1) if n in refined else v for n, v in zip(names, init)))
-        with b.at(regions[k].block):
-            vals.append(fn() if fn is not None else None)
-        ends.append(get() if get is not None else ())
+    inside = maybe_current().dynamic_sites
+    inside.append(site)                 # for a `raise` in a branch (control_flow.raising)
+    try:
+        for k, fn in enumerate(fns):
+            if get is not None:
+                refined = site.refine if k == 0 else site.refine_else
+                set_(tuple((k == 1) if n in refined else v for n, v in zip(names, init)))
+            with b.at(regions[k].block):
+                vals.append(fn() if fn is not None else None)
+            ends.append(get() if get is not None else ())
+    finally:
+        inside.pop()
     no_static_effects(watch, site)
     left = [_has_left(site, names, ends[k], k) for k in range(2)]
     nodes = []

@@ -135,6 +135,7 @@ class Regions(ast.NodeTransformer):
         self.globals_ = globals_
         self.top = top
         self.region_names: dict = {}
+        self.in_try = 0             # `try` statements around the node visited
 
     def visit_body(self, body: list) -> list:
         out = []
@@ -333,6 +334,24 @@ class Regions(ast.NodeTransformer):
         msg = self._thunk(node.msg, "an assert message") if node.msg else ast.Constant(None)
         c = call(cf_attr("assert_"), [site, self._thunk(node.test, "an assert"), msg])
         return at_header(ast.Expr(c), node)
+
+    def visit_Raise(self, node):
+        # `raise E` -> `raise __ws_cf__.raising("raise E", E)`: an error under a dynamic `if`
+        # (control_flow.raising). A raise inside a `try` may be caught there: left alone.
+        self.generic_visit(node)
+        if node.exc is not None and not self.in_try:
+            node.exc = ast.copy_location(call(cf_attr("raising"), [
+                ast.Constant(ast.unparse(node)), node.exc]), node.exc)
+        return node
+
+    def visit_Try(self, node):
+        self.in_try += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.in_try -= 1
+
+    visit_TryStar = visit_Try
 
     def visit_Return(self, node):
         self.generic_visit(node)

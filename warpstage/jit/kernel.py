@@ -50,17 +50,29 @@ def _annotations(fn) -> dict:
 _IMMUTABLE_DEFAULTS = frozenset({type(None), bool, int, float, str, bytes})
 
 
-class JitFunction:
-    """A ``@ws.jit`` device function: callable from kernels and other device functions. Each
-    distinct key of its static arguments is its own specialization; dynamic arguments are passed
-    as values. As a method of a static object (``fa.load(...)``) the object is static."""
+class _FunctionWrapper:
+    """What ``@ws.kernel`` and ``@ws.jit`` objects share about the function ``fn`` they wrap:
+    its defaults are the function's own (``k.__defaults__ = (3.0,)`` sets ``k.fn.__defaults__``,
+    which the key and guards read; an attribute of the wrapper would be ignored), and the
+    signature that binds a call follows them when they are replaced."""
 
-    def __init__(self, fn, inline: bool = True):
-        self.fn = fn
-        self.inline = "always" if inline else "never"
-        self._sig, self._sig_defaults, self._key_cache = None, None, None
-        functools.update_wrapper(self, fn)
-        self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
+    fn = None
+
+    @property
+    def __defaults__(self):
+        return self.fn.__defaults__
+
+    @__defaults__.setter
+    def __defaults__(self, value):
+        self.fn.__defaults__ = value
+
+    @property
+    def __kwdefaults__(self):
+        return self.fn.__kwdefaults__
+
+    @__kwdefaults__.setter
+    def __kwdefaults__(self, value):
+        self.fn.__kwdefaults__ = value
 
     @property
     def signature(self) -> inspect.Signature:
@@ -71,6 +83,19 @@ class JitFunction:
             self._sig = inspect.signature(fn)
             self._sig_defaults = (fn.__defaults__, fn.__kwdefaults__)
         return self._sig
+
+
+class JitFunction(_FunctionWrapper):
+    """A ``@ws.jit`` device function: callable from kernels and other device functions. Each
+    distinct key of its static arguments is its own specialization; dynamic arguments are passed
+    as values. As a method of a static object (``fa.load(...)``) the object is static."""
+
+    def __init__(self, fn, inline: bool = True):
+        self.fn = fn
+        self.inline = "always" if inline else "never"
+        self._sig, self._sig_defaults, self._key_cache = None, None, None
+        functools.update_wrapper(self, fn)
+        self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
 
     def __ws_static_key__(self):
         # defaults are read at each call (a default changed in place recompiles); the key is
@@ -191,7 +216,7 @@ def _type_placeholder(value, ann, name: str = "arg"):
     return value
 
 
-class Kernel:
+class Kernel(_FunctionWrapper):
     """A ``@ws.kernel``: launch with ``kern[grid, block](*args)`` (optionally
     ``kern[grid, block, smem_bytes, stream]``) or ``kern(*args, grid=..., block=..., smem=...,
     stream=..., cluster=...)``. ``grid``/``block``/``cluster``: an int or 1-3 ints (x fastest);
@@ -203,7 +228,7 @@ class Kernel:
     def __init__(self, fn, options: Optional[CompileOptions] = None):
         self.fn = fn
         functools.update_wrapper(self, fn)
-        self.signature = inspect.signature(fn)
+        self._sig, self._sig_defaults = None, None
         self.params = list(self.signature.parameters.values())
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -243,9 +268,10 @@ class Kernel:
         try:
             ba = self.signature.bind(*args, **kwargs)
         except TypeError:
+            sig = self.signature
             raise argument_mismatch(self.__qualname__, self.param_names, args, kwargs,
-                                    signature_text(self.signature), {p.name for p in self.params if
-                                                          p.default is not p.empty},
+                                    signature_text(sig), {p.name for p in sig.parameters.values()
+                                                          if p.default is not p.empty},
                                     fix=fix) from None
         ba.apply_defaults()
         return list(ba.arguments.values())

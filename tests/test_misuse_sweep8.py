@@ -1,0 +1,232 @@
+"""Misuse and stale kernels found by the session-8 fresh-user review (issue 11): each case gets
+the new behaviour (as plain Python would) or a warpstage error naming the construct, the
+user's line, expected vs got and the Fix, with no warpstage frame in the traceback
+(misuse_kit.raised). benchmarks/RESULTS.md, "Session 8, fresh-user review of the key", has the
+whole table."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import misuse_kit
+import warpstage as ws
+
+pytestmark = pytest.mark.usefixtures("sim_target")
+
+F = ws.Tensor[ws.Float32, 1]
+
+
+def out(n=4):
+    return np.zeros(n, np.float32)
+
+
+def value(k, *args) -> float:
+    o = out()
+    k[1, 32](o, *args)
+    return float(o[0])
+
+
+def raised(exc, marker, call, *words) -> str:
+    return misuse_kit.raised(exc, __file__, marker, call, *words)
+
+
+# -- defaults replaced through the decorated object ----------------------------------------------
+
+def test_a_kernels_defaults_replaced_recompile():
+    @ws.kernel
+    def k(o: F, t=1.0, *, u=10.0):
+        o[0] = t + u
+
+    assert value(k) == 11
+    k.fn.__defaults__ = (3.0,)          # the function's own defaults
+    assert value(k) == 13
+    k.__defaults__ = (5.0,)             # through the kernel object: the same defaults
+    assert k.fn.__defaults__ == (5.0,) and value(k) == 15
+    k.__kwdefaults__ = {"u": 20.0}
+    assert value(k) == 25 and k.trace_count == 4
+
+
+def test_a_jit_functions_defaults_replaced_through_the_decorated_object_recompile():
+    @ws.jit
+    def h(o, v=1.0, *, w=0.0):
+        o[0] = v + w
+
+    @ws.kernel
+    def k(o: F):
+        h(o)
+
+    assert value(k) == 1
+    h.__defaults__ = (3.0,)
+    assert h.fn.__defaults__ == (3.0,) and value(k) == 3
+    h.__kwdefaults__ = {"w": 0.5}
+    assert value(k) == 3.5
+
+
+# -- object graphs with cycles -------------------------------------------------------------------
+
+class _Node:
+    def __init__(self, v, parent=None):
+        self.v, self.parent, self.kids = v, parent, []
+        if parent is not None:
+            parent.kids.append(self)
+
+
+class _Reader:
+    def __init__(self):
+        self.v = 1.0
+        self.get = self._get            # a bound method of the object, stored on it
+
+    def _get(self):
+        return self.v
+
+
+def test_static_objects_with_cycles_are_keyed_and_recompile_when_changed():
+    @ws.kernel
+    def tree(o: F, n):
+        o[0] = n.kids[0].v + n.kids[0].parent.v
+
+    @ws.kernel
+    def reader(o: F, r):
+        o[0] = r.get()
+
+    root = _Node(1.0)
+    kid = _Node(2.0, root)
+    assert value(tree, root) == 3
+    kid.v = 5.0
+    assert value(tree, root) == 6 and tree.trace_count == 2
+    r = _Reader()
+    assert value(reader, r) == 1
+    r.v = 2.0
+    assert value(reader, r) == 2 and reader.trace_count == 2
+
+
+def test_a_cycle_key_is_the_same_in_another_process():
+    from warpstage.core.static_key import static_key
+    code = textwrap.dedent("""
+        from warpstage.core.static_key import static_key
+        class Node:
+            def __init__(self, v, parent=None):
+                self.v, self.parent, self.kids = v, parent, []
+                if parent is not None:
+                    parent.kids.append(self)
+        root = Node(1.0); Node(2.0, root)
+        print(repr(static_key(root)))
+    """)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and "('cycle', " in runs[0]
+    a, b = [], []
+    a.append(a)
+    b.append([b])
+    assert static_key(a) != static_key(b)        # a list holding itself, and one level deeper
+
+
+# -- class attributes seen only by code run natively ---------------------------------------------
+
+def test_a_class_constant_replaced_by_an_equal_value_of_another_type_recompiles():
+    class C:
+        K = 3
+
+        @property
+        def kind(self):                 # native code: only the class snapshot sees K
+            return 1.0 if isinstance(self.K, int) else 2.0
+
+    @ws.kernel
+    def k(o: F, c):
+        o[0] = c.kind
+
+    c = C()
+    assert value(k, c) == 1
+    C.K = 3.0                           # == 3
+    assert value(k, c) == 2
+    C.K = 3
+    assert value(k, c) == 1
+
+
+def test_a_class_level_list_changed_in_place_recompiles():
+    class C:
+        T = [1.0, 2.0]
+        TABLE = np.array([1.0, 2.0], np.float32)
+
+        @property
+        def t(self):
+            return self.T[1] + float(self.TABLE[0])
+
+    @ws.kernel
+    def k(o: F, c):
+        o[0] = c.t
+
+    c = C()
+    assert value(k, c) == 3
+    C.T[1] = 7.0
+    assert value(k, c) == 8
+    C.TABLE[0] = 10.0
+    assert value(k, c) == 17
+
+
+def test_functions_differing_in_keyword_only_defaults_are_different_keys():
+    from warpstage.core.static_key import static_key
+    fs = []
+    for v in (1.0, 2.0):
+        def f(*, v=v):
+            return v
+        fs.append(f)
+    assert static_key(fs[0]) != static_key(fs[1])
+
+
+# -- `raise` under a dynamic condition -----------------------------------------------------------
+
+def test_raise_in_a_dynamic_branch_is_an_error_naming_the_if():
+    @ws.kernel
+    def k(o: F, n: ws.Int32):
+        if n > 2:
+            raise ValueError("too big")  # marker: raise in a dynamic if
+        o[0] = 1.0
+
+    raised(ws.UnsupportedError, "marker: raise in a dynamic if", lambda: k[1, 32](out(), 1),
+           "`raise ValueError('too big')` inside the dynamic `if` at", "it says: too big",
+           "Expected: a `raise` under a static condition", "assert not (<condition>)")
+
+
+def test_raise_under_a_static_condition_or_caught_in_a_try_is_plain_python():
+    @ws.kernel
+    def k(o: F, n: ws.Static[int], m: ws.Int32):
+        if n > 2:
+            raise ValueError(f"n must be at most 2, got {n}")
+        if m > 0:
+            try:
+                raise KeyError("caught")
+            except KeyError:
+                o[1] = 2.0
+        o[0] = 1.0
+
+    with pytest.raises(ValueError, match="n must be at most 2, got 5"):
+        k[1, 32](out(), 5, 1)
+    o = out()
+    k[1, 32](o, 1, 1)
+    assert o[0] == 1 and o[1] == 2
+
+
+def test_a_warpstage_error_raised_under_a_dynamic_condition_passes_through():
+    # library @ws.jit code rejecting a static configuration inside the user's dynamic branch
+    # (`if warp == 0: pipeline.acquire(...)`) keeps its own error
+    @ws.jit
+    def check(cfg):
+        if cfg.bad:
+            raise ws.OperandError("cfg.bad is set\nFix: unset it")
+        return 1.0
+
+    class Cfg:                          # rule 7: static
+        def __init__(self, bad):
+            self.bad = bad
+
+    @ws.kernel
+    def k(o: F, n: ws.Int32, cfg):
+        if n > 0:
+            o[0] = check(cfg)
+
+    with pytest.raises(ws.OperandError, match="cfg.bad is set"):
+        k[1, 32](out(), 1, Cfg(True))
+    assert value(k, 1, Cfg(False)) == 1
