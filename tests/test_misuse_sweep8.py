@@ -3,6 +3,7 @@ the new behaviour (as plain Python would) or a warpstage error naming the constr
 user's line, expected vs got and the Fix, with no warpstage frame in the traceback
 (misuse_kit.raised). benchmarks/RESULTS.md, "Session 8, fresh-user review of the key", has the
 whole table."""
+import functools
 import subprocess
 import sys
 import textwrap
@@ -230,3 +231,92 @@ def test_a_warpstage_error_raised_under_a_dynamic_condition_passes_through():
     with pytest.raises(ws.OperandError, match="cfg.bad is set"):
         k[1, 32](out(), 1, Cfg(True))
     assert value(k, 1, Cfg(False)) == 1
+
+
+# -- compile options, checked where they are written ---------------------------------------------
+
+def test_an_unknown_or_wrong_compile_option_is_an_error_at_the_decorator():
+    def unknown():
+        @ws.kernel(blocks=128)  # marker: unknown option
+        def k(o: F):
+            o[0] = 1.0
+
+    def wrong():
+        @ws.kernel(opt_level=7)  # marker: wrong option value
+        def k(o: F):
+            o[0] = 1.0
+
+    raised(ws.ArgumentError, "marker: unknown option", unknown, "unknown compile option 'blocks'",
+           "a field of ws.CompileOptions", "kern[grid, block]")
+    raised(ws.OperandError, "marker: wrong option value", wrong, "the compile option opt_level",
+           "expected an int 0, 1, 2 or 3", "got int 7", "Fix: opt_level=3")
+    with pytest.raises(ws.OperandError, match="max_unroll: expected an int >= 0"):
+        ws.CompileOptions(max_unroll=-1)
+    with pytest.raises(ws.ArgumentError, match="did you mean 'device_asserts'"):
+        ws.CompileOptions().with_(device_assert=True)
+
+
+def test_a_decorator_error_after_the_options_shows_only_the_users_frame():
+    def not_a_function():
+        ws.kernel(opt_level=2)(functools.partial(print))  # marker: kernel of a partial
+
+    raised(ws.ArgumentError, "marker: kernel of a partial", not_a_function,
+           "@ws.kernel decorates a Python function")
+
+
+# -- launch configurations -----------------------------------------------------------------------
+
+def test_numpy_integers_are_accepted_as_grid_and_block():
+    @ws.kernel
+    def k(o: F):
+        o[ws.arch.block_idx()[0]] = 1.0
+
+    o = out()
+    k[np.int64(2), np.int32(32)](o)
+    assert o.tolist() == [1, 1, 0, 0]
+    k[(np.int64(3), 1), (np.uint16(32),)](o)
+    assert o.tolist() == [1, 1, 1, 0]
+    with pytest.raises(ws.LaunchError, match="grid must be an int"):
+        k[np.bool_(True), 32](o)
+
+
+# -- static keys that never hit ------------------------------------------------------------------
+
+def test_a_static_nan_is_one_specialization():
+    @ws.kernel
+    def k(o: F, v: ws.Static[float]):
+        o[0] = 1.0 if v != v else 2.0
+
+    for _ in range(3):
+        assert value(k, float("nan")) == 1
+    assert k.trace_count == 1
+
+
+# -- device API calls whose arguments do not bind ------------------------------------------------
+
+def test_a_device_function_called_with_wrong_arguments_names_its_signature():
+    @ws.kernel
+    def k(o: F):
+        s = ws.smem.allocate(ws.Float32, (4,))  # marker: allocate with two arguments
+        o[0] = 1.0
+
+    raised(ws.ArgumentError, "marker: allocate with two arguments", lambda: k[1, 32](out()),
+           "ws.smem.allocate() takes 1 positional argument but 2 were given",
+           "Expected: ws.smem.allocate(cls_or_spec)")
+
+
+def test_an_async_kernel_and_a_zero_step_loop_say_the_fix():
+    @ws.kernel
+    async def k(o: F):
+        o[0] = 1.0
+
+    with pytest.raises(ws.UnsupportedError, match=r"(?s)is `async def`.*Fix: write `def k"):
+        k[1, 32](out())
+
+    @ws.kernel
+    def loop(o: F, n: ws.Int32, s: ws.Int32):
+        for i in range(0, n, s):
+            o[0] = 1.0
+
+    with pytest.raises(ws.SimulatorError, match=r"(?s)has step 0.*\nFix: pass a nonzero step"):
+        loop[1, 32](out(), 3, 0)

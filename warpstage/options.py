@@ -88,6 +88,7 @@ class CompileOptions:
     def __post_init__(self, debug):
         from .core.target import check_arch
         check_arch(self.arch, "the compile option arch")
+        _check_values(self)
         if debug is not None:
             warnings.warn("CompileOptions(debug=...) / @ws.kernel(debug=...) is deprecated: it "
                           "meant two things, now two options. Fix: device_asserts=True (device "
@@ -98,12 +99,52 @@ class CompileOptions:
 
     def with_(self, **changes) -> "CompileOptions":
         """A copy with ``changes`` (field names; ``debug`` as in the constructor)."""
+        unknown = [n for n in changes if n not in _FIELD_NAMES]
+        if unknown:
+            import difflib
+            from .errors import ArgumentError
+            near = difflib.get_close_matches(unknown[0], _FIELD_NAMES, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ArgumentError(
+                f"unknown compile option {unknown[0]!r}{hint}; a compile option is a field of "
+                f"ws.CompileOptions: {', '.join(_FIELD_NAMES)}.\nFix: "
+                + (f"write {near[0]}=... ." if near else "remove it; a launch block goes in "
+                   "kern[grid, block] (or ws.compile(..., block=...)), not in @ws.kernel(...)."))
         changes.setdefault("debug", None)
         return replace(self, **changes)
 
     def codegen_key(self) -> tuple:
         """The code-generation options as sorted (name, value) pairs: what the disk key hashes."""
         return tuple((name, getattr(self, name)) for name in CODEGEN_FIELDS)
+
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(CompileOptions)) + ("debug",)
+
+# field -> (what it accepts, the check): a wrong value fails where it is set, not in LLVM or ptxas
+_VALUE_RULES = {
+    "ptx_version": ("a string '+ptxNN' (e.g. '+ptx80')",
+                    lambda v: isinstance(v, str) and v.startswith("+ptx") and v[4:].isdigit()),
+    "opt_level": ("an int 0, 1, 2 or 3 (LLVM's -O level)",
+                  lambda v: type(v) is int and 0 <= v <= 3),
+    "device_asserts": ("a bool", lambda v: type(v) is bool),
+    "compiler_frames": ("a bool", lambda v: type(v) is bool),
+    "ptxas": ("None or the path of a ptxas binary (a string)",
+              lambda v: v is None or isinstance(v, (str, os.PathLike))),
+    "max_specializations": ("an int >= 1", lambda v: type(v) is int and v >= 1),
+    "max_unroll": ("an int >= 0 (0: no bound)", lambda v: type(v) is int and v >= 0),
+}
+
+
+def _check_values(opts) -> None:
+    """OperandError naming the first option of ``opts`` whose value its rule refuses."""
+    for name, (accepts, ok) in _VALUE_RULES.items():
+        v = getattr(opts, name)
+        if not ok(v):
+            from .errors import OperandError
+            default = getattr(CompileOptions, name, None)
+            raise OperandError(
+                f"the compile option {name}: expected {accepts}; got {type(v).__name__} "
+                f"{v!r}.\nFix: {name}={default!r} (the default), or another value it accepts.")
 
 
 def env_target() -> Optional[str]:

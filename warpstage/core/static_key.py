@@ -63,7 +63,9 @@ def static_key(v, _depth: int = 0, _path=None):
                              "keyed structurally)")
     t = type(v)
     if t in _PLAIN:
-        return v if t is not float and t is not bool else (t.__name__, v)
+        if t is float:      # a NaN is not equal to itself: as a key it would never hit
+            return ("float", v) if v == v else ("float", "nan")
+        return v if t is not bool else ("bool", v)
     sk = getattr(t, "__static_key__", None)
     if sk is not None and not isinstance(v, type):
         k = v.__static_key__()

@@ -150,7 +150,9 @@ def _parse(fn, tokenize: bool = False):
     ast.increment_lineno(node, first - (2 if indented else 1))
     if isinstance(node, ast.AsyncFunctionDef):
         raise UnsupportedError(f"{fn.__qualname__} is `async def`; kernel and device functions "
-                               "must be plain `def` functions.")
+                               "must be plain `def` functions: a kernel runs on the GPU, not "
+                               "in an event loop.\nFix: write `def "
+                               f"{fn.__code__.co_name}(...)` and remove `await` from its body.")
     if not isinstance(node, ast.FunctionDef) or node.name != fn.__code__.co_name:
         raise _no_source(fn, "the source at its recorded line is not its `def`; the file may have "
                              "changed since it was imported")

@@ -406,8 +406,12 @@ class Kernel(_FunctionWrapper):
         last one is cached and returned first; once the C call path runs, this check is C:
         jit/c_env.kernel_getitem, falling back to this method)."""
         last = self._last_launch
-        if last is not None and last[0] == config and _trace_state.__dict__.get("ctx") is None:
-            return last[1]                      # the launch hot path: checked when it was made
+        try:
+            if last is not None and last[0] == config and \
+                    _trace_state.__dict__.get("ctx") is None:
+                return last[1]                  # the launch hot path: checked when it was made
+        except Exception:                       # noqa: BLE001 - a numpy value's `==` (an array):
+            pass                                # not the same configuration (as the C path)
         try:
             return self._launch_of(config)
         except Exception as e:                  # a public entry (tracebacks.py), inline: no
@@ -429,8 +433,11 @@ class Kernel(_FunctionWrapper):
                               f"{self.__qualname__}[n_ctas, 128](...) (grid: CTAs, block: "
                               "threads per CTA; each an int or up to 3 ints).")
         last = self._last_launch
-        if last is not None and last[0] == config:
-            return last[1]
+        try:
+            if last is not None and last[0] == config:
+                return last[1]
+        except Exception:                       # noqa: BLE001 - as in __getitem__
+            pass
         launch = (self._launch_type or self._make_launch_type())(self, *config)
         self._last_launch = (config, launch)
         return launch
@@ -467,13 +474,18 @@ class Kernel(_FunctionWrapper):
 def kernel(fn=None, **options):
     """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel``, or ``@ws.kernel(**options)``
     with CompileOptions fields, e.g. ``@ws.kernel(device_asserts=True)``)."""
+    opts = default_options().with_(**options) if options else None   # checked here, at once
+
     def wrap(f):
-        if not inspect.isfunction(f):
-            raise ArgumentError(f"@ws.kernel decorates a Python function (a `def`), got "
-                                f"{_what(f)}.\nFix: put @ws.kernel on the line above a `def`; "
-                                "compile options go as @ws.kernel(name=value).")
-        opts = default_options().with_(**options) if options else None
-        return Kernel(f, opts)
+        try:                # `@ws.kernel(...)` calls this later: a public entry (tracebacks.py)
+            if not inspect.isfunction(f):
+                raise ArgumentError(f"@ws.kernel decorates a Python function (a `def`), got "
+                                    f"{_what(f)}.\nFix: put @ws.kernel on the line above a "
+                                    "`def`; compile options go as @ws.kernel(name=value).")
+            return Kernel(f, opts)
+        except Exception as e:
+            _user_error(e)
+            raise
     return wrap(fn) if fn is not None else wrap
 
 

@@ -5,6 +5,8 @@ through ``_full_call`` for another arity or keywords.
 """
 from __future__ import annotations
 
+import operator
+
 from typing import TYPE_CHECKING
 
 from ..core.target import target_for
@@ -23,11 +25,26 @@ _FIX = {"grid": "Fix: kern[grid, block] with grid an int (CTAs) or (x, y, z), e.
         "cluster": "Fix: cluster=(x, y, z) CTAs, e.g. cluster=(2, 1, 1)"}
 
 
+def _index(v):
+    """An integer that is not a Python int (``np.int64(2)``, anything with ``__index__``) as
+    the int it holds; None for a bool (``np.bool_`` too) or a non-integer."""
+    if isinstance(v, (bool, int)) or type(v).__name__ == "bool_":
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
 def _dim3(x, what: str, limits=None) -> tuple:
     """``x`` (an int or 1 to 3 ints) as (x, y, z), each at least 1 and at most ``limits`` (per
     dimension); else LaunchError with the expected form and a Fix."""
     if isinstance(x, int) and not isinstance(x, bool):
         x = (x,)
+    elif _index(x) is not None:
+        x = (_index(x),)
+    if isinstance(x, (tuple, list)) and not all(type(v) is int for v in x):
+        x = tuple(v if _index(v) is None else _index(v) for v in x)   # numpy ints: their value
     if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in x):
         raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}.\n"

@@ -162,8 +162,15 @@ def device_entry(fn, public: str):
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            if maybe_current() is not None or _keep_frames() or \
-                    _in_package(sys._getframe(1).f_code.co_filename):
+            if _in_package(sys._getframe(1).f_code.co_filename):
+                raise
+            if maybe_current() is not None:
+                if type(e) is TypeError and e.__traceback__.tb_next is None:
+                    # raised by the call itself: the arguments do not bind to fn's parameters
+                    # (the trace boundary filters the frames)
+                    raise _binding_error(fn, public, e) from None
+                raise
+            if _keep_frames():
                 raise
             if getattr(e, "outside_trace", False):
                 e.args = outside_trace_error(public + "()").args
@@ -171,6 +178,20 @@ def device_entry(fn, public: str):
             raise
     entry.__user_entry__ = True
     return entry
+
+
+def _binding_error(fn, public: str, e: TypeError):
+    """The ArgumentError for a call of the device function ``public`` whose arguments do not
+    bind to its parameters (Python's TypeError ``e``), with the signature to call it with."""
+    from ..errors import ArgumentError
+    try:
+        sig = f"{public}{inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        sig = f"{public}(...)"
+    said = str(e)
+    said = said.split("() ", 1)[1] if "() " in said else said
+    return ArgumentError(f"{public}() {said}.\nExpected: {sig}.\nFix: call it as {sig} (its "
+                         f"docstring: help({public})).")
 
 
 def device_entries(namespace: dict, names, prefix: str) -> None:

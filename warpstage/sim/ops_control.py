@@ -131,7 +131,9 @@ class _ForShape:
 
     def zero_step(self, w):
         raise SimulatorError(f"scf.for at {where(self.op)} has step 0 (in warp {w.index}); it "
-                             "would never finish. Use a nonzero step.", where=where(self.op))
+                             "would never finish.\nExpected: a nonzero step; got 0.\nFix: pass "
+                             "a nonzero step to range(), or skip the loop when the step is 0 "
+                             "(`if step != 0:`).", where=where(self.op))
 
     def lane_start(self, s, w):
         """(iv, ub, step, up) vectors for a loop whose lanes have different bounds."""
