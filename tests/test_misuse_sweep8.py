@@ -320,3 +320,67 @@ def test_an_async_kernel_and_a_zero_step_loop_say_the_fix():
 
     with pytest.raises(ws.SimulatorError, match=r"(?s)has step 0.*\nFix: pass a nonzero step"):
         loop[1, 32](out(), 3, 0)
+
+
+# -- the disk cache across processes -------------------------------------------------------------
+
+_DISK_PROGRAM = '''
+import os, re, sys
+import warpstage as ws
+import disk_helpers as h
+
+@ws.kernel
+def k(o, n, c, d: ws.Static[float] = 0.25):
+    o[0] = n.kids[0].v                  # a graph with a cycle
+    o[1] = c.t                          # a property (its getter reads class data natively)
+    o[2] = d                            # a default, replaced below when asked
+
+root = h.Node(1.0)
+h.Node(h.V, root)
+if os.environ.get("DEF"):
+    k.__defaults__ = (float(os.environ["DEF"]),)
+ck = ws.compile(k, ws.Tensor[ws.Float32, 1], root, h.C())
+print([float(x) for x in re.findall(r"constant[^\\n]*?(-?[0-9]+[.][0-9]+)", ck.ir)],
+      "traced" if k.trace_count else "disk hit")
+'''
+
+_DISK_HELPERS = '''
+import os
+V = float(os.environ.get("V", "1.0"))
+
+class Node:
+    def __init__(self, v, parent=None):
+        self.v, self.parent, self.kids = v, parent, []
+        if parent is not None:
+            parent.kids.append(self)
+
+class C:
+    T = [1.0, V]
+    K = 3 if os.environ.get("KT", "int") == "int" else 3.0
+
+    @property
+    def t(self):
+        return self.T[1] + (1.0 if isinstance(self.K, int) else 100.0)
+'''
+
+
+def test_cycles_properties_class_data_and_replaced_defaults_across_processes(tmp_path):
+    (tmp_path / "prog.py").write_text(_DISK_PROGRAM)
+    (tmp_path / "disk_helpers.py").write_text(_DISK_HELPERS)
+    env = dict(__import__("os").environ, WARPSTAGE_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(tmp_path), WARPSTAGE_TARGET="sim")
+
+    def run(**changes):
+        e = dict(env, **changes)
+        got = subprocess.run([sys.executable, str(tmp_path / "prog.py")], env=e, cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        return got.stdout.split("\n")[-2]
+
+    assert run() == "[1.0, 2.0, 0.25] traced"
+    assert run() == "[1.0, 2.0, 0.25] disk hit"         # stored: a property has a stable key
+    assert run(V="2.0") == "[2.0, 3.0, 0.25] traced"    # class-level list and the cycle's leaf
+    assert run(KT="float") == "[1.0, 101.0, 0.25] traced"   # K = 3 -> 3.0
+    assert run(DEF="0.5") == "[1.0, 2.0, 0.5] traced"   # k.__defaults__ replaced
+    assert run(KT="float") == "[1.0, 101.0, 0.25] disk hit"
+    assert run() == "[1.0, 2.0, 0.25] disk hit"

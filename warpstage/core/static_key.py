@@ -122,6 +122,13 @@ def _composite_key(v, t, depth, path):
         return _function_key(v, depth, path)
     if isinstance(v, types.MethodType):
         return ("method", static_key(v.__self__, d, path), static_key(v.__func__, d, path))
+    if t is property:       # the descriptors of a class body, by the functions they hold
+        return ("property", static_key(v.fget, d, path), static_key(v.fset, d, path),
+                static_key(v.fdel, d, path))
+    if t is staticmethod or t is classmethod:
+        return (t.__name__, static_key(v.__func__, d, path))
+    if t is functools.cached_property:
+        return ("cached_property", static_key(v.func, d, path), v.attrname)
     inner = getattr(v, "__ws_static_key__", None)   # warpstage's own objects (jit functions, ...)
     if inner is not None:
         return inner()
