@@ -1,6 +1,8 @@
 """Property: for random small programs that read globals, class attributes, instance attributes,
 @ws.jit methods and defaults, plain helpers and their defaults, a property and a classmethod run
-natively at trace time, and another module's attributes, changing any one
+natively at trace time (reading a class constant, a class-level list, a constant's type),
+the kernel's own default, and another module's attributes, through a static object whose graph
+has a cycle (``self.me = self``), changing any one
 fact the trace read recompiles and the kernel then computes what plain Python computes — never
 the old code, in memory (simulator) or through the disk cache across two processes.
 
@@ -49,9 +51,12 @@ def helper(x, d={D}):
 
 class Cfg:
     K = {K}
+    KL = [{L}]
+    KT = {KTV}
 
     def __init__(self):
         self.m = {M}
+        self.me = self              # a cycle: the object graph refers back to its root
 
     @ws.jit
     def get(self):
@@ -60,6 +65,14 @@ class Cfg:
     @property
     def tile(self):                 # run natively at trace time: reads a module global
         return T * 3
+
+    @property
+    def kl(self):                   # run natively: reads a class-level list
+        return self.KL[0] * 13
+
+    @property
+    def kt(self):                   # run natively: reads a class constant's type
+        return 100 if type(self.KT) is int else 200
 
     @classmethod
     def twice(cls):                 # run natively: reads a class attribute through cls
@@ -71,7 +84,7 @@ def get_alt(self):
 
 
 @ws.kernel
-def kern(cfg, out: ws.Tensor):
+def kern(cfg, out: ws.Tensor, kd: ws.Static[int] = {KD}):
     total = 0
 {lines}
     out[0] = ws.Int32(total)
@@ -81,10 +94,11 @@ LINES = {"G": "total += G", "K": "total += cfg.K", "CK": "total += Cfg.K * 5",
          "m": "total += cfg.m * 7", "method": "total += cfg.get()",
          "default": "total += helper(0)", "plain": "total += plain(3)", "lib": "total += lib.N",
          "property": "total += cfg.tile", "classmethod": "total += cfg.twice()",
-         "plain_default": "total += plain_default()"}
+         "plain_default": "total += plain_default()", "KL": "total += cfg.kl",
+         "KT": "total += cfg.kt", "kdef": "total += kd * 17", "me": "total += cfg.me.m * 19"}
 MUTATIONS = {"G": "G", "K": "K", "CK": "K", "m": "m", "method": "method", "default": "default",
              "plain": "P", "lib": "lib", "property": "T", "classmethod": "K",
-             "plain_default": "plain_default"}
+             "plain_default": "plain_default", "KL": "KL", "KT": "KT", "kdef": "kdef", "me": "m"}
 _COUNTER = [0]
 small = st.integers(-40, 40)
 
@@ -105,12 +119,15 @@ def expected(mod, lib, cfg, pieces, v, alt: bool) -> int:
              "default": lambda: mod.helper.fn.__defaults__[0], "plain": lambda: 3 * mod.P,
              "lib": lambda: lib.N, "property": lambda: mod.T * 3,
              "classmethod": lambda: mod.Cfg.K * 2,
-             "plain_default": lambda: mod.plain_default.__defaults__[0]}
+             "plain_default": lambda: mod.plain_default.__defaults__[0],
+             "KL": lambda: mod.Cfg.KL[0] * 13,
+             "KT": lambda: 100 if type(mod.Cfg.KT) is int else 200,
+             "kdef": lambda: mod.kern.fn.__defaults__[0] * 17, "me": lambda: cfg.me.m * 19}
     return sum(parts[p]() for p in pieces)
 
 
 values = st.fixed_dictionaries({k: small for k in ("G", "P", "D", "K", "M", "C", "C2", "N", "T",
-                                                   "E")})
+                                                   "E", "L", "KTV", "KD")})
 pieces_st = st.lists(st.sampled_from(sorted(LINES)), min_size=1, max_size=5, unique=True)
 
 
@@ -149,6 +166,12 @@ def test_changing_any_fact_read_recompiles_to_what_python_computes(tmp_path, mon
         elif kind == "method":
             mod.Cfg.get = ws.jit(mod.get_alt)
             alt = True
+        elif kind == "KL":
+            mod.Cfg.KL[0] = mod.Cfg.KL[0] + 1 + abs(new)      # in place
+        elif kind == "KT":
+            mod.Cfg.KT = float(mod.Cfg.KT)                     # an equal value of another type
+        elif kind == "kdef":
+            mod.kern.__defaults__ = (v["KD"] + 1 + abs(new),)
         before = mod.kern.trace_count
         mod.kern[1, 1](cfg, out)
         assert mod.kern.trace_count == before + 1, f"{piece} changed but the kernel was reused"
@@ -174,7 +197,8 @@ DRIVER = textwrap.dedent('''
 EDITS = {"G": ("G = {G}", "G = {x}"), "P": ("P = {P}", "P = {x}"), "K": ("K = {K}", "K = {x}"),
          "m": ("self.m = {M}", "self.m = {x}"), "method": ("self.K * {C}\n", "self.K * {x}\n"),
          "default": ("d={D}", "d={x}"), "T": ("T = {T}", "T = {x}"),
-         "plain_default": ("v={E}", "v={x}")}
+         "plain_default": ("v={E}", "v={x}"), "KL": ("KL = [{L}]", "KL = [{x}]"),
+         "KT": ("KT = {KTV}", "KT = {x}.0"), "kdef": ("ws.Static[int] = {KD}", "ws.Static[int] = {x}")}
 
 
 def compile_in_process(folder: Path, name: str, cache_dir: str) -> dict:
@@ -213,7 +237,7 @@ def test_a_source_edit_is_never_served_from_the_disk_cache(tmp_path_factory, pie
     kind = MUTATIONS[editable[which % len(editable)]]
     old, repl = EDITS[kind]
     key = {"G": "G", "P": "P", "K": "K", "m": "M", "method": "C", "default": "D", "T": "T",
-           "plain_default": "E"}[kind]
+           "plain_default": "E", "KL": "L", "KT": "KTV", "kdef": "KD"}[kind]
     path = folder / f"{name}.py"
     changed = dict(v, **{key: v[key] + 1 + abs(new)})
     path.write_text(path.read_text().replace(old.format(**v), repl.format(x=changed[key]), 1))

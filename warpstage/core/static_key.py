@@ -267,14 +267,15 @@ def _snapshot(mro) -> tuple:
                 key = _data_key(attr)
                 if key is not None:
                     mutable.append((name, key))
-            elif _plain_data(attr):
-                plain.append((name, attr))
+            elif type(attr) in _NUMBERS or type(attr) is tuple and _plain_data(attr):
+                plain.append((name, attr))      # `==` may hold across types: 3 == 3.0 == True
         out.append((namespace, tuple(n for n, _ in plain), tuple(a for _, a in plain),
                     tuple(mutable)))
     return tuple(out)
 
 
 _MUTABLE_DATA = (list, dict, set, bytearray)
+_NUMBERS = (int, float, bool, complex)
 
 
 def _is_array(attr) -> bool:
@@ -298,9 +299,10 @@ def _unchanged(mro, snapshot) -> bool:
             return False
         if names and not all(map(operator.is_, map(d.get, names), values)):
             return False
-        for name, key in mutable:
-            if _data_key(d.get(name)) != key:
-                return False
+        if mutable:
+            for name, key in mutable:
+                if _data_key(d.get(name)) != key:
+                    return False
     return True
 
 
