@@ -115,6 +115,22 @@ def test_module_attribute_and_module_function_changes_recompile(helpers):
     assert o[0] == 14 and k.trace_count == 3
 
 
+def test_getattr_in_traced_code_records_the_same_fact_as_an_attribute(helpers):
+    @ws.kernel
+    def k(o: ws.Tensor, name: ws.Static[str]):
+        o[0] = ws.Float32(getattr(helpers, name) + getattr(helpers, "ABSENT", 100))
+
+    o = out()
+    k[1, 32](o, "N")
+    assert o[0] == 103
+    helpers.N = 7                       # read through getattr with a name known while tracing
+    k[1, 32](o, "N")
+    assert o[0] == 107 and k.trace_count == 2
+    helpers.ABSENT = 1                  # an attribute the default stood for, added
+    k[1, 32](o, "N")
+    assert o[0] == 8 and k.trace_count == 3
+
+
 def test_plain_helper_reached_through_a_module_is_guarded(helpers):
     @ws.kernel
     def k(o: ws.Tensor):

@@ -1,7 +1,7 @@
 """Facts a trace reads through attributes: ``helpers.N``, ``Config.TILE``, ``cfg.method``.
 
-The rewrite (rewrite.py) turns every attribute read ``x.name`` in traced code into
-``__ws_cf__.read_attr(x, "name")``, which returns ``getattr(x, name)`` and, while a kernel is
+The rewrite (rewrite.py) turns every attribute read ``x.name`` in traced code (and every call
+``getattr(x, name[, default])``) into ``__ws_cf__.read_attr(x, "name")``, which returns ``getattr(x, name)`` and, while a kernel is
 being traced, records what the specialization now depends on:
 
 - an attribute of a module (not warpstage's own, nor numpy's or the standard library's): a
@@ -42,9 +42,16 @@ def class_lookup(cls, name: str):
     return MISSING
 
 
-def read_attr(obj, name: str):
-    """``getattr(obj, name)``, recording the fact while tracing (see the module docstring)."""
-    value = getattr(obj, name)
+def read_attr(obj, name: str, default=MISSING):
+    """``getattr(obj, name[, default])``, recording the fact while tracing (see the module
+    docstring). The rewrite calls it for ``x.name`` and for ``getattr(x, name[, default])``
+    (whatever expression ``name`` is: the fact is the name read at trace time)."""
+    try:
+        value = getattr(obj, name)
+    except AttributeError:
+        if default is MISSING:
+            raise
+        value = default
     ctx = getattr(_state, "ctx", None)
     if ctx is None:
         return value

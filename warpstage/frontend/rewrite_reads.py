@@ -4,7 +4,8 @@
 written) turns, in traced code:
 
 - each attribute read ``x.name`` into ``__ws_cf__.read_attr(x, "name")``, which records the fact
-  for the specialization's guards (facts.py);
+  for the specialization's guards (facts.py), and each ``getattr(x, name[, default])`` into
+  ``__ws_cf__.read_attr(x, name[, default])``, the same fact for the name read while tracing;
 - each subscript read ``x[i]`` into ``__ws_cf__.read_item(x, i, "x")``: a dict or numpy array
   indexed by a dynamic value is an error naming ``x`` (host_checks.py);
 - each ``print(...)`` call into ``__ws_cf__.call_print(print, ...)`` and each f-string field
@@ -53,6 +54,11 @@ class HostReads(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                2 <= len(node.args) <= 3 and not node.keywords and \
+                not any(isinstance(a, ast.Starred) for a in node.args):
+            new = ast.Call(func=cf_attr("read_attr"), args=node.args, keywords=[])
+            return ast.copy_location(new, node)     # the same fact as `x.name`
         if isinstance(node.func, ast.Name) and node.func.id == "print":
             new = ast.Call(func=cf_attr("call_print"), args=[node.func] + node.args,
                            keywords=node.keywords)
