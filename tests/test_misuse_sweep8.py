@@ -384,3 +384,16 @@ def test_cycles_properties_class_data_and_replaced_defaults_across_processes(tmp
     assert run(DEF="0.5") == "[1.0, 2.0, 0.5] traced"   # k.__defaults__ replaced
     assert run(KT="float") == "[1.0, 101.0, 0.25] disk hit"
     assert run() == "[1.0, 2.0, 0.25] disk hit"
+
+
+def test_pythons_own_class_caches_do_not_change_a_class_key():
+    import copy
+    from warpstage.core.static_key import static_key
+
+    class P:
+        def __init__(self):
+            self.a = 1
+
+    before = static_key(P())
+    copy.copy(P())                      # copyreg caches P.__slotnames__ (a list) on the class
+    assert "__slotnames__" in vars(P) and static_key(P()) == before

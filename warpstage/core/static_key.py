@@ -263,7 +263,7 @@ def _snapshot(mro) -> tuple:
         namespace = dict(c.__dict__)
         plain, mutable = [], []
         for name, attr in namespace.items():
-            if type(attr) in _MUTABLE_DATA or _is_array(attr):
+            if _mutable_data(name, attr):
                 key = _data_key(attr)
                 if key is not None:
                     mutable.append((name, key))
@@ -276,6 +276,15 @@ def _snapshot(mro) -> tuple:
 
 _MUTABLE_DATA = (list, dict, set, bytearray)
 _NUMBERS = (int, float, bool, complex)
+
+
+def _mutable_data(name: str, attr) -> bool:
+    """A list, dict, set, bytearray or numpy array that the class body (or later code) put
+    under ``name`` — not one of Python's own dunder caches (``__slotnames__``, which ``copy``
+    and ``pickle`` add to a class the first time they copy an instance)."""
+    if name.startswith("__") and name.endswith("__"):
+        return False
+    return type(attr) in _MUTABLE_DATA or _is_array(attr)
 
 
 def _is_array(attr) -> bool:
@@ -335,7 +344,7 @@ def _user_class_key(cls) -> tuple:
     for c in cls.__mro__[:-1]:
         for name, attr in list(vars(c).items()):
             part = _body_part(attr)
-            if part is None and (type(attr) in _MUTABLE_DATA or _is_array(attr)):
+            if part is None and _mutable_data(name, attr):
                 part = _data_key(attr)
             if part is not None:
                 h.update(f"{c.__qualname__}.{name}={part!r};".encode())
