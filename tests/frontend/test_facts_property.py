@@ -126,8 +126,8 @@ def expected(mod, lib, cfg, pieces, v, alt: bool) -> int:
     return sum(parts[p]() for p in pieces)
 
 
-values = st.fixed_dictionaries({k: small for k in ("G", "P", "D", "K", "M", "C", "C2", "N", "T",
-                                                   "E", "L", "KTV", "KD")})
+VALUE_NAMES = ("G", "P", "D", "K", "M", "C", "C2", "N", "T", "E", "L", "KTV", "KD")
+values = st.fixed_dictionaries({k: small for k in VALUE_NAMES})
 pieces_st = st.lists(st.sampled_from(sorted(LINES)), min_size=1, max_size=5, unique=True)
 
 
@@ -221,10 +221,9 @@ def _stored_total(ptx: str) -> str:
        which=st.integers(0, 4), new=small)
 # a property read at trace time (and a classmethod): their class guards must be stored, so the
 # second process hits the disk cache (a property object had no key: it was never stored)
-@example(pieces=["property"], v=dict.fromkeys(("G", "P", "D", "K", "M", "C", "C2", "N", "T", "E"),
-                                             1), which=0, new=0)
-@example(pieces=["classmethod"], v=dict.fromkeys(("G", "P", "D", "K", "M", "C", "C2", "N", "T",
-                                                 "E"), 2), which=0, new=1)
+@example(pieces=["property"], v=dict.fromkeys(VALUE_NAMES, 1), which=0, new=0)
+@example(pieces=["classmethod"], v=dict.fromkeys(VALUE_NAMES, 2), which=0, new=1)
+@example(pieces=["KL", "kdef"], v=dict.fromkeys(VALUE_NAMES, 3), which=0, new=2)
 def test_a_source_edit_is_never_served_from_the_disk_cache(tmp_path_factory, pieces, v, which,
                                                            new):
     folder = tmp_path_factory.mktemp("prog")
