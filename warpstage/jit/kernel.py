@@ -57,22 +57,10 @@ class _FunctionWrapper:
     signature that binds a call follows them when they are replaced."""
 
     fn = None
-
-    @property
-    def __defaults__(self):
-        return self.fn.__defaults__
-
-    @__defaults__.setter
-    def __defaults__(self, value):
-        self.fn.__defaults__ = value
-
-    @property
-    def __kwdefaults__(self):
-        return self.fn.__kwdefaults__
-
-    @__kwdefaults__.setter
-    def __kwdefaults__(self, value):
-        self.fn.__kwdefaults__ = value
+    __defaults__ = property(lambda self: self.fn.__defaults__,
+                            lambda self, value: setattr(self.fn, "__defaults__", value))
+    __kwdefaults__ = property(lambda self: self.fn.__kwdefaults__,
+                              lambda self, value: setattr(self.fn, "__kwdefaults__", value))
 
     @property
     def signature(self) -> inspect.Signature:
