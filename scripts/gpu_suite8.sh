@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Session 8 (branch suite8, issue 10's suite time): the CPU suite as CI runs it (README's
+# `pytest -q -n 2`, no GPU, no torch), this tree against the tree it started from (5a53bba),
+# side by side on two disjoint pairs of cores of the quiet device host (taskset), both with
+# PYTHONDONTWRITEBYTECODE=1 (as on the CI host); this tree compiles its bytecode first, as
+# .ci/run now does. Prints wall and CPU (user+sys of the whole process tree) per tree and the
+# 15 slowest files.
+#
+#   mkdir -p base8 && git archive 5a53bba | tar -x -C base8     # once, in the repository root
+#   PYTHONPATH=. bash scripts/gpu_suite8.sh                        # logs under $OUT
+set -u
+OUT=${OUT:-/tmp/suite8-out}
+mkdir -p "$OUT"
+HERE=$(pwd)
+BASE=${BASE:-$HERE/base8}
+if [ ! -d "$BASE/warpstage" ] && git rev-parse -q --verify 5a53bba >/dev/null 2>&1; then
+    mkdir -p "$BASE" && git archive 5a53bba | tar -x -C "$BASE"
+fi
+PY=${PYTHON:-python3}
+# CI has neither a GPU nor torch/cupy: hide them (the tests that need them skip themselves)
+NOTORCH="$OUT/notorch"
+mkdir -p "$NOTORCH"
+cat > "$NOTORCH/sitecustomize.py" <<'PYEOF'
+import sys
+class _Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "cupy", "triton"):
+            raise ImportError(f"{name} hidden (CI has no torch)")
+        return None
+sys.meta_path.insert(0, _Hide())
+PYEOF
+
+run_tree() {   # tree, cores, label, precompile(0/1)
+    local t=$1 cores=$2 label=$3 pre=$4 log="$OUT/suite_$3.log"
+    (
+        cd "$t" || exit 1
+        export PYTHONDONTWRITEBYTECODE=1 CUDA_VISIBLE_DEVICES="" PYTHONPATH="$NOTORCH:$t"
+        find warpstage tests examples scripts -name __pycache__ -prune -exec rm -rf {} + 2>/dev/null
+        s=$(date +%s.%N)
+        [ "$pre" = 1 ] && taskset -c "$cores" $PY -m compileall -q warpstage tests examples scripts >/dev/null
+        taskset -c "$cores" $PY - "$log" <<'PYEOF'
+import resource, subprocess, sys, time
+w = time.perf_counter()
+with open(sys.argv[1], "w") as f:
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+                          "--durations=0"], stdout=f, stderr=subprocess.STDOUT,
+                         timeout=285)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"pytest wall {time.perf_counter() - w:.1f} s, CPU {r.ru_utime + r.ru_stime:.1f} s, exit {rc}")
+PYEOF
+        e=$(date +%s.%N)
+        echo "   with bytecode step: $($PY -c "print(round($e - $s, 1))") s; $(grep -E 'passed|failed' "$log" | tail -1)"
+    ) > "$OUT/summary_$label.txt" 2>&1
+}
+[ -d "$BASE/warpstage" ] && run_tree "$BASE" 0,1 base 0 &
+run_tree "$HERE" 2,3 branch 1 &
+wait
+for label in base branch; do
+    [ -f "$OUT/summary_$label.txt" ] || continue
+    echo "== $label"; cat "$OUT/summary_$label.txt"
+    $PY - "$OUT/suite_$label.log" <<'PYEOF'
+import re, sys, collections
+per = collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d.]+)s (setup|call|teardown)\s+(\S+?)::", line)
+    if m:
+        per[m.group(3)] += float(m.group(1))
+for f, s in per.most_common(15):
+    print(f"   {s:7.1f} s  {f}")
+print(f"   {sum(per.values()):7.1f} s  all tests (summed over both workers)")
+PYEOF
+done
