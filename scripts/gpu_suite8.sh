@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Session 8 (branch suite8, issue 10's suite time): the CPU suite as CI runs it (README's
-# `pytest -q -n 2`, no GPU, no torch), this tree against the tree it started from (5a53bba),
+# `pytest -q -n 2`, no GPU, no torch), this tree against the tree it started from (68f1238),
 # side by side on two disjoint pairs of cores of the quiet device host (taskset), both with
 # PYTHONDONTWRITEBYTECODE=1 (as on the CI host); this tree compiles its bytecode first, as
 # .ci/run now does. Prints wall and CPU (user+sys of the whole process tree) per tree and the
 # 15 slowest files.
 #
-#   mkdir -p base8 && git archive 5a53bba | tar -x -C base8     # once, in the repository root
+#   mkdir -p base8 && git archive 68f1238 | tar -x -C base8     # once, in the repository root
 #   PYTHONPATH=. bash scripts/gpu_suite8.sh                        # logs under $OUT
 set -u
 OUT=${OUT:-/tmp/suite8-out}
 mkdir -p "$OUT"
 HERE=$(pwd)
 BASE=${BASE:-$HERE/base8}
-if [ ! -d "$BASE/warpstage" ] && git rev-parse -q --verify 5a53bba >/dev/null 2>&1; then
-    mkdir -p "$BASE" && git archive 5a53bba | tar -x -C "$BASE"
+if [ ! -d "$BASE/warpstage" ] && git rev-parse -q --verify 68f1238 >/dev/null 2>&1; then
+    mkdir -p "$BASE" && git archive 68f1238 | tar -x -C "$BASE"
 fi
 PY=${PYTHON:-python3}
 # CI has neither a GPU nor torch/cupy: hide them (the tests that need them skip themselves)
