@@ -8,15 +8,10 @@
 #
 #   mkdir -p base8 && git archive 68f1238 | tar -x -C base8     # once, in the repository root
 #   PYTHONPATH=. bash scripts/gpu_suite8.sh                        # logs under $OUT
+# Without base8/ only this tree's rows are printed.
 set -u
-OUT=${OUT:-/tmp/suite8-out}
+HERE=$(pwd) PY=${PYTHON:-python3} OUT=${OUT:-/tmp/suite8-out} BASE=${BASE:-$(pwd)/base8}
 mkdir -p "$OUT"
-HERE=$(pwd)
-BASE=${BASE:-$HERE/base8}
-if [ ! -d "$BASE/warpstage" ] && git rev-parse -q --verify 68f1238 >/dev/null 2>&1; then
-    mkdir -p "$BASE" && git archive 68f1238 | tar -x -C "$BASE"
-fi
-PY=${PYTHON:-python3}
 # CI has neither a GPU nor torch/cupy: hide them (the tests that need them skip themselves)
 NOTORCH="$OUT/notorch"
 mkdir -p "$NOTORCH"
@@ -59,14 +54,12 @@ for label in base branch; do
     [ -f "$OUT/summary_$label.txt" ] || continue
     echo "== $label"; cat "$OUT/summary_$label.txt"
     $PY - "$OUT/suite_$label.log" <<'PYEOF'
-import re, sys, collections
-per = collections.Counter()
-for line in open(sys.argv[1]):
-    m = re.match(r"\s*([\d.]+)s (setup|call|teardown)\s+(\S+?)::", line)
-    if m:
-        per[m.group(3)] += float(m.group(1))
-for f, s in per.most_common(15):
-    print(f"   {s:7.1f} s  {f}")
-print(f"   {sum(per.values()):7.1f} s  all tests (summed over both workers)")
+import collections, sys
+per = collections.Counter()          # --durations=0 rows: "0.12s call     tests/x.py::test"
+for words in map(str.split, open(sys.argv[1])):
+    if len(words) >= 3 and words[1] in ("setup", "call", "teardown") and words[0][-1:] == "s":
+        per[words[2].split("::")[0]] += float(words[0][:-1])
+print("\n".join(f"   {sec:7.1f} s  {name}" for name, sec in per.most_common(15)))
+print(f"   {sum(per.values()):7.1f} s  all tests, both workers")
 PYEOF
 done
