@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Session 8 (branch suite8, issue 10's suite time): the CPU suite as CI runs it (README's
-# `pytest -q -n 2`, no GPU, no torch), this tree against the tree it started from (68f1238),
+# `pytest -q -n 2`, no GPU, no torch), this tree against the tree it started from (9dcc415),
 # side by side on two disjoint pairs of cores of the quiet device host (taskset), both with
 # PYTHONDONTWRITEBYTECODE=1 (as on the CI host); this tree compiles its bytecode first, as
 # .ci/run now does. Prints wall and CPU (user+sys of the whole process tree) per tree and the
 # 15 slowest files.
 #
-#   mkdir -p base8 && git archive 68f1238 | tar -x -C base8     # once, in the repository root
+#   mkdir -p base8 && git archive 9dcc415 | tar -x -C base8     # once, in the repository root
 #   PYTHONPATH=. bash scripts/gpu_suite8.sh                        # logs under $OUT
 # Without base8/ only this tree's rows are printed.
 set -u
