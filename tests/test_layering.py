@@ -8,6 +8,7 @@ module), ``passes`` only ``ir``/``core``, ``backend`` and ``sim`` only ``ir``, `
 ``ops``, ``tune``) import it; only ``backend`` imports llvmlite and only
 ``runtime`` cuda.bindings. The whole graph is acyclic (docs/architecture.md, "Rooms")."""
 import ast
+import functools
 import os
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "warpstage")
@@ -58,7 +59,10 @@ def _imports(path: str):
     return rooms, external
 
 
+@functools.lru_cache(maxsize=None)
 def _graph():
+    """(room -> rooms it imports, room -> other packages it imports), frozen: computed once per
+    process (parsing the package is most of this file's time), so no test may change it."""
     names = _rooms()
     edges, external = {}, {}
     for folder, _, files in os.walk(ROOT):
@@ -69,7 +73,8 @@ def _graph():
                 rooms, ext = _imports(path)
                 edges.setdefault(room, set()).update(r for r in rooms if r in names and r != room)
                 external.setdefault(room, set()).update(ext)
-    return edges, external
+    return ({r: frozenset(v) for r, v in edges.items()},
+            {r: frozenset(v) for r, v in external.items()})
 
 
 def _cycle_rooms(edges: dict) -> set:

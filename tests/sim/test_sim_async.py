@@ -181,6 +181,44 @@ def test_atomic_float_add_and_u64():
     assert total == 32 << 40
 
 
+def scattered_atomic_module(kind, slots):
+    """old[tid] = atomic(kind, counters[index[tid]], values[tid]): lanes on distinct counters,
+    or some sharing one, in one warp."""
+    k = KernelBuilder("atoms", [gptr(i32), gptr(i32), gptr(i32), gptr(i32)])
+    counters, index, values, old = k.args
+    b = k.b
+    tid = b.sreg("tid.x", i32)
+    p = b.ptr_offset(counters, k.load_at(index, tid))
+    v = k.load_at(values, tid)
+    r = b.atomic_cas(p, v, b.binary("add", v, k.const(i32, 1))) if kind == "cas" \
+        else b.atomic(kind, p, v)
+    k.store_at(old, tid, r)
+    return k.finish()
+
+
+@pytest.mark.parametrize("kind", ["add", "exch", "max", "cas"])
+@pytest.mark.parametrize("layout", ["distinct", "reversed", "shared by some", "masked"])
+def test_atomics_on_many_addresses_act_one_lane_after_another(kind, layout):
+    """Each lane's old value is the counter after the lanes before it (in lane order) updated
+    it: the same whether the lanes' counters are distinct (updated together) or shared."""
+    lanes = 24 if layout == "masked" else 32          # a partial warp: 8 lanes inactive
+    index = {"distinct": np.arange(lanes), "reversed": np.arange(lanes)[::-1],
+             "shared by some": np.arange(lanes) % 5, "masked": (np.arange(lanes) * 7) % 32}[layout]
+    values = (np.arange(lanes) * 3 - 20).astype(np.int32)
+    start = (np.arange(32) * 11 % 7).astype(np.int32)
+    counters, old = start.copy(), np.zeros(lanes, np.int32)
+    launch(scattered_atomic_module(kind, 32), (1,), (lanes,),
+           [counters, index.astype(np.int32), values, old])
+    want, want_old = start.copy(), np.zeros(lanes, np.int32)
+    for lane in range(lanes):
+        c, v = want[index[lane]], values[lane]
+        want_old[lane] = c
+        want[index[lane]] = {"add": c + v, "exch": v, "max": max(c, v),
+                             "cas": v + 1 if c == v else c}[kind]
+    assert old.tolist() == want_old.tolist()
+    assert counters.tolist() == want.tolist()
+
+
 def test_atomic_out_of_bounds_names_the_lane():
     k = KernelBuilder("atomoob", [gptr(i32)])
     (p,) = k.args

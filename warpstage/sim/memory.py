@@ -189,6 +189,17 @@ class _Space:
             out.append((b, b.typed(dtype).view, np.array(positions), np.array(idx, np.int64)))
         return out
 
+    def rmw_view(self, addrs: np.ndarray, dtype: np.dtype, hint: list):
+        """(view, indices) for a read-modify-write of one ``dtype`` element at each byte address
+        of ``addrs`` (int64 vector, at least one): ``view[indices[i]]`` is the element at
+        ``addrs[i]``. None where the per-lane ``load``/``store`` path must run instead: an
+        address misaligned, outside one writable buffer, or (subclasses) accesses that are
+        observed one by one. ``hint`` as for ``load``."""
+        hit = self._fast(addrs, dtype, hint)
+        if hit is None or hit[0].readonly:
+            return None
+        return hit[1], hit[2]
+
     def load(self, addrs: np.ndarray, dtype: np.dtype, hint: Optional[list] = None) -> np.ndarray:
         """Read one ``dtype`` element at each byte address of ``addrs`` (int64 vector).
         ``hint``: a per-call-site ``[None]`` list the translation caches its last buffer in."""

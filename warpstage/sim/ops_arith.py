@@ -202,11 +202,17 @@ def _binary_handler(op: Operation, cx):
 def _flush_subnormal(f, t: ScalarType):
     """``f`` with subnormal f32 inputs and results flushed to zero (PTX ``.ftz``)."""
     tiny = np.float32(2.0 ** -126)
+    zero = np.float32(0.0)
 
     def ftz(x):
-        x = np.where(np.abs(x) < tiny, np.zeros_like(x), x)
+        # zeros count as small (a -0 becomes +0, as before); most vectors have none, and
+        # skipping np.where for those gives the same bits without its copy
+        small = np.abs(x) < tiny
+        if small.any():
+            x = np.where(small, zero, x)
         y = f(x)
-        return np.where(np.abs(y) < tiny, np.zeros_like(y), y)
+        small = np.abs(y) < tiny
+        return np.where(small, zero, y) if small.any() else y
     return ftz
 
 

@@ -187,6 +187,12 @@ def _atomic_handler(op: Operation, cx, update):
         out = np.zeros(LANES, mdt)
         addrs = s[slots[0]]
         args = [s[k] for k in slots[1:]]
+        hit = mem.rmw_view(addrs[lanes], mdt, hint) if lanes.size else None
+        if hit is not None:
+            _apply_in_lane_order(hit[0], hit[1], lanes, out, update,
+                                 [to_memory(t, x[lanes]) for x in args], mdt)
+            s[r] = from_memory(t, out)
+            return
         try:
             for lane in lanes.tolist():
                 a = addrs[lane:lane + 1]
@@ -199,6 +205,22 @@ def _atomic_handler(op: Operation, cx, update):
                                                         e.out_of_bounds), None) from None
         s[r] = from_memory(t, out)
     return atomic
+
+
+def _apply_in_lane_order(view, idx, lanes, out, update, values, mdt) -> None:
+    """The atomics of ``lanes`` (ascending) on ``view[idx]``, as if one lane after another:
+    ``out[lanes[j]]`` gets the element before lane j's update. With distinct elements the lanes
+    do not see each other's updates, so one vectorized read-modify-write gives the same bits;
+    where lanes share an element they run one by one."""
+    if len(set(idx.tolist())) == idx.size:
+        old = view[idx]
+        view[idx] = np.asarray(update(old, *values), mdt)
+        out[lanes] = old
+        return
+    for j, (lane, i) in enumerate(zip(lanes.tolist(), idx.tolist())):
+        old = view[i:i + 1].copy()
+        view[i:i + 1] = np.asarray(update(old, *(v[j:j + 1] for v in values)), mdt)
+        out[lane] = old[0]
 
 
 @handler("mem.atomic")

@@ -265,6 +265,10 @@ class CheckedSharedMemory(SharedMemory):
                 lanes = np.arange(n)
         return warp, op, lanes
 
+    def rmw_view(self, addrs, dtype, hint):
+        """None: each access goes through ``load``/``store``, which run the race checks."""
+        return None
+
     def load(self, addrs, dtype, hint=None):
         out = super().load(addrs, dtype, hint)
         if addrs.size:
