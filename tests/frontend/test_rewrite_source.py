@@ -44,8 +44,9 @@ def test_the_extent_from_positions_covers_the_whole_definition():
 
 
 def test_a_definition_the_extent_cuts_short_falls_back_to_tokenizing():
-    lines, _ = rewrite._source(only_a_docstring)
-    assert len(lines) == 1                          # the def line alone: does not parse
+    lines, _ = rewrite._source(only_a_docstring)    # the positions stop at the def line; the
+    assert len(lines) == 2                          # body goes on, so the tokenizer's block
+    assert len(rewrite._source(only_a_docstring, tokenize=True)[0]) == 2
     node = rewrite._parse(only_a_docstring)
     assert isinstance(node, ast.FunctionDef) and node.name == "only_a_docstring"
     assert ast.get_docstring(node).startswith("Nothing runs here")
@@ -56,3 +57,50 @@ def test_both_ways_give_the_same_tree():
         fast = ast.dump(rewrite._parse(fn), include_attributes=True)
         slow = ast.dump(rewrite._parse(fn, tokenize=True), include_attributes=True)
         assert fast == slow, fn.__name__
+
+
+DEAD_TAIL = '''import warpstage.lang.control as ws
+
+
+def prog(a, b):
+    z = b
+    if (not a or not 0):
+        return (z + 4) % 251
+    y = (z + 3) % 251
+    return (7 + y) % 251
+'''
+
+DEAD_TAIL_ONLY_CONSTANT = '''import warpstage.lang.control as ws
+
+
+def prog(a, b):
+    x = 0
+    z = b
+    if (not 0 or (5 <= 5 or 4 >= z)):
+        return 6 % 251
+    t1 = z % 251
+    return (t1 and t1) % 251
+'''
+
+
+def test_dead_code_after_a_constant_true_return_is_read_and_traced(tmp_path):
+    """The compiler drops the statements after an `if` whose condition is constant-true, so
+    the code's positions end before them; the extent must still reach the end of the body.
+    Cut there, the first program traced without its tail (its `not a or True` is dynamic in
+    the trace: "returns a value on some paths but reaches its end without return"), and the
+    second failed the loaded-code check ("changed since it was imported"). Both came from
+    benchmarks/diff_programs.py (seeds 810141 #13 and 810109 #13)."""
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    from cf_harness import run_sim, trace
+    from example_loader import load_file
+    from warpstage import ir
+    for i, src in enumerate((DEAD_TAIL, DEAD_TAIL_ONLY_CONSTANT)):
+        path = tmp_path / f"dead_tail_{i}.py"
+        path.write_text(src)
+        mod = load_file(path, path.stem)
+        lines, first = rewrite._source(mod.prog)
+        assert "return" in lines[-1] and lines[-1].strip().startswith("return (")
+        module, _ = trace(mod.prog, "i32", "i32", store=ir.i32)
+        for a, b in ((0, 3), (5, -2)):
+            assert run_sim(mod.prog, (a, b), (), "i32", module=module) == mod.prog(a, b)

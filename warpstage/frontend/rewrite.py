@@ -107,12 +107,28 @@ def _source(fn, tokenize: bool = False):
     if not lines or not 0 < first <= len(lines):
         raise _no_source(fn, f"its source is not available (no lines for {file}:{first})")
     last = None if tokenize else _last_line(code)
-    if last is not None and first <= last <= len(lines):
+    if last is not None and first <= last <= len(lines) and not _body_goes_on(lines, first, last):
         return lines[first - 1:last], first
     try:
         return inspect.getblock(lines[first - 1:]), first
     except (IndentationError, SyntaxError) as e:    # tokenizing a file changed since import
         raise _no_source(fn, f"its source does not tokenize ({e})") from None
+
+
+def _body_goes_on(lines, first: int, last: int) -> bool:
+    """Whether the def at line ``first`` has body lines after ``last`` (1-based): the next line
+    that is not blank or a comment is indented deeper than the def. The code's positions end at
+    the last statement the compiler kept, so dead code at the end of a body (after a constant-true
+    ``if ...: return``) lies past them, and cutting the text there would change what is traced
+    (the dead tail is live in warpstage's trace when the condition is dynamic)."""
+    head = lines[first - 1]
+    indent = len(head) - len(head.lstrip())
+    for line in lines[last:]:
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        return len(line) - len(line.lstrip()) > indent
+    return False
 
 
 def _last_line(code):
@@ -222,16 +238,27 @@ def _build(fn):
 def _rewrite_code(fn):
     """(the rewritten inner code object, its sites) of ``fn``: steps 1-4 of the docstring."""
     code = fn.__code__
-    node = _parse(fn)
     top_name = "__ws_inner__"   # not the function's own name: a recursive call must still find
-    node.decorator_list = []    # the global (or its own closure cell), not the factory's local
-    cls = _class_name(fn.__qualname__)
-    if cls:
-        _Mangle(cls).visit(node)
-    node.name = top_name
+    cls = _class_name(fn.__qualname__)  # the global (or its own closure cell), not a local
+
+    def parsed(tokenize: bool):
+        node = _parse(fn, tokenize)
+        node.decorator_list = []
+        if cls:
+            _Mangle(cls).visit(node)
+        node.name = top_name
+        return node
+
+    node = parsed(False)
+    try:
+        check_source(fn, node)
+    except UnsupportedError:
+        # The block's end read from the code's positions misses statements the compiler left
+        # out (dead code after a constant-true `if ...: return`): the tokenizer's block decides.
+        node = parsed(True)
+        check_source(fn, node)
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     super_args = ("__class__", params[0]) if "__class__" in code.co_freevars and params else None
-    check_source(fn, node)
     ctx = Context(code.co_filename, fn.__qualname__, super_args)
     rewrite_scope(node, ctx, top=True)
     HostReads().visit(node)
