@@ -292,6 +292,22 @@ def test_a_static_nan_is_one_specialization():
     assert k.trace_count == 1
 
 
+def test_an_array_for_a_static_number_is_the_annotations_error_on_every_path():
+    """A multi-element array given to ``ws.Static[float]`` (or int / bool) at launch gave
+    numpy's "can only convert an array of size 1" from the hot path's binder (session-8
+    closing review); it is the annotation's ArgumentError, as ``ws.explain`` already said."""
+    @ws.kernel
+    def k(o: F, v: ws.Static[float], n: ws.Static[int], b: ws.Static[bool]):
+        o[0] = v + n if b else v
+
+    assert value(k, 2.0, 1, True) == 3.0
+    for args, name in (((np.zeros(3), 1, True), "'v'"), ((2.0, np.arange(2), True), "'n'"),
+                       ((2.0, 1, np.ones((2, 2), bool)), "'b'")):
+        raised(ws.ArgumentError, "marker: a static number given an array",
+               lambda: k[1, 32](out(), *args),  # marker: a static number given an array
+               f"parameter {name} is annotated ws.Static[", "got a ndarray")
+
+
 # -- device API calls whose arguments do not bind ------------------------------------------------
 
 def test_a_device_function_called_with_wrong_arguments_names_its_signature():

@@ -156,6 +156,8 @@ class StaticKind(Kind):
         (``_StaticAnnotation.check``) makes it."""
         def bind_number(v, keys, leaves):
             if type(v).__module__ == "numpy" and hasattr(v, "item"):
+                if getattr(v, "size", 1) != 1:
+                    return False                    # an array: the full path explains
                 v = v.item()
                 if not isinstance(v, tp):
                     return False                    # the full path explains
