@@ -7,6 +7,7 @@ import functools
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -306,6 +307,61 @@ def test_an_array_for_a_static_number_is_the_annotations_error_on_every_path():
         raised(ws.ArgumentError, "marker: a static number given an array",
                lambda: k[1, 32](out(), *args),  # marker: a static number given an array
                f"parameter {name} is annotated ws.Static[", "got a ndarray")
+
+
+def _ten():
+    return 10.0
+
+
+def _thirty():
+    return 30.0
+
+
+def _thirty_m(self):
+    return 30.0
+
+
+def test_a_functions_code_assigned_recompiles():
+    """``f.__code__ = g.__code__`` (IPython's autoreload edits functions this way) on a plain
+    helper, a method of a static object, a ``@ws.jit`` function and the kernel itself: each
+    recompiles (session-8 closing review; the guards held by the function's identity)."""
+    helper = types.FunctionType(_ten.__code__, globals(), "helper")
+
+    @ws.jit
+    def jh():
+        return 1.0
+
+    @ws.jit
+    def jh2():
+        return 2.0
+
+    class Cfg:
+        def val(self):
+            return 10.0
+
+    @ws.kernel
+    def k(o: F, c):
+        o[0] = helper() + c.val() + jh()
+
+    @ws.kernel
+    def kself(o: F):
+        o[0] = 5.0
+
+    def kother(o: F):
+        o[0] = 6.0
+
+    c = Cfg()
+    assert value(k, c) == 21.0
+    helper.__code__ = _thirty.__code__
+    assert value(k, c) == 41.0
+    Cfg.val.__code__ = _thirty_m.__code__
+    assert value(k, c) == 61.0
+    jh.fn.__code__ = jh2.fn.__code__
+    assert value(k, c) == 62.0
+    assert value(kself) == 5.0
+    kself.fn.__code__ = kother.__code__
+    assert value(kself) == 6.0
+    assert value(kself) == 6.0 and kself.trace_count == 2
 
 
 # -- device API calls whose arguments do not bind ------------------------------------------------

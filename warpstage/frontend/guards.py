@@ -120,7 +120,8 @@ class _Collector:
         if not traced:
             self._native_reads(attrs)
         for g in defaults_guards(fn):
-            self.add(*g[:3], g[4], f"default of {fn.__qualname__}")
+            self.add(*g[:3], g[4], f"{'code' if g[1] == '__code__' else 'default'} of "
+                                   f"{fn.__qualname__}")
 
     def _reads(self, v, attrs, traced: bool) -> None:
         """Follow a plain function ``v`` (it runs unrewritten, so its reads are not recorded);
@@ -161,8 +162,11 @@ class _Collector:
 
 
 def defaults_guards(fn) -> list:
-    """Guards (collect_guards' form) on ``fn.__defaults__`` and ``fn.__kwdefaults__``, if set."""
-    out = []
+    """Guards (collect_guards' form) on ``fn.__code__`` (by identity, else by equality: a code
+    object assigned to the function, as IPython's autoreload does, recompiles) and on
+    ``fn.__defaults__`` and ``fn.__kwdefaults__``, if set."""
+    code = fn.__code__
+    out = [(fn, "__code__", code, _key(code, "__code__"), FROZEN_DEFAULTS)]
     for name in ("__defaults__", "__kwdefaults__"):
         d = getattr(fn, name, None)
         if d:

@@ -72,12 +72,11 @@ def rewrite(fn):
             f"warpstage can only compile plain Python functions (def ...), got "
             f"{type(fn).__name__} {getattr(fn, '__qualname__', fn)!r}.\n"
             "Fix: decorate a `def` function with @ws.kernel / @ws.jit.")
-    try:
-        return _CACHE[fn]
-    except KeyError:
-        pass
+    got = _CACHE.get(fn)
+    if got is not None and got[0] is fn.__code__:   # a replaced __code__ (autoreload) rebuilds
+        return got[1]
     new = _build(fn)
-    _CACHE[fn] = new
+    _CACHE[fn] = (fn.__code__, new)
     return new
 
 

@@ -32,7 +32,7 @@ import sys
 import threading
 
 from ..backend import host_stub_ir as host_stub    # its layouts and codes: no llvmlite
-from ..frontend.guards import GLOBAL, _IMMUTABLE, _IMMUTABLE_TYPES, guards_hold
+from ..frontend.guards import FROZEN_DEFAULTS, GLOBAL, _IMMUTABLE, _IMMUTABLE_TYPES, guards_hold
 from ..runtime import raw_launch
 from ..runtime.launch_dims import normalize_dims
 from ..runtime.params import _param_layout
@@ -367,6 +367,10 @@ def c_guards(guard_sets, current: bool = False):
     out = []
     for guards in guard_sets:
         for container, name, value, key, kind in guards:
+            if kind == FROZEN_DEFAULTS and name == "__code__":
+                # a function's code: the same object (guards_hold's identity case)
+                out.append((container, name, container.__code__ if current else value, 1))
+                continue
             if kind != GLOBAL or type(container) is not dict or type(name) is not str:
                 return None
             if current:
