@@ -33,7 +33,7 @@ PROBE = textwrap.dedent("""
             compile_for("sm_80", use)
             print(name, "compiled")
         except ws.UnsupportedError as e:
-            print(name, "error:", e)
+            print(name, "error:", str(e).replace("\n", " | "))
     print("sm_90a ok:", ".target sm_90a" in compile_for("sm_90a", setmaxnreg).ptx)
 """)
 
@@ -46,7 +46,8 @@ def test_ops_the_arch_lacks_are_python_errors_not_llvm_aborts(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("setmaxnreg error: nvvm.setmaxnreg at ")
     assert "needs sm_90a (the arch-specific variant), and the kernel is compiled for sm_80" in lines[0]
-    assert "probe.py:" in lines[0] and "Fix: compile with arch='sm_90a'" in lines[0]
+    assert "probe.py:" in lines[0] and " | Fix: compile with arch='sm_90a'" in lines[0]
+    assert "Expected: arch 'sm_90a' or newer; got 'sm_80'." in lines[0]
     assert lines[1].startswith("elect error: nvvm.elect at ") and "needs sm_90 or newer" in lines[1]
     assert lines[2].startswith("wgmma error: wgmma.commit_group at ")
     assert lines[3] == "sm_90a ok: True"

@@ -33,6 +33,7 @@ def check_target(module: Module, target: Target) -> None:
                 raise UnsupportedError(
                     f"{op.name}{where} (in function {fn.name}) needs {need}"
                     f"{' (the arch-specific variant)' if need.endswith('a') else ' or newer'}, "
-                    f"and the kernel is compiled for {target.arch}. Fix: compile with "
+                    f"and the kernel is compiled for {target.arch}.\nExpected: arch {need!r} "
+                    f"or newer; got {target.arch!r}.\nFix: compile with "
                     f"arch={need!r} (CompileOptions / @ws.kernel(arch=...)), or leave the op out "
                     f"for {target.arch}", where=str(op.loc) if op.loc else None)
