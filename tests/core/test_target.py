@@ -33,7 +33,7 @@ PROBE = textwrap.dedent("""
             compile_for("sm_80", use)
             print(name, "compiled")
         except ws.UnsupportedError as e:
-            print(name, "error:", str(e).replace("\n", " | "))
+            print(name, "error:", str(e).replace("\\n", " | "))
     print("sm_90a ok:", ".target sm_90a" in compile_for("sm_90a", setmaxnreg).ptx)
 """)
 
