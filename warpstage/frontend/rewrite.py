@@ -237,27 +237,16 @@ def _build(fn):
 def _rewrite_code(fn):
     """(the rewritten inner code object, its sites) of ``fn``: steps 1-4 of the docstring."""
     code = fn.__code__
+    node = _parse(fn)
     top_name = "__ws_inner__"   # not the function's own name: a recursive call must still find
-    cls = _class_name(fn.__qualname__)  # the global (or its own closure cell), not a local
-
-    def parsed(tokenize: bool):
-        node = _parse(fn, tokenize)
-        node.decorator_list = []
-        if cls:
-            _Mangle(cls).visit(node)
-        node.name = top_name
-        return node
-
-    node = parsed(False)
-    try:
-        check_source(fn, node)
-    except UnsupportedError:
-        # The block's end read from the code's positions misses statements the compiler left
-        # out (dead code after a constant-true `if ...: return`): the tokenizer's block decides.
-        node = parsed(True)
-        check_source(fn, node)
+    node.decorator_list = []    # the global (or its own closure cell), not the factory's local
+    cls = _class_name(fn.__qualname__)
+    if cls:
+        _Mangle(cls).visit(node)
+    node.name = top_name
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     super_args = ("__class__", params[0]) if "__class__" in code.co_freevars and params else None
+    check_source(fn, node)
     ctx = Context(code.co_filename, fn.__qualname__, super_args)
     rewrite_scope(node, ctx, top=True)
     HostReads().visit(node)

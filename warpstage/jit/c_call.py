@@ -98,9 +98,7 @@ def launch_type(fast, base: type) -> type:
             try:
                 return _first_call(L, args, kwargs)
             except Exception as e:
-                if L.kernel.options.compiler_frames:
-                    raise
-                _user_error(e)
+                _filter(L, e)
                 raise
         return slow_call(L, st, args, kwargs, None)
 
@@ -129,9 +127,7 @@ def launch_type(fast, base: type) -> type:
                 st.register(L, args)
             return result
         except Exception as e:
-            if L.kernel.options.compiler_frames:
-                raise
-            _user_error(e)
+            _filter(L, e)
             raise
 
     def _first_call(L, args, kwargs):
@@ -181,6 +177,13 @@ def _install_getitem() -> None:
         return
 
 
+def _filter(launch, e) -> None:
+    """``e``'s traceback without warpstage's frames, unless the kernel keeps them
+    (``compiler_frames``)."""
+    if not launch.kernel.options.compiler_frames:
+        _user_error(e)
+
+
 class State:
     """The C path of one launch configuration: the live context (``stub`` launches), a dry
     context for checking entries, the entries' guards (``guards``: the non-empty ones, each
@@ -209,16 +212,14 @@ class State:
             try:
                 return slow_call(L, self, args, kwargs, live.reason())
             except Exception as e:
-                if not L.kernel.options.compiler_frames:
-                    _user_error(e)
+                _filter(L, e)
                 raise
 
         def python_call(launch, *args, **kwargs):
             try:
                 return slow_call(launch, self, args, kwargs, None)
             except Exception as e:
-                if not launch.kernel.options.compiler_frames:
-                    _user_error(e)
+                _filter(launch, e)
                 raise
 
         self._python_call = python_call

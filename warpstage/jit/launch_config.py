@@ -41,10 +41,10 @@ def _dim3(x, what: str, limits=None) -> tuple:
     dimension); else LaunchError with the expected form and a Fix."""
     if isinstance(x, int) and not isinstance(x, bool):
         x = (x,)
-    elif _index(x) is not None:
-        x = (_index(x),)
+    elif (i := _index(x)) is not None:
+        x = (i,)
     if isinstance(x, (tuple, list)) and not all(type(v) is int for v in x):
-        x = tuple(v if _index(v) is None else _index(v) for v in x)   # numpy ints: their value
+        x = tuple(v if (i := _index(v)) is None else i for v in x)   # numpy ints: their value
     if not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3 or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in x):
         raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {x!r}.\n"
