@@ -285,6 +285,19 @@ SWEEPS = {
                      dict(consumer_wgs=2, num_stages=3, late_wait=False, fma_select=True,
                           overlap_tiles=True, packed_p=True, rescale_threshold=8.0)],
     },
+    # session 9 (issue 12, attn9): persistent CTAs that claim the one-CTA grid's tiles first
+    # come, first served (dynamic_tiles: a global counter; the producer hands each tile's
+    # coordinates to the consumers with its Q), against the shipped default first; causal
+    # also the static persistent grid (longest first over all heads) as the order's control
+    "attn9": {
+        (128, False): [dict(fma_select=True, rescale_threshold=8.0),
+                       dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True)],
+        (128, True): [dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_threshold=8.0),
+                      dict(fma_select=True, packed_p=True, rescale_threshold=8.0,
+                           dynamic_tiles=True),
+                      dict(fma_select=True, packed_p=True, rescale_threshold=8.0)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),
@@ -428,7 +441,8 @@ def _launcher(fa, q, k, v, o):
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     launch = flash_attention_wgmma_kernel[fa.grid(b, h, s, sms=sms), fa.threads]
     o_desc = ws.tma.TensorDescriptor(o, fa.o_box, swizzle=128) if fa.tma_store else None
-    return lambda: launch(fa, *descs, o, k.shape[2], None, o_desc)
+    tiles = torch.zeros(2, dtype=torch.int32, device=q.device) if fa.dynamic_tiles else None
+    return lambda: launch(fa, *descs, o, k.shape[2], None, o_desc, tiles)
 
 
 def _compile_one(job):

@@ -251,6 +251,7 @@ def compile_attention(args):
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=sw),
                       TD(x, kv_box, swizzle=sw), TD(x, kv_box, swizzle=sw),
                       ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc,
+                      ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None,
                       block=(fa.threads, 1, 1))
 
 

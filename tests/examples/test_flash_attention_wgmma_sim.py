@@ -94,6 +94,13 @@ CASES = [
     (2, 2, 300, 200, 64, False, "float16", None, dict(overlap_tiles=True, packed_p=True,
                                                       rescale_threshold=8.0)),
     (1, 2, 300, 300, 128, True, "float16", None, dict(rescale_threshold=0.0, consumer_wgs=3)),
+    # persistent CTAs take the one-CTA grid's tiles first come, first served (a tile counter)
+    (2, 3, 300, 300, 128, True, "bfloat16", None, dict(dynamic_tiles=True)),
+    (1, 3, 200, 333, 64, True, "float16", None, dict(dynamic_tiles=True, head_group=2)),
+    (2, 2, 300, 200, 128, False, "bfloat16", None, dict(dynamic_tiles=True, fma_select=True,
+                                                        rescale_threshold=8.0)),
+    (2, 2, 200, 150, 64, False, "float16", None, dict(dynamic_tiles=True, consumer_wgs=3,
+                                                      skip_idle=True, partial_last=True)),
 ]
 
 
@@ -188,8 +195,9 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
         flash_attention(q, k, v, mma="tf32")
 
 
-@pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True)],
-                         ids=["default", "overlap_tiles", "lead_waits"])
+@pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True),
+                                 dict(dynamic_tiles=True)],
+                         ids=["default", "overlap_tiles", "lead_waits", "dynamic_tiles"])
 def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
@@ -215,6 +223,8 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(partial_last=True, causal=True), "partial_last"),
     (dict(partial_last=True, persistent=False), "partial_last"),
     (dict(lead_waits=True, pingpong=False), "lead_waits"), (dict(poly_exp2=2.0), "poly_exp2"),
+    (dict(dynamic_tiles=True, persistent=False), "dynamic_tiles"),
+    (dict(dynamic_tiles=True, overlap_tiles=True), "dynamic_tiles"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),

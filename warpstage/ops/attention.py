@@ -12,6 +12,7 @@ views need no copy.
 from __future__ import annotations
 
 import math
+import sys
 
 from ..errors import ArgumentError
 from . import op_plans
@@ -47,7 +48,8 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     sms)`` x ``fa.threads`` threads
     (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
     k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
-    tensor for the rows' log-sum-exp."""
+    tensor for the rows' log-sum-exp. With ``fa.dynamic_tiles`` the launch also takes the
+    device's tile counters (``tile_counters``)."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (describe("q", q), describe("k", k), describe("v", v))
     grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
@@ -59,8 +61,28 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
              descriptor(v, tv, kv_box, sw))
     o_desc = descriptor(o, describe("o", o), fa.o_box) if fa.tma_store else None
+    tiles = tile_counters(q) if fa.dynamic_tiles else None
     op_plans.launch(flash_attention_wgmma_kernel, grid, fa.threads,
-                    (fa, *descs, o, k.shape[2], lse, o_desc))
+                    (fa, *descs, o, k.shape[2], lse, o_desc, tiles))
+
+
+_COUNTERS: dict = {}
+"""torch device -> the int32 tile counters of ``dynamic_tiles`` launches there."""
+
+
+def tile_counters(like):
+    """The two int32 tile counters of a ``dynamic_tiles`` launch on ``like``'s device: zero
+    when made and left zero by every launch (its last CTA resets them), so on a torch device
+    they are made once and kept (two launches of such a kernel must not run at the same time
+    on two streams of one device); numpy arrays (the simulator) get fresh zeros."""
+    torch = sys.modules.get("torch")           # a torch tensor means torch is imported
+    if torch is not None and isinstance(like, torch.Tensor):
+        got = _COUNTERS.get(like.device)
+        if got is None:
+            got = _COUNTERS[like.device] = torch.zeros(2, dtype=torch.int32, device=like.device)
+        return op_plans.kept(got)
+    import numpy as np
+    return np.zeros(2, dtype=np.int32)
 
 
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",

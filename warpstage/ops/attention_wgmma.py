@@ -106,7 +106,11 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     float in [0, 15]; P's terms are then up to 2^(t + 1/2), l and O are scaled alike, so
     O / l and the log-sum-exp are unchanged); 0 skips only the exact no-op rescales
     (FlashAttention-4's conditional rescale; ``OnlineSoftmax.stale_max``); None: every step
-    rescales.
+    rescales. ``dynamic_tiles``: with ``persistent``, the CTAs take the output tiles in the
+    one-CTA-per-tile grid's order first come, first served (each producer claims its next tile
+    from a global counter and hands the index to its consumers with the tile's Q;
+    ``attention_wgmma_sched.py``); the kernel then takes ``tiles``, two int32 counters that are
+    zero before the launch and left zero after it.
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -122,7 +126,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "pingpong", "split_kv", "persistent", "causal_align", "kv_group",
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
-                  "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold")
+                  "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold",
+                  "dynamic_tiles")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -135,7 +140,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
                  head_group=None, lead_waits=False, packed_p=False,
-                 rescale_at_wait=False, rescale_threshold=None):
+                 rescale_at_wait=False, rescale_threshold=None, dynamic_tiles=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -188,7 +193,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "overlap and split_kv are on (it overlaps a persistent "
                                     "CTA's consecutive output tiles in the overlapped loop)",
                                     "overlap_tiles=False, or persistent=True")
-        self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits)
+        self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits, dynamic_tiles)
         self.packed_p = bool(packed_p)
         self.rescale_at_wait = bool(rescale_at_wait)
         self.set_rescale_threshold(rescale_threshold)
@@ -214,6 +219,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.tma_store = bool(tma_store)
         extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
                                           swizzle=128)) if self.tma_store else {})
+        if self.dynamic_tiles:      # (b, h, m_block, K/V tiles) of the tile in each Q buffer
+            extra["tile_info"] = ws.smem.Array(ws.Int32, (4 * self.q_buffers,))
         rings = (dict(k_barriers=ws.pipeline.BarrierStorage[num_stages],
                       v_barriers=ws.pipeline.BarrierStorage[num_stages]) if self.split_kv
                  else dict(barriers=ws.pipeline.BarrierStorage[num_stages]))
@@ -294,6 +301,20 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                 "swizzle 128", "build it as ws.tma.TensorDescriptor(o, "
                                 "fa.o_box, swizzle=128)")
 
+    def check_tiles(self, tiles) -> None:
+        """Trace-time check of the tile counters: a 1-d int32 tensor of 2 elements exactly when
+        ``dynamic_tiles`` (its shape is checked on the host: ``launch_wgmma``), else None."""
+        if ws.static(self.dynamic_tiles) != (tiles is not None) or (
+                tiles is not None and (not isinstance(tiles, ws.Tensor) or tiles.ndim != 1
+                                       or tiles.dtype is not ws.Int32)):
+            got = (f"{tiles.ndim}-d {tiles.dtype.__name__} tensor" if isinstance(tiles, ws.Tensor)
+                   else type(tiles).__name__)
+            raise operand_error("FlashAttentionWgmma: tiles", got,
+                                "a 1-d int32 tensor of 2 zeros" if self.dynamic_tiles else
+                                "None (the policy's dynamic_tiles is off)",
+                                "call warpstage.ops.flash_attention, or launch_wgmma, which "
+                                "pass it")
+
     def check_lse(self, lse, o) -> None:
         """Trace-time check of the log-sum-exp output: a (B, H, S_q) float32 tensor."""
         if not isinstance(lse, ws.Tensor) or lse.ndim != 3 or lse.dtype is not Float32:
@@ -337,13 +358,17 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
 
     # -- producer role -------------------------------------------------------------------------
     @ws.jit
-    def produce(self, q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage):
-        """Producer warp 0: per output tile of this CTA, ``load``; then the rings' tails."""
+    def produce(self, q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage, tiles=None):
+        """Producer warp 0: per output tile of this CTA, ``load`` (with ``dynamic_tiles`` the
+        tiles it claims: ``produce_dynamic``); then the rings' tails."""
         warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
         if warp == 0:
             kst = k_pipe.producer_start_state()
             vst = v_pipe.producer_start_state()
-            if ws.static(self.persistent):
+            if ws.static(self.dynamic_tiles):
+                kst, vst = self.produce_dynamic(q_desc, k_desc, v_desc, o, seq_k, tiles, k_pipe,
+                                                v_pipe, kst, vst, storage)
+            elif ws.static(self.persistent):
                 local = ws.Int32(0)
                 sched = self.scheduler(o)
                 for t in range(sched.first(), sched.num_tiles(), sched.stride()):
@@ -363,13 +388,17 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
 
     @ws.jit
     def load(self, q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe, kst, vst,
-             storage, local):
+             storage, local, publish=False):
         """One output tile's loads (one elected thread issues): Q (into the Q buffer of the
-        CTA's ``local``-th tile, ``q_slot``), then K and V in the order
+        CTA's ``local``-th tile, ``q_slot``; with ``publish`` the tile's (b, h, m_block,
+        n_tiles) are stored in the buffer's ``storage.tile_info`` slots first, before the
+        mbarrier's arrive: ``dynamic_tiles``), then K and V in the order
         the consumers use them: K_0, then K_j before V_{j-1}, then the last V (with the joint
         ring: K_j and V_j into one stage). Returns the advanced ring states."""
         if ws.arch.elect_one():
             bar = storage.q_bar[self.q_slot(local)[0]]
+            if ws.static(publish):
+                self.publish_tile(storage, self.q_slot(local)[0], (b, h, m_block, n_tiles))
             bar.arrive_expect_tx(self.q_layout.nbytes)
             ws.tma.load_tile(q_desc, self.q_layout, self.q_buffer(storage, local),
                              (b, h, m_block * self.tile_m, 0), bar)
@@ -410,7 +439,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
 
 
 @ws.jit
-def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage):
+def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage, tiles):
     """Barriers (Q's and the rings'), then the role by warpgroup."""
     warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
     if warp == 0:
@@ -421,7 +450,7 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, stor
     k_pipe, v_pipe = fa.make_pipelines(storage)
     if warp < 4:
         ws.arch.setmaxnreg_decrease(fa.producer_regs)
-        fa.produce(q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage)
+        fa.produce(q_desc, k_desc, v_desc, o, seq_k, k_pipe, v_pipe, storage, tiles)
     else:
         ws.arch.setmaxnreg_increase(fa.mma_regs)
         fa.consume_all(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
@@ -429,7 +458,8 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, stor
 
 @ws.kernel
 def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
-                                 o: ws.Tensor, seq_k: ws.Int32, lse=None, o_desc=None):
+                                 o: ws.Tensor, seq_k: ws.Int32, lse=None, o_desc=None,
+                                 tiles=None):
     """FlashAttention forward on wgmma + TMA: launch ``[fa.grid(B, H, S_q), fa.threads]`` with
     TMA descriptors of q (box ``fa.descriptor_boxes()[0]``), k and v (box ``[1]``), swizzle
     ``fa.swizzle``,
@@ -440,11 +470,14 @@ def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_d
     time values): the grid must be ``fa.grid(B, H, S_q)`` (CTA (x, y) computes query rows
     ``128 x .. 128 (x + 1) - 1`` of batch-head y, with ``causal`` in reverse order: a smaller
     grid leaves rows of o unwritten), and ``seq_k`` must be k's and v's S_k (TMA fills rows
-    past the tensor with zeros, so a larger ``seq_k`` adds zero keys to the softmax)."""
+    past the tensor with zeros, so a larger ``seq_k`` adds zero keys to the softmax). ``tiles``:
+    with ``fa.dynamic_tiles`` a 1-d int32 tensor of 2 zeros (the tile counters; left zero),
+    else None."""
     fa.check_block("flash_attention_wgmma_kernel")
     fa.check(q_desc, k_desc, v_desc, o)
     storage = ws.smem.allocate(fa.SharedStorage)
     if lse is not None:
         fa.check_lse(lse, o)
     fa.check_o_desc(o_desc)
-    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage)
+    fa.check_tiles(tiles)
+    attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, storage, tiles)

@@ -20,7 +20,8 @@ class WgmmaConsumer:
     @ws.jit
     def consume_all(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
         """Consumer warpgroups: ``consume`` per output tile of this CTA (all of them with
-        ``persistent``, else the CTA's one), the ring states and the turns carried across;
+        ``persistent``, those its producer hands over with ``dynamic_tiles``, else the CTA's
+        one), the ring states and the turns carried across;
         with ``overlap_tiles`` the tiles' boundaries overlap (``consume_tiles_overlapped``)."""
         if ws.static(self.overlap_tiles):
             self.consume_tiles_overlapped(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
@@ -30,7 +31,15 @@ class WgmmaConsumer:
         turn = self.make_turns(wg)
         kst = k_pipe.consumer_start_state()
         vst = v_pipe.consumer_start_state()
-        if ws.static(self.persistent):
+        if ws.static(self.dynamic_tiles):
+            local = ws.Int32(0)
+            b, h, m_block, n_tiles = self.next_tile(local, storage)
+            while b >= 0:
+                kst, vst = self.consume(o, lse, o_desc, seq_k, b, h, m_block, n_tiles, k_pipe,
+                                        v_pipe, kst, vst, turn, local, storage)
+                local = local + 1
+                b, h, m_block, n_tiles = self.next_tile(local, storage)
+        elif ws.static(self.persistent):
             local = ws.Int32(0)
             sched = self.scheduler(o)
             for t in range(sched.first(), sched.num_tiles(), sched.stride()):

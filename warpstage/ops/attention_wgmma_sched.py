@@ -17,6 +17,21 @@ batch-head, so the hardware's CTA dispatch (in linear block order) mixes long an
 to the end of the grid. ``head_group`` = G makes both walk bands of G batch-heads, each band's
 row blocks from the last down over its batch-heads (``coordinates``, ``scheduler``): longest
 first over the band, whose K/V (G x 2 x S_k x D x 2 bytes) stay in L2.
+
+Dynamic (``dynamic_tiles``, persistent): the CTAs take the tiles of the one-CTA-per-tile grid's
+order (``linear_tile``) first come, first served: CTA c starts with tile c, and its producer
+claims each next one from a global counter (``claim_tile``: ``atomicAdd`` + the grid size) and
+hands its coordinates to the consumer warpgroups in shared memory (``tile_info``: b, h, the row
+block and its K/V tiles, written before the arrive on the Q buffer's mbarrier, so the
+consumers' wait on Q orders their read after it, and the consumers do none of the index
+arithmetic); b = -1, with a plain arrive, ends the consumers' walk. So the tiles are
+list-scheduled as the hardware dispatches a one-CTA-per-tile grid (a causal grid's mix of
+long and short tiles stays balanced, and each band of batch-heads is worked on together, so
+its K/V stay in L2), while the barrier set-up is paid once per SM and the producer loads the
+next tile's Q and K/V under the current tile's last steps and epilogue. The counter pair
+(claims, retired CTAs) is zero before a launch and left zero after it: the last CTA to retire
+resets both (``retire_counter``), so the host allocates it once per device (FlashAttention-3's
+sm90 forward claims its causal tiles from a semaphore the same way; this is our own code).
 """
 from __future__ import annotations
 
@@ -46,10 +61,12 @@ class TileSchedule:
     ``causal``, ``tile_m``, ``persistent``, and sets and reads ``partial_last``, ``skip_idle``,
     ``head_group`` (and ``lead_waits``, which the consumer's turns read)."""
 
-    def set_schedule_fields(self, skip_idle, partial_last, head_group, lead_waits) -> None:
-        """Check and store ``skip_idle``, ``partial_last``, ``head_group`` and ``lead_waits``
-        (after ``causal``, ``persistent``, ``pingpong`` and ``overlap_tiles`` are set).
-        OperandError (a ValueError) for a value or a combination the kernel cannot run."""
+    def set_schedule_fields(self, skip_idle, partial_last, head_group, lead_waits,
+                            dynamic_tiles=False) -> None:
+        """Check and store ``skip_idle``, ``partial_last``, ``head_group``, ``lead_waits`` and
+        ``dynamic_tiles`` (after ``causal``, ``persistent``, ``pingpong`` and
+        ``overlap_tiles`` are set). OperandError (a ValueError) for a value or a combination
+        the kernel cannot run."""
         if head_group is not None and (isinstance(head_group, bool) or not isinstance(
                 head_group, int) or not 1 <= head_group <= 65536):
             raise self.policy_error("head_group", head_group, "None or an int in [1, 65536] "
@@ -70,6 +87,15 @@ class TileSchedule:
             raise self.policy_error("skip_idle", skip_idle, "False with overlap_tiles=True (the "
                                     "cross-tile loop carries every warpgroup's next tile)",
                                     "skip_idle=False, or overlap_tiles=False")
+        if dynamic_tiles and not self.persistent:
+            raise self.policy_error("dynamic_tiles", dynamic_tiles, "False unless persistent "
+                                    "(it hands a persistent CTA its next output tile)",
+                                    "dynamic_tiles=False, or persistent=True")
+        if dynamic_tiles and self.overlap_tiles:
+            raise self.policy_error("dynamic_tiles", dynamic_tiles, "False with "
+                                    "overlap_tiles=True (the cross-tile loop walks the static "
+                                    "schedule)", "dynamic_tiles=False, or overlap_tiles=False")
+        self.dynamic_tiles = bool(dynamic_tiles)
         self.skip_idle = bool(skip_idle)
         self.partial_last = bool(partial_last)
         self.head_group = head_group
@@ -123,6 +149,95 @@ class TileSchedule:
         else:
             bh, m_block = batch, i
         return bh // o.shape[1], bh % o.shape[1], m_block
+
+    # -- dynamic_tiles: first come, first served -----------------------------------------------
+    def tile_count(self, o):
+        """Output tiles of the launch: B * H * ceil(S_q / tile_m) (dynamic)."""
+        return o.shape[0] * o.shape[1] * ((o.shape[2] + (self.tile_m - 1)) // self.tile_m)
+
+    def linear_tile(self, t, o):
+        """(b, h, m_block) of linear tile ``t`` (dynamic, ``0 <= t < tile_count``) in the order
+        of the one-CTA-per-tile grid (``coordinates``' block order): each batch-head's row
+        blocks together; with ``causal`` from the last (the most keys) down, over bands of
+        ``head_group`` batch-heads (None: one); with ``partial_last`` (non-causal) the partial
+        row blocks after every full one (``row_block_order``)."""
+        heads = o.shape[0] * o.shape[1]
+        n_m = (o.shape[2] + (self.tile_m - 1)) // self.tile_m
+        if ws.static(self.causal):
+            group = 1 if self.head_group is None else self.head_group
+            bh, j, _ = ws.sched.tile_coords(t, heads, n_m, "M", group)
+            m_block = n_m - 1 - j
+        elif ws.static(self.partial_last):
+            bh, m_block = row_block_order(t, heads, o.shape[2], self.tile_m)
+        else:
+            bh, m_block = t // n_m, t % n_m
+        return bh // o.shape[1], bh % o.shape[1], m_block
+
+    @ws.jit
+    def claim_tile(self, tiles):
+        """The producer warp's next output tile: lane 0 adds 1 to the claim counter
+        (``tiles[0]``, global, relaxed ``atom.add``) and the warp takes the old value plus the
+        grid size (the first ``grid`` tiles are the CTAs' own, ``block_idx``); returned in
+        every lane (a shuffle from lane 0)."""
+        got = ws.Int32(0)
+        if ws.arch.lane_idx() == 0:
+            got = ws.atomic_add(tiles.ptr, 1)
+        return ws.arch.shfl_sync(got, 0) + ws.arch.grid_dim()[0]
+
+    @ws.jit
+    def retire_counter(self, tiles):
+        """One thread per CTA, after its producer's last claim: count the CTA retired
+        (``tiles[1]``); the last of the grid's CTAs resets both counters to 0 (every claim is
+        done by then: each CTA claims before it retires, with a GPU-scope fence in between),
+        so the next launch finds them zero."""
+        ws.arch.fence_acq_rel("gpu")
+        done = ws.atomic_add(tiles.ptr + 1, 1)
+        if done == ws.arch.grid_dim()[0] - 1:
+            tiles[0] = 0
+            tiles[1] = 0
+
+    @ws.jit
+    def produce_dynamic(self, q_desc, k_desc, v_desc, o, seq_k, tiles, k_pipe, v_pipe, kst, vst,
+                        storage):
+        """The producer warp's walk with ``dynamic_tiles``: tile ``block_idx`` first, then
+        each claimed one (``claim_tile``) until the counter passes the last tile; each tile's
+        coordinates go to the consumers with its Q (``load``'s ``publish``), and b = -1 with a
+        plain arrive on the next Q buffer's mbarrier ends their walk. Returns the advanced ring
+        states."""
+        num = self.tile_count(o)
+        t = ws.arch.block_idx()[0]
+        local = ws.Int32(0)
+        while t < num:
+            b, h, m_block = self.linear_tile(t, o)
+            n_tiles = self.kv_tiles(o.shape[2], seq_k, m_block)
+            idx, parity = self.q_slot(local)
+            storage.q_empty[idx].wait(parity ^ 1)      # that buffer's last S are done
+            kst, vst = self.load(q_desc, k_desc, v_desc, b, h, m_block, n_tiles, k_pipe, v_pipe,
+                                 kst, vst, storage, local, True)
+            t = self.claim_tile(tiles)
+            local = local + 1
+        idx, parity = self.q_slot(local)
+        storage.q_empty[idx].wait(parity ^ 1)
+        if ws.arch.elect_one():
+            self.publish_tile(storage, idx, (-1, 0, 0, 0))     # b = -1: the consumers stop
+            storage.q_bar[idx].arrive()
+            self.retire_counter(tiles)
+        return kst, vst
+
+    def publish_tile(self, storage, idx, info) -> None:
+        """The producer's elected thread: (b, h, m_block, n_tiles) of the tile in Q buffer
+        ``idx`` into ``storage.tile_info`` (before the buffer's mbarrier arrive)."""
+        for i in ws.static_range(4):
+            storage.tile_info[4 * idx + i] = info[i]
+
+    def next_tile(self, local, storage):
+        """The consumers' ``local``-th output tile with ``dynamic_tiles``: waits for its Q
+        buffer's mbarrier (``wait_q``), then reads the (b, h, m_block, n_tiles) the producer
+        stored before its arrive (b = -1: no tile left). Warp-uniform, dynamic."""
+        self.wait_q(local, storage)
+        idx = self.q_slot(local)[0]
+        return [ws.arch.make_warp_uniform(storage.tile_info[4 * idx + i])
+                for i in ws.static_range(4)]
 
     def rows_idle(self, row_wg, seq_q):
         """Whether this consumer warpgroup (first row ``row_wg``) has no row below ``seq_q`` in

@@ -1,0 +1,129 @@
+"""``dynamic_tiles`` (warpstage/ops/attention_wgmma_sched.py): persistent CTAs claim the output
+tiles of the one-CTA-per-tile grid's order from a global counter pair. In the CPU simulator:
+the counters are read (a counter that starts past the last tile leaves the claimed tiles
+unwritten), left zero after a launch, and every tile is computed exactly once whichever CTA
+claims it; the host hands one kept counter pair per torch device. The outputs against the
+reference: tests/examples/test_flash_attention_wgmma_sim.py's CASES."""
+import numpy as np
+import pytest
+
+import warpstage as ws
+from dtypes_helper import empty_like, randn, to_float64
+from warpstage.ops import attention
+from warpstage.ops.attention_plan import SIM_CTAS
+from warpstage.ops.attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
+
+pytestmark = pytest.mark.filterwarnings("ignore::warpstage.RecompileWarning")
+
+
+def launch(fa, q, k, v, o, tiles):
+    """A direct launch of ``fa`` on the simulator's SIM_CTAS persistent CTAs with ``tiles``."""
+    b, h, s, _ = q.shape
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    descs = [TD(x, box, swizzle=fa.swizzle) for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
+    o_desc = TD(o, fa.o_box, swizzle=128) if fa.tma_store else None
+    grid = fa.grid(b, h, s, sms=SIM_CTAS)
+    flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], None, o_desc,
+                                                   tiles)
+    return grid[0]
+
+
+def inputs(heads=4, seq=256, d=64):
+    q = randn((1, heads, seq, d), "bfloat16", 1)
+    return q, randn((1, heads, seq, d), "bfloat16", 2), randn((1, heads, seq, d), "bfloat16", 3)
+
+
+@pytest.mark.parametrize("causal, align, seq_k", [(False, "top_left", 256),
+                                                  (True, "top_left", 256),
+                                                  (True, "bottom_right", 333)])
+def test_counters_left_zero_and_every_tile_computed(sim_target, causal, align, seq_k):
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, causal=causal, dynamic_tiles=True,
+                             causal_align=align)
+    q, k, v = inputs()
+    k, v = (randn((1, 4, seq_k, 64), "bfloat16", i) for i in (2, 3))
+    o = np.full_like(q, np.nan)
+    tiles = np.zeros(2, np.int32)
+    for _ in range(2):                           # the second launch finds the counters zero
+        launch(fa, q, k, v, o, tiles)
+        assert tiles.tolist() == [0, 0]
+    want = attention.reference(*(to_float64(x) for x in (q, k, v)), causal=causal,
+                               causal_align=align)
+    got = to_float64(o)
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() < 2e-2
+
+
+def test_the_counter_decides_the_tiles_after_the_first(sim_target):
+    # 4 heads x 2 row blocks = 8 tiles on SIM_CTAS = 3 CTAs: CTA c computes tile c, then claims.
+    # A claim counter already past the last tile leaves tiles 3.. unwritten (NaN), so the
+    # kernel reads it; the retire count is then reset with it
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, dynamic_tiles=True)
+    q, k, v = inputs()
+    o = np.full_like(q, np.nan)
+    tiles = np.array([100, 0], np.int32)
+    ctas = launch(fa, q, k, v, o, tiles)
+    assert ctas == SIM_CTAS == 3 and tiles.tolist() == [0, 0]
+    done = [not np.isnan(to_float64(o[0, t // 2, 128 * (t % 2):128 * (t % 2 + 1)])).any()
+            for t in range(8)]
+    assert done == [True, True, True] + [False] * 5
+
+
+def test_linear_order_is_the_one_cta_grids(sim_target):
+    # the host-side twin of linear_tile: causal tiles longest first per batch-head (head_group
+    # None: bands of one), which is the one-CTA grid's block order
+    from warpstage.lang.sched import tile_coords
+    heads, n_m = 3, 4
+    order = []
+    for t in range(heads * n_m):
+        bh, j, _ = tile_coords(t, heads, n_m, "M", 1)
+        order.append((bh, n_m - 1 - j))
+    assert order == [(bh, m) for bh in range(heads) for m in reversed(range(n_m))]
+
+
+def test_kernel_checks_the_counter_argument(sim_target):
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, dynamic_tiles=True)
+    q, k, v = inputs(1, 128)
+    with pytest.raises(ws.OperandError, match="tiles"):
+        launch(fa, q, k, v, empty_like(q), None)
+    with pytest.raises(ws.OperandError, match="tiles"):
+        launch(FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16), q, k, v, empty_like(q),
+               np.zeros(2, np.int32))
+    with pytest.raises(ws.OperandError, match="int32"):
+        launch(fa, q, k, v, empty_like(q), np.zeros(2, np.float32))
+
+
+def test_op_path_and_one_kept_counter_pair_per_device(sim_target):
+    torch = pytest.importorskip("torch")
+    fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, causal=True, dynamic_tiles=True)
+    q, k, v = (torch.from_numpy(to_float64(x)).to(torch.bfloat16) for x in inputs(2, 200))
+    o = torch.empty_like(q)
+    attention.launch_wgmma(fa, q, k, v, o)
+    pair = attention.tile_counters(q)
+    assert pair is attention.tile_counters(q) and pair.tolist() == [0, 0]
+    want = attention.reference(*(x.double().numpy() for x in (q, k, v)), causal=True)
+    assert np.abs(o.double().numpy() - want).max() < 2e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_device_claims_and_resets(causal):
+    # 2 x 16 heads x 8 row blocks = 256 tiles on the H200's 132 SMs: 124 tiles are claimed
+    # from the counter; three launches in a row, each against SDPA, the counters zero after
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    fa = FlashAttentionWgmma(head_dim=128, dtype=ws.BFloat16, causal=causal, dynamic_tiles=True,
+                             fma_select=True, rescale_threshold=8.0)
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 16, 1024, 128, generator=g).to(torch.bfloat16).cuda()
+               for _ in range(3))
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                           is_causal=causal)
+    for _ in range(3):
+        o = torch.full_like(q, float("nan"))
+        attention.launch_wgmma(fa, q, k, v, o)
+        torch.cuda.synchronize()
+        assert attention.tile_counters(q).tolist() == [0, 0]
+        assert torch.isfinite(o).all()
+        assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
