@@ -289,13 +289,21 @@ SWEEPS = {
     # come, first served (dynamic_tiles: a global counter; the producer hands each tile's
     # coordinates to the consumers with its Q), against the shipped default first; causal
     # also the static persistent grid (longest first over all heads) as the order's control
+    # narrow_last: a warpgroup whose last K/V tile it sees only in its first half (warpgroup
+    # 0 on a causal diagonal) issues S and P V there over those 64 keys; non-causal with S a
+    # multiple of 128 it never narrows (the control for its larger code)
     "attn9": {
         (128, False): [dict(fma_select=True, rescale_threshold=8.0),
-                       dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True)],
+                       dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True),
+                       dict(fma_select=True, rescale_threshold=8.0, narrow_last=True)],
         (128, True): [dict(persistent=False, fma_select=True, packed_p=True,
                            rescale_threshold=8.0),
                       dict(fma_select=True, packed_p=True, rescale_threshold=8.0,
                            dynamic_tiles=True),
+                      dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_threshold=8.0, narrow_last=True),
+                      dict(fma_select=True, packed_p=True, rescale_threshold=8.0,
+                           dynamic_tiles=True, narrow_last=True),
                       dict(fma_select=True, packed_p=True, rescale_threshold=8.0)],
     },
     # session 3, fifth run: the TMA-store epilogue

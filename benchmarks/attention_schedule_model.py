@@ -19,7 +19,9 @@ one-CTA grid's tiles from a counter) is that list schedule without ``LAUNCH``.
 (non-causal persistent 617.3 / 600.6 TFLOP/s at B=16 / 8, causal one CTA per tile 423.3 /
 397.9) give the causal grids 0.72 / 0.75 of the non-causal time (in makespan units: 104 of
 144, 54 of 72), which this model matches with ``MASKED`` = 0.15 (a diagonal step's extra mask
-work) and ``LAUNCH`` = 0.7 at both batch sizes.
+work) and ``LAUNCH`` = 0.7 at both batch sizes. ``narrow_last`` takes ``NARROW`` = 0.25 off a
+causal tile (warpgroup 0's half of the diagonal step's S and of the last P V: a quarter of
+that step's GEMM work), the most it could save if the step were bound by the tensor cores.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from warpstage.lang.sched import tile_coords                     # noqa: E402
 from warpstage.ops.attention_wgmma_sched import row_block_order  # noqa: E402
 
-SMS, FILL, SOLO, LAUNCH, MASKED = 132, 1.0, 0.5, 0.7, 0.15
+SMS, FILL, SOLO, LAUNCH, MASKED, NARROW = 132, 1.0, 0.5, 0.7, 0.15, 0.25
 
 # the points below 1.0x cuDNN in session 5's closing chart: (B, H, S, D, causal, defaults)
 POINTS = [(16, 16, 1024, 64, False, dict(wgs=3, persistent=True)),
@@ -46,7 +48,7 @@ POINTS = [(16, 16, 1024, 64, False, dict(wgs=3, persistent=True)),
           (4, 16, 4096, 128, False, dict(wgs=2, persistent=True))]
 
 
-def tile_cost(m, s, wgs, causal, skip_idle, tile_n=128, launch=0.0):
+def tile_cost(m, s, wgs, causal, skip_idle, tile_n=128, launch=0.0, narrow=False):
     """Cost of row block m (K/V steps + FILL, + MASKED per diagonal step with ``causal``,
     scaled by the active warpgroups with skip_idle; + ``launch`` for a CTA of its own)."""
     rows = 64 * wgs
@@ -55,7 +57,8 @@ def tile_cost(m, s, wgs, causal, skip_idle, tile_n=128, launch=0.0):
     active = min(wgs, -(-(s - m * rows) // 64))
     share = max(active / wgs, SOLO) if skip_idle else 1.0
     masked = -(-rows // tile_n) * MASKED if causal else 0.0
-    return (steps + masked + FILL) * share + launch
+    saved = NARROW if narrow and causal and wgs == 2 else 0.0
+    return (steps + masked + FILL - saved) * share + launch
 
 
 def order(bh, s, wgs, causal, persistent, partial_last=False, head_group=None):
@@ -93,7 +96,8 @@ def point(b, h, s, d, causal, wgs, persistent, **fields):
     seq = order(b * h, s, wgs, causal, persistent and not dynamic,
                 fields.get("partial_last", False), fields.get("head_group"))
     launch = 0.0 if persistent or dynamic else LAUNCH
-    costs = [tile_cost(m, s, wgs, causal, skip, launch=launch) for _, m in seq]
+    costs = [tile_cost(m, s, wgs, causal, skip, launch=launch,
+                       narrow=fields.get("narrow_last", False)) for _, m in seq]
     return len(seq), sum(costs) / SMS, makespan(costs, persistent and not dynamic)
 
 
@@ -102,7 +106,8 @@ def main() -> None:
             dict(dynamic_tiles=True)]
     causal_variants = [dict(), dict(skip_idle=True), dict(head_group=1), dict(head_group=8),
                        dict(head_group=16), dict(head_group=32), dict(head_group=65536),
-                       dict(dynamic_tiles=True), dict(dynamic_tiles=True, head_group=2)]
+                       dict(dynamic_tiles=True), dict(dynamic_tiles=True, head_group=2),
+                       dict(narrow_last=True), dict(dynamic_tiles=True, narrow_last=True)]
     for b, h, s, d, causal, dflt in POINTS:
         rows = 64 * dflt["wgs"]
         n_m = -(-s // rows)

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Session 9, issue 12 (attn9) device call (< 5 min): the GPU tests of dynamic_tiles (the
-# simulator CASES with it against torch SDPA, and three launches in a row with the counters
-# checked), then sweep "attn9" (D=128, causal and not) at (B, H, S) = (8, 16, 1024),
+# Session 9, issue 12 (attn9) device call (< 5 min): the GPU tests of dynamic_tiles and
+# narrow_last (the simulator CASES against torch SDPA; three dynamic_tiles launches in a row
+# with the counters checked; both fields at B=2 H=16 S=1024 D=128 causal), then sweep "attn9" (D=128, causal and not) at (B, H, S) = (8, 16, 1024),
 # (16, 16, 1024), (8, 16, 2048) and (4, 16, 4096) (the flagship): each variant's max |error|
 # against SDPA and its TFLOP/s beside cuDNN (and FA4 where /tmp/site holds it), the shipped
 # default first per (D, causal, shape). Logs under $OUT; the table last.
@@ -17,6 +17,7 @@ XDIST=""; python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
 WARPSTAGE_CACHE_DIR=/tmp/ws-cache-attn9 timeout 110 python3 -m pytest -m gpu -q \
     -p no:cacheprovider $XDIST tests/examples/test_flash_attention_wgmma_gpu.py \
     tests/ops/test_attention_dynamic_tiles.py tests/ops/test_attention_features_gpu.py \
+    tests/ops/test_attention_narrow_last.py \
     > "$OUT/pytest_gpu.txt" 2>&1
 echo "pytest rc $? at $(( $(date +%s) - t0 )) s" >> "$OUT/rc.txt"
 mkdir -p "$OUT/attn9"

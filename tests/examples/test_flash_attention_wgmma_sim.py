@@ -101,6 +101,16 @@ CASES = [
                                                         rescale_threshold=8.0)),
     (2, 2, 200, 150, 64, False, "float16", None, dict(dynamic_tiles=True, consumer_wgs=3,
                                                       skip_idle=True, partial_last=True)),
+    # a warpgroup whose last K/V tile it sees only in its first half issues S and P V there
+    # over those keys (causal diagonals; an S_k tail of at most tile_n / 2 keys)
+    (1, 2, 300, 300, 128, True, "bfloat16", None, dict(narrow_last=True, fma_select=True,
+                                                       packed_p=True, rescale_threshold=8.0)),
+    (2, 1, 200, 170, 64, False, "float16", None, dict(narrow_last=True)),
+    (1, 2, 256, 256, 64, True, "float16", None, dict(narrow_last=True, consumer_wgs=3,
+                                                     dynamic_tiles=True)),
+    (1, 1, 150, 90, 128, True, "bfloat16", 0.2, dict(narrow_last=True, persistent=False)),
+    (1, 2, 200, 200, 64, True, "bfloat16", None, dict(narrow_last=True, tile_n=64,
+                                                      num_stages=3)),
 ]
 
 
@@ -196,8 +206,9 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
 
 
 @pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True),
-                                 dict(dynamic_tiles=True)],
-                         ids=["default", "overlap_tiles", "lead_waits", "dynamic_tiles"])
+                                 dict(dynamic_tiles=True), dict(narrow_last=True)],
+                         ids=["default", "overlap_tiles", "lead_waits", "dynamic_tiles",
+                              "narrow_last"])
 def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
@@ -225,6 +236,9 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(lead_waits=True, pingpong=False), "lead_waits"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(dynamic_tiles=True, persistent=False), "dynamic_tiles"),
     (dict(dynamic_tiles=True, overlap_tiles=True), "dynamic_tiles"),
+    (dict(narrow_last=True, overlap=False), "narrow_last"),
+    (dict(narrow_last=True, tile_n=48), "narrow_last"),
+    (dict(narrow_last=True, overlap_tiles=True), "narrow_last"),
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),

@@ -110,7 +110,12 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     one-CTA-per-tile grid's order first come, first served (each producer claims its next tile
     from a global counter and hands the index to its consumers with the tile's Q;
     ``attention_wgmma_sched.py``); the kernel then takes ``tiles``, two int32 counters that are
-    zero before the launch and left zero after it.
+    zero before the launch and left zero after it. ``narrow_last``: with ``overlap``, a
+    consumer warpgroup whose output tile's last K/V tile holds no key it may see in its second
+    half (past S_k, or causal: past its last row's diagonal, as warpgroup 0's rows on a
+    top-left diagonal) issues that tile's S over the first tile_n / 2 keys only (wgmma N =
+    tile_n / 2, the rest -inf) and its last P V over those keys' k-steps (``half_visible``, a
+    warpgroup-uniform branch between two forms of the step).
     ``producer_regs`` / ``mma_regs``: ``setmaxnreg``
     counts of the producer and of each consumer warpgroup (multiples of 8 in [24, 256], 128 x producer + 128 x consumer_wgs x mma at
     most 65536; None: 24 / 240 for 2 consumer warpgroups, 32 / 160 for 3).
@@ -127,7 +132,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
                   "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold",
-                  "dynamic_tiles")
+                  "dynamic_tiles", "narrow_last")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -140,7 +145,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  tma_store=None, poly_exp2=0, fma_scores=False, fma_select=False,
                  overlap_tiles=False, skip_idle=False, partial_last=False,
                  head_group=None, lead_waits=False, packed_p=False,
-                 rescale_at_wait=False, rescale_threshold=None, dynamic_tiles=False):
+                 rescale_at_wait=False, rescale_threshold=None, dynamic_tiles=False,
+                 narrow_last=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -197,6 +203,12 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.packed_p = bool(packed_p)
         self.rescale_at_wait = bool(rescale_at_wait)
         self.set_rescale_threshold(rescale_threshold)
+        if narrow_last and not (self.overlap and tile_n % 32 == 0 and not self.overlap_tiles):
+            raise self.policy_error("narrow_last", narrow_last, "False unless overlap is on, "
+                                    "overlap_tiles off and tile_n a multiple of 32 (the half "
+                                    "tile is a wgmma N and whole 16-key P V k-steps)",
+                                    "narrow_last=False, or tile_n=128")
+        self.narrow_last = bool(narrow_last)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)

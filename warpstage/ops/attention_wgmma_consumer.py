@@ -10,6 +10,8 @@ import math
 
 import warpstage as ws
 
+from .attention_common import _NEG_INF
+
 __all__ = ["WgmmaConsumer"]
 
 
@@ -187,26 +189,68 @@ class WgmmaConsumer:
         """FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs while the
         tensor cores do P_{j-1} V_{j-1} (``first_scores``, ``kv_loop``, ``last_pv``).
         Returns (O, m, l, K state, V state)."""
-        p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
-                                                    turn, storage)
+        if ws.static(self.narrow_last):
+            if (n_tiles == 1) & self.half_visible(0, row_wg, keys):
+                p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe,
+                                                            kst, turn, storage, True)
+            else:
+                p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe,
+                                                            kst, turn, storage, False)
+        else:
+            p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe,
+                                                        kst, turn, storage, False)
         acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
-        acc, p, m_i, l_i, alpha, kst, vst = self.kv_loop(dq, rows, lane, row_wg, keys, n_tiles,
+        looped = n_tiles - 1 if ws.static(self.narrow_last) else n_tiles
+        acc, p, m_i, l_i, alpha, kst, vst = self.kv_loop(dq, rows, lane, row_wg, keys, looped,
                                                          k_pipe, v_pipe, kst, vst, turn,
                                                          storage, acc, p, m_i, l_i, alpha)
-        self.release_q(storage, local)
-        acc, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
+        if ws.static(self.narrow_last):
+            last = n_tiles - 1
+            half = self.half_visible(last * self.tile_n, row_wg, keys)
+            if n_tiles > 1:
+                if half:
+                    acc, p, m_i, l_i, alpha, kst, vst = self.kv_step(
+                        dq, rows, lane, row_wg, keys, last, k_pipe, v_pipe, kst, vst, turn,
+                        storage, acc, p, m_i, l_i, alpha, True)
+                else:
+                    acc, p, m_i, l_i, alpha, kst, vst = self.kv_step(
+                        dq, rows, lane, row_wg, keys, last, k_pipe, v_pipe, kst, vst, turn,
+                        storage, acc, p, m_i, l_i, alpha, False)
+            self.release_q(storage, local)
+            if half:
+                acc, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage, True)
+            else:
+                acc, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage, False)
+        else:
+            self.release_q(storage, local)
+            acc, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
         return acc, m_i, l_i, kst, vst
 
+    def half_visible(self, n0, row_wg, keys):
+        """With ``narrow_last``: whether every key of the K/V tile at ``n0`` that this
+        consumer warpgroup (rows ``row_wg`` .. + 63) may see lies in the tile's first half:
+        the keys past it are past S_k or (causal) past the diagonal of the warpgroup's last
+        row. Then S's second half and its P V k-steps are all zeros of P and are skipped
+        (dynamic, warpgroup-uniform)."""
+        seq_k, offset = keys
+        end = seq_k
+        if ws.static(self.causal):
+            end = ws.math.min(seq_k, row_wg + self.consumer_rows + offset)
+        return n0 + self.tile_n // 2 >= end
+
     @ws.jit
-    def first_scores(self, dq, rows, lane, row_wg, keys, k_pipe, kst, turn, storage):
+    def first_scores(self, dq, rows, lane, row_wg, keys, k_pipe, kst, turn, storage,
+                     narrow=False):
         """An output tile's first K/V tile: (turn) S_0 = Q K_0^T, waited for, K_0 released,
-        the first softmax step. Returns (P_0 as A fragments, m, l, alpha, K state)."""
+        the first softmax step (``narrow``, static: S of the tile's first half of keys only,
+        the rest -inf: ``half_visible``). Returns (P_0 as A fragments, m, l, alpha, K
+        state)."""
         m_i, l_i = self.softmax_start()
         self.turn_wait_k(k_pipe, kst)
         self.begin_turn(turn)
-        s = self.issue_scores(dq, storage.k[kst.index], False)
+        s = self.issue_scores(dq, storage.k[kst.index], False, narrow)
         self.end_turn(turn)
-        s = ws.wgmma.wait_group(0, s)
+        s = self.widen(ws.wgmma.wait_group(0, s), narrow)
         self.release_k(k_pipe, kst)
         s = self.finish_scores(s, 0, rows, lane, row_wg, keys)
         p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
@@ -223,32 +267,45 @@ class WgmmaConsumer:
         converting earlier needs 32 more registers, and ptxas then hoists the wait above the
         softmax). Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
         for tile in range(1, n_tiles):
-            self.turn_wait_k(k_pipe, kst)
-            self.begin_turn(turn)
-            s = self.issue_scores(dq, storage.k[kst.index], False)     # S_j: one group
-            acc = self.rescale_in_turn(acc, alpha)
-            self.turn_wait_v(v_pipe, vst)
-            a = self.fence_all(acc, p)                    # here: no branch before the mmas
-            acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
-            self.end_turn(turn)
-            s = ws.wgmma.wait_group(1, s)
-            self.release_k(k_pipe, kst)
-            s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
-            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-            self.fence_block(l_i)
-            acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), alpha)
-            self.release_v(v_pipe, vst)
-            p = self.to_a(p)
-            kst = kst.advance()
-            vst = vst.advance()
+            acc, p, m_i, l_i, alpha, kst, vst = self.kv_step(dq, rows, lane, row_wg, keys, tile,
+                                                             k_pipe, v_pipe, kst, vst, turn,
+                                                             storage, acc, p, m_i, l_i, alpha)
         return acc, p, m_i, l_i, alpha, kst, vst
 
     @ws.jit
-    def last_pv(self, acc, p, alpha, v_pipe, vst, storage):
+    def kv_step(self, dq, rows, lane, row_wg, keys, tile, k_pipe, v_pipe, kst, vst, turn,
+                storage, acc, p, m_i, l_i, alpha, narrow=False):
+        """K/V tile ``tile`` (``kv_loop``'s step; with ``narrow``, static: S of the tile's
+        first half of keys only, ``half_visible``). Nothing is in flight when it returns (its
+        P V is waited for), so a dynamic branch between the two forms merges only completed
+        values. Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
+        self.turn_wait_k(k_pipe, kst)
+        self.begin_turn(turn)
+        s = self.issue_scores(dq, storage.k[kst.index], False, narrow)     # S_j: one group
+        acc = self.rescale_in_turn(acc, alpha)
+        self.turn_wait_v(v_pipe, vst)
+        a = self.fence_all(acc, p)                    # here: no branch before the mmas
+        acc = self.issue_pv(a[1:], storage.v[vst.index], a[0])    # P_{j-1} V_{j-1}
+        self.end_turn(turn)
+        s = self.widen(ws.wgmma.wait_group(1, s), narrow)
+        self.release_k(k_pipe, kst)
+        s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
+        p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+        self.fence_block(l_i)
+        acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), alpha)
+        self.release_v(v_pipe, vst)
+        p = self.to_a(p)
+        return acc, p, m_i, l_i, alpha, kst.advance(), vst.advance()
+
+    @ws.jit
+    def last_pv(self, acc, p, alpha, v_pipe, vst, storage, narrow=False):
         """The output tile's last O += P V, alone (rescaled by the last alpha), waited for, V
-        released. Returns (O, V state)."""
+        released (``narrow``, static: over the tile's first half of keys, the k-steps whose P
+        is not all zeros). Returns (O, V state)."""
         acc = self.rescale_in_turn(acc, alpha)
         self.wait_v(v_pipe, vst)
+        if ws.static(narrow):
+            p = p[:self.tile_n // 32]
         a = self.fence_all(acc, p)
         acc = ws.wgmma.wait_group(0, self.issue_pv(a[1:], storage.v[vst.index], a[0]))
         self.release_v(v_pipe, vst)
@@ -361,13 +418,15 @@ class WgmmaConsumer:
             lse = lse - self.log2_sum_shift(m) * math.log(2.0)
         return lse
 
-    def issue_scores(self, dq, k_stage, fenced: bool):
-        """Issue S = Q K^T (64 x tile_n per warpgroup, f32) as ``D / 16`` wgmma k-steps in one
-        committed group (after a ``wgmma.fence`` unless ``fenced``); not waited for."""
+    def issue_scores(self, dq, k_stage, fenced: bool, narrow: bool = False):
+        """Issue S = Q K^T (64 x tile_n per warpgroup, f32; ``narrow``: 64 x tile_n / 2, the
+        stage's first half of keys) as ``D / 16`` wgmma k-steps in one committed group (after
+        a ``wgmma.fence`` unless ``fenced``); not waited for."""
         dk = ws.wgmma.tile_descriptor(k_stage, major="K")
         if ws.static(not fenced):
             ws.wgmma.fence()
-        s = ws.wgmma.mma(dq.k_step(0), dk.k_step(0), None, n=self.tile_n, scale_d=False)
+        n = self.tile_n // 2 if narrow else self.tile_n
+        s = ws.wgmma.mma(dq.k_step(0), dk.k_step(0), None, n=n, scale_d=False)
         for kk in ws.static_range(1, self.head_dim // 16):
             s = ws.wgmma.mma(dq.k_step(kk), dk.k_step(kk), s)
         ws.wgmma.commit_group()
@@ -396,11 +455,20 @@ class WgmmaConsumer:
         ``warpgroup.arrive`` (C7519) when a branch or a repacking sits in between)."""
         return list(ws.wgmma.fence(acc, *a))
 
+    def widen(self, s, narrow: bool):
+        """The completed S of a ``narrow`` issue (the stage's first tile_n / 2 keys: the first
+        half of a tile_n-wide fragment's elements, ``AttentionPolicy.mask``'s order) as the
+        full fragment with -inf for the keys it skipped; else S as it is."""
+        if ws.static(not narrow):
+            return s
+        return self.fragments(self.elements(s) + [_NEG_INF] * len(self.elements(s)))
+
     def issue_pv(self, a, v_stage, acc):
-        """Issue O += P V (one committed group, not waited for): A = P from registers, B = V
-        (keys x D, D contiguous: MN-major)."""
+        """Issue O += P V (one committed group, not waited for): A = P from registers (one
+        fragment per 16 keys: ``len(a)`` k-steps), B = V (keys x D, D contiguous:
+        MN-major)."""
         dv = ws.wgmma.tile_descriptor(v_stage, major="MN")
-        for kk in ws.static_range(self.tile_n // 16):
+        for kk in ws.static_range(len(a)):
             acc = ws.wgmma.mma(a[kk], dv.k_step(kk), acc)
         ws.wgmma.commit_group()
         return acc

@@ -193,6 +193,7 @@ class TileSchedule:
         ws.arch.fence_acq_rel("gpu")
         done = ws.atomic_add(tiles.ptr + 1, 1)
         if done == ws.arch.grid_dim()[0] - 1:
+            ws.arch.fence_acq_rel("gpu")            # after every CTA's last claim
             tiles[0] = 0
             tiles[1] = 0
 
