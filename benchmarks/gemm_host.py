@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     for _ in range(2):                              # its plan: the C stub of its one launch
         ws.ops.matmul(a, b, out=c)
     (stub, _), = [launch[1] for plan in op_plans._PLANS.values()
-                  if plan is not op_plans.NOT_PLANNED for launch in plan.launches or ()]
+                  if plan is not op_plans.NOT_PLANNED for launches in plan.bound.values()
+                  for launch in launches]
     rows = [("ws.ops.matmul(a, b, out=c)", lambda: ws.ops.matmul(a, b, out=c), True),
             ("ws.ops.matmul(a, w.T, out=c)", lambda: ws.ops.matmul(a, w.T, out=c), True),
             ("ws.ops.matmul(a, b)", lambda: ws.ops.matmul(a, b), True),
