@@ -87,6 +87,11 @@ def check_no_grad(op: str, names: str, *tensors) -> None:
     ``tensors`` (named by the words of ``names``) requires grad: ``ws.ops.<op>`` registers no
     backward, so its result would silently leave the autograd graph (an ``nn.Linear`` weight
     passed outside ``torch.no_grad()`` is the usual case)."""
+    for t in tensors:                   # the hot path: one attribute read per tensor
+        if getattr(t, "requires_grad", False) is True:
+            break
+    else:
+        return
     torch = sys.modules.get("torch")
     if torch is None or not torch.is_grad_enabled():
         return
