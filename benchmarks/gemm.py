@@ -7,6 +7,7 @@ bf16 out, in one process on the GPU.
     PYTHONPATH=. python benchmarks/gemm.py --quick        # 4096^3 and 8192^3 only
     PYTHONPATH=. python benchmarks/gemm.py --shape 4096,4096,4096 --shape 128,11008,4096
     PYTHONPATH=. python benchmarks/gemm.py --quick --no-sweep
+    PYTHONPATH=. python benchmarks/gemm.py --no-sweep --no-fp8 --kmajor --shape 128,4096,4096
     PYTHONPATH=. python benchmarks/gemm.py --fp8 [--quick]   # ws.ops.scaled_matmul vs _scaled_mm
     PYTHONPATH=. python benchmarks/gemm.py --small-m [--quick]  # M = 64-256, device time too
 
@@ -21,7 +22,7 @@ included), ``ws kernel`` (the kernel launched with descriptors built once: the G
 host path is slower), cuBLAS, Triton, the floor (max(2MNK / peak, bytes / HBM bandwidth) with
 the H200's 989 TFLOP/s dense bf16 and 4.8 TB/s), and for the shapes under
 ``DEVICE_TIMED_BELOW`` FLOPs ``ws kernel dev`` / ``cuBLAS dev`` (device time, a warmed queue;
-their ratio is ``dev ratio``). In the same run, FP8 e4m3 at 4096^3 and
+their ratio is ``dev ratio``; ``ws.ops dev`` the public call's). In the same run, FP8 e4m3 at 4096^3 and
 8192^3: ``ws.ops.scaled_matmul`` against ``torch._scaled_mm`` (benchmarks/gemm_fp8.py's
 columns; ``--fp8`` runs only those, at more shapes). Then (unless ``--no-sweep``) the kernel
 under the ``SWEEP`` policies (tile width, stages, raster, swizzle group, cooperative or ping-pong
@@ -237,7 +238,7 @@ def measure_shape(m, n, k, b_kmajor, iters, repeats, sms):
             print(f"  {name} at {m}x{n}x{k}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             row[name] = None
     if flops < DEVICE_TIMED_BELOW:             # where the host's share shows: device time too
-        for name in ("ws kernel", "cuBLAS"):
+        for name in ("ws.ops", "ws kernel", "cuBLAS"):
             if row.get(name) is not None:
                 attempt(row, name + " dev", lambda: flops / seconds_per_call(
                     rotating(calls[name], sets), it, repeats, warm_queue=True) / 1e12,
@@ -280,7 +281,7 @@ def sweep(m, n, k, iters, repeats, policies=None, b_kmajor=False):
 
 
 COLUMNS = ("ws.ops", "ws kernel", "cuBLAS", "Triton", "floor")
-DEV_COLUMNS = ("ws kernel dev", "cuBLAS dev")
+DEV_COLUMNS = ("ws.ops dev", "ws kernel dev", "cuBLAS dev")
 DEVICE_TIMED_BELOW = 2e11
 """Shapes of fewer FLOPs (2MNK) are also timed with a warmed queue (device time, the ``dev``
 columns, benchmarks/gpu_timing.py): there a launch's host time is a share of the call."""
@@ -304,14 +305,14 @@ def table(rows) -> str:
     """The bf16 table: ``COLUMNS``, ``DEV_COLUMNS`` ("-" where not timed), ws kernel / cuBLAS
     end to end and in device time, the max errors."""
     cols = COLUMNS + DEV_COLUMNS
-    head = ("| M x N x K | B | " + " | ".join(cols) + " | ws kernel / cuBLAS | dev ratio | "
-            "max err (ws, cuBLAS, Triton) |\n"
-            "|---|---|" + "---|" * (len(cols) + 3) + "\n")
+    head = ("| M x N x K | B | " + " | ".join(cols) + " | ws.ops / cuBLAS | ws kernel / cuBLAS "
+            "| dev ratio | max err (ws, cuBLAS, Triton) |\n"
+            "|---|---|" + "---|" * (len(cols) + 4) + "\n")
     lines = []
     for r in rows:
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['B']} | "
                      + " | ".join(fmt(r.get(c)) for c in cols)
-                     + f" | {_ratio(r, 'ws kernel', 'cuBLAS')} | "
+                     + f" | {_ratio(r, 'ws.ops', 'cuBLAS')} | {_ratio(r, 'ws kernel', 'cuBLAS')} | "
                      f"{_ratio(r, 'ws kernel dev', 'cuBLAS dev')} | {errors(r)} |")
     return head + "\n".join(lines)
 
@@ -377,6 +378,9 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-sweep", action="store_true", help="skip the policy sweep")
+    ap.add_argument("--kmajor", action="store_true", help="the --shape rows with B = W.T of an "
+                    "(N, K) nn.Linear weight, as the LLM rows")
+    ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 squares")
     ap.add_argument("--fp8", action="store_true", help="FP8: ws.ops.scaled_matmul against "
                     "torch._scaled_mm (benchmarks/gemm_fp8.py)")
     ap.add_argument("--small-m", action="store_true", help="small M (64-256 rows), device "
@@ -405,12 +409,12 @@ def main(argv=None):
         with open(os.path.join(os.environ.get("OUT") or "/tmp", "gemm_fp8_results.md"), "w") as f:
             f.write(block)
         return 0
-    shapes = ([(tuple(int(x) for x in s.split(",")), False) for s in args.shape] or
+    shapes = ([(tuple(int(x) for x in s.split(",")), args.kmajor) for s in args.shape] or
               [(s, False) for s in (SQUARES if args.quick else SIZES)]
               + ([] if args.quick else [(s, True) for s in LLM]))
     import gemm_fp8
     fp8_rows = []
-    for shape in gemm_fp8.SQUARES:     # 4096^3, 8192^3 beside cuBLAS, first (a target row)
+    for shape in [] if args.no_fp8 else gemm_fp8.SQUARES:   # 4096^3, 8192^3: a target row
         fp8_rows.append(gemm_fp8.measure(*shape, args.iters, args.repeats))
         print("FP8", gemm_fp8.table(fp8_rows[-1:]).splitlines()[-1], flush=True)
     rows = []

@@ -11,9 +11,11 @@ row twice, interleaved batch by batch: with the op plans (warpstage/ops/op_plans
 call with the same facts launches its recording) and without them (``op_plans.ENABLED =
 False``: the op's code on every call, as before the plans). Rows: ``ws.ops.matmul(a, b,
 out=c)`` (what benchmarks/gemm.py's ``ws.ops`` column calls), with an nn.Linear weight (``b =
-w.T``), without ``out=`` (a new output each call), 16 outputs in turn (more address sets than a
-plan keeps: a rebind and descriptor look-ups each call), a decode shape (M = 16: split-K, two
-launches and a workspace), ``ws.ops.scaled_matmul`` (FP8, its scales an epilogue), and the
+w.T``), without ``out=`` (a new output each call), 16 outputs in turn (as many address sets
+as a plan keeps packed), a decode shape (M = 16: split-K, two
+launches and a workspace), M = 128 with 3 input/weight/output sets in turn (benchmarks/gemm.py's
+rotation: each set's launch kept packed) and with 80 outputs in turn (more than the kept sets
+and descriptors: a map made per call by replacing the address of the recorded one), ``ws.ops.scaled_matmul`` (FP8, its scales an epilogue), and the
 kernel launched directly with descriptors built once (the Python path of the kernel: it takes
 TMA descriptors, which the C path does not read), the C stub of the first row's plan alone
 (the floor: the pretend driver's decoding of the buffer, a Python callback, is most of it),
@@ -94,6 +96,11 @@ def main(argv=None) -> int:
     outs = [torch.empty(s, s, dtype=torch.bfloat16) for _ in range(16)]
     turn = iter(range(1 << 62))
     x16, c16 = torch.empty(16, s, dtype=torch.bfloat16), torch.empty(16, s, dtype=torch.bfloat16)
+    xs = [torch.empty(128, s, dtype=torch.bfloat16) for _ in range(3)]     # gemm.py's rotation
+    ws_ = [torch.empty(s, s, dtype=torch.bfloat16) for _ in range(3)]
+    cs = [torch.empty(128, s, dtype=torch.bfloat16) for _ in range(3)]
+    big = torch.empty(80 * 128 * s, dtype=torch.bfloat16)               # 80 outputs
+    outs80 = [big[i * 128 * s:(i + 1) * 128 * s].view(128, s) for i in range(80)]
     a8, w8 = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
     one = torch.tensor(1.0)
     p = matmul_host.policy_for(ws.BFloat16, ws.BFloat16, "K", "MN", False, 256)
@@ -104,13 +111,19 @@ def main(argv=None) -> int:
     for _ in range(2):                              # its plan: the C stub of its one launch
         ws.ops.matmul(a, b, out=c)
     (stub, _), = [launch[1] for plan in op_plans._PLANS.values()
-                  if plan is not op_plans.NOT_PLANNED for launch in plan.launches or ()]
+                  if plan is not op_plans.NOT_PLANNED for launches in plan.bound.values()
+                  for launch in launches]
     rows = [("ws.ops.matmul(a, b, out=c)", lambda: ws.ops.matmul(a, b, out=c), True),
             ("ws.ops.matmul(a, w.T, out=c)", lambda: ws.ops.matmul(a, w.T, out=c), True),
             ("ws.ops.matmul(a, b)", lambda: ws.ops.matmul(a, b), True),
             ("ws.ops.matmul(a, b, out=outs[i % 16])",
              lambda: ws.ops.matmul(a, b, out=outs[next(turn) % 16]), True),
             ("M=16: ws.ops.matmul(x, w.T, out=c)", lambda: ws.ops.matmul(x16, w.T, out=c16), True),
+            ("M=128: 3 (x, w, c) sets in turn (gemm.py)",
+             lambda: (lambda i: ws.ops.matmul(xs[i], ws_[i].T, out=cs[i]))(next(turn) % 3),
+             True),
+            ("M=128: 80 outputs in turn (new maps)",
+             lambda: ws.ops.matmul(xs[0], ws_[0].T, out=outs80[next(turn) % 80]), True),
             ("fp8: ws.ops.scaled_matmul(a, w.T, s, s, out=c)",
              lambda: ws.ops.scaled_matmul(a8, w8.T, one, one, out=c), True),
             ("kernel launched directly (Python path)",

@@ -37,6 +37,8 @@ RAW_STREAM = 0x5000
 LIMITS = launcher_module.LaunchLimits(1024, (1024, 1024, 64), (2 ** 31 - 1, 65535, 65535),
                                       232448, 1024, 32)
 ENCODED = []                          # the descriptors encoded (by fake_encode), in order
+REPLACED = []                         # those of them made from another's map (fake_replace)
+_DIGESTS = {}                         # fake_encode's maps -> their descriptors
 DRIVER_LAUNCHES = []                  # what fake_cu_launch_kernel received, decoded
 C_LAUNCHES = []                       # those of them the C call path made (jit/c_call.py)
 _RECORDER = [[]]                      # the launches list of the current install()
@@ -132,7 +134,22 @@ def fake_encode(desc):
     ENCODED.append(desc)
     text = repr((desc.tensor_arg.data_ptr, desc.shape, desc.strides, desc.dtype.name, desc.box,
                  desc.swizzle, desc.element_strides, desc.oob_fill, desc.l2_promotion))
-    return hashlib.sha512(text.encode()).digest() * 2
+    digest = hashlib.sha512(text.encode()).digest() * 2
+    _DIGESTS[digest] = desc
+    return digest
+
+
+def fake_replace(template, desc):
+    """A stand-in for cuTensorMapReplaceAddress (runtime/tensormap._replace_address): checks that
+    ``template`` is the map of ``desc``'s geometry at some address (one :func:`fake_encode` made),
+    records ``desc`` in ``REPLACED`` and returns its map (as :func:`fake_encode`, which records
+    it in ``ENCODED`` too)."""
+    d = _DIGESTS.get(template)
+    assert d is not None and (d.shape, d.strides, d.dtype, d.box, d.swizzle) == (
+        desc.shape, desc.strides, desc.dtype, desc.box, desc.swizzle), \
+        "the template is no map of this geometry"
+    REPLACED.append(desc)
+    return fake_encode(desc)
 
 
 class _FakeDriver:
@@ -171,7 +188,9 @@ def install(monkeypatch, torch) -> list:
     del PUSHES[:]
     monkeypatch.setattr(driver, "set_max_dynamic_smem", lambda function, nbytes, device=0: None)
     monkeypatch.setattr(tensormap, "_encode_tiled", fake_encode)
-    del ENCODED[:]
+    monkeypatch.setattr(tensormap, "_replace_address", fake_replace)
+    del ENCODED[:], REPLACED[:]
+    _DIGESTS.clear()
     from warpstage.jit import c_env
     if torch is not None:                           # the C path reads torch tensors only
         c_env.stub_address()                        # compiled now, not in the background

@@ -216,3 +216,31 @@ def test_stream_k_batched_epilogue():
                         stream_k=True)
     ref = torch.nn.functional.gelu(y, approximate="tanh")
     assert relative_error(got, ref) < 1e-4
+
+
+def test_rotating_inputs_and_outputs_past_the_kept_sets_write_each_call_its_own_output():
+    """As a model's activations: 3 inputs x 40 outputs at distinct addresses (slices of one
+    buffer), in turn over two rounds: more address sets than a plan keeps (16) and more maps
+    than the kept descriptors (64), so kept launch buffers are repacked and maps at new
+    addresses are the recorded map with its address replaced (cuTensorMapReplaceAddress).
+    Every output must be its own input's product:
+    is checked right after its call, poisoned with NaN before it."""
+    import torch
+    from warpstage.runtime import tensormap
+    m, n, k = 128, 512, 256
+    xs = [operands(m, n, k, seed=s)[0] for s in range(3)]
+    w = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    big = torch.empty(40 * m * n, device="cuda", dtype=torch.bfloat16)
+    outs = [big[i * m * n:(i + 1) * m * n].view(m, n) for i in range(40)]
+    refs = [reference(x, w.T) for x in xs]
+    for i in range(80):
+        c = outs[i % 40]
+        c.fill_(float("nan"))
+        ws.ops.matmul(xs[i % 3], w.T, out=c)
+        assert relative_error(c, refs[i % 3]) < TOL["bfloat16"], i
+    # the driver's replacement is the full encoding of the same geometry at the new address
+    d = ws.tma.TensorDescriptor(outs[0], (64, 64))
+    moved = d.at(outs[1].data_ptr())
+    d.encode()
+    assert moved.encode() == ws.tma.TensorDescriptor(outs[1], (64, 64)).encode()
+    assert tensormap._REPLACE and tensormap._REPLACE[0], "libcuda has cuTensorMapReplaceAddress"

@@ -72,3 +72,42 @@ def test_scaled_matmul_errors_name_scaled_matmul(marker, call, words):
     a, b, s = fp8(8, 32), fp8(64, 32).T, np.ones((), np.float32)
     msg = raised((ws.ArgumentError, ValueError), __file__, "marker: " + marker, lambda: call(a, b, s), *words)
     assert not msg.startswith("ws.ops.matmul:"), msg
+
+
+@pytest.mark.usefixtures("sim_target")
+def test_bias_is_the_bias_epilogue_and_an_error_beside_another_epilogue():
+    """``bias=`` (as torch.nn.functional.linear's) is ``epilogue=ws.ops.Bias(bias)``: the same
+    result in the simulator; with another epilogue it is the op's error naming both ways."""
+    a, b = bf16(40, 24), bf16(24, 72, seed=2)
+    bias = np.linspace(-1, 1, 72).astype(np.float32)
+    got = ws.ops.matmul(a, b, bias=bias)
+    ref = ws.ops.matmul(a, b, epilogue=ws.ops.Bias(bias))
+    plain = ws.ops.matmul(a, b)
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(ref, np.float32))
+    assert not np.array_equal(np.asarray(got, np.float32), np.asarray(plain, np.float32))
+    raised(ws.ArgumentError, __file__, "marker: bias twice",
+           lambda: ws.ops.matmul(a, b, bias=bias, epilogue=ws.ops.BiasGelu(bias)),  # marker: bias twice
+           "bias= with epilogue=BiasGelu(...)", "epilogue=ws.ops.BiasGelu(bias)")
+
+
+@pytest.mark.parametrize("op", ["matmul", "scaled_matmul", "flash_attention"])
+def test_a_tensor_that_requires_grad_is_an_error_naming_no_backward(op):
+    """No backward is registered for the ops: a tensor that requires grad in grad mode (an
+    nn.Linear weight outside torch.no_grad()) is the op's error, before any work; under
+    torch.no_grad() that check passes and the call goes on to its own checks."""
+    torch = pytest.importorskip("torch")
+    w = torch.zeros(64, 32, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.zeros(16, 32, dtype=torch.bfloat16)
+    q = torch.zeros(1, 1, 64, 32, dtype=torch.bfloat16, requires_grad=True)
+    one = torch.tensor(1.0)
+    calls = {"matmul": lambda: ws.ops.matmul(x, w.T),  # marker: grad matmul
+             "scaled_matmul": lambda: ws.ops.scaled_matmul(x, w.T, one, one),  # marker: grad scaled_matmul
+             "flash_attention": lambda: ws.ops.flash_attention(q, q, q)}  # marker: grad flash_attention
+    name = "q" if op == "flash_attention" else "b"
+    raised(ws.ArgumentError, __file__, "marker: grad " + op, calls[op],
+           f"ws.ops.{op}: {name} (shape", "requires grad", "no backward", "torch.no_grad()",
+           f"{name}.detach()")
+    if op == "scaled_matmul":
+        with torch.no_grad(), pytest.raises(ws.ArgumentError) as ei:
+            calls[op]()                          # bf16 operands: now its dtype error
+        assert "requires grad" not in str(ei.value) and "float8" in str(ei.value)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import warpstage as ws
-from fake_gpu import ENCODED, fake_encode, install
+from fake_gpu import ENCODED, REPLACED, fake_encode, install
 from warpstage.ops import attention, matmul_host, op_plans
 
 torch = pytest.importorskip("torch")
@@ -199,13 +199,41 @@ def test_a_repeated_call_does_no_per_call_work(fake_gpu, monkeypatch):
     for _ in range(3):
         ws.ops.matmul(a, w.T, out=outs[1])
     assert op_plans.STATS == stats and len(ENCODED) == encoded          # nothing repacked
-    for c in outs:                                  # addresses seen before: repacked only
+    for c in outs:              # addresses seen before: their own buffers, not repacked
         ws.ops.matmul(a, w.T, out=c)
-    assert op_plans.STATS["values"] == stats["values"] and len(ENCODED) == encoded
-    assert op_plans.STATS["packs"] == stats["packs"] + 2
+    assert op_plans.STATS == stats and len(ENCODED) == encoded
     ws.ops.flash_attention(q, q, q, causal=True)    # a new output: its TMA-store map at most
     assert len(ENCODED) <= encoded + 1
     assert len(fake_gpu) == n + 6
+
+
+def test_rotating_more_address_sets_than_kept_launches_each_at_its_own_addresses(fake_gpu):
+    """Inputs and outputs in turn, as a model's activations: 3 inputs x 8 outputs (24 address
+    sets, more than the 16 a plan keeps, so kept buffers are repacked for new sets) over two
+    rounds. Every launch names exactly its call's tensors (compared with the op's own code), and
+    a map at a new address is the recorded map with the address replaced, not a full encode."""
+    xs, w = [_bf16(128, 256) for _ in range(3)], _bf16(256, 256)
+    outs = [_bf16(128, 256) for _ in range(8)]
+    ws.ops.matmul(xs[0], w.T, out=outs[0])
+    ws.ops.matmul(xs[0], w.T, out=outs[0])              # the plan
+    encoded = len(ENCODED)
+    for _ in range(2):
+        for i in range(24):
+            x, c = xs[i % 3], outs[i % 8]
+            n = len(fake_gpu)
+            ws.ops.matmul(x, w.T, out=c)
+            got = _named(fake_gpu[n], {"x": x, "w": w, "c": c})
+            op_plans.ENABLED = False
+            try:
+                ws.ops.matmul(x, w.T, out=c)            # the op's own code
+            finally:
+                op_plans.ENABLED = True
+            assert got == _named(fake_gpu[n + 1], {"x": x, "w": w, "c": c})
+    made = ENCODED[encoded:]
+    assert REPLACED and all(d in made for d in REPLACED)
+    # the op's own code encodes its maps in full (descriptors.descriptor); the plan's new maps
+    # are all replacements of the recorded ones (x's and c's; w's never changes)
+    assert {d.tensor_arg.data_ptr for d in REPLACED} <= {t.data_ptr() for t in xs + outs}
 
 
 def test_a_failing_guard_drops_the_plan(fake_gpu):
@@ -216,6 +244,7 @@ def test_a_failing_guard_drops_the_plan(fake_gpu):
     from warpstage.frontend import guards
     # as if a global the trace read had been deleted since
     plan.guards = (((guards.__dict__, "_no_such_global", 1, 1, guards.GLOBAL),),)
+    plan.checks = tuple(map(guards.guard_checker, plan.guards))
     n = op_plans.STATS["plans"]
     ws.ops.matmul(a, w.T, out=c)                     # the op's code, recorded anew
     assert op_plans.STATS["plans"] == n + 1 and plan not in op_plans._PLANS.values()

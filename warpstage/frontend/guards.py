@@ -40,7 +40,7 @@ from ..errors import CompilationError
 from .facts import MISSING, class_lookup, user_module
 from ..core.static_key import UnkeyableError, forget_class, static_key
 
-__all__ = ["collect_guards", "guards_hold", "GLOBAL", "CELL", "CLASS", "DEFAULTS",
+__all__ = ["collect_guards", "guards_hold", "guard_checker", "GLOBAL", "CELL", "CLASS", "DEFAULTS",
            "FROZEN_DEFAULTS", "defaults_guards"]
 
 GLOBAL, CELL, CLASS, DEFAULTS, FROZEN_DEFAULTS = 0, 1, 2, 3, 4
@@ -170,7 +170,7 @@ def defaults_guards(fn) -> list:
     for name in ("__defaults__", "__kwdefaults__"):
         d = getattr(fn, name, None)
         if d:
-            frozen = all(type(x) in _PLAIN_TYPES for x in (d.values() if type(d) is dict else d))
+            frozen = _plain(tuple(d.values()) if type(d) is dict else d)
             out.append((fn, name, d, _key(d, name), FROZEN_DEFAULTS if frozen else DEFAULTS))
     return out
 
@@ -265,6 +265,58 @@ def guards_hold(guards) -> bool:
         if cur is _MISSING or _safe_key(cur) != key:
             if kind == CLASS:
                 forget_class(container)
+            return False
+    return True
+
+
+def guard_checker(guards):
+    """``() -> guards_hold(guards)``, made for guards checked on every call (the op plans,
+    ops/op_plans.py): the guards whose value's identity is enough (a global or a frozen
+    default holding a module, class, function, code object, plain value or tuple of plain
+    values; not None, which a missing name would also read) are compared by identity in two
+    C-level passes (``map``), a global ``@ws.jit`` / ``@ws.kernel`` object by identity and its
+    own key, the others by :func:`guards_hold`; when an identity differs, the
+    full check decides (and forgets a changed class, as it does)."""
+    import operator
+    glob, attrs, keyed, rest = ([], [], []), ([], [], []), ([], []), []
+    for g in guards:
+        container, name, value, key, kind = g
+        t = type(value)
+        if kind == FROZEN_DEFAULTS:             # identity is enough (as in guards_hold)
+            to = attrs
+        elif kind == GLOBAL and type(container) is dict and value is not None and (
+                t in _IMMUTABLE_TYPES or t is tuple and _plain(value)
+                or hasattr(t, "__ws_static_key__")):
+            to = glob
+            if t not in _IMMUTABLE_TYPES and t is not tuple:    # @ws.jit: same, and same key
+                keyed[0].append(value)
+                keyed[1].append(key)
+        else:
+            rest.append(g)
+            continue
+        for part, x in zip(to, (container, name, value)):
+            part.append(x)
+    is_, get = operator.is_, dict.get
+    (gc, gn, gv), (ac, an, av), rest = glob, attrs, tuple(rest)
+    kv, kk = keyed[0], tuple(keyed[1])
+    guards = tuple(guards)
+
+    def check() -> bool:
+        if all(map(is_, map(get, gc, gn), gv)) and all(map(is_, map(getattr, ac, an), av)) \
+                and (not kv or tuple([v.__ws_static_key__() for v in kv]) == kk):
+            return not rest or guards_hold(rest)
+        return guards_hold(guards)
+    return check
+
+
+def _plain(v, depth: int = 0) -> bool:
+    """Whether the tuple ``v`` holds only plain values (``_PLAIN_TYPES``) or tuples of them,
+    at any depth (a default ``fixup=()``): identity is then enough for a defaults guard."""
+    if depth > 8:
+        return False
+    for x in v:
+        t = type(x)
+        if t not in _PLAIN_TYPES and not (t is tuple and _plain(x, depth + 1)):
             return False
     return True
 

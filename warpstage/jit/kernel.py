@@ -50,6 +50,19 @@ def _annotations(fn) -> dict:
 _IMMUTABLE_DEFAULTS = frozenset({type(None), bool, int, float, str, bytes})
 
 
+def plain_values(values, depth: int = 0) -> bool:
+    """Whether ``values`` (a tuple) holds only plain values (None, bool, int, float, str,
+    bytes) or tuples of them, at any depth: then the same tuple object has the same contents,
+    and identity is enough to know it unchanged (``sk_tiles=0, fixup=()`` as defaults)."""
+    if depth > 8:
+        return False
+    for x in values:
+        t = type(x)
+        if t not in _IMMUTABLE_DEFAULTS and not (t is tuple and plain_values(x, depth + 1)):
+            return False
+    return True
+
+
 class _FunctionWrapper:
     """What ``@ws.kernel`` and ``@ws.jit`` objects share about the function ``fn`` they wrap:
     its defaults are the function's own (``k.__defaults__ = (3.0,)`` sets ``k.fn.__defaults__``,
@@ -97,7 +110,7 @@ class JitFunction(_FunctionWrapper):
             return c[2]
         from ..core.static_key import static_key
         key = self._key + (static_key(d), static_key(kd))
-        if not kd and all(type(x) in _IMMUTABLE_DEFAULTS for x in d):
+        if not kd and plain_values(d):
             self._key_cache = (d, kd, key)
         return key
 

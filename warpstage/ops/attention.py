@@ -17,6 +17,7 @@ import sys
 from ..errors import ArgumentError
 from . import op_plans
 from .attention_kernel import FlashAttention, flash_attention_kernel
+from .host_fixes import check_no_grad
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from .descriptors import descriptor, sm_count
@@ -88,6 +89,7 @@ def tile_counters(like):
 def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="top_left",
                     return_lse: bool = False, tile_n=None, num_stages=None, mma: str = "auto",
                     tune=False):
+    check_no_grad("flash_attention", "q k v", q, k, v)
     if tune is not False:
         return _tuned(q, k, v, causal, scale, causal_align, return_lse, tune,
                       (tile_n, num_stages, None if mma in ("auto", "wgmma") else mma))
@@ -238,6 +240,7 @@ flash_attention.__doc__ = flash_attention_eager.__doc__ + """
     ``torch.ops.warpstage.flash_attention`` (warpstage/runtime/torch_library.py: a fake
     implementation for torch.compile, no autograd formula since there is no backward kernel), so
     a model calling it compiles with ``torch.compile(fullgraph=True)`` without a graph break;
-    ``flash_attention_eager`` is the same function without the op."""
+    ``flash_attention_eager`` is the same function without the op. A torch tensor that requires
+    grad while grad mode is on is an ArgumentError (no backward is registered)."""
 flash_attention.__ws_explain__ = explain
 flash_attention_eager.__ws_explain__ = explain

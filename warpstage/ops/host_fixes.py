@@ -8,9 +8,14 @@ runtime/tensors.py) and returns the code of the fix, without the leading "Fix: "
 """
 from __future__ import annotations
 
+import sys
+
+from ..errors import ArgumentError
+from ..jit.tracebacks import _user_error
 from ..runtime.tensors import TensorArg
 
-__all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only"]
+__all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only",
+           "check_no_grad"]
 
 
 def framework(*tensors) -> str:
@@ -75,3 +80,27 @@ def is_read_only(x) -> bool:
                 and len(data["data"]) == 2 and data["data"][1]:
             return True
     return False
+
+
+def check_no_grad(op: str, names: str, *tensors) -> None:
+    """ArgumentError (from the user's frame) when grad mode is on and one of the torch
+    ``tensors`` (named by the words of ``names``) requires grad: ``ws.ops.<op>`` registers no
+    backward, so its result would silently leave the autograd graph (an ``nn.Linear`` weight
+    passed outside ``torch.no_grad()`` is the usual case)."""
+    for t in tensors:                   # the hot path: one attribute read per tensor
+        if getattr(t, "requires_grad", False) is True:
+            break
+    else:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return
+    T = torch.Tensor
+    for name, t in zip(names.split(), tensors):
+        if isinstance(t, T) and t.requires_grad:
+            raise _user_error(ArgumentError(
+                f"ws.ops.{op}: {name} (shape {tuple(t.shape)}) requires grad, but ws.ops.{op} "
+                "has no backward (no autograd formula is registered), so its result would not "
+                "be part of the autograd graph; expected tensors that do not require grad, or "
+                "grad mode off. Fix: call it under torch.no_grad() / torch.inference_mode(), "
+                f"pass {name}.detach(), or use torch's op where gradients are needed"))

@@ -19,7 +19,7 @@ from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
-from .host_fixes import cast_code, empty_code, framework, is_read_only
+from .host_fixes import cast_code, check_no_grad, empty_code, framework, is_read_only
 from .matmul_config import (check_arguments, choose_config, choose_stream_k, make_policy,
                             policy_for)
 from .matmul_plan import stream_k_tiles
@@ -108,9 +108,9 @@ def _shapes(ta, tb, op: str = "matmul"):
     return batches, m, n, k, ba is not None, bb is not None
 
 
-def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_stages=None,
-           raster="M", group=None, schedule="cooperative", splits=None, tile_m=None,
-           cluster=(1, 1), tune=False, stream_k=None):
+def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, bias=None, tile_n=None,
+           num_stages=None, raster="M", group=None, schedule="cooperative", splits=None,
+           tile_m=None, cluster=(1, 1), tune=False, stream_k=None):
     """``epilogue(a @ b)``, like ``torch.matmul`` for 2-D and 3-D operands.
 
     ``a``: (M, K) or (B, M, K); ``b``: (K, N) or (B, K, N); fp16 or bf16, one dtype and device;
@@ -120,7 +120,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     inputs' dtype; or float16 / bfloat16 / float32 as a torch, numpy or ws dtype). ``out``: an
     (M, N) / (B, M, N) tensor of that dtype to write (else a new contiguous one is returned).
     ``epilogue``: None or a ``ws.ops.Epilogue`` (``BiasGelu(bias)``, ``BiasSilu(bias)``, ...)
-    applied per f32 element before the rounding. ``tile_n`` (64/128/192/256), ``num_stages``,
+    applied per f32 element before the rounding. ``bias``: an (N,) tensor added per column,
+    shorthand for ``epilogue=ws.ops.Bias(bias)`` (as ``torch.nn.functional.linear``'s; with
+    another epilogue pass it to that one, ``BiasGelu(bias)``). ``tile_n`` (64/128/192/256), ``num_stages``,
     ``raster`` ('M'/'N'), ``group`` and ``schedule`` ('cooperative'/'pingpong'): the kernel's
     policy (``ws.ops.Matmul``; None: chosen per shape). ``splits``: K ranges computed by
     separate work units into an f32 workspace and added by a second kernel (split-K,
@@ -145,13 +147,34 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
 
     Returns ``out`` or a new tensor (torch in, torch out; numpy in, numpy out). Raises
     ArgumentError for shapes that do not chain, unsupported dtypes, mixed devices or a
-    mismatched ``out``; ValueError (from the policy) for a tile_n / num_stages out of range.
+    mismatched ``out``, ``bias`` with an ``epilogue``, or a torch tensor that requires grad
+    while grad mode is on (no backward is registered); ValueError (from the policy) for a
+    tile_n / num_stages out of range. A repeated call with the default policy goes straight to
+    its kept plan (``op_plans.py``: the facts read, the guards checked, the launch).
 
     With torch tensors and neither ``out`` nor ``epilogue`` (nor a non-torch ``out_dtype``), the
     call goes through the PyTorch custom op ``torch.ops.warpstage.matmul``
     (warpstage/runtime/torch_library.py: a fake implementation for torch.compile; no autograd
     formula, there is no backward), so
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
+    if bias is not None:
+        epilogue = _with_bias(bias, epilogue)
+    check_no_grad("matmul", "a b", a, b)
+    if (tune is False and epilogue is None and tile_n is None and num_stages is None
+            and group is None and splits is None and tile_m is None and stream_k is None
+            and raster == "M" and schedule == "cooperative" and cluster == (1, 1)):
+        # the default policy (the common call): its plan, or the op's code recorded as one
+        op = None if out is not None else torch_op("matmul", (a, b), out_dtype is None or (
+            "torch" in sys.modules and isinstance(out_dtype, sys.modules["torch"].dtype)))
+        if op is not None:
+            return op(a, b, out_dtype, None, None, "M", None, "cooperative", None, None)
+        try:
+            return op_plans.run("matmul", (a, b, out), (_DEFAULT, out_dtype, type(out_dtype)),
+                                lambda: _matmul(a, b, out, out_dtype, None, None, None, "M",
+                                                None, "cooperative", None))
+        except (WarpstageError, ValueError) as e:
+            _user_error(e)
+            raise
     cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,
@@ -165,6 +188,21 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, num_st
     return matmul_eager(a, b, out=out, out_dtype=out_dtype, epilogue=epilogue, tile_n=tile_n,
                         num_stages=num_stages, raster=raster, group=group, schedule=schedule,
                         splits=splits, tile_m=tile_m, cluster=cluster, stream_k=stream_k)
+
+
+_DEFAULT = "the default policy"
+"""A plan key's mark for :func:`matmul`'s calls with every policy argument at its default."""
+
+
+def _with_bias(bias, epilogue):
+    """``matmul(..., bias=)``: the ``Bias`` epilogue; ArgumentError beside another epilogue."""
+    if epilogue is not None:
+        raise _user_error(ArgumentError(
+            f"ws.ops.matmul: bias= with epilogue={type(epilogue).__name__}(...); expected one "
+            "of them (the epilogue adds what it adds). Fix: pass the bias to the epilogue "
+            "(epilogue=ws.ops.BiasGelu(bias)), or drop epilogue="))
+    from .matmul_epilogues import Bias
+    return Bias(bias)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):

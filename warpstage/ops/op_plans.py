@@ -12,9 +12,10 @@ block, shared memory, guards and its ABI values with the slots that hold data na
 address, or a descriptor's 128-byte map, by the call's tensor it points into); the tensors it
 allocates; what it returns. A later call with the same facts
 (:func:`run`) only reads the facts, finds the plan, and launches: one ``BoundLaunch`` per
-recorded launch (packed once, and again only when the addresses change; the values for the
-last 16 sets of addresses are kept, and a descriptor at a new address comes from the kept
-descriptors of ``descriptors.py``, encoded on a miss) through its C stub
+recorded launch, packed once per set of addresses: the launches of the last 16 sets are kept
+with their buffers and C stubs, so a rotation of inputs and outputs launches without packing;
+a descriptor at a new address comes from the kept descriptors of ``descriptors.py``, or is
+the recorded map with its address replaced) through its C stub
 (``jit/c_call.bound_stub``: torch's current stream and the driver call in C) where the C call
 path runs, else from Python.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from ..frontend.guards import guards_hold
+from ..frontend.guards import guard_checker
 from ..jit import launch as jit_launch
 from ..jit.c_call import bound_stub
 from ..runtime import target as target_module
@@ -58,7 +59,7 @@ _MAX_PLANS = 256
 _MAX_VALUES = 16                # address sets whose launch values a plan keeps
 STATS = {"plans": 0, "values": 0, "packs": 0}
 """Plans made, launch values computed for a new set of addresses, and parameter buffers packed
-(for the tests that count per-call work)."""
+(one per new set of addresses; for the tests that count per-call work)."""
 _local = threading.local()      # .recorder: the Recorder of the op call running on this thread
 
 
@@ -265,17 +266,16 @@ class Plan:
         self.first = first          # the tensor whose device the new tensors are made on
         self.aliases = aliases      # (i, j): the i-th and j-th tensors were one memory
         self.guards = tuple(s.guards for s in steps if s.guards)
-        self.values: dict = {}      # addresses -> the ABI values of each step for them
-        self.launches = None        # per step (BoundLaunch, its C stub or None, stream reader)
-        self.at = None              # the addresses the BoundLaunches hold now
+        self.checks = tuple(guard_checker(g) for g in self.guards)
+        self.bound: dict = {}       # addresses -> per step (BoundLaunch, C stub, stream reader)
         self.lock = threading.Lock()
 
     def run(self, ptrs, tensors):
         """Launch for ``tensors`` (the call's, None for an absent one) at ``ptrs``; returns the
         op's result, or _STALE when a guard of a kernel fails (the op's code then runs and
         recompiles)."""
-        for guards in self.guards:
-            if not guards_hold(guards):
+        for check in self.checks:
+            if not check():
                 return _STALE
         if self.aliases:                # the slots of j read i's address: both must be one
             for i, j in self.aliases:
@@ -289,10 +289,11 @@ class Plan:
                                                                  device=device)
                          for shape, dtype, zeros in self.new)
             ptrs = ptrs + tuple(t.data_ptr() for t in made)
-        with self.lock:             # one buffer per step: repack and launch as one
-            if ptrs != self.at:
-                self._rebind(ptrs)
-            for b, stub, stream in self.launches:
+        with self.lock:             # an entry may be repacked (evicted): look up, launch as one
+            launches = self.bound.get(ptrs)
+            if launches is None:
+                launches = self._bind(ptrs)
+            for b, stub, stream in launches:
                 if stub is None or stub[0]() is not None:
                     b.launch(stream())
         if not self.tuple_result:
@@ -300,34 +301,35 @@ class Plan:
             return made[j] if kind == "new" else tensors[j]
         return tuple([made[j] if kind == "new" else tensors[j] for kind, j in self.returns])
 
-    def _rebind(self, ptrs) -> None:
-        """Pack the values of the tensors at ``ptrs`` into the BoundLaunches (made at the first
-        call: their C stubs read the buffers they were made with)."""
-        values = self.values.get(ptrs)
-        if values is None:
-            values = []
-            for s in self.steps:
-                v = list(s.values)
-                for slot, src, desc in s.slots:
-                    v[slot] = ptrs[src] if desc is None else \
-                        descriptor_at(desc, ptrs[src]).encode()
-                values.append(v)
-            if len(self.values) >= _MAX_VALUES:
-                self.values.clear()
-            self.values[ptrs] = values
-            STATS["values"] += 1
-        if self.launches is None:
+    def _bind(self, ptrs) -> tuple:
+        """The launches (per step: BoundLaunch, its C stub or None, stream reader) of the tensors
+        at ``ptrs``, seen for the first time: their values packed into buffers of their own,
+        kept for the next call at these addresses (a rotation of inputs and outputs, as a model's
+        activations, launches without packing). Past ``_MAX_VALUES`` address sets the oldest
+        entry's buffers are repacked for these (their C stubs read those buffers). A descriptor
+        at a new address is a kept one or the recorded one's map with the address replaced
+        (``descriptors.descriptor_at``)."""
+        values = []
+        for s in self.steps:
+            v = list(s.values)
+            for slot, src, desc in s.slots:
+                v[slot] = ptrs[src] if desc is None else descriptor_at(desc, ptrs[src]).encode()
+            values.append(v)
+        STATS["values"] += 1
+        STATS["packs"] += 1
+        if len(self.bound) >= _MAX_VALUES:          # the oldest entry's buffers, repacked
+            launches = self.bound.pop(next(iter(self.bound)))
+            for (b, _, _), v in zip(launches, values):
+                b.rebind(v)
+        else:
             launches = []
             for s, v in zip(self.steps, values):
                 b = s.launcher.bind(s.grid, s.block, s.smem, v)
                 stream = _stream_reader(s.launcher.device) if s.torch_stream else _no_stream
                 launches.append((b, bound_stub(b, None, s.torch_stream, stream()), stream))
-            self.launches = tuple(launches)
-        else:
-            for (b, _, _), v in zip(self.launches, values):
-                b.rebind(v)
-        STATS["packs"] += 1
-        self.at = ptrs
+            launches = tuple(launches)
+        self.bound[ptrs] = launches
+        return launches
 
 
 def _no_stream() -> int:

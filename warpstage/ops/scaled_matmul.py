@@ -23,7 +23,7 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
 from . import op_plans
-from .host_fixes import framework
+from .host_fixes import check_no_grad, framework
 from .matmul_host import _kind, _matmul, _out_dtype, _shapes, _typed, check_tune
 from .torch_dispatch import torch_op
 
@@ -142,7 +142,9 @@ def scaled_matmul(a, b, scale_a=None, scale_b=None, *, out_dtype=None, out=None,
     Returns ``out`` or a new tensor. Raises ArgumentError for other dtypes, ranks, scale
     shapes, devices, a mismatched ``out`` or ``tune`` with policy arguments. With torch tensors
     and no ``out``, it goes through ``torch.ops.warpstage.scaled_matmul`` under torch.compile
-    (no backward)."""
+    (no backward). A torch tensor that requires grad while grad mode is on is an
+    ArgumentError (no backward is registered)."""
+    check_no_grad("scaled_matmul", "a b scale_a scale_b bias", a, b, scale_a, scale_b, bias)
     if tune is not False:
         check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
                                            raster != "M", schedule != "cooperative"))

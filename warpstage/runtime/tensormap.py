@@ -21,6 +21,7 @@ first encoded for a GPU launch.
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Optional
 
 from ..errors import ArgumentError, OperandError
@@ -125,6 +126,7 @@ class TensorDescriptor:
                                "supported; describe the tensor in its plain layout.")
         self._check()
         self._encoded: Optional[bytes] = None
+        self._template: Optional["TensorDescriptor"] = None     # set by at(): see encode()
         # the launch layer's (cache key part, call-signature token), made at the first launch
         # (frontend.kinds.tma.descriptor_key): a descriptor is not changed after it is built
         self._launch_key: Optional[tuple] = None
@@ -150,8 +152,10 @@ class TensorDescriptor:
         at another ``address`` (bytes, 16-byte aligned): a new descriptor, not yet encoded, that
         holds no tensor (the caller keeps the memory alive for the launch). What a host path
         that checked the geometry once uses when only the data moved: the 128-byte map differs
-        from this one in its address field only, but the encoding is opaque, so it is encoded
-        anew (``cuTensorMapEncodeTiled``). Raises ArgumentError for a misaligned address."""
+        from this one in its address field only, so when this one is encoded the new one's map
+        is a copy of it with the address replaced (``cuTensorMapReplaceAddress``, CUDA 12.0+:
+        no validation in Python, no full encode), else encoded anew. Raises ArgumentError for a
+        misaligned address."""
         if address % 16:
             raise ArgumentError(f"TensorDescriptor: the tensor's address {address:#x} is not "
                                 "16-byte aligned; TMA needs a 16-byte aligned global address.\n"
@@ -164,6 +168,7 @@ class TensorDescriptor:
         d.tensor_arg = TensorArg(address, ta.shape, ta.strides, ta.dtype, ta.device,
                                  ta.device_index, None, ta.kind)
         d._encoded = None
+        d._template = self if self._template is None else self._template
         d.tensormap = TensorMapArg(d)
         return d
 
@@ -326,7 +331,9 @@ class TensorDescriptor:
                 raise ArgumentError(f"{self!r} describes a {ta.device} tensor, which the GPU "
                                     "cannot read.\nFix: build the descriptor from a CUDA tensor "
                                     "(x.cuda()), or run in the simulator (ws.set_target('sim')).")
-            self._encoded = _encode_tiled(self)
+            t = getattr(self, "_template", None)
+            self._encoded = (_replace_address(t._encoded, self)
+                             if t is not None and t._encoded is not None else _encode_tiled(self))
         return self._encoded
 
     def check_unmoved(self) -> None:
@@ -463,3 +470,32 @@ def _encode_tiled(desc: TensorDescriptor) -> bytes:
         raise ArgumentError(f"cuTensorMapEncodeTiled returned {len(data)} bytes, expected "
                             f"{TENSORMAP_BYTES}")
     return data
+
+
+_REPLACE = []           # [libcuda's cuTensorMapReplaceAddress, or False], loaded at first use
+
+
+def _replace_address(template: bytes, desc: TensorDescriptor) -> bytes:
+    """The map ``template`` (the encoded 128-byte map of a descriptor of ``desc``'s geometry)
+    with ``desc``'s address in place of its own: ``CUresult cuTensorMapReplaceAddress(
+    CUtensorMap *tensorMap, void *globalAddress)`` (CUDA Driver API, Tensor Map Object
+    Management, since CUDA 12.0) on a 64-byte aligned copy (the alignment of ``CUtensorMap``).
+    Falls back to ``_encode_tiled`` (which explains a rejection) when libcuda lacks the entry or
+    refuses."""
+    if not _REPLACE:
+        from . import raw_launch
+        try:
+            fn = ctypes.CDLL(raw_launch.LIBCUDA).cuTensorMapReplaceAddress
+            fn.restype, fn.argtypes = ctypes.c_int, (ctypes.c_void_p, ctypes.c_void_p)
+        except (OSError, AttributeError):
+            fn = False
+        _REPLACE.append(fn)
+    fn = _REPLACE[0]
+    if not fn or len(template) != TENSORMAP_BYTES:
+        return _encode_tiled(desc)
+    buf = ctypes.create_string_buffer(TENSORMAP_BYTES + 64)
+    at = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
+    ctypes.memmove(at, template, TENSORMAP_BYTES)
+    if fn(at, desc.tensor_arg.data_ptr):
+        return _encode_tiled(desc)
+    return ctypes.string_at(at, TENSORMAP_BYTES)
