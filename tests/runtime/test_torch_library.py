@@ -75,6 +75,16 @@ def _stub_eager(monkeypatch):
     return calls
 
 
+def test_an_eager_call_does_not_register_the_ops():
+    # f32 tensors: the call passes the dispatch (which declines: not compiling), then the
+    # eager function's dtype check raises, so no kernel runs in the simulator
+    code = ("import sys, torch, warpstage as ws; q = torch.zeros(1, 1, 8, 64)\n"
+            "try:\n    ws.ops.flash_attention(q, q, q)\nexcept ws.ArgumentError:\n    pass\n"
+            "assert 'warpstage.ops.torch_ops' not in sys.modules, 'registered'; "
+            "assert not hasattr(torch.ops.warpstage, 'flash_attention'), 'an op'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_flash_attention_with_torch_tensors_goes_through_the_op(monkeypatch):
     calls = _stub_eager(monkeypatch)
     q, k, v = (torch.randn(1, 2, 8, 64) for _ in range(3))
@@ -102,6 +112,7 @@ def test_numpy_does_not_go_through_the_op(monkeypatch):
 def test_matmul_goes_through_its_op_and_the_fake_gives_the_shape(monkeypatch):
     from torch._subclasses.fake_tensor import FakeTensorMode
     from warpstage.ops import matmul_host
+    import warpstage.ops.torch_ops  # noqa: F401  (registers torch.ops.warpstage.*)
     calls = []
 
     def eager(a, b, *, out=None, out_dtype=None, epilogue=None, **policy):

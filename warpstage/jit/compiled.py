@@ -53,6 +53,7 @@ class CompiledKernel:
         self.guards = guards
         self._lowered = lowered
         self._compiled = compiled
+        self._beside: list = []     # work for the next stage's wait on LLVM or ptxas (beside)
         self._cuda = None       # device 0's Executable (module handle, function handle, Launcher)
         self._devices: dict = {}    # device ordinal -> its Executable
         # bytes of dynamic shared memory the kernel's ws.smem.allocate calls need (the launch
@@ -67,15 +68,29 @@ class CompiledKernel:
     def lowered(self) -> Lowered:
         """The backend's stage: LLVM IR and PTX (made on first use)."""
         if self._lowered is None:
-            self._lowered = pipeline.lower(self.traced, self.options, self.timings)
+            self._lowered = pipeline.lower(self.traced, self.options, self.timings,
+                                           self._take_beside())
         return self._lowered
 
     @property
     def compiled(self) -> Compiled:
         """ptxas' stage: the cubin and its report (``result`` None without ptxas)."""
         if self._compiled is None:
-            self._compiled = pipeline.assemble(self.lowered, self.options, self.timings)
+            lowered = self.lowered
+            self._compiled = pipeline.assemble(lowered, self.options, self.timings,
+                                               self._take_beside())
         return self._compiled
+
+    def beside(self, work) -> None:
+        """Run ``work()`` (no arguments; its result unused, its errors ignored: it fills a cache
+        that its own caller reads again) in a thread while the next stage to run waits on
+        LLVM's C code or the ptxas process (``pipeline.beside``), where the GIL is free; run
+        nowhere when no such stage is left (the caller then computes what it wanted itself)."""
+        self._beside.append(work)
+
+    def _take_beside(self) -> list:
+        work, self._beside = self._beside, []
+        return work
 
     @property
     def ir(self) -> str:

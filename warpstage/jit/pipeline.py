@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 
 from ..core.collector import collection_paused
@@ -70,8 +71,36 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
     return traced, guards
 
 
-def lower(traced: Traced, options, timings: dict) -> Lowered:
-    """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level)."""
+@contextlib.contextmanager
+def beside(work: list):
+    """Run the callables ``work`` in a thread while the ``with`` body runs, which waits on C
+    code that releases the GIL (LLVM through ``backend/llvm_c``) or on a child process
+    (ptxas); the body's end waits for the thread. ``work`` fills caches (the IR's text for the
+    disk entry): an error in it is dropped, and whoever reads that cache computes it again
+    (and raises there)."""
+    if not work:
+        yield
+        return
+    thread = threading.Thread(target=_run_quietly, args=(work,), name="warpstage beside",
+                              daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+
+
+def _run_quietly(work: list) -> None:
+    for fn in work:
+        try:
+            fn()
+        except Exception:       # noqa: BLE001 - computed again, and raised, by its reader
+            pass
+
+
+def lower(traced: Traced, options, timings: dict, work: list = ()) -> Lowered:
+    """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level).
+    ``work``: callables run beside LLVM's optimization and code generation (``beside``)."""
     with _step(traced.name, "llvm_load", timings, counted=False):
         # loading LLVM (the dlopen of libllvmlite, its targets, llvmlite.ir and the lowering
         # rules) is paid by the first compile of a process; timed apart so a cold compile's
@@ -82,9 +111,9 @@ def lower(traced: Traced, options, timings: dict) -> Lowered:
         load_llvm()
     with _step(traced.name, "lower", timings):
         llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes
-    with _step(traced.name, "ptx", timings):
-        ptx = emit_ptx(llvm_ir, options)
     _start_launch_stub()
+    with _step(traced.name, "ptx", timings), beside(list(work)):
+        ptx = emit_ptx(llvm_ir, options)
     return Lowered(traced.name, llvm_ir, ptx)
 
 
@@ -93,8 +122,12 @@ def _start_launch_stub() -> None:
     jit/c_env.py) in its background thread, so that it is ready before this kernel launches.
     Started only at a kernel's second launch (what a process that loads every kernel from disk
     still does), the compile ran beside the first launches and slowed them: the flagship's
-    first 20 calls at 0.75x of the later ones (H200, session 5). Only with torch imported
-    (the stub reads torch tensors) and the C path on (``WARPSTAGE_CCALL``)."""
+    first 20 calls at 0.75x of the later ones (H200, session 5). Started just before the PTX
+    emission: the thread's first ~60 ms are importing ``llvmlite.binding`` (Python, holding
+    the GIL), which then runs while LLVM's C code holds no GIL, instead of beside the first
+    call's load and launch after ptxas; its own LLVM work waits for ``backend/ptx.py``'s lock,
+    which the emission holds, and then runs beside ptxas. Only with torch imported (the stub
+    reads torch tensors) and the C path on (``WARPSTAGE_CCALL``)."""
     if "torch" not in sys.modules:
         return
     from ..options import env_c_call
@@ -103,13 +136,15 @@ def _start_launch_stub() -> None:
         c_env.stub_ready(start=True)
 
 
-def assemble(lowered: Lowered, options, timings: dict) -> Compiled:
+def assemble(lowered: Lowered, options, timings: dict, work: list = ()) -> Compiled:
     """``lowered``'s PTX through ptxas (``Compiled.result`` None, and no step counted, when no
-    ptxas is installed). Raises PtxasError with ptxas' message when it rejects the PTX."""
+    ptxas is installed). Raises PtxasError with ptxas' message when it rejects the PTX.
+    ``work``: callables run while ptxas runs (``beside``)."""
     from ..backend import assemble as ptxas, find_ptxas
     if find_ptxas(options) is None:
+        _run_quietly(list(work))
         return Compiled(lowered.name, lowered.ptx, None)
-    with _step(lowered.name, "ptxas", timings):
+    with _step(lowered.name, "ptxas", timings), beside(list(work)):
         return Compiled(lowered.name, lowered.ptx, ptxas(lowered.ptx, options, [lowered.name]))
 
 

@@ -11,6 +11,7 @@ Triton's ``add_stages`` (one ordered table of stage functions); the code is this
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional
 
 __all__ = ["Traced", "Lowered", "Compiled", "Executable"]
@@ -31,9 +32,11 @@ class Traced:
     dynamic_smem: int = 0
     stored_text: Optional[str] = None
 
-    @property
+    @functools.cached_property
     def text(self) -> str:
-        """The IR as text (``ir.print_module``; the stored text when there is no module)."""
+        """The IR as text (``ir.print_module``, printed once: the module does not change after
+        the passes; the stored text when there is no module). A cold compile that will be
+        stored prints it in a thread while LLVM runs (``jit/pipeline.py`` ``beside``)."""
         if self.module is None:
             return self.stored_text
         from .. import ir

@@ -1,7 +1,8 @@
 """Whether an ``ws.ops`` call goes through its ``torch.library`` op (ops/torch_ops.py): only
 while torch.compile traces it (eager calls run the eager function directly), only for torch
 tensors, so this module never imports torch (it reads ``sys.modules``); the op module
-is imported on the first such call."""
+(which registers the ops) is imported on the first call that torch.compile traces, so an
+eager program never pays for the registration."""
 from __future__ import annotations
 
 import sys
@@ -24,12 +25,17 @@ def torch_op(name: str, tensors, ok: bool):
     for t in tensors:
         if not isinstance(t, T):
             return None
-    if not _OPS:
-        from .torch_ops import OPS      # registers the ops (~10 ms): torch.ops.warpstage.* exist
-        _OPS.update(OPS)
     if not torch.compiler.is_compiling():
         # eager: the op would only add torch's dispatch to every call, and its first dispatch
         # costs ~4 s in a fresh process (measured on the CPU: 3.95 s against 0.14 s for the
         # eager function); under torch.compile the call must be the op, so the graph holds
+        # it. Nor are the ops registered for an eager call: registering them costs 8-14 ms
+        # of a fresh process's first call (H200 host, session 8), a disk-cache hit's largest
+        # part
         return None
+    if not _OPS:
+        # the first call that torch.compile traces: registers the ops (torch.ops.warpstage.*
+        # exist from here on; importing warpstage.ops.torch_ops registers them too)
+        from .torch_ops import OPS
+        _OPS.update(OPS)
     return _OPS[name]

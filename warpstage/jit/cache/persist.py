@@ -194,7 +194,9 @@ def entry_of(ck: CompiledKernel, guards: list) -> dict:
     from ..loaded import params_of
     if getattr(ck, "_stored", None) is not None:
         return dict(ck._stored, guards=guards)
+    ck.beside(lambda: ck.traced.text)       # the IR printed while LLVM or ptxas runs
     assembled = ck._assemble()
+    ck._take_beside()                       # (left when both had run already)
     entry = {
         "format": FORMAT, "name": ck.name, "param_names": list(ck.param_names),
         "abi": [[s, str(t)] for s, t in ck.abi], "block": list(ck.block),
