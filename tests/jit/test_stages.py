@@ -87,3 +87,30 @@ def test_an_executable_is_its_three_handles():
     ex = Executable("mod", "fn", "launcher")
     assert (ex.module, ex.function, ex.launcher) == ("mod", "fn", "launcher")
     assert ex[2] == "launcher"          # the launch paths read the Launcher at index 2
+
+
+def test_sass_is_disassembled_once_per_cubin_and_tool(no_disk_cache, ptxas_path, monkeypatch):
+    """``ck.sass`` runs nvdisasm (or cuobjdump) once: a second read gives the same text without
+    a subprocess; a different tool found disassembles again."""
+    import subprocess
+    import warpstage.backend.ptxas_tool as tools
+    from warpstage.jit import compiled as compiled_mod
+    if not (tools.find_cuda_tool("nvdisasm") or tools.find_cuda_tool("cuobjdump")):
+        pytest.skip("no nvdisasm or cuobjdump")
+    ck = ws.compile(_fresh(), ws.Tensor[ws.Float32, 1], ws.Int32, block=64)
+    runs = []
+
+    def counting(args, **kwargs):
+        runs.append(args[0])
+        return subprocess.run(args, **kwargs)
+    monkeypatch.setattr(compiled_mod, "subprocess",
+                        type("S", (), {"run": staticmethod(counting)}))
+    first = ck.sass
+    assert "FADD" in first and len(runs) == 1
+    assert ck.sass == first and len(runs) == 1
+    real = tools.find_cuda_tool
+    monkeypatch.setattr(tools, "find_cuda_tool", lambda name: "/elsewhere/" + name
+                        if name == "nvdisasm" else real(name))
+    with pytest.raises(FileNotFoundError):     # the new tool is asked, not the kept text
+        ck.sass
+    assert runs[-1] == "/elsewhere/nvdisasm"

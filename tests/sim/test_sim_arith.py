@@ -370,3 +370,42 @@ def test_copysign_and_the_ordered_not_equal():
     ints = run_elementwise([i32, i32], i1, lambda k, x, y: k.b.cmp("one", x, y),
                            [[1, 2, -3], [1, 3, 3]])
     assert ints == [False, True, True]
+
+
+def test_exp2_of_every_subnormal_is_one():
+    """sim/ops_arith.py's ``.ftz`` exp2 flushes only its results: that holds because 2^x of
+    each of the 2^24 subnormal float32 values x (and of -0) is 1.0, as 2^0 is."""
+    bits = np.arange(1, 1 << 23, dtype=np.uint32)
+    for sign in (np.uint32(0), np.uint32(1 << 31)):
+        y = np.exp2((bits | sign).view(np.float32))
+        assert y.dtype == np.float32 and np.array_equal(y, np.ones_like(y))
+    assert np.exp2(np.float32(-0.0)) == 1.0
+
+
+def test_ftz_exp2_is_flush_inputs_then_results():
+    """The ftz exp2 against PTX's definition (inputs and results below 2^-126 in magnitude
+    flushed to +0), bit for bit, on vectors of subnormals, zeros, infinities, NaN and values
+    whose 2^x is subnormal or normal."""
+    from warpstage.ir.types import f32 as f32_type
+    from warpstage.sim.ops_arith import _flush_subnormal
+    ftz = _flush_subnormal(np.exp2, f32_type)
+    tiny = np.float32(2.0 ** -126)
+
+    def reference(x):
+        x = np.where(np.abs(x) < tiny, np.float32(0), x)
+        y = np.exp2(x)
+        return np.where(np.abs(y) < tiny, np.float32(0), y)
+
+    rng = np.random.default_rng(5)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, -126.0, -126.5,
+                        -149.0, -150.0, -200.0, 127.9, 128.0, 1.0, -1.0], np.float32)
+    for i in range(2000):
+        x = (rng.standard_normal(32) * rng.choice([1.0, 50.0, 140.0])).astype(np.float32)
+        if i % 3 == 0:
+            x[rng.integers(0, 32, 8)] = rng.choice(special, 8)
+        if i % 5 == 0:
+            x[rng.integers(0, 32, 4)] = (rng.integers(1, 1 << 23, 4, dtype=np.uint32)
+                                         ).view(np.float32)
+        got, want = ftz(x), reference(x)
+        assert got.dtype == want.dtype and got.view(np.uint32).tolist() == \
+            want.view(np.uint32).tolist(), x

@@ -62,6 +62,7 @@ class CompiledKernel:
         self.pointer_slots = tuple(i for i, (_, t) in enumerate(abi) if isinstance(t, ir.PointerType))
         self._host_params = None                # stored host-argument descriptors (loaded.py)
         self._stored: Optional[dict] = None     # the entry this was read from (persist.py)
+        self._sass = None       # (tool, cubin, its SASS text): ``sass`` of this cubin
 
     # -- stages ------------------------------------------------------------------------------
     @property
@@ -137,7 +138,9 @@ class CompiledKernel:
     @property
     def sass(self) -> Optional[str]:
         """SASS from nvdisasm (or cuobjdump), None when neither is installed (the
-        ``nvidia-cuda-nvdisasm`` wheel of the ``test`` extra, a CUDA toolkit, or PATH)."""
+        ``nvidia-cuda-nvdisasm`` wheel of the ``test`` extra, a CUDA toolkit, or PATH). The
+        disassembly of a cubin takes about a second of CPU (a GEMM's, ~70 KB of text), so it
+        is kept: read again, it is the same text, unless the tool found has changed."""
         cubin = self.cubin
         if cubin is None:
             return None
@@ -145,11 +148,16 @@ class CompiledKernel:
         tool = find_cuda_tool("nvdisasm") or find_cuda_tool("cuobjdump")
         if tool is None:
             return None
+        kept = self._sass
+        if kept is not None and kept[0] == tool and kept[1] is cubin:
+            return kept[2]
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(cubin)
             f.flush()
             args = [tool, f.name] if tool.endswith("nvdisasm") else [tool, "--dump-sass", f.name]
-            return subprocess.run(args, capture_output=True, text=True).stdout
+            text = subprocess.run(args, capture_output=True, text=True).stdout
+        self._sass = (tool, cubin, text)
+        return text
 
     def explain(self) -> str:
         """The binding-time table of this specialization (see ws.explain)."""

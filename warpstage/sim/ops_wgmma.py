@@ -185,6 +185,24 @@ def _uniform(op, rv, values, what) -> int:
     return int(flat[0])
 
 
+_ADDRESSES: dict = {}
+
+
+def _addresses(desc: int, rows: int, mn_major: bool, eb: int) -> tuple:
+    """(``operand_addresses(...)`` read-only, its min, its max): a kernel issues the same few
+    descriptors (its ring stages times its K steps) over and over, so they are computed once
+    per process (the table is emptied past 4096 entries)."""
+    key = (desc, rows, mn_major, eb)
+    hit = _ADDRESSES.get(key)
+    if hit is None:
+        if len(_ADDRESSES) >= 4096:
+            _ADDRESSES.clear()
+        addrs = operand_addresses(desc, rows, mn_major, eb)
+        addrs.flags.writeable = False
+        hit = _ADDRESSES[key] = (addrs, int(addrs.min()), int(addrs.max()))
+    return hit
+
+
 def _read_tile(op, cta, desc: int, rows: int, mn_major: bool, what: str, type_name: str):
     f = decode_descriptor(desc)
     span = f["swizzle"]
@@ -202,13 +220,13 @@ def _read_tile(op, cta, desc: int, rows: int, mn_major: bool, what: str, type_na
             "and advance descriptors along K within a row, along M/N by 8-row groups.",
             where=where(op))
     eb = 1 if type_name in FP8_TYPES else 2
-    addrs = operand_addresses(desc, rows, mn_major, eb)
+    addrs, lo, hi = _addresses(desc, rows, mn_major, eb)
     size = cta.smem.bytes.size
-    if addrs.min() < 0 or addrs.max() + eb > size:
+    if lo < 0 or hi + eb > size:
         raise OutOfBoundsError(
             f"wgmma.mma_async at {where(op)}: the {what} descriptor {desc:#x} (start "
             f"{f['start']:#x}, LBO {f['lbo']}, SBO {f['sbo']}, swizzle {span}) reads shared "
-            f"memory bytes [{int(addrs.min()):#x}, {int(addrs.max()) + eb:#x}), outside the "
+            f"memory bytes [{lo:#x}, {hi + eb:#x}), outside the "
             f"CTA's {size}-byte shared memory. Check the tile's address and the launch's "
             "shared memory size.", where=where(op))
     raw = _load(cta, addrs, eb)
@@ -222,15 +240,37 @@ def _load(cta, addrs: np.ndarray, eb: int = 2) -> np.ndarray:
     return (b[addrs].astype(np.uint16) | (b[addrs + 1].astype(np.uint16) << 8))
 
 
+_FLAT: dict = {}
+
+
+def _flat(n: int) -> np.ndarray:
+    """``FRAGMENT[n]`` as indices into the row-major 64 x n matrix, shaped (4 warps, n/2
+    registers, 32 lanes): one gather or scatter of them moves every element of the fragments
+    (each matrix element once)."""
+    idx = _FLAT.get(n)
+    if idx is None:
+        rows, cols = FRAGMENT[n]
+        idx = _FLAT[n] = rows * n + cols
+        idx.flags.writeable = False
+    return idx
+
+
+def _scatter(n: int, per_warp: list) -> np.ndarray:
+    """The 64 x n float64 matrix whose m64nN fragments the 4 warps hold (``per_warp``: each a
+    list of n/2 32-lane registers, in ``FRAGMENT`` order)."""
+    out = np.zeros(64 * n)
+    out[_flat(n).ravel()] = np.concatenate([r for regs in per_warp for r in regs],
+                                           dtype=np.float64)
+    return out.reshape(64, n)
+
+
 def _compute(op, rv: _Rendezvous, cta) -> None:
     a = op.attrs
     n, type_a = a["n"], a["type_a"]
     payloads = [rv.arrived[4 * rv.group + i] for i in range(4)]
     reads = []
     if a["a_regs"]:
-        rows, cols = FRAGMENT[16]
-        amat = np.zeros((64, 16))
-        amat[rows, cols] = np.array([p[0] for p in payloads], np.float64)
+        amat = _scatter(16, [p[0] for p in payloads])
     else:
         desc = _uniform(op, rv, [p[0][0] for p in payloads], "the A descriptor")
         amat, read = _read_tile(op, cta, desc, 64, bool(a["tnsp_a"]), "A", type_a)
@@ -246,12 +286,9 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
     scale_d = a["scale_d"]
     if scale_d == "dynamic":
         scale_d = bool(_uniform(op, rv, [p[2] for p in payloads], "the scale-d predicate"))
-    rows, cols = FRAGMENT[n]
     if scale_d:
-        acc = np.zeros((64, n))
-        acc[rows, cols] = np.array([p[3] for p in payloads], np.float64)
-        d = d + acc
-    frags = d.astype(np.float16 if a["type_d"] == "f16" else np.float32)[rows, cols]
+        d = d + _scatter(n, [p[3] for p in payloads])
+    frags = d.astype(np.float16 if a["type_d"] == "f16" else np.float32).ravel()[_flat(n)]
     rv.results = [list(frags[wi]) for wi in range(4)]
     rv.record = _Record(op, reads, rv.results)
 
