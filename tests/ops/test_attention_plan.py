@@ -33,7 +33,7 @@ def test_fast_path_has_no_fallback(monkeypatch):
     assert plan.policy.head_dim == 128 and plan.policy.causal
     text = ws.explain(ws.ops.flash_attention, q, q, q, causal=True, print_table=False)
     assert "flash_attention_wgmma_kernel" in text and "fallbacks: none" in text
-    assert "WGMMA_DEFAULTS[(128, True)]" in text and "persistent=False" in text
+    assert "WGMMA_DEFAULTS[(128, True)]" in text and "'dynamic_tiles': True" in text
 
 
 def test_padded_head_dim_is_named_with_its_cost():

@@ -128,11 +128,13 @@ def test_sass_skips_the_multiplies_in_the_kv_step():
     assert len(lines) - len(rep.sass_lines(plain)) < 40        # the vote and the kept max only
 
 
-@pytest.mark.parametrize("name", ["attn8", "attn8_64"])
+@pytest.mark.parametrize("name", ["attn8", "attn8_64", "attn9"])
 def test_the_device_sweeps_build(name):
-    """Every variant of benchmarks/attention.py's sweeps of this field is a valid policy, the
-    shipped default among them (first when they ran; session 8 call E then made the second
-    D=128 variants the defaults; scripts/gpu_attn8.sh runs them on the H200)."""
+    """Every variant of benchmarks/attention.py's sweeps of this field is a valid policy, and
+    the shipped default at every S above ``SHORT_SEQ`` is among the variants of the latest
+    sweep ("attn9": session 9 call A made its ``dynamic_tiles`` variant the D=128 causal
+    default; "attn8" / "attn8_64" held the defaults of their day; scripts/gpu_attn8.sh and
+    gpu_attn9.sh run them on the H200)."""
     spec = importlib.util.spec_from_file_location(
         "attention_bench", os.path.join(ROOT, "benchmarks", "attention.py"))
     bench = importlib.util.module_from_spec(spec)
@@ -142,5 +144,6 @@ def test_the_device_sweeps_build(name):
         keys = [FlashAttentionWgmma(head_dim=d, causal=causal, **f).__static_key__()
                 for f in variants]
         shipped = FlashAttentionWgmma(head_dim=d, causal=causal, **WGMMA_DEFAULTS[(d, causal)])
-        assert shipped.__static_key__() in keys
+        if name == "attn9":
+            assert shipped.__static_key__() in keys
         assert len(set(keys)) == len(keys)

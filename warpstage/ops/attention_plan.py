@@ -50,8 +50,8 @@ SIM_CTAS = 3
 
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=128, num_stages=2, fma_select=True, rescale_threshold=8.0),
-    (128, True): dict(tile_n=128, num_stages=2, persistent=False, fma_select=True,
-                      packed_p=True, rescale_threshold=8.0),
+    (128, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
+                      rescale_threshold=8.0, dynamic_tiles=True),
     (96, False): dict(tile_n=128, num_stages=2),
     (96, True): dict(tile_n=128, num_stages=2, persistent=False),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True,
@@ -108,12 +108,20 @@ stages (session 8, "confirm8_64": B=16 H=16 S=1024 434.6 against 424.2 for the 2
 lose 4%, so only here). Session 8 call E moved the bound to S_q <= 2048: D=64 causal at
 B=8 H=16 S=2048 384.0 with 2 warpgroups and ``overlap_tiles`` against 372.1 for the 3-warpgroup
 kernel (1.01x against 0.98x cuDNN; at S=4096 it loses 2.6%), non-causal 3 stages 510.1 against
-495.9 (calls C and E: +2.8 / +2.9%)."""
+495.9 (calls C and E: +2.8 / +2.9%).
+
+Session 9 call A (sweep "attn9", device time, against the shipped default in the same run):
+``dynamic_tiles`` (persistent CTAs claiming the one-CTA grid's tiles from a global counter) at
+D=128 causal: B=8 S=1024 437.3 against 396.2 (1.08x against 0.98x cuDNN), B=16 S=1024 480.1
+against 430.4 (1.08x), S=2048 574.7 against 537.9, S=4096 633.9 against 611.1, so every S
+there; at D=128 non-causal +0.5 to +4% at S <= 2048 (B=8 S=1024 597.2 against 574.5) but
+-7.6% at S=4096 (649.3 against 702.8), so only in ``WGMMA_SHORT``."""
 
 SHORT_SEQ = 2048
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
+    (128, False): dict(dynamic_tiles=True),
 }
 
 
