@@ -306,6 +306,35 @@ SWEEPS = {
                            dynamic_tiles=True, narrow_last=True),
                       dict(fma_select=True, packed_p=True, rescale_threshold=8.0)],
     },
+    # session 9 call B: dynamic_tiles at D=64 (the long and the short-S defaults, each without
+    # and with it) ...
+    "attn9_64": {
+        (64, False): [dict(consumer_wgs=3, fma_select=True, overlap_tiles=True, packed_p=True,
+                           rescale_at_wait=True),
+                      dict(consumer_wgs=3, fma_select=True, packed_p=True, rescale_at_wait=True,
+                           dynamic_tiles=True),
+                      dict(consumer_wgs=3, num_stages=3, fma_select=True, overlap_tiles=True,
+                           packed_p=True, rescale_at_wait=True),
+                      dict(consumer_wgs=3, num_stages=3, fma_select=True, packed_p=True,
+                           rescale_at_wait=True, dynamic_tiles=True)],
+        (64, True): [dict(num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
+                          skip_idle=True),
+                     dict(num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
+                          skip_idle=True, dynamic_tiles=True),
+                     dict(num_stages=3, consumer_wgs=2, late_wait=False, fma_select=True,
+                          overlap_tiles=True),
+                     dict(num_stages=3, consumer_wgs=2, late_wait=False, fma_select=True,
+                          dynamic_tiles=True)],
+    },
+    # ... and the D=128 causal default before and after it at long S
+    "attn9_long": {
+        (128, True): [dict(persistent=False, fma_select=True, packed_p=True,
+                           rescale_threshold=8.0),
+                      dict(fma_select=True, packed_p=True, rescale_threshold=8.0,
+                           dynamic_tiles=True)],
+        (128, False): [dict(fma_select=True, rescale_threshold=8.0),
+                       dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),

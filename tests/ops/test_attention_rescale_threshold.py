@@ -128,7 +128,7 @@ def test_sass_skips_the_multiplies_in_the_kv_step():
     assert len(lines) - len(rep.sass_lines(plain)) < 40        # the vote and the kept max only
 
 
-@pytest.mark.parametrize("name", ["attn8", "attn8_64", "attn9"])
+@pytest.mark.parametrize("name", ["attn8", "attn8_64", "attn9", "attn9_64", "attn9_long"])
 def test_the_device_sweeps_build(name):
     """Every variant of benchmarks/attention.py's sweeps of this field is a valid policy, and
     the shipped default at every S above ``SHORT_SEQ`` is among the variants of the latest
@@ -144,6 +144,6 @@ def test_the_device_sweeps_build(name):
         keys = [FlashAttentionWgmma(head_dim=d, causal=causal, **f).__static_key__()
                 for f in variants]
         shipped = FlashAttentionWgmma(head_dim=d, causal=causal, **WGMMA_DEFAULTS[(d, causal)])
-        if name == "attn9":
+        if name.startswith("attn9"):
             assert shipped.__static_key__() in keys
         assert len(set(keys)) == len(keys)
