@@ -75,5 +75,7 @@ def test_the_stored_entry_holds_the_printed_ir(monkeypatch):
     stored = []
     monkeypatch.setattr(persist.cache, "put", lambda key, entry: stored.append(entry) or True)
     ck = _compile()
-    assert len(stored) == 1 and stored[0]["ir"] == ir.print_module(ck.module)
+    # the kernel's entry (on a GPU machine the C call path's launch stub is stored beside it)
+    kernel_entries = [e for e in stored if "ir" in e]
+    assert len(kernel_entries) == 1 and kernel_entries[0]["ir"] == ir.print_module(ck.module)
     assert ck._beside == []
