@@ -127,3 +127,34 @@ def test_device_claims_and_resets(causal):
         assert attention.tile_counters(q).tolist() == [0, 0]
         assert torch.isfinite(o).all()
         assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_device_op_path_with_the_field_as_a_default(monkeypatch):
+    # what a default flip would run: WGMMA_DEFAULTS[(128, True)] with persistent +
+    # dynamic_tiles through ws.ops.flash_attention; the first call records a plan (the kept
+    # counter pair at a constant address), the later ones launch it where plans run; each against SDPA, the
+    # counters zero after each
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from warpstage.ops import attention_plan, op_plans
+    fields = dict(attention_plan.WGMMA_DEFAULTS[(128, True)], persistent=True,
+                  dynamic_tiles=True)
+    monkeypatch.setitem(attention_plan.WGMMA_DEFAULTS, (128, True), fields)
+    attention_plan.wgmma_policy_for.cache_clear()
+    op_plans.clear()
+    try:
+        g = torch.Generator().manual_seed(7)
+        q, k, v = (torch.randn(2, 16, 1024, 128, generator=g).to(torch.bfloat16).cuda()
+                   for _ in range(3))
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
+                                                               v.double(), is_causal=True)
+        for _ in range(3):
+            o = ws.ops.flash_attention(q, k, v, causal=True)
+            torch.cuda.synchronize()
+            assert attention.tile_counters(q).tolist() == [0, 0]
+            assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
+    finally:
+        attention_plan.wgmma_policy_for.cache_clear()
+        op_plans.clear()
