@@ -93,14 +93,17 @@ def test_kernel_checks_the_counter_argument(sim_target):
         launch(fa, q, k, v, empty_like(q), np.zeros(2, np.float32))
 
 
-def test_op_path_and_one_kept_counter_pair_per_device(sim_target):
+def test_op_path_and_a_counter_pair_per_call(sim_target):
     torch = pytest.importorskip("torch")
     fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, causal=True, dynamic_tiles=True)
     q, k, v = (torch.from_numpy(to_float64(x)).to(torch.bfloat16) for x in inputs(2, 200))
     o = torch.empty_like(q)
-    attention.launch_wgmma(fa, q, k, v, o)
-    pair = attention.tile_counters(q)
-    assert pair is attention.tile_counters(q) and pair.tolist() == [0, 0]
+    pair = torch.zeros(2, dtype=torch.int32)
+    attention.launch_wgmma(fa, q, k, v, o, tiles=pair)
+    assert pair.tolist() == [0, 0]                  # left zero by the kernel
+    # a pair per call: launches on two streams of one device never share one
+    a, b = attention.tile_counters(q), attention.tile_counters(q)
+    assert a is not b and a.tolist() == b.tolist() == [0, 0]
     want = attention.reference(*(x.double().numpy() for x in (q, k, v)), causal=True)
     assert np.abs(o.double().numpy() - want).max() < 2e-2
 
@@ -120,11 +123,12 @@ def test_device_claims_and_resets(causal):
                for _ in range(3))
     ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                            is_causal=causal)
-    for _ in range(3):
+    pair = torch.zeros(2, dtype=torch.int32, device="cuda")
+    for _ in range(3):                  # one pair, three launches: each leaves it zero
         o = torch.full_like(q, float("nan"))
-        attention.launch_wgmma(fa, q, k, v, o)
+        attention.launch_wgmma(fa, q, k, v, o, tiles=pair)
         torch.cuda.synchronize()
-        assert attention.tile_counters(q).tolist() == [0, 0]
+        assert pair.tolist() == [0, 0]
         assert torch.isfinite(o).all()
         assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
 
@@ -153,8 +157,35 @@ def test_device_op_path_with_the_field_as_a_default(monkeypatch):
         for _ in range(3):
             o = ws.ops.flash_attention(q, k, v, causal=True)
             torch.cuda.synchronize()
-            assert attention.tile_counters(q).tolist() == [0, 0]
             assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
     finally:
         attention_plan.wgmma_policy_for.cache_clear()
         op_plans.clear()
+
+
+@pytest.mark.gpu
+def test_device_two_streams_at_once():
+    # the default D=128 causal kernel (dynamic_tiles) on two streams at the same time, many
+    # calls each: a counter pair shared between the streams' launches would hand tiles of one
+    # launch to the other's CTAs (wrong or unwritten rows); each call's own pair cannot
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    g = torch.Generator().manual_seed(11)
+    qkv = [tuple(torch.randn(4, 16, 1024, 128, generator=g).to(torch.bfloat16).cuda()
+                 for _ in range(3)) for _ in range(2)]
+    refs = [torch.nn.functional.scaled_dot_product_attention(
+        *(x.double() for x in t), is_causal=True) for t in qkv]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    ws.ops.flash_attention(*qkv[0], causal=True)            # compiled before the race
+    torch.cuda.synchronize()
+    outs = [[], []]
+    for _ in range(8):
+        for i in (0, 1):
+            with torch.cuda.stream(streams[i]):
+                outs[i].append(ws.ops.flash_attention(*qkv[i], causal=True))
+    torch.cuda.synchronize()
+    for i in (0, 1):
+        for o in outs[i]:
+            assert torch.isfinite(o).all()
+            assert ((o.double() - refs[i]).norm() / refs[i].norm()).item() < 1e-2

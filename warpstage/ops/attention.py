@@ -42,15 +42,17 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
     op_plans.launch(flash_attention_kernel, grid, fa.threads, (fa, q, k, v, o))
 
 
-def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None) -> None:
+def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None,
+                 tiles=None) -> None:
     """Run the wgmma + TMA kernel of policy ``fa`` on (B, H, S, D) tensors q, k, v into o: takes
     the three TMA descriptors (4-D, ``fa.swizzle``-byte swizzle: 128, or 64 at D = 96;
     ``tma_compatible`` must hold for q, k, v) from ``descriptor`` and launches ``fa.grid(B, H, S_q,
     sms)`` x ``fa.threads`` threads
     (``sms``: the GPU's multiprocessors; ``SIM_CTAS`` in the simulator). ``tensor_args``: q's,
     k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
-    tensor for the rows' log-sum-exp. With ``fa.dynamic_tiles`` the launch also takes the
-    device's tile counters (``tile_counters``)."""
+    tensor for the rows' log-sum-exp. With ``fa.dynamic_tiles`` the launch also takes two
+    int32 tile counters, zero, on q's device: ``tiles``, or a new pair (``tile_counters``);
+    the kernel leaves them zero."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (describe("q", q), describe("k", k), describe("v", v))
     grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
@@ -62,26 +64,24 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
              descriptor(v, tv, kv_box, sw))
     o_desc = descriptor(o, describe("o", o), fa.o_box) if fa.tma_store else None
-    tiles = tile_counters(q) if fa.dynamic_tiles else None
+    if not fa.dynamic_tiles:
+        tiles = None
+    elif tiles is None:
+        tiles = tile_counters(q)
     op_plans.launch(flash_attention_wgmma_kernel, grid, fa.threads,
                     (fa, *descs, o, k.shape[2], lse, o_desc, tiles))
 
 
-_COUNTERS: dict = {}
-"""torch device -> the int32 tile counters of ``dynamic_tiles`` launches there."""
-
-
 def tile_counters(like):
-    """The two int32 tile counters of a ``dynamic_tiles`` launch on ``like``'s device: zero
-    when made and left zero by every launch (its last CTA resets them), so on a torch device
-    they are made once and kept (two launches of such a kernel must not run at the same time
-    on two streams of one device); numpy arrays (the simulator) get fresh zeros."""
+    """The two int32 tile counters of a ``dynamic_tiles`` launch on ``like``'s device, zero.
+    Each call gets its own pair (on a torch device a ``torch.zeros`` the op's plan makes anew
+    per call, ``op_plans.fresh``; torch's caching allocator hands the same memory back to a
+    stream's next call, so the plan's packed launch is reused): launches on two streams of one
+    device never share counters, which a kept pair would (the kernel also leaves its pair zero:
+    its last CTA resets both). numpy arrays (the simulator) get fresh zeros."""
     torch = sys.modules.get("torch")           # a torch tensor means torch is imported
     if torch is not None and isinstance(like, torch.Tensor):
-        got = _COUNTERS.get(like.device)
-        if got is None:
-            got = _COUNTERS[like.device] = torch.zeros(2, dtype=torch.int32, device=like.device)
-        return op_plans.kept(got)
+        return op_plans.fresh(torch.zeros(2, dtype=torch.int32, device=like.device), zeros=True)
     import numpy as np
     return np.zeros(2, dtype=np.int32)
 
