@@ -101,7 +101,7 @@ def test_op_path_and_a_counter_pair_per_call(sim_target):
     pair = torch.zeros(2, dtype=torch.int32)
     attention.launch_wgmma(fa, q, k, v, o, tiles=pair)
     assert pair.tolist() == [0, 0]                  # left zero by the kernel
-    # a pair per call: launches on two streams of one device never share one
+    # CPU tensors (no streams): a fresh pair per call
     a, b = attention.tile_counters(q), attention.tile_counters(q)
     assert a is not b and a.tolist() == b.tolist() == [0, 0]
     want = attention.reference(*(x.double().numpy() for x in (q, k, v)), causal=True)
@@ -189,3 +189,16 @@ def test_device_two_streams_at_once():
         for o in outs[i]:
             assert torch.isfinite(o).all()
             assert ((o.double() - refs[i]).norm() / refs[i].norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_device_one_counter_pair_per_stream():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    q = torch.empty(1, device="cuda")
+    a = attention.tile_counters(q)
+    assert attention.tile_counters(q) is a and a.tolist() == [0, 0]
+    with torch.cuda.stream(torch.cuda.Stream()):
+        b = attention.tile_counters(q)
+    assert b is not a and b.data_ptr() != a.data_ptr()

@@ -73,15 +73,14 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
 
 
 def tile_counters(like):
-    """The two int32 tile counters of a ``dynamic_tiles`` launch on ``like``'s device, zero.
-    Each call gets its own pair (on a torch device a ``torch.zeros`` the op's plan makes anew
-    per call, ``op_plans.fresh``; torch's caching allocator hands the same memory back to a
-    stream's next call, so the plan's packed launch is reused): launches on two streams of one
-    device never share counters, which a kept pair would (the kernel also leaves its pair zero:
-    its last CTA resets both). numpy arrays (the simulator) get fresh zeros."""
+    """The two int32 tile counters of a ``dynamic_tiles`` launch on ``like``'s device, zero:
+    on a GPU the current stream's pair (``op_plans.stream_zeros``: made once per stream and
+    left zero by every launch, whose last CTA resets both), so launches queued on one stream
+    take turns with it, two streams never share one, and no zeroing kernel runs per call;
+    numpy arrays and CPU tensors (the simulator) get fresh zeros."""
     torch = sys.modules.get("torch")           # a torch tensor means torch is imported
     if torch is not None and isinstance(like, torch.Tensor):
-        return op_plans.fresh(torch.zeros(2, dtype=torch.int32, device=like.device), zeros=True)
+        return op_plans.stream_zeros((2,), torch.int32, like.device)
     import numpy as np
     return np.zeros(2, dtype=np.int32)
 

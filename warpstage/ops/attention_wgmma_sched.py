@@ -30,8 +30,8 @@ long and short tiles stays balanced, and each band of batch-heads is worked on t
 its K/V stay in L2), while the barrier set-up is paid once per SM and the producer loads the
 next tile's Q and K/V under the current tile's last steps and epilogue. The counter pair
 (claims, retired CTAs) is zero before a launch and left zero after it: the last CTA to retire
-resets both (``retire_counter``); the op still gives each call a pair of its own, so two
-streams' launches never share one (``attention.tile_counters``; FlashAttention-3's
+resets both (``retire_counter``); the op keeps a pair per stream, so two streams' launches
+never share one (``attention.tile_counters``; FlashAttention-3's
 sm90 forward claims its causal tiles from a semaphore the same way; this is our own code).
 """
 from __future__ import annotations

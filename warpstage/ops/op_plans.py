@@ -46,7 +46,7 @@ from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
 from .descriptors import descriptor_at
 
-__all__ = ["run", "record", "launch", "fresh", "kept", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
+__all__ = ["run", "record", "launch", "fresh", "kept", "stream_zeros", "plannable", "clear", "Plan", "NOT_PLANNED", "ENABLED",
            "STATS"]
 
 ENABLED = True
@@ -233,6 +233,33 @@ def fresh(t, zeros: bool = False):
     return t
 
 
+_STREAM_ZEROS: dict = {}
+"""(device index, raw stream, shape, torch dtype) -> the zeroed scratch of :func:`stream_zeros`."""
+
+
+def stream_zeros(shape: tuple, dtype, device):
+    """A zeroed scratch tensor on torch ``device`` that the op's kernels leave zero (the tile
+    counters of a dynamic tile scheduler), one per stream: made once per (device, current
+    stream, shape, dtype) and handed to every later call on that stream, so launches queued on
+    one stream share it one after another while two streams never share one, and no zeroing
+    kernel runs per call. A plan looks it up per call for the stream current then (the
+    recorder notes it like a :func:`fresh` tensor). A CPU tensor (the simulator) gets plain
+    zeros."""
+    torch = sys.modules["torch"]
+    if device.type != "cuda":
+        return fresh(torch.zeros(shape, dtype=dtype, device=device), zeros=True)
+    from ..runtime.streams import torch_stream_reader
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (index, torch_stream_reader(torch)(index), tuple(shape), dtype)
+    t = _STREAM_ZEROS.get(key)
+    if t is None:
+        t = _STREAM_ZEROS[key] = torch.zeros(shape, dtype=dtype, device=device)
+    rec = getattr(_local, "recorder", None)
+    if rec is not None:
+        rec.fresh.append((t, "stream"))
+    return t
+
+
 def kept(t):
     """Tell the recorder (if any) that ``t`` is a tensor the op keeps across calls (the stream-K
     workspace and counters, left as the next call needs them): a plan launches into the same
@@ -257,8 +284,9 @@ _STALE = object()
 
 class Plan:
     """What a call with given facts launches (see the module docstring): ``steps`` (recorded
-    launches), ``new`` ((shape, torch dtype) of each tensor the call allocates and returns, on
-    the device of its first tensor), ``returns`` (per result, ('in', i): the i-th tensor
+    launches), ``new`` ((shape, torch dtype, zeros) of each tensor the call allocates, on the
+    device of its first tensor: zeros False for torch.empty, True for torch.zeros, "stream" for
+    the current stream's :func:`stream_zeros`), ``returns`` (per result, ('in', i): the i-th tensor
     argument, ('new', j): the j-th allocation), ``tuple_result``."""
 
     def __init__(self, steps, new, returns, tuple_result, aliases=(), first=0):
@@ -285,7 +313,8 @@ class Plan:
         if self.new:
             torch = sys.modules["torch"]
             device = tensors[self.first].device
-            made = tuple((torch.zeros if zeros else torch.empty)(shape, dtype=dtype,
+            made = tuple(stream_zeros(shape, dtype, device) if zeros == "stream" else
+                         (torch.zeros if zeros else torch.empty)(shape, dtype=dtype,
                                                                  device=device)
                          for shape, dtype, zeros in self.new)
             ptrs = ptrs + tuple(t.data_ptr() for t in made)
