@@ -101,8 +101,8 @@ def test_numpy_does_not_go_through_the_op(monkeypatch):
 
 def test_matmul_goes_through_its_op_and_the_fake_gives_the_shape(monkeypatch):
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from warpstage.ops import matmul_host
-    calls = []
+    from warpstage.ops import matmul_host, torch_ops  # noqa: F401 - registers the ops (else
+    calls = []                              # only a call before this test in the process had)
 
     def eager(a, b, *, out=None, out_dtype=None, epilogue=None, **policy):
         calls.append((out, out_dtype, epilogue))
