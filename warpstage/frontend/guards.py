@@ -170,7 +170,7 @@ def defaults_guards(fn) -> list:
     for name in ("__defaults__", "__kwdefaults__"):
         d = getattr(fn, name, None)
         if d:
-            frozen = _plain(tuple(d.values()) if type(d) is dict else d)
+            frozen = plain_values(tuple(d.values()) if type(d) is dict else d)
             out.append((fn, name, d, _key(d, name), FROZEN_DEFAULTS if frozen else DEFAULTS))
     return out
 
@@ -285,7 +285,7 @@ def guard_checker(guards):
         if kind == FROZEN_DEFAULTS:             # identity is enough (as in guards_hold)
             to = attrs
         elif kind == GLOBAL and type(container) is dict and value is not None and (
-                t in _IMMUTABLE_TYPES or t is tuple and _plain(value)
+                t in _IMMUTABLE_TYPES or t is tuple and plain_values(value)
                 or hasattr(t, "__ws_static_key__")):
             to = glob
             if t not in _IMMUTABLE_TYPES and t is not tuple:    # @ws.jit: same, and same key
@@ -309,14 +309,15 @@ def guard_checker(guards):
     return check
 
 
-def _plain(v, depth: int = 0) -> bool:
+def plain_values(v, depth: int = 0) -> bool:
     """Whether the tuple ``v`` holds only plain values (``_PLAIN_TYPES``) or tuples of them,
-    at any depth (a default ``fixup=()``): identity is then enough for a defaults guard."""
+    at any depth (a default ``fixup=()``): the same tuple object then has the same contents,
+    and identity is enough for a defaults guard (here and in ``jit/kernel.py``'s)."""
     if depth > 8:
         return False
     for x in v:
         t = type(x)
-        if t not in _PLAIN_TYPES and not (t is tuple and _plain(x, depth + 1)):
+        if t not in _PLAIN_TYPES and not (t is tuple and plain_values(x, depth + 1)):
             return False
     return True
 

@@ -23,7 +23,7 @@ from ..core.arguments import argument_mismatch, signature_text
 from .compiled import CompiledKernel
 from ..errors import ArgumentError, CompilationError, LaunchError, WarpstageError
 from ..frontend import binding_time as bt
-from ..frontend.guards import guards_hold
+from ..frontend.guards import guards_hold, plain_values
 from ..frontend.specialize import call_device_function
 from ..core.static_key import code_key
 from ..core.trace import _state as _trace_state, maybe_current
@@ -45,22 +45,6 @@ def _annotations(fn) -> dict:
         return typing.get_type_hints(fn)
     except Exception:
         return dict(getattr(fn, "__annotations__", {}))
-
-
-_IMMUTABLE_DEFAULTS = frozenset({type(None), bool, int, float, str, bytes})
-
-
-def plain_values(values, depth: int = 0) -> bool:
-    """Whether ``values`` (a tuple) holds only plain values (None, bool, int, float, str,
-    bytes) or tuples of them, at any depth: then the same tuple object has the same contents,
-    and identity is enough to know it unchanged (``sk_tiles=0, fixup=()`` as defaults)."""
-    if depth > 8:
-        return False
-    for x in values:
-        t = type(x)
-        if t not in _IMMUTABLE_DEFAULTS and not (t is tuple and plain_values(x, depth + 1)):
-            return False
-    return True
 
 
 class _FunctionWrapper:

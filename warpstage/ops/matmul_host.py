@@ -168,13 +168,7 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, bias=None, tile_n=N
             "torch" in sys.modules and isinstance(out_dtype, sys.modules["torch"].dtype)))
         if op is not None:
             return op(a, b, out_dtype, None, None, "M", None, "cooperative", None, None)
-        try:
-            return op_plans.run("matmul", (a, b, out), (_DEFAULT, out_dtype, type(out_dtype)),
-                                lambda: _matmul(a, b, out, out_dtype, None, None, None, "M",
-                                                None, "cooperative", None))
-        except (WarpstageError, ValueError) as e:
-            _user_error(e)
-            raise
+        return matmul_eager(a, b, out=out, out_dtype=out_dtype)
     cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
     if tune is not False:
         return _tuned(a, b, out, out_dtype, epilogue, tune,
@@ -241,7 +235,18 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
                  cluster=(1, 1), stream_k=None):
     """:func:`matmul` without the torch op (what the op runs). A repeated call with the same
     facts (shapes, strides, dtypes, devices, alignment, arguments) launches its kept plan
-    (``op_plans.py``); a call with a cluster is not kept (its launch is not a plain one)."""
+    (``op_plans.py``); a call with a cluster is not kept (its launch is not a plain one). With
+    every policy argument at its default it goes straight to the plans."""
+    if (epilogue is None and tile_n is None and num_stages is None and group is None
+            and splits is None and tile_m is None and stream_k is None and raster == "M"
+            and schedule == "cooperative" and cluster == (1, 1)):
+        try:
+            return op_plans.run("matmul", (a, b, out), (_DEFAULT, out_dtype, type(out_dtype)),
+                                lambda: _matmul(a, b, out, out_dtype, None, None, None, "M",
+                                                None, "cooperative", None))
+        except (WarpstageError, ValueError) as e:
+            _user_error(e)
+            raise
     try:
         cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
         tensors = _plan_tensors(a, b, out, epilogue) if cluster == (1, 1) else None
