@@ -134,7 +134,5 @@ def test_matmul_goes_through_its_op_and_the_fake_gives_the_shape(monkeypatch):
     torch.testing.assert_close(compiled(x, w), mlp(x, w))
     assert calls and all(c == (None, torch.float32, None) for c in calls)
     out = torch.empty(8, 32, dtype=torch.bfloat16)
-    n = len(calls)
-    got = ws.ops.matmul(x, w, out=out)      # out=: no op (it writes its argument), the plan path
-    assert got is out and len(calls) == n   # ... which runs the kernel, not the (stubbed) eager
-    torch.testing.assert_close(out.float(), x.float() @ w.float(), rtol=2e-2, atol=2e-2)
+    ws.ops.matmul(x, w, out=out)                             # out=: the eager function itself
+    assert calls[-1][0] is out
