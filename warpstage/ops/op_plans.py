@@ -237,6 +237,10 @@ _STREAM_ZEROS: dict = {}
 """(device index, raw stream, shape, torch dtype) -> the zeroed scratch of :func:`stream_zeros`."""
 
 
+_READ_STREAM: list = []
+"""[torch's current-stream reader] (``runtime.streams.torch_stream_reader``), made at first use."""
+
+
 def stream_zeros(shape: tuple, dtype, device):
     """A zeroed scratch tensor on torch ``device`` that the op's kernels leave zero (the tile
     counters of a dynamic tile scheduler), one per stream: made once per (device, current
@@ -248,9 +252,11 @@ def stream_zeros(shape: tuple, dtype, device):
     torch = sys.modules["torch"]
     if device.type != "cuda":
         return fresh(torch.zeros(shape, dtype=dtype, device=device), zeros=True)
-    from ..runtime.streams import torch_stream_reader
+    if not _READ_STREAM:
+        from ..runtime.streams import torch_stream_reader
+        _READ_STREAM.append(torch_stream_reader(torch))
     index = device.index if device.index is not None else torch.cuda.current_device()
-    key = (index, torch_stream_reader(torch)(index), tuple(shape), dtype)
+    key = (index, _READ_STREAM[0](index), tuple(shape), dtype)
     t = _STREAM_ZEROS.get(key)
     if t is None:
         t = _STREAM_ZEROS[key] = torch.zeros(shape, dtype=dtype, device=device)
