@@ -335,6 +335,13 @@ SWEEPS = {
         (128, False): [dict(fma_select=True, rescale_threshold=8.0),
                        dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True)],
     },
+    # session 10 (issue 12): the last wave. The same kernel at head counts whose tile count
+    # (B * H * S / 128) fills whole waves of 132 CTAs (H = 33) or leaves a part-filled last
+    # one (H = 16: 15.52 or 7.76 waves), the static persistent default and dynamic_tiles
+    "waves10": {
+        (128, False): [dict(fma_select=True, rescale_threshold=8.0),
+                       dict(fma_select=True, rescale_threshold=8.0, dynamic_tiles=True)],
+    },
     # session 3, fifth run: the TMA-store epilogue
     "store": {
         (128, False): [dict(tile_n=128, tma_store=False), dict(tile_n=128),
