@@ -1,0 +1,138 @@
+"""Interleaved A/B timing of FlashAttention policy variants on the H200, with the SM clock and
+board power sampled under load.
+
+Why: single back-to-back timings of one variant after another (``attention.py --sweep``) moved
+by 3% between runs in session 10 (RESULTS.md, "Session 10, device call A"), more than the
+effects being decided. Here every round times each variant once (``iters`` calls, CUDA events,
+device time with a warmed queue) in a rotated order, so drift in clocks or temperature falls
+on all of them alike; the table gives the median over rounds and the spread (25th-75th
+percentile). ``nvidia-smi`` samples ``clocks.sm`` and ``power.draw`` every 50 ms in the
+background; each variant's rows average the samples taken while its timings ran.
+
+    PYTHONPATH=. python3 benchmarks/attention_ab.py --set d128 --shapes "4,16,4096;8,16,1024"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from attention import _launcher, _policy, error, flops, inputs, sdpa  # noqa: E402
+
+BASE128 = dict(fma_select=True, rescale_threshold=8.0)
+SETS = {
+    # the D=128 non-causal default against the fields it could still take
+    "d128": {(128, False): [dict(BASE128), dict(BASE128, dynamic_tiles=True),
+                            dict(BASE128, packed_p=True), dict(BASE128, num_stages=3),
+                            dict(BASE128, packed_p=True, dynamic_tiles=True)]},
+    "d128c": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                            dict(BASE128, packed_p=True, dynamic_tiles=True, num_stages=3)]},
+}
+
+
+def sampler(path):
+    """Start nvidia-smi sampling (time, SM clock MHz, power W) every 50 ms into ``path``."""
+    return subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
+                             "--format=csv,noheader,nounits", "-lms", "50"],
+                            stdout=open(path, "w"), stderr=subprocess.DEVNULL)
+
+
+def read_samples(path):
+    import datetime
+    out = []
+    for line in open(path):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 3:
+            continue
+        try:
+            t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            out.append((t, float(parts[1]), float(parts[2])))
+        except ValueError:
+            continue
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", default="d128", choices=sorted(SETS))
+    ap.add_argument("--shapes", default="4,16,4096;8,16,1024")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--out", default=os.environ.get("OUT", tempfile.mkdtemp()))
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    from gpu_timing import seconds_per_call
+    smi_path = os.path.join(args.out, "smi_samples.csv")
+    smi = sampler(smi_path)
+    windows = []                  # (name, shape, t0, t1)
+    results = []
+    try:
+        for (d, causal), variants in SETS[args.set].items():
+            for shape in [tuple(int(x) for x in s.split(",")) for s in args.shapes.split(";")]:
+                b, h, s = shape
+                q, k, v = inputs(b, h, s, d)
+                ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                     is_causal=causal)
+                f = flops(b, h, s, s, d, causal)
+                cudnn = sdpa("cudnn")
+                runs = [("cuDNN", lambda: cudnn(q, k, v, causal), None)]
+                for fields in variants:
+                    fa = _policy(d, causal, fields)
+                    o = torch.full_like(q, float("nan"))
+                    run = _launcher(fa, q, k, v, o)
+                    run()
+                    torch.cuda.synchronize()
+                    runs.append((json.dumps(fields, sort_keys=True), run, error(o, ref)))
+                times = {name: [] for name, _, _ in runs}
+                for r in range(args.rounds):
+                    order = runs[r % len(runs):] + runs[:r % len(runs)]
+                    for name, fn, _ in order:
+                        t0 = time.time()
+                        times[name].append(seconds_per_call(fn, args.iters, 1, warm_queue=True))
+                        windows.append((name, shape, t0, time.time()))
+                for name, _, err in runs:
+                    ts = sorted(times[name])
+                    tf = [f / t / 1e12 for t in ts]
+                    results.append(dict(shape=[b, h, s, d], causal=causal, name=name, err=err,
+                                        median=statistics.median(tf),
+                                        q1=tf[len(tf) * 3 // 4], q3=tf[len(tf) // 4]))
+                del q, k, v, ref
+                torch.cuda.empty_cache()
+    finally:
+        time.sleep(0.2)
+        smi.terminate()
+        smi.wait()
+    samples = read_samples(smi_path)
+    for row in results:
+        sel = [(c, p) for (n, sh, t0, t1) in windows
+               if n == row["name"] and list(sh) == row["shape"][:3]
+               for (t, c, p) in samples if t0 <= t <= t1]
+        row["clock"] = statistics.mean(c for c, _ in sel) if sel else float("nan")
+        row["power"] = statistics.mean(p for _, p in sel) if sel else float("nan")
+        row["samples"] = len(sel)
+    by_shape = {}
+    for row in results:
+        by_shape.setdefault((tuple(row["shape"]), row["causal"]), []).append(row)
+    for (shape, causal), rows in by_shape.items():
+        ref = rows[1]["median"]
+        print(f"B={shape[0]} H={shape[1]} S={shape[2]} D={shape[3]} causal={causal} "
+              f"({args.rounds} rounds x {args.iters} calls, interleaved)")
+        for row in rows:
+            print(f"  {row['name'][:90]:90s} {row['median']:6.1f} TFLOP/s "
+                  f"[{row['q1']:6.1f}-{row['q3']:6.1f}] x base {row['median'] / ref:.3f} "
+                  f"clock {row['clock']:6.0f} MHz power {row['power']:5.0f} W "
+                  f"(n={row['samples']}) err {row['err'] if row['err'] is not None else 0:.1e}")
+    with open(os.path.join(args.out, "attention_ab.json"), "w") as fh:
+        json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
