@@ -65,6 +65,9 @@ def main():
     ap.add_argument("--shapes", default="4,16,4096;8,16,1024")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--sustain", type=float, default=0.0,
+                    help="also run each variant back to back for this many seconds (after a "
+                         "1 s rest) and report its rate, clock and power over that window")
     ap.add_argument("--out", default=os.environ.get("OUT", tempfile.mkdtemp()))
     args = ap.parse_args()
     import torch
@@ -98,6 +101,23 @@ def main():
                         t0 = time.time()
                         times[name].append(seconds_per_call(fn, args.iters, 1, warm_queue=True))
                         windows.append((name, shape, t0, time.time()))
+                if args.sustain:
+                    for name, fn, _ in runs:
+                        time.sleep(1.0)
+                        n = max(1, int(args.sustain / (f / 600e12)))
+                        start = torch.cuda.Event(enable_timing=True)
+                        end = torch.cuda.Event(enable_timing=True)
+                        t0 = time.time()
+                        start.record()
+                        for _ in range(n):
+                            fn()
+                        end.record()
+                        torch.cuda.synchronize()
+                        windows.append(("sustain " + name, shape, t0 + 0.3, time.time()))
+                        results.append(dict(shape=[b, h, s, d], causal=causal,
+                                            name="sustain " + name, err=None,
+                                            median=f * n / (start.elapsed_time(end) / 1e3) / 1e12,
+                                            q1=float("nan"), q3=float("nan")))
                 for name, _, err in runs:
                     ts = sorted(times[name])
                     tf = [f / t / 1e12 for t in ts]
@@ -122,12 +142,16 @@ def main():
     for row in results:
         by_shape.setdefault((tuple(row["shape"]), row["causal"]), []).append(row)
     for (shape, causal), rows in by_shape.items():
-        ref = rows[1]["median"]
+        bases = {}
+        for row in rows:
+            kind = row["name"].startswith("sustain ")
+            if "cuDNN" not in row["name"]:
+                bases.setdefault(kind, row["median"])
         print(f"B={shape[0]} H={shape[1]} S={shape[2]} D={shape[3]} causal={causal} "
               f"({args.rounds} rounds x {args.iters} calls, interleaved)")
         for row in rows:
             print(f"  {row['name'][:90]:90s} {row['median']:6.1f} TFLOP/s "
-                  f"[{row['q1']:6.1f}-{row['q3']:6.1f}] x base {row['median'] / ref:.3f} "
+                  f"[{row['q1']:6.1f}-{row['q3']:6.1f}] x base {row['median'] / bases[row['name'].startswith('sustain ')]:.3f} "
                   f"clock {row['clock']:6.0f} MHz power {row['power']:5.0f} W "
                   f"(n={row['samples']}) err {row['err'] if row['err'] is not None else 0:.1e}")
     with open(os.path.join(args.out, "attention_ab.json"), "w") as fh:
