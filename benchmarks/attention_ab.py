@@ -27,6 +27,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention import _launcher, _policy, error, flops, inputs, sdpa  # noqa: E402
 
 BASE128 = dict(fma_select=True, rescale_threshold=8.0)
+
+
+def _wide_variants(tile_n, causal):
+    """D = 96 / 192 / 256: the shipped default (``WGMMA_DEFAULTS``: causal on the one-CTA-per-tile
+    grid), then fma_select, the rescale threshold, packed P, and (causal) dynamic_tiles."""
+    base = dict(tile_n=tile_n, persistent=False) if causal else dict(tile_n=tile_n)
+    fast = dict(base, fma_select=True)
+    rest = dict(fast, rescale_threshold=8.0)
+    out = [base, fast, rest, dict(rest, packed_p=True)]
+    dyn = dict(rest, packed_p=True, dynamic_tiles=True)
+    dyn.pop("persistent", None)
+    return out + [dyn]
 SETS = {
     # the D=128 non-causal default against the fields it could still take
     "d128": {(128, False): [dict(BASE128), dict(BASE128, dynamic_tiles=True),
@@ -34,6 +46,11 @@ SETS = {
                             dict(BASE128, packed_p=True, dynamic_tiles=True)]},
     "d128c": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
                             dict(BASE128, packed_p=True, dynamic_tiles=True, num_stages=3)]},
+    # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
+    # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
+    "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
+        ((96, False), 128, False), ((96, True), 128, True), ((192, False), 96, False),
+        ((192, True), 96, True), ((256, False), 64, False), ((256, True), 64, True))},
 }
 
 
