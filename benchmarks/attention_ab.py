@@ -51,6 +51,23 @@ SETS = {
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
         ((96, False), 128, False), ((96, True), 128, True), ((192, False), 96, False),
         ((192, True), 96, True), ((256, False), 64, False), ((256, True), 64, True))},
+    # session 12 call B: D=96 after wide12 (S=1024 0.86x non-causal, 0.90x causal): three
+    # consumer warpgroups (192-row tiles, 128 registers each, no spills at 96 or 112 keys)
+    "d96": {
+        (96, False): [dict(fma_select=True),
+                      dict(consumer_wgs=3, tile_n=96, fma_select=True),
+                      dict(consumer_wgs=3, tile_n=112, fma_select=True),
+                      dict(consumer_wgs=3, tile_n=96, fma_select=True, overlap_tiles=True,
+                           packed_p=True, rescale_at_wait=True),
+                      dict(consumer_wgs=3, tile_n=96, fma_select=True, dynamic_tiles=True),
+                      dict(consumer_wgs=3, tile_n=96, fma_select=True, num_stages=3)],
+        (96, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                     dict(consumer_wgs=3, tile_n=96, fma_select=True, dynamic_tiles=True),
+                     dict(consumer_wgs=3, tile_n=96, fma_select=True, persistent=False),
+                     dict(consumer_wgs=3, tile_n=96, fma_select=True, skip_idle=True),
+                     dict(consumer_wgs=3, tile_n=96, num_stages=3, late_wait=False,
+                          fma_select=True, skip_idle=True)],
+    },
 }
 
 
