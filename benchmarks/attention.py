@@ -501,7 +501,8 @@ def _launcher(fa, q, k, v, o):
     import torch
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     launch = flash_attention_wgmma_kernel[fa.grid(b, h, s, sms=sms), fa.threads]
-    o_desc = ws.tma.TensorDescriptor(o, fa.o_box, swizzle=128) if fa.tma_store else None
+    o_desc = (ws.tma.TensorDescriptor(o, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store
+              else None)
     tiles = torch.zeros(2, dtype=torch.int32, device=q.device) if fa.dynamic_tiles else None
     return lambda: launch(fa, *descs, o, k.shape[2], None, o_desc, tiles)
 

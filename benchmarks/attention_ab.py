@@ -68,6 +68,19 @@ SETS = {
                      dict(consumer_wgs=3, tile_n=96, num_stages=3, late_wait=False,
                           fma_select=True, skip_idle=True)],
     },
+    # session 12 call C: D=96 with the TMA-store epilogue in 64 x 32 blocks (new), against
+    # its scalar stores (tma_store=False, the kernel before) and the call-B candidates
+    "d96s": {
+        (96, False): [dict(fma_select=True), dict(fma_select=True, tma_store=False),
+                      dict(fma_select=True, dynamic_tiles=True),
+                      dict(consumer_wgs=3, tile_n=112, fma_select=True),
+                      dict(consumer_wgs=3, tile_n=96, fma_select=True, skip_idle=True,
+                           partial_last=True)],
+        (96, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                     dict(BASE128, packed_p=True, dynamic_tiles=True, tma_store=False),
+                     dict(fma_select=True, dynamic_tiles=True),
+                     dict(fma_select=True, persistent=False)],
+    },
 }
 
 

@@ -63,7 +63,8 @@ def measure(kernel, q, k, v, causal, policy, iters, repeats):
         q_box, kv_box = fa.descriptor_boxes()
         descs = [ws.tma.TensorDescriptor(x, box, swizzle=128)
                  for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
-        o_desc = ws.tma.TensorDescriptor(o, fa.o_box, swizzle=128) if fa.tma_store else None
+        o_desc = (ws.tma.TensorDescriptor(o, fa.o_box, swizzle=fa.out.swizzle)
+                  if fa.tma_store else None)
         sms = torch.cuda.get_device_properties(q.device).multi_processor_count
         launch = flash_attention_wgmma_kernel[fa.grid(batch, heads, seq, sms=sms), fa.threads]
 

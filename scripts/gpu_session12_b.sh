@@ -8,16 +8,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH=.:benchmarks PYTHONUNBUFFERED=1 WARPSTAGE_CACHE_DIR=/tmp/ws-cache-s12b
 SET=${SET:-d96}
 t0=$(date +%s)
-timeout 150 python3 - "$SET" > "$OUT/precompile.txt" 2>&1 <<'PY'
-import multiprocessing as mp, sys, time
-import attention, attention_ab
-jobs = [(d, c, f) for (d, c), fs in attention_ab.SETS[sys.argv[1]].items() for f in fs]
-t = time.perf_counter()
-with mp.get_context("spawn").Pool(12) as pool:
-    for job, sec, st in pool.map(attention._compile_one, jobs):
-        print(job, f"{sec:.1f} s", st[:200])
-print(f"compiled {len(jobs)} in {time.perf_counter() - t:.1f} s")
-PY
+timeout 150 python3 benchmarks/precompile_set.py "$SET" > "$OUT/precompile.txt" 2>&1
 echo "precompile rc $? at $(( $(date +%s) - t0 )) s"
 timeout 330 python3 -W ignore benchmarks/attention_ab.py --set "$SET" --shapes "4,16,4096;16,16,1024" \
     --rounds 7 --iters 10 --out "$OUT" > "$OUT/$SET.txt" 2>&1

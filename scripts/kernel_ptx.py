@@ -84,7 +84,7 @@ def attention_kernel(fields: dict):
     x = np.zeros((1, 1, 256, fa.head_dim), ml_dtypes.bfloat16)
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
-    o_desc = TD(x, fa.o_box) if fa.tma_store else None
+    o_desc = TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None
     lse_arg = ws.Tensor[ws.Float32, 3] if lse else None
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
                       TD(x, kv_box), ws.Tensor[ws.BFloat16, 4], ws.Int32, lse_arg, o_desc,

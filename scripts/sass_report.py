@@ -246,7 +246,7 @@ def compile_attention(args):
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     print(repr(fa))
-    o_desc = TD(x, fa.o_box) if fa.tma_store else None
+    o_desc = TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None
     sw = fa.swizzle
     return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=sw),
                       TD(x, kv_box, swizzle=sw), TD(x, kv_box, swizzle=sw),

@@ -59,6 +59,7 @@ CASES = [
     (1, 2, 201, 201, 96, True, "float16", None, dict(tile_n=64, num_stages=3)),
     (1, 1, 150, 150, 96, True, "bfloat16", None, dict(consumer_wgs=3, persistent=False)),
     (1, 1, 90, 130, 96, False, "float16", None, dict(split_kv=False, fma_select=True)),
+    (1, 1, 70, 90, 96, False, "bfloat16", None, dict(tma_store=False)),  # D = 96 scalar stores
     (2, 2, 300, 200, 64, False, "bfloat16", None, dict(overlap_tiles=True)),   # tile overlap
     (1, 3, 200, 333, 128, True, "float16", None, dict(overlap_tiles=True)),
     (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3)),
@@ -228,7 +229,6 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
 @pytest.mark.parametrize("fields, match", [
     (dict(head_dim=80), "head_dim"), (dict(tile_n=40), "tile_n"),
     (dict(overlap_tiles=True, persistent=False), "overlap_tiles"),
-    (dict(head_dim=96, tma_store=True), "tma_store"),
     (dict(poly_exp2=9), "poly_exp2"), (dict(head_group=0, causal=True), "head_group"),
     (dict(head_group=4), "None without causal"),
     (dict(partial_last=True, causal=True), "partial_last"),
@@ -405,7 +405,8 @@ def test_native_head_dim_96_gqa_and_lse(sim_target):
     fa = FlashAttentionWgmma(head_dim=96, dtype=ws.BFloat16, causal=True, kv_group=2,
                              causal_align="bottom_right")
     assert fa.swizzle == 64 and fa.descriptor_boxes()[1] == (1, 1, fa.tile_n, 32)
-    assert not fa.tma_store
+    # the TMA-store epilogue in 64 x 32 blocks (the tiles' 64-byte swizzle): 3 per warpgroup
+    assert fa.tma_store and fa.out.swizzle == 64 and fa.o_box == (1, 1, 64, 32)
     o, lse = empty_like(q), np.empty((1, 4, 67), np.float32)
     attention.launch_wgmma(fa, q, k, v, o, lse=lse)
     want, want_lse = reference(*(to_float64(x) for x in (q, k, v)), causal=True,
@@ -413,8 +414,7 @@ def test_native_head_dim_96_gqa_and_lse(sim_target):
     got = to_float64(o)
     assert np.abs(got - want).max() < 2e-2
     assert np.abs(lse - want_lse).max() < 1e-3
-    with pytest.raises(ValueError, match="tma_store"):
-        FlashAttentionWgmma(head_dim=96, tma_store=True)
+    assert FlashAttentionWgmma(head_dim=96, tma_store=True).tma_store
 
 
 @pytest.mark.parametrize("hq, hkv, sq, sk, d, causal, align", [

@@ -18,7 +18,26 @@ def test_sub_tiles_are_one_swizzle_span(dtype, sub_cols):
     assert one.threads == 128 and one.per_warpgroup == 2
 
 
+@pytest.mark.parametrize("dtype, swizzle, sub_cols", [(ws.BFloat16, 64, 32), (ws.Float16, 32, 16),
+                                                      (ws.Float32, 64, 16)])
+def test_narrower_swizzle_gives_narrower_sub_tiles(dtype, swizzle, sub_cols):
+    """A 64- or 32-byte swizzle stores sub-tiles of that span (D = 96's 64 x 32 blocks); the
+    buffers take that swizzle."""
+    e = ws.epilogue.TmaStoreEpilogue(dtype, 64, 96, warpgroups=1, swizzle=swizzle)
+    assert e.sub_cols == sub_cols and e.box == (64, sub_cols) and e.swizzle == swizzle
+    assert e.buffer_spec.swizzle == swizzle and e.smem_bytes == 2 * 64 * swizzle
+
+
+def test_swizzle_is_in_the_key():
+    key = [ws.epilogue.TmaStoreEpilogue(ws.BFloat16, 64, 96, warpgroups=1,
+                                        swizzle=sw).__static_key__() for sw in (64, 32)]
+    assert key[0] != key[1]
+
+
 @pytest.mark.parametrize("args, kwargs, match", [
+    ((ws.BFloat16, 64, 96), dict(swizzle=16), "swizzle"),
+    ((ws.Float32, 64, 96), dict(swizzle=32), "at least 16 columns"),
+    ((ws.BFloat16, 64, 80), dict(swizzle=64), "of 32"),
     ((ws.Int32, 128, 256), {}, "dtype"), ((ws.BFloat16, 96, 256), {}, "tile_m"),
     ((ws.BFloat16, 128, 96), {}, "multiple of 64"), ((ws.Float32, 128, 48), {}, "of 32"),
     ((ws.BFloat16, 128, 256), dict(barrier_id=0), "barrier_id"),

@@ -22,7 +22,7 @@ def launch(fa, q, k, v, o, tiles):
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
     descs = [TD(x, box, swizzle=fa.swizzle) for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
-    o_desc = TD(o, fa.o_box, swizzle=128) if fa.tma_store else None
+    o_desc = TD(o, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None
     grid = fa.grid(b, h, s, sms=SIM_CTAS)
     flash_attention_wgmma_kernel[grid, fa.threads](fa, *descs, o, k.shape[2], None, o_desc,
                                                    tiles)

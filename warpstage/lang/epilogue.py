@@ -3,13 +3,15 @@ memory -> one TMA store per sub-tile, double-buffered so the stores overlap the 
 conversion (and, in a persistent kernel, the next tile's mainloop).
 
 A CTA tile of ``tile_m x tile_n`` (``tile_m = 64 x`` the consumer warpgroups, each holding one
-m64n``tile_n`` f32 accumulator) is written in column sub-tiles one 128-byte swizzle span wide
-(``sub_cols`` = 64 columns of a 16-bit dtype, 32 of f32). Per sub-tile ``j``, all ``threads``
+m64n``tile_n`` f32 accumulator) is written in column sub-tiles one swizzle span wide
+(``sub_cols``: with the default 128-byte swizzle 64 columns of a 16-bit dtype, 32 of f32; with a
+64-byte swizzle half that, for a ``tile_n`` such as 96 that 64 does not divide). Per sub-tile
+``j``, all ``threads``
 consumer threads::
 
     convert their accumulator elements of columns [j sub_cols, (j + 1) sub_cols)
       (16-bit outputs: ``stmatrix.x4``, 16 x 16 per warp per instruction; f32: ``st.shared``)
-      into buffer j % 2, a (tile_m, sub_cols) 128-byte swizzled smem array
+      into buffer j % 2, a (tile_m, sub_cols) swizzled smem array
     fence.proxy.async.shared::cta          # the generic-proxy writes, visible to TMA
     leader: cp.async.bulk.wait_group.read 0   # store j - 1 has read buffer (j + 1) % 2
     bar.sync barrier_id, threads           # named barrier of the consumer threads only
@@ -17,8 +19,8 @@ consumer threads::
 
 so buffer j % 2 is rewritten (at sub-tile j + 2) only after its store has read it, and the
 consumers never wait for a store's global writes; ``tail`` waits for those once, before exit.
-The host describes the output with ``box`` (``(1,) + box`` for a batched 3-D output) and
-128-byte swizzle. CUTLASS: ``collective/sm90_epilogue_tma_warpspecialized.hpp`` (the same
+The host describes the output with ``box`` (``(1,) + box`` for a batched 3-D output) and the
+epilogue's ``swizzle``. CUTLASS: ``collective/sm90_epilogue_tma_warpspecialized.hpp`` (the same
 sequence, there with an smem pipeline of its own). PTX ISA 8.0: stmatrix, fence.proxy.async,
 bar.sync, cp.async.bulk.tensor, cp.async.bulk.commit_group / wait_group.
 """
@@ -48,23 +50,32 @@ class TmaStoreEpilogue:
     ``sub_cols``) held by ``warpgroups`` consumer warpgroups (default ``tile_m / 64``: one m64
     accumulator each; fewer, and each holds ``tile_m / 64 / warpgroups`` accumulators of
     consecutive 64-row blocks), and ``barrier_id`` (a named barrier no other code of the
-    kernel uses with another thread count; 1..15; ``store`` may override it with a dynamic id).
-    ``threads`` = 128 x warpgroups. Raises ValueError for a configuration it cannot store.
+    kernel uses with another thread count; 1..15; ``store`` may override it with a dynamic id)
+    and ``swizzle`` (bytes: 128, or 64 / 32 for narrower sub-tiles; the output descriptor's
+    swizzle). ``threads`` = 128 x warpgroups. Raises ValueError for a configuration it cannot
+    store.
     ``buffer_spec`` is the smem field to allocate (``buffer_shape`` its shape, to stack copies
     of), ``box`` the TMA box of the output's descriptor (outermost first, elements)."""
 
-    def __init__(self, dtype, tile_m: int, tile_n: int, barrier_id: int = 1, warpgroups=None):
+    def __init__(self, dtype, tile_m: int, tile_n: int, barrier_id: int = 1, warpgroups=None,
+                 swizzle: int = 128):
         if dtype not in _OUT_DTYPES:
             raise ValueError(f"TmaStoreEpilogue: dtype must be ws.Float16, ws.BFloat16 or "
                              f"ws.Float32, got {dtype!r}")
         self.dtype = dtype
-        self.sub_cols = 128 // dtype.ir_type.nbytes
+        if swizzle not in (32, 64, 128) or swizzle // dtype.ir_type.nbytes < 16:
+            raise ValueError(f"TmaStoreEpilogue: swizzle must be 128, 64 or 32 bytes, a span "
+                             f"of at least 16 columns (one stmatrix), got {swizzle!r} for "
+                             f"{dtype.__name__}")
+        self.swizzle = swizzle
+        self.sub_cols = swizzle // dtype.ir_type.nbytes
         if tile_m % 64 or not 64 <= tile_m <= 256:
             raise ValueError(f"TmaStoreEpilogue: tile_m must be 64, 128, 192 or 256 (m64 "
                              f"accumulators of the consumer warpgroups), got {tile_m!r}")
         if tile_n % self.sub_cols or not 0 < tile_n <= 256:
             raise ValueError(f"TmaStoreEpilogue: tile_n must be a multiple of {self.sub_cols} "
-                             f"(one 128-byte span of {dtype.__name__}) up to 256, got {tile_n!r}")
+                             f"(one {swizzle}-byte span of {dtype.__name__}) up to 256, got "
+                             f"{tile_n!r}")
         if not 1 <= barrier_id < 16:
             raise ValueError(f"TmaStoreEpilogue: barrier_id must be in [1, 16) (0 is "
                              f"sync_threads'), got {barrier_id!r}")
@@ -76,20 +87,20 @@ class TmaStoreEpilogue:
         self.warpgroups = warpgroups
         self.per_warpgroup = tile_m // 64 // warpgroups       # accumulators per warpgroup
         self.threads = 128 * warpgroups
-        self.layout = TileLayout(tile_m, self.sub_cols, dtype, swizzle=128)
+        self.layout = TileLayout(tile_m, self.sub_cols, dtype, swizzle=swizzle)
         self.box = self.layout.box                        # (tile_m, sub_cols)
         self.buffer_shape = (BUFFERS, tile_m, self.sub_cols)
-        self.buffer_spec = Array(dtype, self.buffer_shape, swizzle=128)
+        self.buffer_spec = Array(dtype, self.buffer_shape, swizzle=swizzle)
         self.smem_bytes = BUFFERS * self.layout.nbytes
 
     def __static_key__(self):
         return ("TmaStoreEpilogue", self.dtype.__name__, self.tile_m, self.tile_n,
-                self.barrier_id, self.warpgroups)
+                self.barrier_id, self.warpgroups, self.swizzle)
 
     def __repr__(self) -> str:
         return (f"<TmaStoreEpilogue {self.dtype.__name__} {self.tile_m}x{self.tile_n} by "
-                f"{self.warpgroups} warpgroup(s) in {self.tile_m}x{self.sub_cols} sub-tiles, "
-                f"barrier {self.barrier_id}>")
+                f"{self.warpgroups} warpgroup(s) in {self.tile_m}x{self.sub_cols} sub-tiles "
+                f"({self.swizzle}-byte swizzle), barrier {self.barrier_id}>")
 
     def store(self, accs, tid, desc, buffers, coords, transform=None, barrier_id=None) -> None:
         """Store the tile whose first element is at ``coords`` (the output descriptor's
@@ -99,7 +110,7 @@ class TmaStoreEpilogue:
         result), or a list of ``per_warpgroup`` of them (64-row blocks in order); ``tid``: the
         thread's index among the ``threads`` threads (dynamic; warpgroup ``w = tid // 128``
         holds rows from ``64 per_warpgroup w``); ``desc``: the output's TMA descriptor (box
-        ``box``, swizzle 128); ``buffers``: an allocated ``buffer_spec`` array.
+        ``box``, swizzle ``swizzle``); ``buffers``: an allocated ``buffer_spec`` array.
         ``transform(x, row, col)``: applied to each f32 element with its row and column in the
         tile (dynamic Int32) before the conversion, or None. ``barrier_id``: None (the
         configured one) or a dynamic warp-uniform id. Called by all ``threads`` threads (it

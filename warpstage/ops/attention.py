@@ -63,7 +63,8 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     sw = fa.swizzle
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
              descriptor(v, tv, kv_box, sw))
-    o_desc = descriptor(o, describe("o", o), fa.o_box) if fa.tma_store else None
+    o_desc = (descriptor(o, describe("o", o), fa.o_box, fa.out.swizzle) if fa.tma_store
+              else None)
     if not fa.dynamic_tiles:
         tiles = None
     elif tiles is None:

@@ -364,8 +364,6 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
         plan.choices.append(("given", f"{given} over the defaults"))
     if not fa.tma_store:
         why = ("tma_store=False was given" if "tma_store" in dict(overrides) else
-               f"the TMA-store epilogue writes 64-column blocks, D = {head_dim} is not a "
-               "multiple of 64" if fa.out is None else
                f"its buffers ({fa.consumer_wgs} x {fa.out.smem_bytes} bytes) do not fit beside "
                "the rings")
         plan.fallbacks.append(("epilogue", f"scalar 2-byte stores instead of the TMA-store "

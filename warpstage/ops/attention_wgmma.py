@@ -43,8 +43,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     """Static policy of the wgmma + TMA FlashAttention kernel (configuration + per-role code).
 
     ``head_dim``: D, 64, 96, 128, 192 or 256 (``D / 64`` TMA boxes of 64 columns per row,
-    128-byte swizzle; D = 96: 3 boxes of 32 columns, 64-byte swizzle (``swizzle_for``), and the
-    scalar-store epilogue, since the TMA-store one writes 64-column blocks; at D = 192 and 256
+    128-byte swizzle; D = 96: 3 boxes of 32 columns, 64-byte swizzle (``swizzle_for``), and
+    the TMA-store epilogue in 64 x 32 blocks of that swizzle; at D = 192 and 256
     shared memory holds 2 stages of at most 112 and 80 keys). ``dtype``: ``ws.Float16`` or
     ``ws.BFloat16``. ``causal``: mask
     key j > query i (top-left aligned). ``softmax_scale``: default 1/sqrt(D). ``tile_n``: keys
@@ -77,11 +77,13 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     score with no branch, ``fma(s, c_r, -o_r)`` with the row's scale and offset selected once
     per row (``OnlineSoftmax.row_offset``) and alpha taken from the offsets, so the rounding of
     m c cancels exactly (docs/performance.md, "The exponent"). ``tma_store``: the epilogue
-    writes O through shared memory and one TMA store per 64 x 64 block of each consumer warpgroup
-    (``ws.epilogue.TmaStoreEpilogue``, named barrier 1 + consumer_wgs + warpgroup); None: on
-    when its buffers (16 KiB per warpgroup) fit beside the rings; the kernel then takes ``o``'s
-    descriptor (``o_box``). ``overlap_tiles``: a persistent CTA starts the next output tile's
-    first S = Q K^T (and its softmax) before the current tile's last P V and epilogue, so each
+    writes O through shared memory and one TMA store per 64-row block of one swizzle span of
+    each consumer warpgroup (``ws.epilogue.TmaStoreEpilogue`` with the tiles' swizzle: 64 x 64
+    blocks at 128 bytes, 64 x 32 at D = 96's 64 bytes; named barrier 1 + consumer_wgs +
+    warpgroup); None: on when its buffers (16 KiB per warpgroup, 8 KiB at D = 96) fit beside
+    the rings; the kernel then takes ``o``'s descriptor (``o_box``, swizzle ``out.swizzle``).
+    ``overlap_tiles``: a persistent CTA starts the next output tile's first S = Q K^T (and its
+    softmax) before the current tile's last P V and epilogue, so each
     tile's fill and drain overlap (``TileOverlap``); Q is double-buffered (``q_buffers`` = 2)
     so that the next tile's Q has landed by then. ``skip_idle``: a consumer warpgroup whose
     64 rows all lie past S_q (the last row block when S_q is not a multiple of ``tile_m``) does
@@ -217,20 +219,17 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.kv_layout = TileLayout(tile_n, head_dim, dtype, swizzle=self.swizzle)
         self.kv_bytes = self.kv_layout.nbytes
         stage = (num_stages,) + self.kv_layout.shape
-        # the TMA-store epilogue writes 64 x 64 blocks (128-byte swizzle): D a multiple of 64
-        self.out = (TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
-                                     warpgroups=1) if head_dim % BOX_COLS == 0 else None)
-        if tma_store and self.out is None:
-            raise self.policy_error("tma_store", tma_store, f"False or None at D = {head_dim} "
-                                    "(the TMA-store epilogue writes 64-column blocks)",
-                                    "tma_store=None")
+        # the TMA-store epilogue writes 64-row blocks one swizzle span wide (64 columns at
+        # 128 bytes, 32 at D = 96's 64): D a multiple of the span
+        self.out = TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
+                                    warpgroups=1, swizzle=self.swizzle)
         kv_smem = 2 * num_stages * self.kv_layout.nbytes + self.q_buffers * self.q_layout.nbytes
         if tma_store is None:       # on when the buffers fit beside the rings
-            tma_store = self.out is not None and (
-                kv_smem + consumer_wgs * self.out.smem_bytes + 2048 <= ws.smem.MAX_DYNAMIC_SMEM)
+            tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
+                         <= ws.smem.MAX_DYNAMIC_SMEM)
         self.tma_store = bool(tma_store)
         extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
-                                          swizzle=128)) if self.tma_store else {})
+                                          swizzle=self.out.swizzle)) if self.tma_store else {})
         if self.dynamic_tiles:      # (b, h, m_block, K/V tiles) of the tile in each Q buffer
             extra["tile_info"] = ws.smem.Array(ws.Int32, (4 * self.q_buffers,))
         rings = (dict(k_barriers=ws.pipeline.BarrierStorage[num_stages],
@@ -260,7 +259,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
 
     @property
     def o_box(self) -> tuple:
-        """The TMA box of o's descriptor (``tma_store``): one warpgroup's 64 rows x 64 columns."""
+        """The TMA box of o's descriptor (``tma_store``): one warpgroup's 64 rows x one
+        swizzle span (64 columns; 32 at D = 96)."""
         return (1, 1) + self.out.box
 
     def descriptor_boxes(self) -> tuple:
@@ -301,17 +301,19 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         """Trace-time check of o's TMA descriptor: present exactly when ``tma_store``."""
         if ws.static(self.tma_store) != (o_desc is not None):
             raise operand_error("FlashAttentionWgmma: o_desc", type(o_desc).__name__,
-                                f"a TMA descriptor of o with box {self.o_box}, swizzle 128"
+                                f"a TMA descriptor of o with box {self.o_box}, swizzle "
+                                f"{self.out.swizzle}"
                                 if self.tma_store else "None (the policy's tma_store is off)",
                                 "call warpstage.ops.flash_attention, or launch_wgmma, which "
                                 "pass it")
         if o_desc is not None and (not isinstance(o_desc, ws.tma.TmaDescriptor)
-                                   or o_desc.box != self.o_box or o_desc.swizzle != 128
+                                   or o_desc.box != self.o_box
+                                   or o_desc.swizzle != self.out.swizzle
                                    or o_desc.dtype is not self.dtype):
             raise operand_error("FlashAttentionWgmma: o_desc", repr(o_desc),
                                 f"a {self.dtype.__name__} TMA descriptor with box {self.o_box}, "
-                                "swizzle 128", "build it as ws.tma.TensorDescriptor(o, "
-                                "fa.o_box, swizzle=128)")
+                                f"swizzle {self.out.swizzle}", "build it as "
+                                "ws.tma.TensorDescriptor(o, fa.o_box, swizzle=fa.out.swizzle)")
 
     def check_tiles(self, tiles) -> None:
         """Trace-time check of the tile counters: a 1-d int32 tensor of 2 elements exactly when

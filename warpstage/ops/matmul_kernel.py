@@ -331,7 +331,7 @@ def epilogue_buffers(out_dtype, tile_n: int, schedule: str, tile_m: int = TILE_M
     store)."""
     if schedule == "pingpong":
         out = TmaStoreEpilogue(out_dtype, TILE_M, tile_n, barrier_id=3, warpgroups=1)
-        return out, ws.smem.Array(out_dtype, (2,) + out.buffer_shape, swizzle=128)
+        return out, ws.smem.Array(out_dtype, (2,) + out.buffer_shape, swizzle=out.swizzle)
     out = TmaStoreEpilogue(out_dtype, tile_m, tile_n, barrier_id=1)
     return out, out.buffer_spec
 
