@@ -52,16 +52,19 @@ WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=128, num_stages=2, fma_select=True, rescale_threshold=8.0),
     (128, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
                       rescale_threshold=8.0, dynamic_tiles=True),
-    (96, False): dict(tile_n=128, num_stages=2),
-    (96, True): dict(tile_n=128, num_stages=2, persistent=False),
+    (96, False): dict(tile_n=112, num_stages=2, consumer_wgs=3, fma_select=True),
+    (96, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
+                     rescale_threshold=8.0, dynamic_tiles=True),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True,
                       overlap_tiles=True, packed_p=True, rescale_at_wait=True),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
                      skip_idle=True),
-    (192, False): dict(tile_n=96, num_stages=2),
-    (192, True): dict(tile_n=96, num_stages=2, persistent=False),
-    (256, False): dict(tile_n=64, num_stages=2),
-    (256, True): dict(tile_n=64, num_stages=2, persistent=False),
+    (192, False): dict(tile_n=96, num_stages=2, fma_select=True, rescale_threshold=8.0),
+    (192, True): dict(tile_n=96, num_stages=2, fma_select=True, packed_p=True,
+                      rescale_threshold=8.0, dynamic_tiles=True),
+    (256, False): dict(tile_n=64, num_stages=2, fma_select=True, rescale_threshold=8.0),
+    (256, True): dict(tile_n=64, num_stages=2, fma_select=True, packed_p=True,
+                      rescale_threshold=8.0, dynamic_tiles=True),
 }
 """The wgmma kernel's tiling per (D, causal), chosen by measurement on the H200
 (benchmarks/attention.py --sweep, 2026-12-01 19:51-20:52 UTC, bf16; RESULTS.md), every variant
@@ -115,13 +118,29 @@ Session 9 call A (sweep "attn9", device time, against the shipped default in the
 D=128 causal: B=8 S=1024 437.3 against 396.2 (1.08x against 0.98x cuDNN), B=16 S=1024 480.1
 against 430.4 (1.08x), S=2048 574.7 against 537.9, S=4096 633.9 against 611.1, so every S
 there; at D=128 non-causal +0.5 to +4% at S <= 2048 (B=8 S=1024 597.2 against 574.5) but
--7.6% at S=4096 (649.3 against 702.8), so only in ``WGMMA_SHORT``."""
+-7.6% at S=4096 (649.3 against 702.8), so only in ``WGMMA_SHORT``.
+
+Session 12 (``benchmarks/attention_ab.py --set wide12 / d96 / d96s``, device time, interleaved
+with cuDNN; RESULTS.md "Session 12"): D = 96, 192 and 256 had kept session 4-5's fields. Over
+them ``fma_select`` + ``rescale_threshold=8`` took D=192 S=4096 688 -> 751 TFLOP/s (1.23x
+cuDNN), D=256 697 -> 772 (1.20x), S=1024 +7-8%; causal also ``packed_p`` + ``dynamic_tiles``
+(the persistent claimed grid in place of one CTA per tile): D=192 643 -> 715 (1.14x), S=1024
+459 -> 533 (1.09x), D=256 627 -> 715 (1.20x), S=1024 510 -> 584 (1.13x). D=96 took the
+TMA-store epilogue in 64 x 32 blocks (its 64-byte swizzle; +22% at S=1024, +8% at S=4096 over
+the scalar stores) and at S_q > ``SHORT_SEQ`` 3 consumer warpgroups with 112-key tiles (583
+against 551 at S=4096, 1.18x cuDNN; at S=1024 their 192-row tiles leave the last row block a
+third full: 459 against 504, so ``WGMMA_SHORT`` keeps 2 warpgroups there, with
+``dynamic_tiles``: 512, 1.09x); causal D=96 the D=128 causal fields (514 at S=4096, 1.24x; 395
+at S=1024, 1.17x). D=96's rescale threshold was not taken non-causal: no gain there, and its max
+error against SDPA rose 2.3x (6.3e-4 -> 1.5e-3; the simulator's relative error at D=96 and
+D=128 rose alike, 4%)."""
 
 SHORT_SEQ = 2048
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
     (128, False): dict(dynamic_tiles=True),
+    (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
 
 
