@@ -91,9 +91,36 @@ def _user_error(e: Exception) -> Exception:
         head = t
     e.__cause__ = None
     e.__suppress_context__ = True
+    if type(e) is NameError and frames:
+        _explain_name_error(e, frames[-1])
     _name_position(e, (frames[-1].tb_frame.f_code.co_filename, frames[-1].tb_lineno) if frames
                    else _caller_position())
     return e.with_traceback(head)
+
+
+def _explain_name_error(e: NameError, tb) -> None:
+    """A NameError raised by traced kernel code (``tb``: its innermost user frame) gets the
+    what / where / Fix of every warpstage error in its message: the line, the closest names the
+    frame has (a typo), and where a kernel's names come from. Python's own NameError says only
+    "name 'x' is not defined"."""
+    from ..core.source import format_location, is_kernel_code
+    from ..ir.core import Location
+    frame = tb.tb_frame
+    if not is_kernel_code(frame.f_code) or len(e.args) != 1 or not isinstance(e.args[0], str) \
+            or "Fix:" in e.args[0]:
+        return
+    import builtins
+    import difflib
+    name = getattr(e, "name", None)
+    names = set(frame.f_locals) | set(frame.f_globals) | set(vars(builtins))
+    close = difflib.get_close_matches(name, sorted(names), n=3) if name else []
+    where = format_location(Location(frame.f_code.co_filename, tb.tb_lineno, 0))
+    e.args = (e.args[0] + " in kernel code (a @ws.jit function or kernel, traced while "
+              "compiling)" + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
+              + "\n" + (where + "\n" if where else "")
+              + "Fix: define it before this line: a parameter, a local assigned earlier, or a "
+              "global / closure variable of the function's module (read while compiling, as a "
+              "static value); or correct its spelling",)
 
 
 def _name_position(e: Exception, position) -> None:

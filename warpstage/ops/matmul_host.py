@@ -26,6 +26,7 @@ from .matmul_plan import stream_k_tiles
 from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _swap,
                               check_same_device, check_target, tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
+from .matmul_epilogues import epilogue_key
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from . import op_plans
 from .torch_dispatch import torch_op
@@ -257,7 +258,7 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         return op_plans.run("matmul", tensors, _typed(
             out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m,
             None if epilogue is None else type(epilogue),
-            None if epilogue is None else epilogue.__static_key__(), stream_k),
+            None if epilogue is None else epilogue_key(epilogue), stream_k),
             lambda: _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster,
                             group, schedule, splits, tile_m=tile_m, stream_k=stream_k))
     except (WarpstageError, ValueError) as e:
@@ -349,11 +350,12 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if epilogue is not None:
         from .matmul_epilogues import Epilogue
         if not isinstance(epilogue, Epilogue):
-            raise ArgumentError(f"ws.ops.matmul: epilogue={epilogue!r} "
+            raise ArgumentError(f"ws.ops.{op}: epilogue={epilogue!r} "
                                 f"({type(epilogue).__name__}); expected None or an instance of "
                                 "a ws.ops epilogue (a subclass of ws.ops.Epilogue). Fix: "
                                 "epilogue=ws.ops.BiasGelu(bias), or your own Epilogue subclass's "
                                 "instance")
+        epilogue_key(epilogue, op)
         epilogue.check(m, n, batches)
         for i, x in enumerate(epilogue.operands()):
             check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
