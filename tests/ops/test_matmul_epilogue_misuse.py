@@ -189,3 +189,28 @@ def test_an_unkeyable_field_is_the_ops_error_naming_the_field():
                  "ws.ops.matmul: epilogue=Unkeyable(...) cannot specialize the kernel",
                  "its field 'steps' (generator)", "give Unkeyable a __static_key__()")
     assert "Matmul" not in msg, msg
+
+
+class Gain(ws.ops.Epilogue):
+    def __init__(self, gain):
+        self.gain = gain
+
+    @ws.jit
+    def apply(self, x, row, col, operands):
+        return x * self.gain
+
+
+def test_the_recompile_warning_names_the_fields_that_changed(monkeypatch):
+    """The policy's key names its fields and the epilogue's, so the warning says
+    'epilogue.gain 1.0 -> 2.0' instead of 'a static field of Matmul ... changed'."""
+    import dataclasses
+    from warpstage.ops.matmul_kernel import matmul_kernel
+    monkeypatch.setattr(matmul_kernel, "_options",
+                        dataclasses.replace(matmul_kernel.options, max_specializations=1))
+    a, b = _ab()
+    ws.ops.matmul(a, b, epilogue=Gain(1.0), tile_n=128)
+    with pytest.warns(ws.RecompileWarning) as record:     # warned once per kernel
+        ws.ops.matmul(a, b, epilogue=Gain(2.0), tile_n=64)
+    text = "\n".join(str(w.message) for w in record)
+    assert "epilogue.gain 1.0 -> 2.0" in text and "p: tile_n 128 -> 64" in text, text
+    assert "a static field of" not in text, text
