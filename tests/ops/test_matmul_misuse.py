@@ -111,3 +111,41 @@ def test_a_tensor_that_requires_grad_is_an_error_naming_no_backward(op):
         with torch.no_grad(), pytest.raises(ws.ArgumentError) as ei:
             calls[op]()                          # bf16 operands: now its dtype error
         assert "requires grad" not in str(ei.value) and "float8" in str(ei.value)
+
+
+@pytest.mark.parametrize("which", ["a", "b", "bias"])
+@pytest.mark.usefixtures("sim_target")
+def test_an_out_over_a_tensor_the_kernel_reads_is_an_error(which):
+    """The persistent CTAs read A's and B's tiles (and every row reads the bias) while other
+    tiles are stored: an ``out`` sharing their memory computed garbage without a word."""
+    buf = bf16(64, 64)
+    a, b = (buf, bf16(64, 64, seed=2)) if which != "b" else (bf16(64, 64, seed=2), buf)
+    if which == "bias":
+        a, b = bf16(64, 64, seed=3), bf16(64, 64, seed=2)
+        out = np.zeros((64, 64), np.float32)
+        call = lambda: ws.ops.matmul(a, b, out=out, out_dtype=np.float32,  # marker: over bias
+                                     bias=out[0])
+        name, marker = "Bias's operand 0", "over bias"
+    else:
+        call = lambda: ws.ops.matmul(a, b, out=buf)  # marker: over ab
+        name, marker = which, "over ab"
+    raised(ws.ArgumentError, __file__, "marker: " + marker, call,
+           f"ws.ops.matmul: out shares memory with {name}", "Fix: out=np.empty((64, 64)")
+
+
+@pytest.mark.usefixtures("sim_target")
+def test_residual_of_out_in_place_and_interleaved_views_are_not_overlaps():
+    """``Residual(out)`` reads each element where it is written (in place, allowed), and two
+    column halves of one buffer share no element: both give the result of separate tensors."""
+    a, b = bf16(40, 24), bf16(24, 72, seed=2)
+    res = np.linspace(-1, 1, 40 * 72, dtype=np.float32).reshape(40, 72)
+    want = np.asarray(ws.ops.matmul(a, b, out_dtype=np.float32,
+                                    epilogue=ws.ops.Residual(res.copy(), 0.5)))
+    out = res.copy()
+    ws.ops.matmul(a, b, out=out, out_dtype=np.float32, epilogue=ws.ops.Residual(out, 0.5))
+    np.testing.assert_array_equal(out, want)
+    buf = np.zeros((40, 24 + 72), a.dtype)
+    buf[:, :24] = a
+    ws.ops.matmul(buf[:, :24], b, out=buf[:, 24:])
+    np.testing.assert_array_equal(np.asarray(buf[:, 24:], np.float32),
+                                  np.asarray(ws.ops.matmul(a, b), np.float32))

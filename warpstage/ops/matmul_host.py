@@ -24,7 +24,8 @@ from .matmul_config import (check_arguments, choose_config, choose_stream_k, mak
                             policy_for)
 from .matmul_plan import stream_k_tiles
 from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _swap,
-                              check_same_device, check_target, tma_compatible)
+                              check_no_overlap, check_same_device, check_target,
+                              tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
 from .matmul_epilogues import epilogue_key
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
@@ -360,6 +361,12 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         for i, x in enumerate(epilogue.operands()):
             check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
                               x, ta, "move it to a's device (x.to(a.device))")
+    if out is not None:
+        reads = [("a", ta, False), ("b", tb, False)] + [
+            (f"{type(epilogue).__name__}'s operand {i}", as_tensor_arg(x), True)
+            for i, x in enumerate(epilogue.operands() if epilogue is not None else ())]
+        check_no_overlap(op, to, reads, "out=" + empty_code((ta, tb), shape, _DTYPE_NAMES[odt])
+                         + " (a tensor of its own), or leave out= out")
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
     if k == 0:                       # an empty sum: A and B of zeros, K of 16 bytes
