@@ -149,3 +149,23 @@ def test_residual_of_out_in_place_and_interleaved_views_are_not_overlaps():
     ws.ops.matmul(buf[:, :24], b, out=buf[:, 24:])
     np.testing.assert_array_equal(np.asarray(buf[:, 24:], np.float32),
                                   np.asarray(ws.ops.matmul(a, b), np.float32))
+
+
+@pytest.mark.parametrize("what", ["bias", "out", "residual", "scaled out"])
+def test_a_bias_out_or_epilogue_tensor_that_requires_grad_is_an_error(what):
+    """Not only a and b: a bias, an ``out=`` or an epilogue's tensor that requires grad would
+    leave the result outside autograd as silently (no formula runs through them)."""
+    torch = pytest.importorskip("torch")
+    x, w = torch.zeros(16, 32, dtype=torch.bfloat16), torch.zeros(64, 32, dtype=torch.bfloat16)
+    g = dict(requires_grad=True)
+    bias, out = torch.zeros(64, **g), torch.zeros(16, 64, dtype=torch.bfloat16, **g)
+    res = torch.zeros(16, 64, **g)
+    one, x8 = torch.tensor(1.0), torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
+    calls = {"bias": lambda: ws.ops.matmul(x, w.T, bias=bias),  # marker: grad bias
+             "out": lambda: ws.ops.matmul(x, w.T, out=out),  # marker: grad out
+             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=ws.ops.Residual(res)),  # marker: grad residual
+             "scaled out": lambda: ws.ops.scaled_matmul(x8, x8.T, one, one, out=out[:, :16])}  # marker: grad scaled out
+    name = {"bias": "bias", "out": "out", "residual": "Residual.residual",
+            "scaled out": "out"}[what]
+    raised(ws.ArgumentError, __file__, "marker: grad " + what, calls[what],
+           f"{name} (shape", "requires grad", "no backward", "torch.no_grad()")

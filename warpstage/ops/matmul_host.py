@@ -161,7 +161,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, bias=None, tile_n=N
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
     if bias is not None:
         epilogue = _with_bias(bias, epilogue)
-    check_no_grad("matmul", "a b", a, b)
+    check_no_grad("matmul", "a b out", a, b, out)
+    if epilogue is not None:
+        check_epilogue_grad("matmul", epilogue)
     if (tune is False and epilogue is None and tile_n is None and num_stages is None
             and group is None and splits is None and tile_m is None and stream_k is None
             and raster == "M" and schedule == "cooperative" and cluster == (1, 1)):
@@ -199,6 +201,27 @@ def _with_bias(bias, epilogue):
             "(epilogue=ws.ops.BiasGelu(bias)), or drop epilogue="))
     from .matmul_epilogues import Bias
     return Bias(bias)
+
+
+def check_epilogue_grad(op: str, epilogue) -> None:
+    """``check_no_grad`` of an epilogue's tensors (the bias of ``bias=`` among them), each
+    named by its field (``bias``, ``Residual.residual``) where it is one."""
+    operands = getattr(epilogue, "operands", None)
+    if operands is None:
+        return
+    try:
+        ts = tuple(operands())
+    except Exception:               # noqa: BLE001 - the op's own checks report a broken one
+        return
+    if not any(getattr(t, "requires_grad", False) is True for t in ts):
+        return
+    cls, fields = type(epilogue).__name__, getattr(epilogue, "__dict__", {})
+    names = []
+    for i, t in enumerate(ts):
+        field = next((k for k, v in fields.items() if v is t), None)
+        names.append("bias" if field == "bias" else f"{cls}.{field}" if field
+                     else f"{cls}'s operand {i}")
+    check_no_grad(op, names, *ts)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):

@@ -144,7 +144,8 @@ def scaled_matmul(a, b, scale_a=None, scale_b=None, *, out_dtype=None, out=None,
     and no ``out``, it goes through ``torch.ops.warpstage.scaled_matmul`` under torch.compile
     (no backward). A torch tensor that requires grad while grad mode is on is an
     ArgumentError (no backward is registered)."""
-    check_no_grad("scaled_matmul", "a b scale_a scale_b bias", a, b, scale_a, scale_b, bias)
+    check_no_grad("scaled_matmul", "a b scale_a scale_b bias out", a, b, scale_a, scale_b, bias,
+                  out)
     if tune is not False:
         check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
                                            raster != "M", schedule != "cooperative"))

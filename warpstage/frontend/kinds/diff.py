@@ -23,6 +23,8 @@ def _decoded(k):
     type tags, tuples and lists their kind), for display only."""
     if isinstance(k, tuple) and len(k) == 2 and k[0] in ("float", "bool"):
         return k[1]
+    if isinstance(k, tuple) and len(k) == 3 and k[0] == "np" and isinstance(k[1], str):
+        return k[2]                                 # a numpy scalar: ("np", dtype, value)
     if isinstance(k, tuple) and k and k[0] in ("tuple", "list"):
         items = tuple(_decoded(x) for x in k[1:])
         return items if k[0] == "tuple" else list(items)
