@@ -204,9 +204,10 @@ def test_the_recompile_warning_names_the_fields_that_changed(monkeypatch):
     """The policy's key names its fields and the epilogue's, so the warning says
     'epilogue.gain 1.0 -> 2.0' instead of 'a static field of Matmul ... changed'."""
     import dataclasses
-    from warpstage.ops.matmul_kernel import matmul_kernel
-    monkeypatch.setattr(matmul_kernel, "_options",
-                        dataclasses.replace(matmul_kernel.options, max_specializations=1))
+    from warpstage.ops import matmul_host
+    kernel = ws.kernel(matmul_host.matmul_kernel.fn)    # its own count (the warning is once)
+    kernel._options = dataclasses.replace(kernel.options, max_specializations=1)
+    monkeypatch.setattr(matmul_host, "matmul_kernel", kernel)
     a, b = _ab()
     ws.ops.matmul(a, b, epilogue=Gain(1.0), tile_n=128)
     with pytest.warns(ws.RecompileWarning) as record:     # warned once per kernel
