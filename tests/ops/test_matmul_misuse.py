@@ -169,3 +169,20 @@ def test_a_bias_out_or_epilogue_tensor_that_requires_grad_is_an_error(what):
             "scaled out": "out"}[what]
     raised(ws.ArgumentError, __file__, "marker: grad " + what, calls[what],
            f"{name} (shape", "requires grad", "no backward", "torch.no_grad()")
+
+
+@pytest.mark.parametrize("where", ["a", "out", "bias", "scale_a"])
+@pytest.mark.usefixtures("sim_target")
+def test_a_numpy_scalar_where_a_tensor_is_expected_is_named_as_a_scalar(where):
+    """``np.float32(1.0)`` has an array interface but is a number: the error says so (it read
+    "scale_a is a float32; expected a float32 tensor"), and a scale's Fix makes it a tensor."""
+    a, b, s = bf16(40, 24), bf16(24, 72, seed=2), np.float32(1.0)
+    a8, b8, one = fp8(8, 32), fp8(64, 32).T, np.ones((), np.float32)
+    calls = {"a": lambda: ws.ops.matmul(s, b),  # marker: np scalar a
+             "out": lambda: ws.ops.matmul(a, b, out=s),  # marker: np scalar out
+             "bias": lambda: ws.ops.matmul(a, b, bias=s),  # marker: np scalar bias
+             "scale_a": lambda: ws.ops.scaled_matmul(a8, b8, s, one)}  # marker: np scalar scale_a
+    msg = raised(ws.ArgumentError, __file__, "marker: np scalar " + where, calls[where],
+                 "a numpy scalar np.float32(1.0) (a number, not an array)")
+    if where == "scale_a":
+        assert "Fix: scale_a=np.asarray(1.0, np.float32)" in msg, msg

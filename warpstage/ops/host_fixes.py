@@ -15,7 +15,7 @@ from ..jit.tracebacks import _user_error
 from ..runtime.tensors import TensorArg
 
 __all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only",
-           "check_no_grad"]
+           "check_no_grad", "kind_of"]
 
 
 def framework(*tensors) -> str:
@@ -31,6 +31,22 @@ def framework(*tensors) -> str:
         if kind == "numpy" or module == "numpy":
             return "numpy"
     return "numpy"
+
+
+def kind_of(x) -> str:
+    """What a value that is not a tensor is, for an error that wanted one: "None", "a numpy
+    scalar np.float32(1.0) (a number, not an array)", "a Python float (1.0)", "a list". A numpy scalar's dtype alone ("a float32") reads like a
+    tensor's dtype, so it is named as the scalar it is."""
+    if x is None:
+        return "None"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.generic):
+        name = type(x).__name__
+        prefix = "np." if type(x).__module__ == "numpy" else ""
+        return f"a numpy scalar {prefix}{name}({x.item()!r}) (a number, not an array)"
+    if type(x) in (bool, int, float, complex):
+        return f"a Python {type(x).__name__} ({x!r})"
+    return f"a {type(x).__name__}"
 
 
 def _dtype_code(fw: str, name: str) -> str:

@@ -34,6 +34,7 @@ from ..errors import ArgumentError, BindingTimeError, OperandError
 from ..ir.core import Location
 from ..lang.scalars import Scalar
 from ..runtime.tensors import as_tensor_arg, is_tensor
+from .host_fixes import kind_of
 
 __all__ = ["Epilogue", "BiasGelu", "BiasSilu", "Bias", "Residual"]
 
@@ -209,7 +210,7 @@ def _return_location(fn, none: bool):
 def _bias_check(name: str, bias, n: int) -> None:
     ta = as_tensor_arg(bias, f"{name}'s bias")
     if ta is None or ta.ndim != 1 or ta.shape[0] != n:
-        got = "not a tensor" if ta is None else f"shape {tuple(ta.shape)}"
+        got = kind_of(bias) if ta is None else f"shape {tuple(ta.shape)}"
         raise ArgumentError(f"ws.ops.{name}: the bias is {got}; expected a 1-d tensor of N = {n} "
                             "elements (one per output column), on the operands' device. Fix: "
                             "pass bias of shape (N,)")
@@ -273,7 +274,7 @@ class Residual(Epilogue):
     def check(self, m, n, batches):
         ta = as_tensor_arg(self.residual, "Residual's tensor")
         if ta is None or tuple(ta.shape) != (batches * m, n):
-            got = "not a tensor" if ta is None else f"shape {tuple(ta.shape)}"
+            got = kind_of(self.residual) if ta is None else f"shape {tuple(ta.shape)}"
             raise ArgumentError(f"ws.ops.Residual: the residual is {got}; expected "
                                 f"({batches * m}, {n}) (batch * M, N). Fix: pass "
                                 "residual.reshape(-1, N)")

@@ -19,7 +19,8 @@ from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
-from .host_fixes import cast_code, check_no_grad, empty_code, framework, is_read_only
+from .host_fixes import (cast_code, check_no_grad, empty_code, framework, is_read_only,
+                         kind_of)
 from .matmul_config import (check_arguments, choose_config, choose_stream_k, make_policy,
                             policy_for)
 from .matmul_plan import stream_k_tiles
@@ -44,7 +45,7 @@ _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": B
 def _arg(name: str, x):
     ta = as_tensor_arg(x, name)
     if ta is None:
-        raise ArgumentError(f"ws.ops.matmul: {name} is {_kind(x)}; expected a tensor "
+        raise ArgumentError(f"ws.ops.matmul: {name} is {kind_of(x)}; expected a tensor "
                             "(torch, numpy) of shape (M, K) / (K, N) or batched (B, M, K) / "
                             "(B, K, N). Fix: pass torch tensors or numpy arrays (as to "
                             "torch.matmul / np.matmul)")
@@ -53,11 +54,6 @@ def _arg(name: str, x):
                             "dimensions, or 3 (batched). Fix: reshape it (a vector: x[None, :] "
                             "or x[:, None])")
     return ta
-
-
-def _kind(x) -> str:
-    """What a non-tensor argument is, for an error: "None" or "a <type>"."""
-    return "None" if x is None else f"a {type(x).__name__}"
 
 
 def _out_dtype(out_dtype, default, like=(), op: str = "matmul"):
@@ -347,7 +343,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if out is not None:
         to = as_tensor_arg(out, "out")
         if to is None or tuple(to.shape) != shape or to.dtype != odt.ir_type:
-            got = "not a tensor" if to is None else f"{tuple(to.shape)} {to.dtype}"
+            got = kind_of(out) if to is None else f"{tuple(to.shape)} {to.dtype}"
             raise ArgumentError(f"ws.ops.{op}: out is {got}; expected shape {shape} of "
                                 f"{odt.__name__}. Fix: out="
                                 f"{empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}, or leave "
