@@ -215,3 +215,11 @@ def test_the_recompile_warning_names_the_fields_that_changed(monkeypatch):
     text = "\n".join(str(w.message) for w in record)
     assert "epilogue.gain 1.0 -> 2.0" in text and "p: tile_n 128 -> 64" in text, text
     assert "a static field of" not in text, text
+
+
+def test_a_recompile_reason_shows_an_epilogue_by_its_class_and_fields():
+    """Not the key's nested tuples ("('sk', ('class', 'warpstage..."): the class and fields."""
+    from warpstage.core.static_key import static_key
+    from warpstage.frontend.kinds.diff import field_changes
+    old, new = (("epilogue", None),), (("epilogue", static_key(ws.ops.BiasGelu())),)
+    assert field_changes(old, new) == "epilogue None -> BiasGelu(bias=None, has_bias=False)"

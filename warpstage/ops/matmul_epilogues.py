@@ -143,6 +143,21 @@ def traced(epilogue):
     return view
 
 
+def operand_names(epilogue, operands) -> list:
+    """A name per tensor of ``operands`` (the epilogue's), for the host's errors: the field that
+    holds it, bare for warpstage's own epilogues ("bias", "residual", "scale_a") and
+    ``Class.field`` for a user's; else ``Class's operand i``."""
+    cls = type(epilogue)
+    fields = getattr(epilogue, "__dict__", {})
+    own = cls.__module__.startswith("warpstage.")
+    names = []
+    for i, t in enumerate(operands):
+        field = next((k for k, v in fields.items() if v is t), None)
+        names.append(f"{cls.__name__}'s operand {i}" if field is None else
+                     field if own else f"{cls.__name__}.{field}")
+    return names
+
+
 def epilogue_key(epilogue, op: str = "matmul"):
     """``static_key(epilogue)``: what of the epilogue specializes the kernel (its class and
     fields); ArgumentError from ``ws.ops.<op>`` naming the field that cannot be keyed."""

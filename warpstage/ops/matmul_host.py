@@ -28,7 +28,7 @@ from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _sw
                               check_no_overlap, check_same_device, check_target,
                               tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
-from .matmul_epilogues import epilogue_key
+from .matmul_epilogues import epilogue_key, operand_names
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from . import op_plans
 from .torch_dispatch import torch_op
@@ -211,13 +211,7 @@ def check_epilogue_grad(op: str, epilogue) -> None:
         return
     if not any(getattr(t, "requires_grad", False) is True for t in ts):
         return
-    cls, fields = type(epilogue).__name__, getattr(epilogue, "__dict__", {})
-    names = []
-    for i, t in enumerate(ts):
-        field = next((k for k, v in fields.items() if v is t), None)
-        names.append("bias" if field == "bias" else f"{cls}.{field}" if field
-                     else f"{cls}'s operand {i}")
-    check_no_grad(op, names, *ts)
+    check_no_grad(op, operand_names(epilogue, ts), *ts)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
@@ -381,9 +375,10 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
             check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
                               x, ta, "move it to a's device (x.to(a.device))")
     if out is not None:
+        operands = tuple(epilogue.operands()) if epilogue is not None else ()
         reads = [("a", ta, False), ("b", tb, False)] + [
-            (f"{type(epilogue).__name__}'s operand {i}", as_tensor_arg(x), True)
-            for i, x in enumerate(epilogue.operands() if epilogue is not None else ())]
+            (name, as_tensor_arg(x), True)
+            for name, x in zip(operand_names(epilogue, operands), operands)]
         check_no_overlap(op, to, reads, "out=" + empty_code((ta, tb), shape, _DTYPE_NAMES[odt])
                          + " (a tensor of its own), or leave out= out")
     if m * n * batches == 0:

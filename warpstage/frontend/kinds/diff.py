@@ -52,15 +52,28 @@ def _changes(a, b, encoded: bool, depth: int = 0) -> list:
     out = []
     for n, v in pb:
         if n not in da:
-            out.append(f"{n} added ({short(v, 30)})")
+            out.append(f"{n} added ({_shown(v)})")
         elif da[n] != v or type(da[n]) is not type(v):
             na, nb = _nested(da[n]), _nested(v)
             inner = _changes(na[1], nb[1], True, depth + 1) \
                 if na is not None and nb is not None and na[0] == nb[0] and depth < 4 else []
             out.extend(f"{n}.{c}" for c in inner) if inner else \
-                out.append(f"{n} {short(da[n], 30)} -> {short(v, 30)}")
+                out.append(f"{n} {_shown(da[n])} -> {_shown(v)}")
     out.extend(f"{n} removed" for n, _ in pa if n not in db)
     return out
+
+
+def _shown(v) -> str:
+    """A field's value for a recompile reason: a nested object's key as ``Bias(has_bias=True)``
+    (not the key's tuples), anything else by its repr, cut to 30 characters."""
+    nested = _nested(v)
+    if nested is None:
+        return short(v, 30)
+    cls = nested[0]
+    name = cls[2] if isinstance(cls, tuple) and len(cls) > 2 else "?"
+    fields = ", ".join(f"{n}={short(_decoded(x), 12)}" for n, x in nested[1])
+    text = f"{str(name).rsplit('.', 1)[-1]}({fields})"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _nested(k):
