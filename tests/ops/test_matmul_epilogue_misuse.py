@@ -223,3 +223,15 @@ def test_a_recompile_reason_shows_an_epilogue_by_its_class_and_fields():
     from warpstage.frontend.kinds.diff import field_changes
     old, new = (("epilogue", None),), (("epilogue", static_key(ws.ops.BiasGelu())),)
     assert field_changes(old, new) == "epilogue None -> BiasGelu(bias=None, has_bias=False)"
+
+
+class NoOperands(ws.ops.Epilogue):
+    def operands(self):
+        pass
+
+
+def test_operands_returning_none_is_the_ops_error():
+    a, b = _ab()
+    raised(ws.ArgumentError, __file__, "marker: operands none",
+           lambda: ws.ops.matmul(a, b, epilogue=NoOperands()),  # marker: operands none
+           "NoOperands.operands() returned None", "expected a tuple of the tensors")

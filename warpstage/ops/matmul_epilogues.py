@@ -143,6 +143,21 @@ def traced(epilogue):
     return view
 
 
+def operands_of(epilogue, op: str = "matmul") -> tuple:
+    """``tuple(epilogue.operands())``; ArgumentError from ``ws.ops.<op>`` when a user's
+    ``operands()`` returns something that is not a sequence (None: a method with no
+    ``return``)."""
+    got = epilogue.operands()
+    try:
+        return tuple(got)
+    except TypeError:
+        cls = type(epilogue).__name__
+        raise ArgumentError(f"ws.ops.{op}: {cls}.operands() returned {kind_of(got)}; expected "
+                            "a tuple of the tensors apply reads (empty: none). Fix: return "
+                            "(self.bias,) or (), or leave operands() to the base class (every "
+                            "tensor field, in field order)") from None
+
+
 def operand_names(epilogue, operands) -> list:
     """A name per tensor of ``operands`` (the epilogue's), for the host's errors: the field that
     holds it, bare for warpstage's own epilogues ("bias", "residual", "scale_a") and

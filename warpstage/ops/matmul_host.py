@@ -28,7 +28,7 @@ from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _sw
                               check_no_overlap, check_same_device, check_target,
                               tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
-from .matmul_epilogues import epilogue_key, operand_names
+from .matmul_epilogues import epilogue_key, operand_names, operands_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from . import op_plans
 from .torch_dispatch import torch_op
@@ -298,7 +298,7 @@ def _plan_tensors(a, b, out, epilogue):
             cls.__static_key__ is Epilogue.__static_key__
             or cls.__module__.startswith("warpstage.")):
         return None
-    operands = tuple(epilogue.operands())
+    operands = operands_of(epilogue)
     if not all(_is_tensor(x) for x in operands):
         return None
     return (a, b, out) + operands
@@ -371,11 +371,11 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
                                 "instance")
         epilogue_key(epilogue, op)
         epilogue.check(m, n, batches)
-        for i, x in enumerate(epilogue.operands()):
-            check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
-                              x, ta, "move it to a's device (x.to(a.device))")
+        operands = operands_of(epilogue, op)
+        for name, x in zip(operand_names(epilogue, operands), operands):
+            check_same_device(op, name, x, ta, "move it to a's device (x.to(a.device))")
     if out is not None:
-        operands = tuple(epilogue.operands()) if epilogue is not None else ()
+        operands = operands_of(epilogue, op) if epilogue is not None else ()
         reads = [("a", ta, False), ("b", tb, False)] + [
             (name, as_tensor_arg(x), True)
             for name, x in zip(operand_names(epilogue, operands), operands)]
