@@ -235,3 +235,19 @@ def test_operands_returning_none_is_the_ops_error():
     raised(ws.ArgumentError, __file__, "marker: operands none",
            lambda: ws.ops.matmul(a, b, epilogue=NoOperands()),  # marker: operands none
            "NoOperands.operands() returned None", "expected a tuple of the tensors")
+
+
+class FieldTypo(ws.ops.Epilogue):
+    def __init__(self, scale):
+        self.scale = scale
+
+    @ws.jit
+    def apply(self, x, row, col, operands):
+        return x * self.scael  # marker: field typo
+
+
+def test_a_missing_field_in_apply_names_the_line_and_the_closest_field():
+    a, b = _ab()
+    raised(AttributeError, __file__, "marker: field typo",
+           lambda: ws.ops.matmul(a, b, epilogue=FieldTypo(2.0)),
+           "'FieldTypo' object has no attribute 'scael'", "did you mean 'scale'")
