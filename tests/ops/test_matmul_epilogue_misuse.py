@@ -251,3 +251,20 @@ def test_a_missing_field_in_apply_names_the_line_and_the_closest_field():
     raised(AttributeError, __file__, "marker: field typo",
            lambda: ws.ops.matmul(a, b, epilogue=FieldTypo(2.0)),
            "'FieldTypo' object has no attribute 'scael'", "did you mean 'scale'")
+
+
+class UnrollByCol(ws.ops.Epilogue):
+    @ws.jit
+    def apply(self, x, row, col, operands):
+        for _ in ws.static_range(col):  # marker: static col
+            x = x + 1.0
+        return x
+
+
+def test_why_dynamic_names_applys_argument_not_the_kernels_tile_loop():
+    a, b = _ab()
+    msg = raised(ws.BindingTimeError, __file__, "marker: static col",
+                 lambda: ws.ops.matmul(a, b, epilogue=UnrollByCol()),
+                 "Why dynamic: it became dynamic at: the output column `col` of the epilogue's "
+                 "apply")
+    assert "matmul_consumer.py" not in msg, msg

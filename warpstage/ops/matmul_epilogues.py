@@ -29,6 +29,7 @@ import textwrap
 import warpstage as ws
 
 from ..core.source import format_location, user_location
+from ..core.trace import Origin
 from ..core.static_key import UnkeyableError, fields_key, static_key
 from ..errors import ArgumentError, BindingTimeError, OperandError
 from ..ir.core import Location
@@ -193,10 +194,23 @@ def apply(epilogue, x, row, col, operands):
     checked: a number or a dynamic scalar, the value to store. ``None`` (an ``apply`` with no
     ``return``) or a tuple is an OperandError at the user's ``apply`` (its ``return``, or its
     ``def`` when it has none), not one of the store deep in the TMA-store epilogue."""
+    x, row, col = (_named_origin(v, what) for v, what in (
+        (x, "the accumulator element `x` of the epilogue's apply"),
+        (row, "the output row `row` of the epilogue's apply (the tile is chosen at run time)"),
+        (col, "the output column `col` of the epilogue's apply (the tile is chosen at run "
+              "time)")))
     y = epilogue.apply(x, row, col, operands)
     if isinstance(y, Scalar) or (type(y) in (int, float) and not isinstance(y, bool)):
         return y
     raise _apply_result_error(epilogue, y)
+
+
+def _named_origin(v, what: str):
+    """``v`` with the origin an error's "Why dynamic" shows set to ``what``: the user's view of
+    apply's arguments, not the line of the kernel's tile loop they were computed from."""
+    if not isinstance(v, Scalar):
+        return v
+    return type(v)._wrap(v.value, Origin(what))
 
 
 def _apply_result_error(epilogue, y) -> OperandError:
