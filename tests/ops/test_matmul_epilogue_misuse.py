@@ -268,3 +268,34 @@ def test_why_dynamic_names_applys_argument_not_the_kernels_tile_loop():
                  "Why dynamic: it became dynamic at: the output column `col` of the epilogue's "
                  "apply")
     assert "matmul_consumer.py" not in msg, msg
+
+
+class PlainPrologue(ws.ops.Epilogue):
+    def __init__(self, t):
+        self.t = t
+
+    def prologue(self, operands):                      # a plain method, as the docs allow
+        return ws.Float32(operands[0][0, 0])  # marker: plain prologue
+
+    @ws.jit
+    def apply(self, x, row, col, operands):
+        return x * operands
+
+
+class PlainApply(ws.ops.Epilogue):
+    def apply(self, x, row, col, operands):            # not @ws.jit
+        if x > 0.0:                                    # a dynamic `if`: rewritten, so it runs
+            x = x * 2.0
+        return x
+
+
+def test_a_plain_prologue_or_apply_is_traced_like_a_jit_method():
+    """Its errors name its own line (they named the kernel's call in matmul_consumer.py), and
+    its dynamic ``if`` is a branch on the GPU, as in a @ws.jit method."""
+    a, b = _ab()
+    raised(ws.OperandError, __file__, "marker: plain prologue",
+           lambda: ws.ops.matmul(a, b, epilogue=PlainPrologue(np.zeros(72, np.float32))),
+           "expected 1 index(es)")
+    got = f32(ws.ops.matmul(a, b, epilogue=PlainApply(), out_dtype=np.float32))
+    ref = f32(a) @ f32(b)
+    np.testing.assert_allclose(got, np.where(ref > 0, 2 * ref, ref), rtol=1e-4, atol=1e-4)

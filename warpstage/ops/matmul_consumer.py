@@ -46,7 +46,7 @@ import warpstage as ws
 from ..lang.fragment import Fragment
 from ..lang.scalars import Float32
 from ..lang.sched import skip_stages
-from .matmul_epilogues import apply, traced
+from .matmul_epilogues import apply, traced, traced_method
 
 __all__ = ["MatmulConsumer"]
 
@@ -87,7 +87,7 @@ class MatmulConsumer:
         if tid == 0:
             ws.tma.prefetch_descriptor(c_desc)
         if ws.static(self.epilogue is not None):
-            operands = traced(self.epilogue).prologue(operands)     # once per CTA, not per element
+            operands = traced_method(traced(self.epilogue), "prologue")(operands)  # once per CTA
         if ws.static(self.schedule == "pingpong"):
             self.consume_pingpong(c_desc, sched, k_tiles, m, n, operands, pipeline, storage,
                                   wg, tid % 128)

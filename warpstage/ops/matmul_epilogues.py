@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import math
 import textwrap
+import types
 
 import warpstage as ws
 
@@ -199,10 +201,28 @@ def apply(epilogue, x, row, col, operands):
         (row, "the output row `row` of the epilogue's apply (the tile is chosen at run time)"),
         (col, "the output column `col` of the epilogue's apply (the tile is chosen at run "
               "time)")))
-    y = epilogue.apply(x, row, col, operands)
+    y = traced_method(epilogue, "apply")(x, row, col, operands)
     if isinstance(y, Scalar) or (type(y) in (int, float) and not isinstance(y, bool)):
         return y
     raise _apply_result_error(epilogue, y)
+
+
+_JITTED: dict = {}
+"""A plain ``apply`` / ``prologue`` function -> its ``ws.jit`` form (:func:`traced_method`)."""
+
+
+def traced_method(epilogue, name: str):
+    """``epilogue.<name>`` as the kernels call it: a plain method (``prologue`` usually is;
+    ``apply`` may be) through ``ws.jit``, so its source is rewritten and registered like a
+    ``@ws.jit`` method's (a dynamic ``if`` works, and an error inside names its line instead
+    of the kernel's call in ops/matmul_consumer.py); anything else as it is."""
+    fn = getattr(type(epilogue), name, None)
+    if not isinstance(fn, types.FunctionType) or name in getattr(epilogue, "__dict__", {}):
+        return getattr(epilogue, name)
+    jitted = _JITTED.get(fn)
+    if jitted is None:
+        jitted = _JITTED[fn] = ws.jit(fn)
+    return functools.partial(jitted, epilogue)
 
 
 def _named_origin(v, what: str):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warpstage as ws
 
-from .matmul_epilogues import apply, traced
+from .matmul_epilogues import apply, traced, traced_method
 from .matmul_plan import MAX_SPLITS, even_splits
 
 __all__ = ["splitk_reduce", "even_splits", "REDUCE_THREADS", "MAX_SPLITS"]
@@ -43,5 +43,5 @@ def splitk_reduce(epilogue, work: ws.Tensor, c: ws.Tensor, m: ws.Int32, n: ws.In
             x = x + work[b * splits + s, r, col]
         if ws.static(epilogue is not None):
             epi = traced(epilogue)
-            x = apply(epi, x, rows, col, epi.prologue(operands))
+            x = apply(epi, x, rows, col, traced_method(epi, "prologue")(operands))
         c[b, r, col] = x
