@@ -111,3 +111,78 @@ def test_a_tensor_that_requires_grad_is_an_error_naming_no_backward(op):
         with torch.no_grad(), pytest.raises(ws.ArgumentError) as ei:
             calls[op]()                          # bf16 operands: now its dtype error
         assert "requires grad" not in str(ei.value) and "float8" in str(ei.value)
+
+
+@pytest.mark.parametrize("which", ["a", "b", "bias"])
+@pytest.mark.usefixtures("sim_target")
+def test_an_out_over_a_tensor_the_kernel_reads_is_an_error(which):
+    """The persistent CTAs read A's and B's tiles (and every row reads the bias) while other
+    tiles are stored: an ``out`` sharing their memory computed garbage without a word."""
+    buf = bf16(64, 64)
+    a, b = (buf, bf16(64, 64, seed=2)) if which != "b" else (bf16(64, 64, seed=2), buf)
+    if which == "bias":
+        a, b = bf16(64, 64, seed=3), bf16(64, 64, seed=2)
+        out = np.zeros((64, 64), np.float32)
+        call = lambda: ws.ops.matmul(a, b, out=out, out_dtype=np.float32,  # marker: over bias
+                                     bias=out[0])
+        name, marker = "bias", "over bias"
+    else:
+        call = lambda: ws.ops.matmul(a, b, out=buf)  # marker: over ab
+        name, marker = which, "over ab"
+    raised(ws.ArgumentError, __file__, "marker: " + marker, call,
+           f"ws.ops.matmul: out shares memory with {name}", "Fix: out=np.empty((64, 64)")
+
+
+@pytest.mark.usefixtures("sim_target")
+def test_residual_of_out_in_place_and_interleaved_views_are_not_overlaps():
+    """``Residual(out)`` reads each element where it is written (in place, allowed), and two
+    column halves of one buffer share no element: both give the result of separate tensors."""
+    a, b = bf16(40, 24), bf16(24, 72, seed=2)
+    res = np.linspace(-1, 1, 40 * 72, dtype=np.float32).reshape(40, 72)
+    want = np.asarray(ws.ops.matmul(a, b, out_dtype=np.float32,
+                                    epilogue=ws.ops.Residual(res.copy(), 0.5)))
+    out = res.copy()
+    ws.ops.matmul(a, b, out=out, out_dtype=np.float32, epilogue=ws.ops.Residual(out, 0.5))
+    np.testing.assert_array_equal(out, want)
+    buf = np.zeros((40, 24 + 72), a.dtype)
+    buf[:, :24] = a
+    ws.ops.matmul(buf[:, :24], b, out=buf[:, 24:])
+    np.testing.assert_array_equal(np.asarray(buf[:, 24:], np.float32),
+                                  np.asarray(ws.ops.matmul(a, b), np.float32))
+
+
+@pytest.mark.parametrize("what", ["bias", "out", "residual", "scaled out"])
+def test_a_bias_out_or_epilogue_tensor_that_requires_grad_is_an_error(what):
+    """Not only a and b: a bias, an ``out=`` or an epilogue's tensor that requires grad would
+    leave the result outside autograd as silently (no formula runs through them)."""
+    torch = pytest.importorskip("torch")
+    x, w = torch.zeros(16, 32, dtype=torch.bfloat16), torch.zeros(64, 32, dtype=torch.bfloat16)
+    g = dict(requires_grad=True)
+    bias, out = torch.zeros(64, **g), torch.zeros(16, 64, dtype=torch.bfloat16, **g)
+    res = torch.zeros(16, 64, **g)
+    one, x8 = torch.tensor(1.0), torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
+    calls = {"bias": lambda: ws.ops.matmul(x, w.T, bias=bias),  # marker: grad bias
+             "out": lambda: ws.ops.matmul(x, w.T, out=out),  # marker: grad out
+             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=ws.ops.Residual(res)),  # marker: grad residual
+             "scaled out": lambda: ws.ops.scaled_matmul(x8, x8.T, one, one, out=out[:, :16])}  # marker: grad scaled out
+    name = {"bias": "bias", "out": "out", "residual": "residual",
+            "scaled out": "out"}[what]
+    raised(ws.ArgumentError, __file__, "marker: grad " + what, calls[what],
+           f"{name} (shape", "requires grad", "no backward", "torch.no_grad()")
+
+
+@pytest.mark.parametrize("where", ["a", "out", "bias", "scale_a"])
+@pytest.mark.usefixtures("sim_target")
+def test_a_numpy_scalar_where_a_tensor_is_expected_is_named_as_a_scalar(where):
+    """``np.float32(1.0)`` has an array interface but is a number: the error says so (it read
+    "scale_a is a float32; expected a float32 tensor"), and a scale's Fix makes it a tensor."""
+    a, b, s = bf16(40, 24), bf16(24, 72, seed=2), np.float32(1.0)
+    a8, b8, one = fp8(8, 32), fp8(64, 32).T, np.ones((), np.float32)
+    calls = {"a": lambda: ws.ops.matmul(s, b),  # marker: np scalar a
+             "out": lambda: ws.ops.matmul(a, b, out=s),  # marker: np scalar out
+             "bias": lambda: ws.ops.matmul(a, b, bias=s),  # marker: np scalar bias
+             "scale_a": lambda: ws.ops.scaled_matmul(a8, b8, s, one)}  # marker: np scalar scale_a
+    msg = raised(ws.ArgumentError, __file__, "marker: np scalar " + where, calls[where],
+                 "a numpy scalar np.float32(1.0) (a number, not an array)")
+    if where == "scale_a":
+        assert "Fix: scale_a=np.asarray(1.0, np.float32)" in msg, msg

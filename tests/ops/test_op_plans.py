@@ -264,3 +264,23 @@ def test_stream_k_plans_launch_into_the_kept_workspace(fake_gpu):
     assert workspace.data_ptr() in values and counters.data_ptr() in values
     assert tile in (128 * 128, 128 * 192, 128 * 256)   # the plan's tile (tile_m x tile_n)
     assert workspace.numel() == 2 * ctas * tile and not counters.any()
+
+
+def test_an_out_over_an_input_is_the_ops_error_after_a_plan_exists(fake_gpu):
+    """A plan is kept for one layout of ``out`` against the inputs: a later call with the same
+    facts whose ``out`` is ``a`` itself, or a view over part of ``a``'s memory, runs the op's
+    checks (an error), never the plan; out beside a in one buffer (interleaved columns) does
+    not share an element, and keeps its plan."""
+    a, w, c = _bf16(256, 256), _bf16(256, 256), _bf16(256, 256)
+    ws.ops.matmul(a, w.T, out=c)
+    ws.ops.matmul(a, w.T, out=c)                        # the plan runs
+    with pytest.raises(ws.ArgumentError, match="out shares memory with a"):
+        ws.ops.matmul(a, w.T, out=a)
+    buf = _bf16(512, 256)
+    with pytest.raises(ws.ArgumentError, match="out shares memory with b"):
+        ws.ops.matmul(a, buf[:256].T, out=buf[128:384])
+    wide = _bf16(256, 512)
+    plans = op_plans.STATS["plans"]
+    for _ in range(3):
+        ws.ops.matmul(wide[:, :256], w.T, out=wide[:, 256:])
+    assert op_plans.STATS["plans"] == plans + 1

@@ -7,13 +7,14 @@ never at warpstage's own.
 from __future__ import annotations
 
 import linecache
+import os
 import sys
 from typing import Optional
 
 from ..ir.core import Location
 
-__all__ = ["register_user_code", "is_kernel_code", "user_frame", "user_location", "excerpt",
-           "format_location"]
+__all__ = ["register_user_code", "is_kernel_code", "is_library_file", "user_frame",
+           "user_location", "excerpt", "format_location"]
 
 _USER_CODE: dict = {}
 """id(code) -> {line: Location} for each registered code object; looked up by id because a code
@@ -31,6 +32,15 @@ def register_user_code(code) -> None:
     for c in code.co_consts:
         if hasattr(c, "co_code"):
             register_user_code(c)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether ``filename`` is warpstage's own source (a library kernel such as ``ws.ops``'),
+    not the user's."""
+    return os.path.abspath(filename).startswith(_PACKAGE)
 
 
 def is_kernel_code(code) -> bool:

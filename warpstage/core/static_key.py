@@ -19,8 +19,8 @@ import operator
 import sys
 import types
 
-__all__ = ["static_key", "UnkeyableError", "class_key", "code_key", "EqualityKey", "is_stable",
-           "forget_class", "ARRAY_LIMIT"]
+__all__ = ["static_key", "fields_key", "UnkeyableError", "class_key", "code_key", "EqualityKey",
+           "is_stable", "forget_class", "ARRAY_LIMIT"]
 
 
 class UnkeyableError(TypeError):
@@ -158,6 +158,25 @@ def _composite_key(v, t, depth, path):
         except UnkeyableError:
             pass
     return ("eq", class_key(t), EqualityKey(v))
+
+
+def fields_key(obj, skip=None) -> tuple:
+    """The key of a static policy object's fields, for its ``__static_key__``: ``((name,
+    static_key(value)), ...)`` over its attributes in name order, leaving out those for which
+    ``skip(value)`` is true (an epilogue's tensors, which reach the kernel as arguments). Each
+    field is keyed by the rules above, not by its own ``hash()``: a numpy scalar by dtype and
+    value, a list or a nested config object by its contents (so changing one recompiles), and
+    the pairs name the fields, so a RecompileWarning can say which one changed. A field that
+    cannot be keyed raises ``UnkeyableError`` naming it."""
+    out = []
+    for name, v in _attributes(obj) or ():
+        if skip is not None and skip(v):
+            continue
+        try:
+            out.append((name, static_key(v)))
+        except UnkeyableError as e:
+            raise UnkeyableError(f"its field {name!r} ({type(v).__name__}): {e}") from None
+    return tuple(out)
 
 
 class EqualityKey:

@@ -25,7 +25,7 @@ from .host_checks import call_print, format_value, read_item  # noqa: F401  (the
 from .loops import for_stmt, while_stmt
 from .regions import (GUARD_LABELS, IF_LABELS, Checkpoint, Site, branches, is_dynamic,
                       not_any, truth)
-from ..core.source import format_location, user_location
+from ..core.source import format_location, is_library_file, user_location
 from ..core.trace import builder, maybe_current
 from ..core.unbound import UNDEF, Unbound, UnboundVariableError
 
@@ -195,11 +195,17 @@ def raising(text: str, exc):
     inside a branch of a dynamic ``if``. Both branches are traced while compiling, so there it
     would fail every compile whatever the condition is at run time (and the GPU cannot raise a
     Python exception): an UnsupportedError naming the ``if``. A warpstage error (library code
-    rejecting a static configuration) passes through: it is a compile-time error on any path."""
+    rejecting a static configuration) passes through: it is a compile-time error on any path;
+    so does a ``raise`` whose only dynamic branches around it are warpstage's own (a user's
+    matmul epilogue under the kernel's role dispatch by warp index): the user's code runs on
+    every path there, and the ``if`` named would be one the user cannot change."""
     ctx = maybe_current()
     if ctx is None or not ctx.dynamic_sites or isinstance(exc, WarpstageError):
         return exc
-    site = ctx.dynamic_sites[-1]
+    sites = [s for s in ctx.dynamic_sites if not is_library_file(s.file)]
+    if not sites:       # only warpstage's own branches (a library kernel's role dispatch) are
+        return exc      # around: the user's code runs on every path there, raising while compiling
+    site = sites[-1]
     what = "`if`" if site.kind == "if" else "condition"
     said = str(exc) if isinstance(exc, BaseException) else ""
     raise UnsupportedError(

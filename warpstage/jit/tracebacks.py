@@ -91,9 +91,46 @@ def _user_error(e: Exception) -> Exception:
         head = t
     e.__cause__ = None
     e.__suppress_context__ = True
+    if type(e) in (NameError, AttributeError) and frames:
+        _explain_name_error(e, frames[-1])
     _name_position(e, (frames[-1].tb_frame.f_code.co_filename, frames[-1].tb_lineno) if frames
                    else _caller_position())
     return e.with_traceback(head)
+
+
+def _explain_name_error(e, tb) -> None:
+    """A NameError or AttributeError raised by traced kernel code (``tb``: its innermost user
+    frame) gets the what / where / Fix of every warpstage error in its message: the line, the
+    closest names (a typo), and where a kernel's names come from. Python's own says only "name
+    'x' is not defined" / "'Scale' object has no attribute 'x'"."""
+    from ..core.source import format_location, is_kernel_code
+    from ..ir.core import Location
+    frame = tb.tb_frame
+    if not is_kernel_code(frame.f_code) or len(e.args) != 1 or not isinstance(e.args[0], str) \
+            or "Fix:" in e.args[0]:
+        return
+    import builtins
+    import difflib
+    name = getattr(e, "name", None)
+    if isinstance(e, NameError):
+        names = set(frame.f_locals) | set(frame.f_globals) | set(vars(builtins))
+        fix = ("define it before this line: a parameter, a local assigned earlier, or a global "
+               "/ closure variable of the function's module (read while compiling, as a static "
+               "value); or correct its spelling")
+    else:
+        owner = getattr(e, "obj", None)
+        try:
+            names = set(dir(owner)) if owner is not None else set()
+        except Exception:           # noqa: BLE001 - an object whose dir() fails: no hints
+            names = set()
+        fix = ("read an attribute the object has (a static object's fields are read while "
+               "compiling: set it in __init__), or correct its spelling")
+    close = difflib.get_close_matches(name, sorted(n for n in names if isinstance(n, str)),
+                                      n=3) if isinstance(name, str) else []
+    where = format_location(Location(frame.f_code.co_filename, tb.tb_lineno, 0))
+    e.args = (e.args[0] + " in kernel code (a @ws.jit function or kernel, traced while "
+              "compiling)" + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
+              + "\n" + (where + "\n" if where else "") + "Fix: " + fix,)
 
 
 def _name_position(e: Exception, position) -> None:

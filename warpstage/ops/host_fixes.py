@@ -15,7 +15,7 @@ from ..jit.tracebacks import _user_error
 from ..runtime.tensors import TensorArg
 
 __all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only",
-           "check_no_grad"]
+           "check_no_grad", "kind_of"]
 
 
 def framework(*tensors) -> str:
@@ -31,6 +31,22 @@ def framework(*tensors) -> str:
         if kind == "numpy" or module == "numpy":
             return "numpy"
     return "numpy"
+
+
+def kind_of(x) -> str:
+    """What a value that is not a tensor is, for an error that wanted one: "None", "a numpy
+    scalar np.float32(1.0) (a number, not an array)", "a Python float (1.0)", "a list". A numpy scalar's dtype alone ("a float32") reads like a
+    tensor's dtype, so it is named as the scalar it is."""
+    if x is None:
+        return "None"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.generic):
+        name = type(x).__name__
+        prefix = "np." if type(x).__module__ == "numpy" else ""
+        return f"a numpy scalar {prefix}{name}({x.item()!r}) (a number, not an array)"
+    if type(x) in (bool, int, float, complex):
+        return f"a Python {type(x).__name__} ({x!r})"
+    return f"a {type(x).__name__}"
 
 
 def _dtype_code(fw: str, name: str) -> str:
@@ -82,11 +98,12 @@ def is_read_only(x) -> bool:
     return False
 
 
-def check_no_grad(op: str, names: str, *tensors) -> None:
+def check_no_grad(op: str, names, *tensors) -> None:
     """ArgumentError (from the user's frame) when grad mode is on and one of the torch
-    ``tensors`` (named by the words of ``names``) requires grad: ``ws.ops.<op>`` registers no
-    backward, so its result would silently leave the autograd graph (an ``nn.Linear`` weight
-    passed outside ``torch.no_grad()`` is the usual case)."""
+    ``tensors`` (named by the words of ``names``, or by the items of a list) requires grad:
+    ``ws.ops.<op>`` registers no backward, so its result would silently leave the autograd
+    graph (an ``nn.Linear`` weight passed outside ``torch.no_grad()`` is the usual case; a bias,
+    an ``out=`` or an epilogue's tensor no less)."""
     for t in tensors:                   # the hot path: one attribute read per tensor
         if getattr(t, "requires_grad", False) is True:
             break
@@ -96,11 +113,16 @@ def check_no_grad(op: str, names: str, *tensors) -> None:
     if torch is None or not torch.is_grad_enabled():
         return
     T = torch.Tensor
-    for name, t in zip(names.split(), tensors):
+    for name, t in zip(names.split() if isinstance(names, str) else names, tensors):
         if isinstance(t, T) and t.requires_grad:
             raise _user_error(ArgumentError(
                 f"ws.ops.{op}: {name} (shape {tuple(t.shape)}) requires grad, but ws.ops.{op} "
                 "has no backward (no autograd formula is registered), so its result would not "
                 "be part of the autograd graph; expected tensors that do not require grad, or "
                 "grad mode off. Fix: call it under torch.no_grad() / torch.inference_mode(), "
-                f"pass {name}.detach(), or use torch's op where gradients are needed"))
+                f"pass {_detach_code(name)}, or use torch's op where gradients are needed"))
+
+
+def _detach_code(name: str) -> str:
+    """``name.detach()``, or for a tensor named in words (an epilogue's operand) the words."""
+    return f"{name}.detach()" if name.isidentifier() else f"{name} detached (x.detach())"

@@ -46,6 +46,7 @@ import warpstage as ws
 from ..lang.fragment import Fragment
 from ..lang.scalars import Float32
 from ..lang.sched import skip_stages
+from .matmul_epilogues import apply, traced, traced_method
 
 __all__ = ["MatmulConsumer"]
 
@@ -86,7 +87,7 @@ class MatmulConsumer:
         if tid == 0:
             ws.tma.prefetch_descriptor(c_desc)
         if ws.static(self.epilogue is not None):
-            operands = self.epilogue.prologue(operands)     # once per CTA, not per element
+            operands = traced_method(traced(self.epilogue), "prologue")(operands)  # once per CTA
         if ws.static(self.schedule == "pingpong"):
             self.consume_pingpong(c_desc, sched, k_tiles, m, n, operands, pipeline, storage,
                                   wg, tid % 128)
@@ -238,12 +239,12 @@ class MatmulConsumer:
         row0, col0 = m_blk * self.tile_m, n_blk * self.tile_n
         transform = None
         if self.epilogue is not None:
-            epi = self.epilogue
+            epi = traced(self.epilogue)
             base = batch * m + row0 if self.batched else row0
             last_row = batch * m + (m - 1) if self.batched else m - 1
 
             def transform(x, r, c):
-                return epi.apply(x, ws.math.min(base + r, last_row),
-                                 ws.math.min(col0 + c, n - 1), operands)
+                return apply(epi, x, ws.math.min(base + r, last_row),
+                             ws.math.min(col0 + c, n - 1), operands)
         coords = (batch, row0, col0) if self.batched or self.split_k else (row0, col0)
         self.out.store(accs, tid, c_desc, buffers, coords, transform, barrier_id)

@@ -19,13 +19,16 @@ from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
-from .host_fixes import cast_code, check_no_grad, empty_code, framework, is_read_only
+from .host_fixes import (cast_code, check_no_grad, empty_code, framework, is_read_only,
+                         kind_of)
 from .matmul_config import (check_arguments, choose_config, choose_stream_k, make_policy,
                             policy_for)
 from .matmul_plan import stream_k_tiles
 from .matmul_operands import (MatmulCopyWarning, _framework, _new, _operand, _swap,
-                              check_same_device, check_target, tma_compatible)
+                              check_no_overlap, check_same_device, check_target,
+                              tma_compatible)
 from .matmul_kernel import FP8_DTYPES, Matmul, matmul_kernel, tile_k_of
+from .matmul_epilogues import epilogue_key, operand_names, operands_of
 from .matmul_splitk import REDUCE_THREADS, splitk_reduce
 from . import op_plans
 from .torch_dispatch import torch_op
@@ -42,7 +45,7 @@ _OUT_NAMES = {"float16": Float16, "half": Float16, "f16": Float16, "bfloat16": B
 def _arg(name: str, x):
     ta = as_tensor_arg(x, name)
     if ta is None:
-        raise ArgumentError(f"ws.ops.matmul: {name} is {_kind(x)}; expected a tensor "
+        raise ArgumentError(f"ws.ops.matmul: {name} is {kind_of(x)}; expected a tensor "
                             "(torch, numpy) of shape (M, K) / (K, N) or batched (B, M, K) / "
                             "(B, K, N). Fix: pass torch tensors or numpy arrays (as to "
                             "torch.matmul / np.matmul)")
@@ -51,11 +54,6 @@ def _arg(name: str, x):
                             "dimensions, or 3 (batched). Fix: reshape it (a vector: x[None, :] "
                             "or x[:, None])")
     return ta
-
-
-def _kind(x) -> str:
-    """What a non-tensor argument is, for an error: "None" or "a <type>"."""
-    return "None" if x is None else f"a {type(x).__name__}"
 
 
 def _out_dtype(out_dtype, default, like=(), op: str = "matmul"):
@@ -159,7 +157,9 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, bias=None, tile_n=N
     ``torch.compile(fullgraph=True)`` traces it without a graph break."""
     if bias is not None:
         epilogue = _with_bias(bias, epilogue)
-    check_no_grad("matmul", "a b", a, b)
+    check_no_grad("matmul", "a b out", a, b, out)
+    if epilogue is not None:
+        check_epilogue_grad("matmul", epilogue)
     if (tune is False and epilogue is None and tile_n is None and num_stages is None
             and group is None and splits is None and tile_m is None and stream_k is None
             and raster == "M" and schedule == "cooperative" and cluster == (1, 1)):
@@ -197,6 +197,21 @@ def _with_bias(bias, epilogue):
             "(epilogue=ws.ops.BiasGelu(bias)), or drop epilogue="))
     from .matmul_epilogues import Bias
     return Bias(bias)
+
+
+def check_epilogue_grad(op: str, epilogue) -> None:
+    """``check_no_grad`` of an epilogue's tensors (the bias of ``bias=`` among them), each
+    named by its field (``bias``, ``Residual.residual``) where it is one."""
+    operands = getattr(epilogue, "operands", None)
+    if operands is None:
+        return
+    try:
+        ts = tuple(operands())
+    except Exception:               # noqa: BLE001 - the op's own checks report a broken one
+        return
+    if not any(getattr(t, "requires_grad", False) is True for t in ts):
+        return
+    check_no_grad(op, operand_names(epilogue, ts), *ts)
 
 
 def _tuned(a, b, out, out_dtype, epilogue, tune, given):
@@ -257,7 +272,7 @@ def matmul_eager(a, b, *, out=None, out_dtype=None, epilogue=None, tile_n=None, 
         return op_plans.run("matmul", tensors, _typed(
             out_dtype, tile_n, num_stages, raster, group, schedule, splits, tile_m,
             None if epilogue is None else type(epilogue),
-            None if epilogue is None else epilogue.__static_key__(), stream_k),
+            None if epilogue is None else epilogue_key(epilogue), stream_k),
             lambda: _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster,
                             group, schedule, splits, tile_m=tile_m, stream_k=stream_k))
     except (WarpstageError, ValueError) as e:
@@ -283,7 +298,7 @@ def _plan_tensors(a, b, out, epilogue):
             cls.__static_key__ is Epilogue.__static_key__
             or cls.__module__.startswith("warpstage.")):
         return None
-    operands = tuple(epilogue.operands())
+    operands = operands_of(epilogue)
     if not all(_is_tensor(x) for x in operands):
         return None
     return (a, b, out) + operands
@@ -322,7 +337,7 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if out is not None:
         to = as_tensor_arg(out, "out")
         if to is None or tuple(to.shape) != shape or to.dtype != odt.ir_type:
-            got = "not a tensor" if to is None else f"{tuple(to.shape)} {to.dtype}"
+            got = kind_of(out) if to is None else f"{tuple(to.shape)} {to.dtype}"
             raise ArgumentError(f"ws.ops.{op}: out is {got}; expected shape {shape} of "
                                 f"{odt.__name__}. Fix: out="
                                 f"{empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}, or leave "
@@ -349,15 +364,23 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
     if epilogue is not None:
         from .matmul_epilogues import Epilogue
         if not isinstance(epilogue, Epilogue):
-            raise ArgumentError(f"ws.ops.matmul: epilogue={epilogue!r} "
+            raise ArgumentError(f"ws.ops.{op}: epilogue={epilogue!r} "
                                 f"({type(epilogue).__name__}); expected None or an instance of "
                                 "a ws.ops epilogue (a subclass of ws.ops.Epilogue). Fix: "
                                 "epilogue=ws.ops.BiasGelu(bias), or your own Epilogue subclass's "
                                 "instance")
+        epilogue_key(epilogue, op)
         epilogue.check(m, n, batches)
-        for i, x in enumerate(epilogue.operands()):
-            check_same_device(op, f"{type(epilogue).__name__}'s operand {i} (operands()[{i}])",
-                              x, ta, "move it to a's device (x.to(a.device))")
+        operands = operands_of(epilogue, op)
+        for name, x in zip(operand_names(epilogue, operands), operands):
+            check_same_device(op, name, x, ta, "move it to a's device (x.to(a.device))")
+    if out is not None:
+        operands = operands_of(epilogue, op) if epilogue is not None else ()
+        reads = [("a", ta, False), ("b", tb, False)] + [
+            (name, as_tensor_arg(x), True)
+            for name, x in zip(operand_names(epilogue, operands), operands)]
+        check_no_overlap(op, to, reads, "out=" + empty_code((ta, tb), shape, _DTYPE_NAMES[odt])
+                         + " (a tensor of its own), or leave out= out")
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
     if k == 0:                       # an empty sum: A and B of zeros, K of 16 bytes

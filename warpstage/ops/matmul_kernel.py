@@ -255,11 +255,16 @@ class Matmul(MatmulProducer, MatmulConsumer):
         return p
 
     def __static_key__(self):
-        return ("Matmul", self.dtype.__name__, self.b_dtype.__name__, self.out_dtype.__name__,
-                self.a_major,
-                self.b_major, self.batched, self.tile_n, self.num_stages, self.raster,
-                self.group, self.producer_regs, self.mma_regs, static_key(self.epilogue),
-                self.schedule, self.split_k, self.tile_m, self.cluster, self.stream_k)
+        # (name, value) pairs: a RecompileWarning names the fields that changed
+        # ("epilogue.scale 1.0 -> 2.0"), frontend/kinds/diff.py
+        return (("dtype", self.dtype.__name__), ("b_dtype", self.b_dtype.__name__),
+                ("out_dtype", self.out_dtype.__name__), ("a_major", self.a_major),
+                ("b_major", self.b_major), ("batched", self.batched), ("tile_n", self.tile_n),
+                ("num_stages", self.num_stages), ("raster", self.raster), ("group", self.group),
+                ("producer_regs", self.producer_regs), ("mma_regs", self.mma_regs),
+                ("epilogue", static_key(self.epilogue)), ("schedule", self.schedule),
+                ("split_k", self.split_k), ("tile_m", self.tile_m), ("cluster", self.cluster),
+                ("stream_k", self.stream_k))
 
     def __repr__(self) -> str:
         ab = self.dtype.__name__ + ("" if self.b_dtype is self.dtype

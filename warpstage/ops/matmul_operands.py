@@ -65,6 +65,65 @@ def check_same_device(op: str, name: str, x, ta, fix: str) -> None:
                             f"memory). Fix: {fix}")
 
 
+def byte_span(ta) -> int:
+    """Bytes from ``ta``'s first element to the end of its last (0 when it is empty; strides
+    are non-negative for the tensors the ops read)."""
+    if ta.numel == 0:
+        return 0
+    return ta.dtype.nbytes * (1 + sum((n - 1) * abs(st) for n, st in zip(ta.shape, ta.strides)))
+
+
+def shares_memory(tx, ty) -> bool:
+    """Whether two tensors (TensorArgs) have an element in common: their byte ranges first,
+    then, for ranges that meet, numpy's exact test on their addresses, shapes and strides (no
+    memory is read; interleaved views such as the two halves of one buffer's columns do not
+    share). A case too hard to decide counts as shared."""
+    if (tx.device, tx.device_index) != (ty.device, ty.device_index):
+        return False
+    sx, sy = byte_span(tx), byte_span(ty)
+    if sx == 0 or sy == 0 or tx.data_ptr + sx <= ty.data_ptr or ty.data_ptr + sy <= tx.data_ptr:
+        return False
+    try:
+        return bool(np.shares_memory(_view(tx), _view(ty), max_work=100_000))
+    except Exception:           # noqa: BLE001 - numpy's TooHardError: counted as shared
+        return True
+
+
+class _Layout:
+    """``ta``'s addresses as numpy's array interface (bytes, read-only): what
+    ``np.shares_memory`` needs. It reads the addresses, never the memory (which may be a GPU's)."""
+
+    def __init__(self, ta):
+        n = ta.dtype.nbytes
+        self.__array_interface__ = {
+            "version": 3, "typestr": "|u1", "data": (ta.data_ptr, True),
+            "shape": tuple(ta.shape) + (n,), "strides": tuple(st * n for st in ta.strides) + (1,)}
+
+
+def _view(ta):
+    return np.asarray(_Layout(ta))
+
+
+def check_no_overlap(op: str, to, reads, fix: str) -> None:
+    """ArgumentError from ``ws.ops.<op>`` when the output ``to`` (a TensorArg) shares memory
+    with a tensor the kernel reads: ``reads``, (name, TensorArg, in_place) triples; an
+    ``in_place`` one (an epilogue operand read at the element being written, as
+    ``Residual(out)``) may be ``out`` itself: the same address and the same last two strides.
+    The persistent CTAs read A's and B's tiles while other tiles are being stored, so an output
+    over an operand silently computes from a half-written result."""
+    for name, tx, in_place in reads:
+        if tx is None or not shares_memory(to, tx):
+            continue
+        if in_place and tx.data_ptr == to.data_ptr and tx.strides[-2:] == to.strides[-2:] \
+                and tx.dtype.nbytes == to.dtype.nbytes:
+            continue
+        raise ArgumentError(f"ws.ops.{op}: out shares memory with {name} (out {tuple(to.shape)} "
+                            f"at {to.data_ptr:#x}, {name} {tuple(tx.shape)} at "
+                            f"{tx.data_ptr:#x}); expected an output apart from the tensors the "
+                            "kernel reads: the CTAs read their tiles while other tiles are "
+                            f"already stored, so the result would be wrong. Fix: {fix}")
+
+
 def _framework(x):
     return "torch" if type(x).__module__.startswith("torch") else "numpy"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warpstage as ws
 
+from .matmul_epilogues import apply, traced, traced_method
 from .matmul_plan import MAX_SPLITS, even_splits
 
 __all__ = ["splitk_reduce", "even_splits", "REDUCE_THREADS", "MAX_SPLITS"]
@@ -41,5 +42,6 @@ def splitk_reduce(epilogue, work: ws.Tensor, c: ws.Tensor, m: ws.Int32, n: ws.In
         for s in range(1, splits):
             x = x + work[b * splits + s, r, col]
         if ws.static(epilogue is not None):
-            x = epilogue.apply(x, rows, col, epilogue.prologue(operands))
+            epi = traced(epilogue)
+            x = apply(epi, x, rows, col, traced_method(epi, "prologue")(operands))
         c[b, r, col] = x

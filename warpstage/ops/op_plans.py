@@ -103,6 +103,8 @@ def run(op: str, tensors: tuple, others: tuple, eager):
     if plan is NOT_PLANNED:
         return eager()
     result = plan.run(ptrs, tensors)
+    if result is OTHER_LAYOUT:          # the op's code decides (its checks raise, or it runs)
+        return eager()
     if result is _STALE:                # the op's code (it recompiles), recorded anew
         _PLANS.pop(key, None)
         return record(key, ptrs, tensors, eager)
@@ -214,9 +216,37 @@ class Recorder:
             return NOT_PLANNED                      # a result no launch wrote
         new = tuple((tuple(t.shape), t.dtype, zeros) for t, zeros in self.fresh)
         plan = Plan(tuple(self.steps), new, tuple(returns), isinstance(result, tuple),
-                    tuple(aliases), args[0])
+                    tuple(aliases), args[0], _overlaps(tensors, ptrs, args, returns))
         plan.kept = tuple(self.kept)            # alive as long as the plan launches into them
         return plan
+
+
+def _span(t) -> int:
+    """Bytes from a torch tensor's first element to the end of its last (0 when empty)."""
+    if t.numel() == 0:
+        return 0
+    return t.element_size() * (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())))
+
+
+def _overlaps(tensors, ptrs, args, returns) -> tuple:
+    """How each argument the call wrote (an ``out=``) lay against every other argument, as the
+    plan's condition: (i, j, span of i, span of j, None when their byte ranges were apart, else
+    the address of j less that of i), ``i`` and ``j`` indices into ``ptrs``. The op's checks
+    passed for that layout (an ``out`` over an operand is an error, ``Residual(out)`` in place
+    is not); a later call keeps the plan only with the same layout (:meth:`Plan.run`)."""
+    index = {a: n for n, a in enumerate(args)}
+    out = []
+    for kind, i in returns:
+        if kind != "in":
+            continue
+        si = _span(tensors[i])
+        for j in args:
+            if j == i:
+                continue
+            sj, d = _span(tensors[j]), ptrs[index[j]] - ptrs[index[i]]
+            apart = si == 0 or sj == 0 or d >= si or -d >= sj
+            out.append((index[i], index[j], si, sj, None if apart else d))
+    return tuple(out)
 
 
 def fresh(t, zeros: bool = False):
@@ -286,6 +316,9 @@ def plannable(ok: bool = True) -> None:
 
 
 _STALE = object()
+OTHER_LAYOUT = object()
+"""What :meth:`Plan.run` returns for a call whose ``out=`` lies otherwise against its inputs
+than in the recorded call (over one of them, say): the op's own code runs it, or raises."""
 
 
 class Plan:
@@ -295,10 +328,11 @@ class Plan:
     the current stream's :func:`stream_zeros`), ``returns`` (per result, ('in', i): the i-th tensor
     argument, ('new', j): the j-th allocation), ``tuple_result``."""
 
-    def __init__(self, steps, new, returns, tuple_result, aliases=(), first=0):
+    def __init__(self, steps, new, returns, tuple_result, aliases=(), first=0, overlaps=()):
         self.steps, self.new, self.returns, self.tuple_result = steps, new, returns, tuple_result
         self.first = first          # the tensor whose device the new tensors are made on
         self.aliases = aliases      # (i, j): the i-th and j-th tensors were one memory
+        self.overlaps = overlaps    # how a written argument lay against the others (_overlaps)
         self.guards = tuple(s.guards for s in steps if s.guards)
         self.checks = tuple(guard_checker(g) for g in self.guards)
         self.bound: dict = {}       # addresses -> per step (BoundLaunch, C stub, stream reader)
@@ -315,6 +349,10 @@ class Plan:
             for i, j in self.aliases:
                 if ptrs[i] != ptrs[j]:
                     return _STALE
+        for i, j, si, sj, d in self.overlaps:       # an out= over an input: the op's checks
+            got = ptrs[j] - ptrs[i]
+            if (d is None and -sj < got < si) or (d is not None and got != d):
+                return OTHER_LAYOUT
         made = ()
         if self.new:
             torch = sys.modules["torch"]

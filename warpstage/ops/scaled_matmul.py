@@ -12,6 +12,7 @@ added, before the one rounding to ``out_dtype``.
 """
 from __future__ import annotations
 
+import numbers
 import sys
 
 import warpstage as ws
@@ -23,8 +24,8 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
 from . import op_plans
-from .host_fixes import check_no_grad, framework
-from .matmul_host import _kind, _matmul, _out_dtype, _shapes, _typed, check_tune
+from .host_fixes import check_no_grad, framework, kind_of
+from .matmul_host import _matmul, _out_dtype, _shapes, _typed, check_tune
 from .torch_dispatch import torch_op
 
 __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
@@ -82,7 +83,7 @@ class Scales(Epilogue):
 def _fp8_arg(name, x):
     ta = as_tensor_arg(x, name)
     if ta is None or ta.ndim not in (2, 3) or not is_fp8(ta.dtype):
-        got = _kind(x) if ta is None else f"shape {tuple(ta.shape)} of {ta.dtype}"
+        got = kind_of(x) if ta is None else f"shape {tuple(ta.shape)} of {ta.dtype}"
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a 2-d or 3-d "
                             "(batched) tensor of float8_e4m3fn or float8_e5m2 ((M, K) or (B, M, "
                             "K) for a, (K, N) or (B, K, N) for b). Fix: "
@@ -98,10 +99,14 @@ def _scale_arg(name, s, want: tuple, ta):
     t = as_tensor_arg(s, name)
     if t is None or str(t.dtype) != "f32" or not (t.numel == 1 or tuple(t.shape) == want):
         got = ("missing (None): scale_a and scale_b are required, as for torch._scaled_mm"
-               if s is None else _kind(s) if t is None else
+               if s is None else kind_of(s) if t is None else
                f"shape {tuple(t.shape)} of {t.dtype}")
+        number = t is None and isinstance(s, numbers.Real) and not isinstance(s, bool)
         one = ("torch.ones((), device=a.device)" if framework(ta) == "torch"
                else "np.ones((), np.float32)")
+        if number:                      # a scale given as a number: that number as a tensor
+            one = (f"torch.tensor({float(s)!r}, device=a.device)" if framework(ta) == "torch"
+                   else f"np.asarray({float(s)!r}, np.float32)")
         raise ArgumentError(f"ws.ops.scaled_matmul: {name} is {got}; expected a float32 tensor "
                             f"of one element (per-tensor) or of shape {want} "
                             f"({'row' if name == 'scale_a' else 'column'}-wise"
@@ -144,7 +149,8 @@ def scaled_matmul(a, b, scale_a=None, scale_b=None, *, out_dtype=None, out=None,
     and no ``out``, it goes through ``torch.ops.warpstage.scaled_matmul`` under torch.compile
     (no backward). A torch tensor that requires grad while grad mode is on is an
     ArgumentError (no backward is registered)."""
-    check_no_grad("scaled_matmul", "a b scale_a scale_b bias", a, b, scale_a, scale_b, bias)
+    check_no_grad("scaled_matmul", "a b scale_a scale_b bias out", a, b, scale_a, scale_b, bias,
+                  out)
     if tune is not False:
         check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
                                            raster != "M", schedule != "cooperative"))

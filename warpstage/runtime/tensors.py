@@ -28,7 +28,7 @@ from ..errors import ArgumentError
 from ..ir.types import (ScalarType, bf16, e4m3, e5m2, f16, f32, f64, i8, i16, i32, i64, u8, u16,
                         u32, u64)
 
-__all__ = ["TensorArg", "as_tensor_arg", "require_device", "SUPPORTED_DTYPES"]
+__all__ = ["TensorArg", "as_tensor_arg", "is_tensor", "require_device", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2",
                     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -347,6 +347,24 @@ def as_tensor_arg(obj, name: Optional[str] = None) -> Optional[TensorArg]:
     if tp.__name__ == "PyCapsule" and tp.__module__ == "builtins":   # a bare DLPack capsule
         return from_dlpack_capsule(obj, obj, name)
     return None
+
+
+def is_tensor(obj) -> bool:
+    """Whether :func:`as_tensor_arg` takes ``obj`` for a tensor (binding-time rule 4), without
+    reading it: a torch or cupy tensor, a numpy array, anything with ``__dlpack__``,
+    ``__cuda_array_interface__`` or ``__array_interface__``. A numpy scalar (``np.float64(0.5)``)
+    has an ``__array_interface__`` but is a number, not a tensor."""
+    tp = type(obj)
+    if tp in _NOT_TENSOR_TYPES:
+        return False
+    if tp in _KIND_BY_TYPE:
+        return True
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.generic):
+        return False
+    return (hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
+            or hasattr(obj, "__array_interface__")
+            or (tp.__name__ == "PyCapsule" and tp.__module__ == "builtins"))
 
 
 _MOVE_HINT = {
