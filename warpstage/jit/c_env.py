@@ -290,7 +290,9 @@ _getitem = None            # (descriptor, what it reads) once made
 def kernel_getitem(cls, fallback, trace_globals):
     """A method descriptor of ``cls`` (jit/kernel.Kernel) for ``__getitem__`` whose body is C
     (backend/host_stub.getitem_addresses): ``kern[config]`` returns ``kern._last_launch[1]`` when
-    ``kern._last_launch`` is a pair whose first item equals ``config`` and no trace is active in
+    ``kern._last_launch`` is a pair whose first item equals ``config``, else
+    ``kern._launches[config]`` when that dict holds it (one launch object per configuration),
+    and no trace is active in
     any thread (``trace_globals["_active"]`` is 0: core/trace.py's globals), else
     ``fallback(kern, config)``. Made once per process; later calls return the same
     descriptor."""
@@ -298,9 +300,9 @@ def kernel_getitem(cls, fallback, trace_globals):
     if _getitem is None:
         from ..backend import host_stub
         fn, word = host_stub.getitem_addresses(object_cache())
-        names = ("_last_launch", "_active")
-        words = (ctypes.c_int64 * 7)(id(names[0]), id(trace_globals), id(names[1]), id(0),
-                                     id(None), id(fallback), id(tuple))
+        names = ("_last_launch", "_active", "_launches")
+        words = (ctypes.c_int64 * 9)(id(names[0]), id(trace_globals), id(names[1]), id(0),
+                                     id(None), id(fallback), id(tuple), id(names[2]), id(dict))
         definition = _MethodDef(b"__getitem__", fn, _METH_FASTCALL,
                                 (fallback.__doc__ or "").encode())
         new = ctypes.pythonapi.PyDescr_NewMethod
