@@ -21,6 +21,7 @@ from ..backend import host_stub_ir as layout       # no llvmlite: that is host_s
 from ..runtime import raw_launch
 
 __all__ = ["Environment", "environment", "unavailable_reason", "stub_address", "stub_ready",
+           "stub_loading",
            "object_cache",
            "Context", "make_stub", "make_call", "kernel_getitem",
            "launch_address", "LAUNCH_TYPE", "KDL_CUDA", "KDL_CPU"]
@@ -184,6 +185,11 @@ def stub_ready(start: bool = True) -> Optional[bool]:
             _thread = thread
             thread.start()
     return False
+
+
+def stub_loading() -> bool:
+    """Whether the stub's background load (:func:`stub_ready`) has started and not ended."""
+    return _thread is not None and stub_ready(start=False) is False
 
 
 _HOST_STUB = __name__.rsplit(".", 2)[0] + ".backend.host_stub"
