@@ -24,10 +24,13 @@ python3 -m compileall -q warpstage benchmarks "$BEFORE/warpstage" "$BEFORE/bench
 WARPSTAGE_CACHE_DIR=/tmp/ws-cache-l14b PYTHONPATH=. timeout 150 python3 -m pytest -m gpu -q \
     -p no:cacheprovider -n 8 tests/jit tests/runtime > "$OUT/pytest_gpu.txt" 2>&1
 echo "gpu pytest rc $? at $(( $(date +%s) - t0 )) s"
+# this tree's launch_overhead.py (its two-configuration row) run in both trees: a copy in before's
+cp benchmarks/launch_overhead.py "$BEFORE/benchmarks/launch_overhead_l14b.py"
 for tree in before this; do
-    dir=.; [ "$tree" = before ] && dir=$BEFORE
+    dir=.; name=launch_overhead.py
+    [ "$tree" = before ] && dir=$BEFORE && name=launch_overhead_l14b.py
     (cd "$dir" && WARPSTAGE_CACHE_DIR=/tmp/ws-cache-l14b-launch-$tree PYTHONPATH=. timeout 60 \
-        python3 benchmarks/launch_overhead.py) > "$OUT/launch_$tree.txt" 2>&1
+        python3 benchmarks/$name) > "$OUT/launch_$tree.txt" 2>&1
     echo "launch $tree rc $? at $(( $(date +%s) - t0 )) s"
 done
 for tree in before this; do
