@@ -40,8 +40,7 @@ from . import c_env
 from .launch import get_target, stream_handle
 from .tracebacks import _user_error
 
-__all__ = ["State", "launch_type", "bound_stub", "stub_pending", "stub_kinds", "MAX_ENTRIES",
-           "NO_MATCH"]
+__all__ = ["State", "launch_type", "bound_stub", "stub_kinds", "MAX_ENTRIES", "NO_MATCH"]
 
 MAX_ENTRIES = 16                        # per launch configuration; then the oldest goes
 NO_MATCH = host_stub.MISS["no_match"]
@@ -400,7 +399,7 @@ def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int,
     ``expected_stream``, device, buffer). The builtin is returned with the context it needs, as
     ``(stub, context)``: keep both. ``wait=False``: None also while the stub itself is not
     loaded yet (its load is started in the background: c_env.stub_ready; ask again once
-    ``stub_pending()`` is False), where ``wait=True`` loads it now."""
+    ``c_env.stub_loading()`` is False), where ``wait=True`` loads it now."""
     from ..options import env_c_call
     launcher = bound.launcher
     torch = sys.modules.get("torch")
@@ -429,9 +428,3 @@ def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int,
     except Exception:               # noqa: BLE001 - no C stub: p() launches from Python
         return None
     return contexts[1].stub, contexts[1]
-
-
-def stub_pending() -> bool:
-    """Whether the stub's load (started by ``bound_stub(..., wait=False)`` or a launch) is still
-    under way: a ``bound_stub`` that returned None for that reason may then be asked again."""
-    return c_env.stub_loading()

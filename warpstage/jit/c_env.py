@@ -298,10 +298,9 @@ def kernel_getitem(cls, fallback, trace_globals):
     (backend/host_stub.getitem_addresses): ``kern[config]`` returns ``kern._last_launch[1]`` when
     ``kern._last_launch`` is a pair whose first item equals ``config``, else
     ``kern._launches[config]`` when that dict holds it (one launch object per configuration),
-    and no trace is active in
-    any thread (``trace_globals["_active"]`` is 0: core/trace.py's globals), else
-    ``fallback(kern, config)``. Made once per process; later calls return the same
-    descriptor."""
+    each only while no trace is active in any thread (``trace_globals["_active"]`` is 0:
+    core/trace.py's globals); else ``fallback(kern, config)``. Made once per process; later
+    calls return the same descriptor."""
     global _getitem
     if _getitem is None:
         from ..backend import host_stub

@@ -40,7 +40,8 @@ import threading
 
 from ..frontend.guards import guard_checker
 from ..jit import launch as jit_launch
-from ..jit.c_call import bound_stub, stub_pending
+from ..jit.c_call import bound_stub
+from ..jit.c_env import stub_loading
 from ..runtime import target as target_module
 from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
@@ -371,7 +372,7 @@ class Plan:
                 launches.append((b, bound_stub(b, None, s.torch_stream, stream(), wait=False),
                                  stream))
             launches = tuple(launches)
-            if stub_pending() and any(stub is None for _, stub, _ in launches):
+            if stub_loading() and any(stub is None for _, stub, _ in launches):
                 self.pending.add(ptrs)
         self.bound[ptrs] = launches
         return launches
@@ -379,7 +380,7 @@ class Plan:
     def _stubs(self, ptrs, launches) -> tuple:
         """``launches`` with their C stubs, made now if the stub's load (which a plan's first
         launches do not wait for: from Python meanwhile) has finished."""
-        if stub_pending():
+        if stub_loading():
             return launches
         self.pending.discard(ptrs)
         launches = tuple((b, stub or bound_stub(b, None, s.torch_stream, stream()), stream)
