@@ -175,7 +175,7 @@ run(); sync()
 t3 = time.perf_counter()
 run(); sync()
 t4 = time.perf_counter()
-later = []              # the launch itself: the C call path's stub compiles beside the 2nd call
+later = []              # the launch itself: the C call path's stub loads beside the 2nd call
 for _ in range(5):
     t = time.perf_counter(); run(); sync(); later.append(time.perf_counter() - t)
 stages = {}
@@ -229,7 +229,8 @@ def fresh_process_rows(reference: bool = False) -> None:
     trace) and last, as another kernel, with the facts stored (what a new kernel costs).
     'first call' is the call's wall time (launch and kernel included, synchronized); 'launch'
     is the fastest of five later calls (memory-cache hits; not the second call, beside which
-    the C call path's launch stub compiles: llvmlite's import then holds the GIL), 'beyond the
+    the C call path's launch stub loads, in a background thread, from the disk cache when an
+    earlier row stored it: docs/launch.md, "A fresh process"), 'beyond the
     launch' subtracts it, and 'not in a stage' also subtracts the stages' sum: the first call's
     time no stage timer saw. 'driver' (GPU only) is
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed

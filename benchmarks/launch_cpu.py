@@ -191,6 +191,7 @@ def main(argv=None) -> int:
             mp.undo()
             for k in (four, three, eight):
                 k._fast = k._launch_type = k._last_launch = None
+                k._launches = {}
                 k._cache.clear()
     names = [name for name, _ in results["ctypes no-op"]]
     width = max(map(len, names))

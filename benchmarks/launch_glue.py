@@ -5,7 +5,7 @@
 The C path of benchmarks/launch_cpu.py (the pretend GPU of tests/fake_gpu.py, torch's real C
 DLPack reader on CPU tensors, the driver entry libc's ``labs``: a C no-op), five rows timed
 *interleaved* (one batch of each row in turn, ``--reps`` times): the 4-tensor call, the same with
-the launch object hoisted, ``prepare()``'d ``p()``, the C stub alone (reads, match, pack, driver
+the launch object hoisted, two configurations called in turn (µs per call), ``prepare()``'d ``p()``, the C stub alone (reads, match, pack, driver
 entry), and the C stub of ``p()`` alone. Prints the median and minimum of the thread's CPU time per
 call in µs, and ``glue`` = call - stub alone. It only uses what launch_cpu.py has, so it runs
 against an older checkout too (``PYTHONPATH=<checkout> python .../launch_glue.py``): run both,
@@ -40,13 +40,18 @@ def main(argv=None) -> int:
         t0, t1, t2, t3 = (torch.ones(n) for _ in range(4))
         for _ in range(3):
             four[8, 128](t0, t1, t2, t3, n)
+            four[16, 128](t0, t1, t2, t3, n)
         launch = four[8, 128]
         p = launch.prepare(t0, t1, t2, t3, n)
         p()
         stub = launch.cstate.stub
         pstub = p._c[0]
+        def alternating():              # two configurations: per call, half of this
+            four[8, 128](t0, t1, t2, t3, n)
+            four[16, 128](t0, t1, t2, t3, n)
         rows = [("kern[8, 128](t0, t1, t2, t3, n)", lambda: four[8, 128](t0, t1, t2, t3, n)),
                 ("  launch object hoisted", lambda: launch(t0, t1, t2, t3, n)),
+                ("kern[8, 128] / kern[16, 128] in turn", alternating),
                 ("p()", p),
                 ("the C stub alone", lambda: stub(t0, t1, t2, t3, n)),
                 ("p()'s C stub alone", pstub)]
@@ -60,7 +65,8 @@ def main(argv=None) -> int:
                 start = clock()
                 for _ in range(args.calls):
                     fn()
-                per[i].append((clock() - start) / args.calls / 1000)
+                per[i].append((clock() - start) / args.calls / 1000 / (2 if fn is alternating
+                                                                         else 1))
     finally:
         mp.undo()
     med = [statistics.median(x) for x in per]
@@ -68,8 +74,8 @@ def main(argv=None) -> int:
           f"interleaved batches of {args.calls}")
     for (name, _), m, times in zip(rows, med, per):
         print(f"  {name:<36} {m:6.3f} / {min(times):6.3f}")
-    print(f"  glue: call - stub {med[0] - med[3]:.3f}, hoisted - stub {med[1] - med[3]:.3f}, "
-          f"p() - its stub {med[2] - med[4]:.3f}")
+    print(f"  glue: call - stub {med[0] - med[4]:.3f}, hoisted - stub {med[1] - med[4]:.3f}, "
+          f"p() - its stub {med[3] - med[5]:.3f}")
     return 0
 
 

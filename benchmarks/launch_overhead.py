@@ -19,7 +19,8 @@ runs its kernel back to back: the "raw" rows show that floor). Rows (docs/launch
 - the same through ``p = kern[8, 128].prepare(t0, t1, t2, t3, n)``: ``p()`` (C path and Python
   path) and ``p(*args)``, and ``p()``'s C stub alone;
 - 3 tensors + 1 int (``examples/vector_add.py``), 8 tensors + 2 ints, 2 TMA descriptors + 2 ints
-  (descriptors built once, as ``ws.ops.flash_attention`` keeps them);
+  (descriptors built once, as ``ws.ops.flash_attention`` keeps them); the 4-tensor call with
+  two configurations in turn (``kern[8, 128]``, ``kern[16, 128]``: a launch object each);
 - raw ``cuLaunchKernel``: cuda-bindings with a prebuilt ``void**`` and with tuple params; libcuda
   through ctypes with prebuilt C arguments (runtime/raw_launch.py's call, nothing else);
   ``BoundLaunch.launch`` (what ``p()`` costs below the stream read and guard check);
@@ -122,6 +123,14 @@ def _in_full(kern, config, args):
     return run
 
 
+def _alternating(kern, args):
+    def run(n):
+        for _ in range(n // 2):
+            kern[8, 128](*args)
+            kern[16, 128](*args)
+    return run
+
+
 _MISSES: dict = {}
 
 
@@ -181,6 +190,9 @@ def warpstage_rows(torch, function, scratch):
         sync = (lambda: torch.cuda.synchronize(1)) if "cuda:1" in name else torch.cuda.synchronize
         rows.append((name, _in_full(kern, config, args), sync))
         misses[name] = kern
+    four[16, 128](*args4)
+    rows.append(("ws kern[8, 128](...) and kern[16, 128](...) in turn: 2 configurations",
+                 _alternating(four, args4), torch.cuda.synchronize))
     stub = getattr(four[8, 128], "cstate", None)
     if stub is not None and getattr(stub, "stub", None) is not None:
         rows.insert(1, ("  the same, launch object hoisted (L = kern[8, 128]; L(...))",

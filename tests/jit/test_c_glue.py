@@ -178,6 +178,51 @@ def test_lookup_inside_a_trace_and_odd_state_fall_back(fake_gpu):
         k[1]
 
 
+def test_each_configuration_keeps_its_launch_object_looked_up_in_c(fake_gpu, monkeypatch):
+    k = ws.kernel(_four)
+    ts = [torch.zeros(64) for _ in range(4)]
+    for config in ((1, 32), (2, 32), (1, 32), (2, 32)):
+        k[config](*ts, 64)
+    a, b = k[1, 32], k[2, 32]
+    assert type(Kernel.__dict__["__getitem__"]).__name__ == "method_descriptor"
+    from warpstage.jit import c_env
+    words, calls = c_env._getitem[1], []             # the C lookup's fallback, recorded
+
+    def recording(kern, config):
+        calls.append(config)
+        return Kernel._getitem_python(kern, config)
+    real, words[5] = words[5], id(recording)
+    try:
+        for _ in range(3):                               # alternating: both found in C
+            assert k[1, 32] is a and k[2, 32] is b and k[(1, 32)] is a
+        assert calls == []
+        c = k[1, 32, 0]                                  # a new configuration: Python makes it
+        assert c is not a and calls == [(1, 32, 0)] and k[1, 32, 0] is c and len(calls) == 1
+    finally:
+        words[5] = real
+    assert k._last_launch[1] is c and set(k._launches) == {(1, 32), (2, 32), (1, 32, 0)}
+    del C_LAUNCHES[:]
+    k[1, 32](*ts, 64)
+    k[2, 32](*ts, 64)
+    assert [c[0] for c in C_LAUNCHES] == [(1, 1, 1), (2, 1, 1)]
+    kept = dict(k._launches)
+    assert k[[3], 32].grid == (3, 1, 1) and k[[1], 32].grid == (1, 1, 1)    # unhashable
+    assert k._launches == kept                           # not kept (the last one is)
+
+
+def test_the_kept_launch_objects_are_bounded(fake_gpu):
+    from warpstage.jit.kernel import MAX_LAUNCHES
+    k = ws.kernel(_four)
+    x = torch.zeros(64)
+    first = k[1, 32]
+    for g in range(2, MAX_LAUNCHES + 1):
+        k[g, 32]
+    assert len(k._launches) == MAX_LAUNCHES and k[1, 32] is first
+    k[MAX_LAUNCHES + 1, 32]                              # the 65th: the set starts anew
+    assert len(k._launches) == 1 and k[1, 32] is not first
+    k[1, 32](x, x, x, x, 64)
+
+
 def test_errors_of_the_fallback_propagate(fake_gpu):
     k = ws.kernel(_four)
     x = torch.zeros(64)

@@ -236,6 +236,35 @@ def test_rotating_more_address_sets_than_kept_launches_each_at_its_own_addresses
     assert {d.tensor_arg.data_ptr for d in REPLACED} <= {t.data_ptr() for t in xs + outs}
 
 
+def test_plan_launches_wait_for_no_stub_load_and_take_the_stub_once_loaded(fake_gpu, monkeypatch):
+    """A fresh process's plan runs before the C stub is loaded (a disk hit): its launches go from
+    Python meanwhile, and once the load (started in the background, not waited for) is done the
+    next call makes the C stubs and launches through them; every launch stays the op's own."""
+    from fake_gpu import C_LAUNCHES
+    from warpstage.jit import c_env
+    a, w, c = _bf16(256, 128), _bf16(256, 128), _bf16(256, 256)
+    names = {"a": a, "w": w, "c": c}
+    ws.ops.matmul(a, w.T, out=c)                        # the op's code, recorded
+    expected = _named(fake_gpu[-1], names)
+    loading = [True]
+    ready, started = c_env.stub_ready, []
+    monkeypatch.setattr(c_env, "stub_ready", lambda start=True: started.append(start) or (
+        False if loading[0] else ready(start)))
+    monkeypatch.setattr(c_env, "_thread", object())     # "the load's thread runs"
+    del C_LAUNCHES[:]
+    for _ in range(2):                                  # the plan, stub not loaded: Python
+        ws.ops.matmul(a, w.T, out=c)
+        assert _named(fake_gpu[-1], names) == expected
+    assert not C_LAUNCHES and True in started           # the load was started, not waited for
+    loading[0] = False                                  # the load finished
+    for _ in range(2):
+        ws.ops.matmul(a, w.T, out=c)
+        assert _named(fake_gpu[-1], names) == expected
+    assert len(C_LAUNCHES) == 2                         # through the C stubs now
+    plan = next(p for p in op_plans._PLANS.values() if p.bound)
+    assert not plan.pending
+
+
 def test_a_failing_guard_drops_the_plan(fake_gpu):
     a, w, c = _bf16(256, 128), _bf16(256, 128), _bf16(256, 256)
     ws.ops.matmul(a, w.T, out=c)

@@ -655,10 +655,12 @@ define internal void @reason(ptr %c, i64 %r) {
 
 ; ``Kernel.__getitem__`` (jit/kernel.py) as a method descriptor, METH_FASTCALL: ``kern[config]``
 ; returns the cached launch object when ``kern._last_launch`` is the tuple ``(config, launch)``
-; with an equal config and no trace is active in any thread (core/trace.py's ``_active`` is the
-; int 0); anything else returns what ``fallback(kern, config)`` (the Python method, which checks
-; this thread's trace) returns. Its words (@ws_getitem_ctx): the name "_last_launch", the trace
-; module's globals, "_active", the int 0, None, the fallback, the tuple type.
+; with an equal config, or else when the dict ``kern._launches`` holds one for ``config``
+; (``PyDict_GetItem``: an unhashable config is a miss), and no trace is active in any thread
+; (core/trace.py's ``_active`` is the int 0); anything else returns what ``fallback(kern,
+; config)`` (the Python method, which checks this thread's trace) returns. Its words
+; (@ws_getitem_ctx): the name "_last_launch", the trace module's globals, "_active", the int 0,
+; None, the fallback, the tuple type, the name "_launches", the dict type.
 @ws_getitem_ctx = global ptr null
 declare ptr @PyObject_GetAttr(ptr, ptr)
 
@@ -716,9 +718,41 @@ clear_drop:
   br label %drop_slow
 drop_slow:
   call void @Py_DecRef(ptr %last)
-  br label %slow
+  br label %dict
 clear_slow:
   call void @PyErr_Clear()
+  br label %dict
+dict:
+  %dname = call ptr @fp(ptr %c, i64 7)
+  %d = call ptr @PyObject_GetAttr(ptr %kern, ptr %dname)
+  %dnull = icmp eq ptr %d, null
+  br i1 %dnull, label %dclear, label %dhave
+dclear:
+  call void @PyErr_Clear()
+  br label %slow
+dhave:
+  %dtp = getelementptr i8, ptr %d, i64 8
+  %dt = load ptr, ptr %dtp
+  %dict_t = call ptr @fp(ptr %c, i64 8)
+  %is_dict = icmp eq ptr %dt, %dict_t
+  br i1 %is_dict, label %dget, label %ddrop
+dget:
+  %v = call ptr @PyDict_GetItem(ptr %d, ptr %config)
+  %vnull = icmp eq ptr %v, null
+  br i1 %vnull, label %ddrop, label %dtrace
+dtrace:
+  %td2 = call ptr @fp(ptr %c, i64 1)
+  %an2 = call ptr @fp(ptr %c, i64 2)
+  %active2 = call ptr @PyDict_GetItem(ptr %td2, ptr %an2)
+  %zero2 = call ptr @fp(ptr %c, i64 3)
+  %idle2 = icmp eq ptr %active2, %zero2
+  br i1 %idle2, label %dhit, label %ddrop
+dhit:
+  call void @Py_IncRef(ptr %v)
+  call void @Py_DecRef(ptr %d)
+  ret ptr %v
+ddrop:
+  call void @Py_DecRef(ptr %d)
   br label %slow
 slow:
   %n1 = add i64 %nargs, 1

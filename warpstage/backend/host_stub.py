@@ -39,40 +39,50 @@ size, then at byte 128 the buffer), a miss writes the fact vector to ``scratch``
 The stub never raises and never returns NULL: a Python error inside a producer's function is
 cleared and reported as a miss, after which the Python path runs and raises what it raises.
 The IR is ``host_stub.ll``; its layouts and codes are backend/host_stub_ir.py's.
+
+One stub serves every kernel and parameter list (the context carries the kinds), so its object
+code is made once per machine: compiled from the IR (LLVM O2 for the generic host CPU, through
+backend/llvm_c.py's host JIT, not ``llvmlite.binding``), kept by the caller's ``object_cache``
+(the disk cache), and in later processes loaded from those bytes into an MCJIT engine without
+parsing or compiling anything (``llvm_c.Direct.load_host_object``). ``COUNTS`` says which
+happened in this process.
 """
 from __future__ import annotations
 
 import ctypes
 import threading
 
-import llvmlite.binding as llvm
-
 from .host_stub_ir import (CHECK_FIELDS, CTX_FIELDS, ENTRY_FIELDS, KINDS, MAX_BUFFER, MAX_FACTS,
                            MAX_PARAMS, MAX_SLOTS, MISS, stub_source)
 
-__all__ = ["stub_address", "call_address", "getitem_addresses", "cache_key_parts", "stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS",
-           "MISS", "MAX_FACTS", "MAX_BUFFER", "MAX_SLOTS", "MAX_PARAMS"]
+__all__ = ["stub_address", "call_address", "getitem_addresses", "cache_key_parts", "stub_source",
+           "COUNTS", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS", "MISS", "MAX_FACTS",
+           "MAX_BUFFER", "MAX_SLOTS", "MAX_PARAMS"]
 
 _PYTHON_API = ("PyLong_AsVoidPtr", "PyLong_AsLongLongAndOverflow", "PyLong_FromLong", "Py_IncRef",
                "Py_DecRef", "PyErr_Clear", "PyEval_SaveThread", "PyEval_RestoreThread", "PyDict_GetItem",
                "PyObject_RichCompareBool", "PyObject_Vectorcall", "PyObject_GetAttr")
+_SPEED = 2                  # LLVM's pipeline and code generation level for the stub
 _lock = threading.Lock()
-_compiled = None          # (execution engine, address) once compiled; False: it failed
+_compiled = None          # (HostCode, stub, call, getitem, its word) once loaded; False: it failed
 _error = ""
+COUNTS = {"compiled": 0, "loaded": 0}
+"""In this process: how often the stub's IR was compiled to object code, how often object code
+was loaded (a process that finds it in the disk cache: compiled 0, loaded 1)."""
 
 
 def stub_address(object_cache=None) -> int:
-    """The address of the compiled stub, compiling it now if needed (LLVM O2 and MCJIT: 0.1-0.5 s
-    of CPU; the code lives as long as the process). ``object_cache``: ``(load, store)``, where
-    ``load()`` returns the object code of an earlier compile or None and ``store(bytes)`` keeps
-    it (jit/c_env.py: the disk cache), so a later process loads instead of compiling. Raises
-    ``RuntimeError`` with LLVM's message if the host target cannot compile it."""
+    """The address of the compiled stub, loading it now if needed: from ``object_cache``, a
+    ``(load, store)`` pair where ``load()`` returns the object code of an earlier compile (bytes)
+    or None and ``store(bytes)`` keeps it (jit/c_env.py: the disk cache); else compiled from the
+    IR (LLVM O2: 0.1-0.3 s of CPU) and stored. The code lives as long as the process. Raises
+    ``RuntimeError`` with LLVM's message if the host target cannot compile or load it."""
     global _compiled, _error
     if _compiled is None:
         with _lock:
             if _compiled is None:
                 try:
-                    _compiled = _compile(object_cache)
+                    _compiled = _load(object_cache)
                 except Exception as e:      # noqa: BLE001 - raised below, now and later
                     _compiled, _error = False, f"{type(e).__name__}: {e}"
     if _compiled is False:
@@ -84,7 +94,7 @@ def call_address(object_cache=None) -> int:
     """The address of the launch object's call, ``ws_launch_call`` (METH_FASTCALL |
     METH_KEYWORDS; ``self`` the context's address): keywords, the target, the context's guard
     table, then the stub; on anything but a launch it returns what the context's ``fallback``
-    returns for the same arguments. Compiles as :func:`stub_address` does."""
+    returns for the same arguments. Loads as :func:`stub_address` does."""
     stub_address(object_cache)
     return _compiled[2]
 
@@ -92,50 +102,45 @@ def call_address(object_cache=None) -> int:
 def getitem_addresses(object_cache=None) -> tuple:
     """``(function, context word)``: the address of ``ws_kernel_getitem`` (``Kernel.__getitem__``
     in C, METH_FASTCALL; host_stub.ll says what it reads) and of the pointer to its words, which
-    the caller sets. Compiles as :func:`stub_address` does."""
+    the caller sets. Loads as :func:`stub_address` does."""
     stub_address(object_cache)
     return _compiled[3], _compiled[4]
 
 
 def cache_key_parts() -> tuple:
-    """What the stub's object code depends on: its source, LLVM's version, the host triple."""
-    from .ptx import llvm_version
-    return ("warpstage launch stub", stub_source(), llvm_version(), llvm.get_default_triple())
+    """What the stub's object code depends on: its source, the optimization level, LLVM's
+    version, the host triple."""
+    from .ptx import _llvm, llvm_version
+    return ("warpstage launch stub", "object code, O%d" % _SPEED, stub_source(), llvm_version(),
+            _llvm().host_triple())
 
 
-def _compile(object_cache):
-    from .ptx import _lock as llvm_lock
-    with llvm_lock:                         # LLVM's target registry: set up by one thread
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-    return _build(object_cache)
+def compile_object() -> bytes:
+    """The stub's object code for this host, compiled from its IR now (counted in ``COUNTS``)."""
+    from .ptx import _llvm
+    data = _llvm().host_object(stub_source(), _SPEED)
+    COUNTS["compiled"] += 1
+    return data
 
 
-def _build(object_cache):
-    for name in _PYTHON_API:
-        llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+def _load(object_cache):
+    from .llvm_c import ELF_MAGIC
+    from .ptx import _llvm
+    llvm = _llvm()                          # loaded (and its targets set up) under ptx's lock
+    data = object_cache[0]() if object_cache is not None else None
+    if not isinstance(data, bytes) or not data.startswith(ELF_MAGIC):
+        data = compile_object()
+        if object_cache is not None:
+            object_cache[1](data)
     libc = ctypes.CDLL(None)
-    for name in ("memcpy", "memset", "memmove"):
-        llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-    # a context of its own: the PTX emission of backend/ptx.py (the global context, under its
-    # lock) runs meanwhile in other threads
-    module = llvm.parse_assembly(stub_source(), llvm.create_context())
-    module.verify()
-    target = llvm.Target.from_default_triple()
-    machine = target.create_target_machine(opt=2, codemodel="jitdefault")
-    module.triple = machine.triple
-    module.data_layout = str(machine.target_data)
-    cached = object_cache[0]() if object_cache is not None else None
-    if cached is None:                      # else the cached object code is the optimized one
-        options = llvm.create_pipeline_tuning_options(speed_level=2)
-        pass_builder = llvm.create_pass_builder(machine, options)
-        pass_builder.getModulePassManager().run(module, pass_builder)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    if object_cache is not None:
-        engine.set_object_cache(lambda _module, data: object_cache[1](data),
-                                lambda _module: cached)
-    engine.finalize_object()
-    return (engine, engine.get_function_address("ws_launch_stub"),
-            engine.get_function_address("ws_launch_call"),
-            engine.get_function_address("ws_kernel_getitem"),
-            engine.get_global_value_address("ws_getitem_ctx"))
+    symbols = {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+               for name in _PYTHON_API}
+    symbols.update((name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+                   for name in ("memcpy", "memset", "memmove"))
+    code = llvm.load_host_object(data, symbols)
+    COUNTS["loaded"] += 1
+    addresses = (code.function("ws_launch_stub"), code.function("ws_launch_call"),
+                 code.function("ws_kernel_getitem"), code.global_value("ws_getitem_ctx"))
+    if not all(addresses):
+        raise RuntimeError("the stub's object code lacks one of its functions")
+    return (code, *addresses)

@@ -6,6 +6,7 @@ host_stub.py's docstring."""
 from __future__ import annotations
 
 import os
+import re
 
 __all__ = ["stub_source", "CTX_FIELDS", "CHECK_FIELDS", "ENTRY_FIELDS", "KINDS", "MISS",
            "MAX_FACTS", "MAX_BUFFER", "MAX_SLOTS", "MAX_PARAMS"]
@@ -48,6 +49,10 @@ def stub_source() -> str:
 
 
 def _fill(text: str, fields: dict) -> str:
-    for name, value in fields.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
+    """``text`` with each ``{name}`` of ``fields`` replaced by its value (one pass; other
+    braces, LLVM's own, stay)."""
+    return _FIELD_RE.sub(lambda m: str(fields[m.group(1)]) if m.group(1) in fields
+                         else m.group(0), text)
+
+
+_FIELD_RE = re.compile(r"\{([a-z_0-9]+)\}")

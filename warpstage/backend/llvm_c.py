@@ -18,7 +18,13 @@ for the llvmlite versions in :data:`CHECKED` (read from ``llvmlite/_version.py``
 load the library); any other version goes through :class:`ThroughLlvmlite`, the same three
 operations over ``llvmlite.binding``. Both load the same library (one ``dlopen``, one LLVM).
 
-Not thread-safe: ``backend/ptx.py`` serializes every call under its lock.
+The host JIT (``host_object``, ``load_host_object``: the launch stub of backend/host_stub.py)
+compiles x86-64 object code from IR in an LLVM context of its own and loads object code into
+an MCJIT engine (``MCJITAddObjectFile``: no IR is parsed, nothing is compiled again), through
+the same library, so that the launch path never imports ``llvmlite.binding`` either.
+
+Not thread-safe: ``backend/ptx.py`` serializes every emission under its lock; the host JIT's
+calls use their own context and engine and may run beside an emission.
 """
 from __future__ import annotations
 
@@ -26,10 +32,11 @@ import ctypes
 import functools
 import importlib.util
 import os
-from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_void_p
+import platform
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 __all__ = ["api", "library_path", "version_file", "llvmlite_version", "Direct", "ThroughLlvmlite",
-           "CHECKED"]
+           "HostCode", "CHECKED", "ELF_MAGIC"]
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
@@ -68,7 +75,24 @@ _SIGNATURES = {
     "LLVMPY_GetBufferStart": ((_P,), c_void_p),
     "LLVMPY_GetBufferSize": ((_P,), c_size_t),
     "LLVMPY_DisposeMemoryBuffer": ((_P,), None),
+    # the host JIT (ffi/executionengine.cpp, object_file.cpp, dylib.cpp, context.cpp)
+    "LLVMPY_ContextCreate": ((), _P),
+    "LLVMPY_ContextDispose": ((_P,), None),
+    "LLVMPY_GetDefaultTargetTriple": ((_OUT,), None),
+    "LLVMPY_AddSymbol": ((c_char_p, c_void_p), None),
+    # module (owned by the engine), target machine (owned by the engine), use llvmlite's
+    # memory manager, error message
+    "LLVMPY_CreateMCJITCompiler": ((_P, _P, c_bool, _OUT), _P),
+    "LLVMPY_CreateObjectFile": ((c_char_p, c_size_t), _P),
+    "LLVMPY_DisposeObjectFile": ((_P,), None),
+    "LLVMPY_MCJITAddObjectFile": ((_P, _P), None),
+    "LLVMPY_FinalizeObject": ((_P,), None),
+    "LLVMPY_GetFunctionAddress": ((_P, c_char_p), c_uint64),
+    "LLVMPY_GetGlobalValueAddress": ((_P, c_char_p), c_uint64),
 }
+
+ELF_MAGIC = b"\x7fELF"
+"""How the host JIT's object code begins (an ELF relocatable object: Linux hosts)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -199,7 +223,12 @@ class Direct:
         context, verified, given ``triple`` and ``tm``'s data layout, optimized by the default
         per-module pipeline at ``speed_level`` (none at 0) and printed by ``tm``. Raises
         RuntimeError with LLVM's message when parsing or verifying fails."""
-        mod, message = self._with_message(self.ParseAssembly, self._context, llvm_ir.encode())
+        return self._emit(self._context, tm, llvm_ir, triple, speed_level, 0).decode()
+
+    def _emit(self, context: int, tm: int, llvm_ir: str, triple: str, speed_level: int,
+              use_object: int) -> bytes:
+        """``emit``'s steps in ``context``; assembly text (``use_object`` 0) or object code (1)."""
+        mod, message = self._with_message(self.ParseAssembly, context, llvm_ir.encode())
         if message or not mod:
             if mod:
                 self.DisposeModule(mod)
@@ -212,15 +241,64 @@ class Direct:
             self.SetDataLayout(mod, self.data_layout(tm).encode())
             if speed_level > 0:
                 self._optimize(tm, mod, speed_level)
-            buf, message = self._with_message(self.TargetMachineEmitToMemory, tm, mod, 0)
+            buf, message = self._with_message(self.TargetMachineEmitToMemory, tm, mod, use_object)
             if not buf:
                 raise RuntimeError(message)
             try:
-                return ctypes.string_at(self.GetBufferStart(buf), self.GetBufferSize(buf)).decode()
+                return ctypes.string_at(self.GetBufferStart(buf), self.GetBufferSize(buf))
             finally:
                 self.DisposeMemoryBuffer(buf)
         finally:
             self.DisposeModule(mod)
+
+    def host_triple(self) -> str:
+        """LLVM's default target triple: the host's (``x86_64-unknown-linux-gnu``)."""
+        out = c_char_p()
+        self.GetDefaultTargetTriple(ctypes.byref(out))
+        text = (out.value or b"").decode()
+        if out.value is not None:
+            self.DisposeString(out)
+        return text
+
+    def host_object(self, llvm_ir: str, speed_level: int) -> bytes:
+        """Object code for the host (generic CPU, no features beyond the triple's) of the LLVM
+        IR ``llvm_ir``, optimized at ``speed_level`` with code generation at that level, in an
+        LLVM context of its own (disposed after). Raises RuntimeError with LLVM's message."""
+        triple = self.host_triple()
+        tm = self.target_machine(triple, "", "", speed_level)
+        context = self.ContextCreate()
+        try:
+            return self._emit(context, tm, llvm_ir, triple, speed_level, 1)
+        finally:
+            self.ContextDispose(context)
+
+    def load_host_object(self, data: bytes, symbols: dict) -> "HostCode":
+        """Load the object code ``data`` (an earlier :meth:`host_object`'s) into a new MCJIT
+        engine, its external symbols resolved from ``symbols`` (name -> address) and then the
+        process. ``data`` must be one :meth:`host_object` made (LLVM aborts the process on a
+        malformed object: the caller checks the disk cache's checksum and :data:`ELF_MAGIC`).
+        The engine, its memory and ``data`` live as long as the process. Raises RuntimeError
+        when LLVM cannot make the engine."""
+        if not data.startswith(ELF_MAGIC):
+            raise RuntimeError("not object code of this host (no ELF header)")
+        for name, address in symbols.items():
+            self.AddSymbol(name.encode(), address)
+        triple = self.host_triple()
+        context = self.ContextCreate()                  # kept: it holds the engine's module
+        mod, message = self._with_message(self.ParseAssembly, context, b"")
+        if not mod:
+            raise RuntimeError(f"LLVM could not make an empty module ({message})")
+        self.SetTarget(mod, triple.encode())
+        tm = self.target_machine(triple, "", "", 2)     # owned by the engine from here on
+        use_lmm = platform.machine().lower() in ("arm64", "aarch64")     # llvmlite's default
+        engine, message = self._with_message(self.CreateMCJITCompiler, mod, tm, use_lmm)
+        if not engine:
+            raise RuntimeError(f"LLVM could not make an MCJIT engine ({message})")
+        obj = self.CreateObjectFile(data, len(data))
+        self.MCJITAddObjectFile(engine, obj)            # takes the object; the wrapper stays
+        self.DisposeObjectFile(obj)
+        self.FinalizeObject(engine)
+        return HostCode(self, engine, (context, data))
 
     def _optimize(self, tm: int, mod: int, speed_level: int) -> None:
         pto = self.CreatePipelineTuningOptions()
@@ -254,8 +332,11 @@ class ThroughLlvmlite:
         return str(tm.target_data)
 
     def emit(self, tm, llvm_ir: str, triple: str, speed_level: int) -> str:
+        return tm.emit_assembly(self._module(tm, llvm_ir, triple, speed_level))
+
+    def _module(self, tm, llvm_ir: str, triple: str, speed_level: int, context=None):
         llvm = self._llvm
-        mod = llvm.parse_assembly(llvm_ir)
+        mod = llvm.parse_assembly(llvm_ir, context)
         mod.verify()
         mod.triple = triple
         mod.data_layout = str(tm.target_data)
@@ -263,4 +344,49 @@ class ThroughLlvmlite:
             pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
             pb = llvm.create_pass_builder(tm, pto)
             pb.getModulePassManager().run(mod, pb)
-        return tm.emit_assembly(mod)
+        return mod
+
+    def host_triple(self) -> str:
+        return self._llvm.get_default_triple()
+
+    def _host_machine(self, speed_level: int):
+        return self._llvm.Target.from_default_triple().create_target_machine(
+            opt=speed_level, codemodel="jitdefault")
+
+    def host_object(self, llvm_ir: str, speed_level: int) -> bytes:
+        tm = self._host_machine(speed_level)
+        mod = self._module(tm, llvm_ir, tm.triple, speed_level, self._llvm.create_context())
+        return bytes(tm.emit_object(mod))
+
+    def load_host_object(self, data: bytes, symbols: dict) -> "HostCode":
+        llvm = self._llvm
+        if not data.startswith(ELF_MAGIC):
+            raise RuntimeError("not object code of this host (no ELF header)")
+        for name, address in symbols.items():
+            llvm.add_symbol(name, address)
+        tm = self._host_machine(2)
+        mod = llvm.parse_assembly("", llvm.create_context())
+        mod.triple = tm.triple
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+        engine.finalize_object()
+        return HostCode(None, engine, (data,))
+
+
+class HostCode:
+    """Host code loaded by ``load_host_object``: ``function(name)`` and ``global_value(name)``
+    give addresses (0 when absent). Keeps the engine (never disposed: the code must outlive
+    every builtin that points into it) and what it was loaded from."""
+
+    def __init__(self, direct, engine, keep):
+        self._direct, self.engine, self._keep = direct, engine, keep
+
+    def function(self, name: str) -> int:
+        if self._direct is None:
+            return self.engine.get_function_address(name)
+        return self._direct.GetFunctionAddress(self.engine, name.encode())
+
+    def global_value(self, name: str) -> int:
+        if self._direct is None:
+            return self.engine.get_global_value_address(name)
+        return self._direct.GetGlobalValueAddress(self.engine, name.encode())

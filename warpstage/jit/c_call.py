@@ -390,18 +390,23 @@ def c_guards(guard_sets, current: bool = False):
     return out
 
 
-def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int):
+def bound_stub(bound, fixed_stream, torch_stream: bool, expected_stream: int,
+               wait: bool = True):
     """A builtin launching the prepared launch ``bound`` (runtime/launcher.BoundLaunch) from C:
     ``stub()`` returns None when it launched (else a miss code; then launch from Python). Its
     one entry's template is the BoundLaunch's own buffer, so ``rebind`` takes effect. None when
     the C path is off here, or a dry run does not reproduce the launch (function, dims, smem,
     ``expected_stream``, device, buffer). The builtin is returned with the context it needs, as
-    ``(stub, context)``: keep both."""
+    ``(stub, context)``: keep both. ``wait=False``: None also while the stub itself is not
+    loaded yet (its load is started in the background: c_env.stub_ready; ask again once
+    ``c_env.stub_loading()`` is False), where ``wait=True`` loads it now."""
     from ..options import env_c_call
     launcher = bound.launcher
     torch = sys.modules.get("torch")
     if (not env_c_call() or torch is None or launcher.path_used != "ctypes"
             or launcher._raw is not raw_launch.launch_function()):
+        return None
+    if not wait and c_env.stub_ready(start=True) is False:
         return None
     try:
         env = c_env.environment(torch)

@@ -21,6 +21,7 @@ from ..backend import host_stub_ir as layout       # no llvmlite: that is host_s
 from ..runtime import raw_launch
 
 __all__ = ["Environment", "environment", "unavailable_reason", "stub_address", "stub_ready",
+           "stub_loading",
            "object_cache",
            "Context", "make_stub", "make_call", "kernel_getitem",
            "launch_address", "LAUNCH_TYPE", "KDL_CUDA", "KDL_CPU"]
@@ -186,6 +187,11 @@ def stub_ready(start: bool = True) -> Optional[bool]:
     return False
 
 
+def stub_loading() -> bool:
+    """Whether the stub's background load (:func:`stub_ready`) has started and not ended."""
+    return _thread is not None and stub_ready(start=False) is False
+
+
 _HOST_STUB = __name__.rsplit(".", 2)[0] + ".backend.host_stub"
 
 
@@ -290,17 +296,18 @@ _getitem = None            # (descriptor, what it reads) once made
 def kernel_getitem(cls, fallback, trace_globals):
     """A method descriptor of ``cls`` (jit/kernel.Kernel) for ``__getitem__`` whose body is C
     (backend/host_stub.getitem_addresses): ``kern[config]`` returns ``kern._last_launch[1]`` when
-    ``kern._last_launch`` is a pair whose first item equals ``config`` and no trace is active in
-    any thread (``trace_globals["_active"]`` is 0: core/trace.py's globals), else
-    ``fallback(kern, config)``. Made once per process; later calls return the same
-    descriptor."""
+    ``kern._last_launch`` is a pair whose first item equals ``config``, else
+    ``kern._launches[config]`` when that dict holds it (one launch object per configuration),
+    each only while no trace is active in any thread (``trace_globals["_active"]`` is 0:
+    core/trace.py's globals); else ``fallback(kern, config)``. Made once per process; later
+    calls return the same descriptor."""
     global _getitem
     if _getitem is None:
         from ..backend import host_stub
         fn, word = host_stub.getitem_addresses(object_cache())
-        names = ("_last_launch", "_active")
-        words = (ctypes.c_int64 * 7)(id(names[0]), id(trace_globals), id(names[1]), id(0),
-                                     id(None), id(fallback), id(tuple))
+        names = ("_last_launch", "_active", "_launches")
+        words = (ctypes.c_int64 * 9)(id(names[0]), id(trace_globals), id(names[1]), id(0),
+                                     id(None), id(fallback), id(tuple), id(names[2]), id(dict))
         definition = _MethodDef(b"__getitem__", fn, _METH_FASTCALL,
                                 (fallback.__doc__ or "").encode())
         new = ctypes.pythonapi.PyDescr_NewMethod

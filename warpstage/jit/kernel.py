@@ -31,7 +31,12 @@ from .launch_config import _NOT_GIVEN, _Launch, _dim3, _full_call
 from ..options import CompileOptions, default_options
 from .tracebacks import _user_error, _user_stacklevel
 
-__all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning"]
+__all__ = ["kernel", "jit", "Kernel", "JitFunction", "compile", "explain", "RecompileWarning",
+           "MAX_LAUNCHES"]
+
+MAX_LAUNCHES = 64
+"""Launch objects a kernel keeps, one per configuration (``kern[grid, block]``); a 65th
+configuration starts the set anew. They keep their configuration's objects (a stream) alive."""
 
 code_store.install()     # rewritten kernel code is kept in the disk cache (cache/code_store.py)
 
@@ -232,6 +237,7 @@ class Kernel(_FunctionWrapper):
         self._launch_type = None    # _Launch, or its subclass calling the generated call path
         self._fast = None           # its FastCall (fast_call.py)
         self._last_launch = None
+        self._launches: dict = {}   # config -> launch object, the last MAX_LAUNCHES configs
         self._cache = Specializations()     # key -> CompiledKernel, and the keys' history
         self.trace_count = 0
 
@@ -387,9 +393,10 @@ class Kernel(_FunctionWrapper):
             raise
 
     def __getitem__(self, config) -> "_Launch":
-        """``kern[grid, block(, smem, stream)]``: the launch object of that configuration (the
-        last one is cached and returned first; once the C call path runs, this check is C:
-        jit/c_env.kernel_getitem, falling back to this method)."""
+        """``kern[grid, block(, smem, stream)]``: the launch object of that configuration (made
+        once per configuration: the last one is checked first, then the others kept in
+        ``_launches``; once the C call path runs, these checks are C: jit/c_env.kernel_getitem,
+        falling back to this method)."""
         last = self._last_launch
         try:
             if last is not None and last[0] == config and \
@@ -397,6 +404,12 @@ class Kernel(_FunctionWrapper):
                 return last[1]                  # the launch hot path: checked when it was made
         except Exception:                       # noqa: BLE001 - a numpy value's `==` (an array):
             pass                                # not the same configuration (as the C path)
+        try:
+            launch = self._launches.get(config)
+            if launch is not None and _trace_state.__dict__.get("ctx") is None:
+                return launch                   # another configuration launched before
+        except Exception:                       # noqa: BLE001 - unhashable, or `==` raised:
+            pass                                # made (and checked) below
         try:
             return self._launch_of(config)
         except Exception as e:                  # a public entry (tracebacks.py), inline: no
@@ -425,6 +438,13 @@ class Kernel(_FunctionWrapper):
             pass
         launch = (self._launch_type or self._make_launch_type())(self, *config)
         self._last_launch = (config, launch)
+        launches = self._launches
+        if len(launches) >= MAX_LAUNCHES:
+            launches.clear()
+        try:
+            launches[config] = launch
+        except Exception:                       # noqa: BLE001 - unhashable (a list in it): not
+            pass                                # kept, made again at its next lookup
         return launch
 
     def __call__(self, *args, grid=None, block=None, smem: int = 0, stream=None, cluster=None,

@@ -41,6 +41,7 @@ import threading
 from ..frontend.guards import guard_checker
 from ..jit import launch as jit_launch
 from ..jit.c_call import bound_stub
+from ..jit.c_env import stub_loading
 from ..runtime import target as target_module
 from ..runtime.tensors import TensorArg
 from ..runtime.tensormap import TensorMapArg
@@ -336,6 +337,7 @@ class Plan:
         self.guards = tuple(s.guards for s in steps if s.guards)
         self.checks = tuple(guard_checker(g) for g in self.guards)
         self.bound: dict = {}       # addresses -> per step (BoundLaunch, C stub, stream reader)
+        self.pending: set = set()   # addresses whose C stubs wait for the stub's load
         self.lock = threading.Lock()
 
     def run(self, ptrs, tensors):
@@ -366,6 +368,8 @@ class Plan:
             launches = self.bound.get(ptrs)
             if launches is None:
                 launches = self._bind(ptrs)
+            elif self.pending and ptrs in self.pending:
+                launches = self._stubs(ptrs, launches)
             for b, stub, stream in launches:
                 if stub is None or stub[0]() is not None:
                     b.launch(stream())
@@ -391,16 +395,34 @@ class Plan:
         STATS["values"] += 1
         STATS["packs"] += 1
         if len(self.bound) >= _MAX_VALUES:          # the oldest entry's buffers, repacked
-            launches = self.bound.pop(next(iter(self.bound)))
+            oldest = next(iter(self.bound))
+            launches = self.bound.pop(oldest)
             for (b, _, _), v in zip(launches, values):
                 b.rebind(v)
+            if oldest in self.pending:
+                self.pending.discard(oldest)
+                self.pending.add(ptrs)
         else:
             launches = []
             for s, v in zip(self.steps, values):
                 b = s.launcher.bind(s.grid, s.block, s.smem, v)
                 stream = _stream_reader(s.launcher.device) if s.torch_stream else _no_stream
-                launches.append((b, bound_stub(b, None, s.torch_stream, stream()), stream))
+                launches.append((b, bound_stub(b, None, s.torch_stream, stream(), wait=False),
+                                 stream))
             launches = tuple(launches)
+            if stub_loading() and any(stub is None for _, stub, _ in launches):
+                self.pending.add(ptrs)
+        self.bound[ptrs] = launches
+        return launches
+
+    def _stubs(self, ptrs, launches) -> tuple:
+        """``launches`` with their C stubs, made now if the stub's load (which a plan's first
+        launches do not wait for: from Python meanwhile) has finished."""
+        if stub_loading():
+            return launches
+        self.pending.discard(ptrs)
+        launches = tuple((b, stub or bound_stub(b, None, s.torch_stream, stream()), stream)
+                         for s, (b, stub, stream) in zip(self.steps, launches))
         self.bound[ptrs] = launches
         return launches
 
