@@ -246,12 +246,12 @@ class _State:
 
     def _address(self, op: Operation) -> tuple:
         """(root, links, c) of ``op``'s address: ``links`` one dynamic part per chain link that
-        has one (its index type and its terms), ``c`` the constants' sum."""
+        has one (its index type, its terms and their ``_sum_key``), ``c`` the constants' sum."""
         p, i = op.operands
         root, links, c = self.addresses.get(id(p)) or (p, (), 0)
         terms, k = self._split(i)
         if terms:
-            links = links + ((i.type, terms),)
+            links = links + ((i.type, terms, _sum_key(i.type, terms)),)
         return root, links, c + k
 
     def _split(self, i: Value) -> tuple:
@@ -308,7 +308,7 @@ class _State:
         in_scope, added = self.scope
         base = in_scope.get(key)
         if base is None:
-            t, terms = links[-1]
+            t, terms, _ = links[-1]
             prefix = self._base(out, at, root, links[:-1])
             base = self._emit(out, at, "ptr.offset", (prefix, self._sum(out, at, t, terms)),
                               root.type)
@@ -355,7 +355,7 @@ class _State:
         return self._constant(out, at, t if lo <= c <= hi else i64, c)
 
     def _constant(self, out: list, at: Operation, t, c: int) -> Value:
-        return self._memo(("constant", t, c),
+        return self._memo(("constant", t.name, c),
                           lambda: self._emit(out, at, "arith.constant", (), t, {"value": c}))
 
     @staticmethod
@@ -369,11 +369,12 @@ class _State:
 def _key(root: Value, links: tuple) -> tuple:
     """What makes two addresses' dynamic parts the same: the root and, per link, the index type
     and the terms (in any order)."""
-    return id(root), tuple((t, frozenset((id(v), k) for v, k in terms)) for t, terms in links)
+    return id(root), tuple(link[2] for link in links)
 
 
 def _sum_key(t, terms: tuple) -> tuple:
-    return "sum", t, frozenset((id(v), k) for v, k in terms)
+    """What makes two sums of terms the same: the type's name and the terms in any order."""
+    return "sum", t.name, frozenset((id(v), k) for v, k in terms)
 
 
 def _dominates(v: Value, at: Operation) -> bool:
