@@ -155,6 +155,25 @@ if what.startswith("trivial"):
         pass
     kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
+elif what == "wgmma":       # the default path: what ws.ops.flash_attention runs on an H200
+    kern = attention.flash_attention_wgmma_kernel
+    if gpu:
+        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(3))
+        sync()
+        run = lambda: attention.flash_attention(q, k, v, mma="wgmma")
+    else:                       # the policy that call picks (S = 1024: the short table)
+        import numpy as np
+        import ml_dtypes
+        fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5,
+                                        short=True)
+        x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
+        q_box, kv_box = fa.descriptor_boxes()
+        TD = ws.tma.TensorDescriptor
+        args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
+                ws.Int32, None, TD(x, fa.o_box) if fa.tma_store else None,
+                ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
+        run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
 else:
     kern = attention.flash_attention_kernel
     if gpu:
@@ -223,7 +242,11 @@ def _row(label, r):
 def fresh_process_rows(reference: bool = False) -> None:
     """First calls in fresh processes: FlashAttention D=64 and D=128 (mma.sync, bf16, (1, 8,
     1024, D); on the GPU ``ws.ops.flash_attention``, else ``ws.compile`` of its kernel) with an
-    empty disk cache ('cold') and then with the cache it filled ('disk hit'); a trivial kernel
+    empty disk cache ('cold') and then with the cache it filled ('disk hit'); the same for the
+    wgmma kernel (``mma='wgmma'``, what ``ws.ops.flash_attention`` runs by default on large
+    problems: its policy for S = 1024; 'wgmma (default)' rows, in a cache of their own that
+    starts with the facts the first row stored, so that the mma.sync rows' code is not in
+    it); a trivial kernel
     cold, first in an empty cache folder (the machine's facts of the key — source digest, LLVM
     and ptxas versions — are computed: libLLVM loads and ``ptxas --version`` runs before the
     trace) and last, as another kernel, with the facts stored (what a new kernel costs).
@@ -258,6 +281,10 @@ def fresh_process_rows(reference: bool = False) -> None:
                 ("attention", 128, "flash_attention D=128, cold"),
                 ("attention", 128, "flash_attention D=128, disk hit"),
                 ("attention", 128, "D=128 cold, rewrite kept"),
+                ("wgmma", 64, "wgmma (default) D=64, cold"),
+                ("wgmma", 64, "wgmma (default) D=64, disk hit"),
+                ("wgmma", 128, "wgmma (default) D=128, cold"),
+                ("wgmma", 128, "wgmma (default) D=128, disk hit"),
                 ("trivial_b", 0, "trivial kernel, cold, facts stored")]
         if reference:
             for dim in (128, 64):
@@ -265,22 +292,31 @@ def fresh_process_rows(reference: bool = False) -> None:
                 rows.insert(at, ("attention", dim, f"D={dim} cold, reference"))
         ref_env = dict(env, WS_BENCH_REFERENCE="1",
                        WARPSTAGE_CACHE_DIR=os.path.join(folder, "reference-cache"))
+        # the wgmma rows: their own cache, with the facts as they were after the first row
+        wgmma_env = dict(env, WARPSTAGE_CACHE_DIR=os.path.join(folder, "wgmma-cache"))
         for what, dim, label in rows:
             ref = label.endswith("reference")
             if ref:             # an empty cache but for the machine's facts, as the cold row
-                ref_dir, main_dir = ref_env["WARPSTAGE_CACHE_DIR"], env["WARPSTAGE_CACHE_DIR"]
-                shutil.rmtree(ref_dir, ignore_errors=True)
-                os.makedirs(ref_dir)
-                for name in os.listdir(main_dir):
-                    if name.endswith(".wsf"):
-                        shutil.copy(os.path.join(main_dir, name), ref_dir)
+                shutil.rmtree(ref_env["WARPSTAGE_CACHE_DIR"], ignore_errors=True)
+                _copy_facts(env["WARPSTAGE_CACHE_DIR"], ref_env["WARPSTAGE_CACHE_DIR"])
             if label.endswith("rewrite kept"):     # the kernels' entries gone, the facts kept
                 main_dir = env["WARPSTAGE_CACHE_DIR"]
                 for name in os.listdir(main_dir):
                     if name.endswith(".wsc"):
                         os.remove(os.path.join(main_dir, name))
-            r, err = _result(_fresh(script, ref_env if ref else env, what, dim))
+            run_env = ref_env if ref else wgmma_env if what == "wgmma" else env
+            r, err = _result(_fresh(script, run_env, what, dim))
             print(f"  {label:34} failed: {err}" if err else _row(label, r))
+            if not os.path.isdir(wgmma_env["WARPSTAGE_CACHE_DIR"]):
+                _copy_facts(env["WARPSTAGE_CACHE_DIR"], wgmma_env["WARPSTAGE_CACHE_DIR"])
+
+
+def _copy_facts(source: str, folder: str) -> None:
+    """A new cache ``folder`` holding ``source``'s facts (``.wsf``) and no kernel entries."""
+    os.makedirs(folder)
+    for name in os.listdir(source) if os.path.isdir(source) else ():
+        if name.endswith(".wsf"):
+            shutil.copy(os.path.join(source, name), folder)
 
 
 def shared_cache_rows(ranks: int = 4) -> None:

@@ -160,7 +160,7 @@ def test_while_loop():
     assert "while.before" in ll and "bra" in ptx
 
 
-def two_result_function(inline=None):
+def two_result_function(inline=None, calls=1):
     m = Module()
     attrs = {"inline": inline} if inline else {}
     fn = m.add(Function("divmod", [i32, i32], [i32, i32], attrs=attrs))
@@ -170,9 +170,11 @@ def two_result_function(inline=None):
     kern = m.add(Function("k", [PointerType(i32), i32, i32], is_kernel=True))
     b = Builder(kern.body.block)
     out, a, d = kern.args
-    q, r = b.call(fn, [a, d])
-    b.store(out, q)
-    b.store(b.ptr_offset(out, b.constant(i32, 1)), r)
+    for i in range(calls):
+        q, r = b.call(fn, [a, d])
+        b.store(b.ptr_offset(out, b.constant(i32, 2 * i)), q)
+        b.store(b.ptr_offset(out, b.constant(i32, 2 * i + 1)), r)
+        a = b.binary("add", q, r)
     b.return_()
     return m
 
@@ -188,6 +190,34 @@ def test_noinline_device_function_stays_a_func():
     ll, ptx = compile_module(two_result_function(inline="never"))
     assert "noinline" in ll
     assert ".func" in ptx and "call.uni" in ptx
+
+
+def test_always_inline_function_is_lowered_at_each_call_site():
+    ll, ptx = compile_module(two_result_function(inline="always", calls=2))
+    assert '@"divmod"' not in ll                # no function, no call, no result struct
+    assert "extractvalue" not in ll and "insertvalue" not in ll
+    assert ll.count("sdiv i32") == 2            # the body, once per call (floordiv's quotient)
+    assert ".func" not in ptx and "call" not in ptx
+
+
+def test_recursive_always_inline_function_stays_a_function():
+    m = Module()
+    fn = m.add(Function("down", [i32], [i32], attrs={"inline": "always"}))
+    b = Builder(fn.body.block)
+    (n,) = fn.args
+    zero = b.constant(i32, 0)
+    if_ = b.if_(b.cmp("gt", n, zero), [i32])
+    with b.at(if_.regions[0].block):
+        b.yield_(b.call(fn, [b.binary("sub", n, b.constant(i32, 1))]))
+    with b.at(if_.regions[1].block):
+        b.yield_([zero])
+    b.return_(if_.results)
+    kern = m.add(Function("k", [PointerType(i32), i32], is_kernel=True))
+    b = Builder(kern.body.block)
+    b.store(kern.args[0], b.call(fn, [kern.args[1]])[0])
+    b.return_()
+    ll, _ = compile_module(m)
+    assert 'define internal i32 @"down"' in ll and 'call i32 @"down"' in ll
 
 
 def test_void_and_single_result_device_functions():

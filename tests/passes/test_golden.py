@@ -1,7 +1,7 @@
 """Golden IR files (tests/passes/golden/*.wsir), FileCheck-style.
 
 Each file is IR text (``warpstage.ir.parse``) with comment lines: ``// RUN: <stage>`` picks what
-runs on the parsed module (``cse``, ``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
+runs on the parsed module (``addresses``: the address split then DCE, ``cse``, ``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
 pipeline, ``llvm``:
 the passes then ``backend.lower``, ``ptx``: LLVM IR then PTX); ``// CHECK: text`` lines must appear in the output
 in order, ``// CHECK-SAME: text`` on the line of the previous match, after it, and
@@ -14,6 +14,7 @@ import pytest
 from warpstage.backend import emit_ptx, lower
 from warpstage.ir import parse, print_module, verify
 from warpstage.options import CompileOptions
+from warpstage.passes.addresses import split_address_constants
 from warpstage.passes.cse import common_subexpressions
 from warpstage.passes.dce import dead_code_elimination
 from warpstage.passes.kernel_attrs import kernel_attributes
@@ -32,6 +33,7 @@ def _ir_after(pass_fn):
 
 
 STAGES = {
+    "addresses": _ir_after(lambda m: (split_address_constants(m), dead_code_elimination(m))),
     "cse": _ir_after(common_subexpressions),
     "dce": _ir_after(dead_code_elimination),
     "kernel_attrs": _ir_after(kernel_attributes),

@@ -1,7 +1,7 @@
 """IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
 
-``lower`` verifies the IR, declares every function (so calls may go in any order), then lowers
-each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math``,
+``lower`` verifies the IR, declares every function it defines (so calls may go in any order;
+not the device functions lowered in place, below), then lowers each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math``,
 ``lower_gpu``, ``lower_sync`` and ``lower_smem``; structured control flow and calls are lowered
 here.
 
@@ -20,7 +20,13 @@ Functions:
   parameter's generic address (``cvta.param``), which TMA instructions accept (PTX ISA
   "Tensor-map"; CUDA ``__grid_constant__``).
 - A device function has internal linkage; zero results return void, one its value, several an
-  LLVM literal struct. ``attrs['inline']``: 'always' / 'never' -> alwaysinline / noinline.
+  LLVM literal struct. ``attrs['inline']``: 'never' -> noinline; 'always' (``@ws.jit``'s
+  default): the function is not defined at all, its body is lowered in place at each call, its
+  parameters bound to the call's arguments and its results to what its ``func.return`` gives
+  (``_inlined_in_place``; one that reaches itself through calls stays an ``alwaysinline``
+  function). Why: LLVM's O3 runs IPSCCP before its inliner, and IPSCCP on functions returning
+  literal structs of 100+ fields (a role's loop state) built by ``insertvalue`` chains took
+  2.7 of the wgmma FlashAttention D=128's 2.9 s of O3 (docs/compile-time.md, 10.).
 
 Control flow (``scf``) becomes basic blocks with phis:
 
@@ -74,11 +80,39 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
     llmod.data_layout = data_layout(options.arch, options.ptx_version, options.opt_level)
-    functions = {fn.name: _declare(llmod, fn) for fn in module.functions}
+    in_place = _inlined_in_place(module)
+    bodies = {fn.name: fn for fn in module.functions}
+    functions = {fn.name: _declare(llmod, fn) for fn in module.functions
+                 if fn.name not in in_place}
     strings: dict = {}
     for fn in module.functions:
-        _FunctionLowering(llmod, functions[fn.name], strings, functions).run(fn)
+        if fn.name not in in_place:
+            _FunctionLowering(llmod, functions[fn.name], strings, functions,
+                              {name: bodies[name] for name in in_place}).run(fn)
     return str(llmod)
+
+
+def _inlined_in_place(module: core.Module) -> frozenset:
+    """The names of the device functions whose calls are lowered in place (their bodies at
+    each call site, no LLVM function): those marked ``inline='always'`` that do not reach
+    themselves through calls (a recursive one stays a function, called)."""
+    calls = {fn.name: {op.attrs["callee"] for op in fn.walk() if op.name == "func.call"}
+             for fn in module.functions}
+    always = {fn.name for fn in module.functions
+              if not fn.is_kernel and fn.attrs.get("inline") == "always"}
+
+    def reaches_itself(name):
+        seen, todo = set(), list(calls[name])
+        while todo:
+            f = todo.pop()
+            if f == name:
+                return True
+            if f not in seen and f in calls:
+                seen.add(f)
+                todo.extend(calls[f])
+        return False
+
+    return frozenset(name for name in always if not reaches_itself(name))
 
 
 class _StringAttributes(FunctionAttributes):
@@ -161,9 +195,10 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
 
 
 class _FunctionLowering(LoweringContext):
-    def __init__(self, llmod, llfn, strings, functions):
+    def __init__(self, llmod, llfn, strings, functions, in_place):
         super().__init__(llmod, llfn, strings)
         self.functions = functions
+        self.in_place = in_place        # name -> the Function whose calls are lowered in place
         self.control = {"scf.if": self._if, "scf.for": self._for, "scf.while": self._while,
                         "func.call": self._call}
 
@@ -319,6 +354,9 @@ class _FunctionLowering(LoweringContext):
 
     # -- func ------------------------------------------------------------------------------------
     def _call(self, op: core.Operation) -> list:
+        body = self.in_place.get(op.attrs["callee"])
+        if body is not None:                # its parameters bound to the arguments, here
+            return self._region(body.body, self.operands(op))
         callee = self.functions[op.attrs["callee"]]
         ret = self.builder.call(callee, self.operands(op))
         n = len(op.results)

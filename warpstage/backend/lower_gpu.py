@@ -15,7 +15,8 @@ trap, pointer arithmetic, loads and stores.
 - gpu.trap: ``llvm.trap`` -> PTX ``trap`` (PTX ISA "Miscellaneous Instructions"): aborts the
   kernel; the launch reports an error.
 - ptr.offset (p, i): ``p + i`` elements of p's pointee (GEP); i is sign-extended (signed types)
-  or zero-extended (unsigned) to 64 bits first. No ``inbounds``: a pointer past its allocation
+  or zero-extended (unsigned) to 64 bits first (a constant i is extended here, not by a
+  ``sext`` instruction). No ``inbounds``: a pointer past its allocation
   is allowed as long as it is not dereferenced.
 - ptr.to_int (p): ``ptrtoint`` to i64: the address in p's own state space (a shared pointer
   gives its offset in the CTA's shared window, as ``mov.u32``/``cvta.to.shared`` would).
@@ -89,7 +90,13 @@ def _ptr_offset(ctx: LoweringContext, op: Operation) -> list:
     p, i = ctx.operands(op)
     it: ScalarType = op.operands[1].type
     b = ctx.builder
-    if it.bits < 64:
+    if it.bits < 64 and isinstance(i, ir.Constant):     # folded here: no sext instruction
+        value = int(i.constant)
+        value = value % (1 << it.bits)
+        if it.is_signed and value >= 1 << (it.bits - 1):
+            value -= 1 << it.bits
+        i = ir.Constant(I64, value)
+    elif it.bits < 64:
         i = b.sext(i, I64) if it.is_signed else b.zext(i, I64)
     elem = memory_type(op.operands[0].type.pointee)
     return [b.gep(p, [i], source_etype=elem)]

@@ -8,6 +8,7 @@ consume what comes out.
 from __future__ import annotations
 
 from ..ir import Module, verify
+from .addresses import split_address_constants
 from .cse import common_subexpressions
 from .dce import dead_code_elimination
 from .kernel_attrs import kernel_attributes
@@ -15,12 +16,14 @@ from .legalize import legalize
 
 __all__ = ["run_passes", "PIPELINE"]
 
-PIPELINE = (kernel_attributes, legalize, common_subexpressions, dead_code_elimination)
+PIPELINE = (kernel_attributes, legalize, common_subexpressions, split_address_constants,
+            dead_code_elimination)
 """The passes, in order: the kernel attributes the traced ops imply (the shared-memory total
 reads ``smem.alloc``, which legalization removes), legalization of the non-primitive ops into
 primitives, CSE of the pure ops that repeat (unrolled address arithmetic and constants, and
-what legalization expanded), then DCE by traits (which also drops what legalization left
-unused)."""
+what legalization expanded), the split of unrolled addresses into shared bases plus constants
+(after CSE, so equal index terms are one value), then DCE by traits (which also drops what
+legalization and the address split left unused)."""
 
 
 def run_passes(module: Module, verify_each: bool = False) -> Module:
