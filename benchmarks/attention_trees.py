@@ -47,9 +47,9 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def run_tree(tree: str, cache: str) -> dict:
+def run_tree(tree: str, cache: str, configs=CONFIGS) -> dict:
     code = (f"BENCH = {os.path.dirname(os.path.abspath(__file__))!r}\n"
-            f"CONFIGS = {CONFIGS!r}\n" + CHILD)
+            f"CONFIGS = {configs!r}\n" + CHILD)
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), WARPSTAGE_CACHE_DIR=cache)
     p = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True,
                        text=True, timeout=240)
@@ -64,14 +64,25 @@ def main():
     ap.add_argument("--trees", default="base14b,.")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default="",
+                    help="comma-separated mma:D pairs to keep (e.g. wgmma:64); default all")
+    ap.add_argument("--shapes", default="",
+                    help="B,H,S;... in place of the two default shapes")
     args = ap.parse_args()
+    configs = CONFIGS
+    if args.shapes:
+        shapes = [tuple(int(x) for x in sh.split(",")) for sh in args.shapes.split(";")]
+        configs = sorted({(m, d, c, sh) for m, d, c, _ in configs for sh in shapes})
+    if args.only:
+        keep = {(m, int(d)) for m, d in (pair.split(":") for pair in args.only.split(","))}
+        configs = [cfg for cfg in configs if (cfg[0], cfg[1]) in keep]
     trees = args.trees.split(",")
     cache_root = args.out or "/tmp"
     got = {t: [] for t in trees}
     for r in range(args.rounds):
         for t in (trees if r % 2 == 0 else trees[::-1]):
             cache = os.path.join(cache_root, "ws-cache-ab-" + (t.strip("./").replace("/", "_") or "here"))
-            got[t].append(run_tree(t, cache))
+            got[t].append(run_tree(t, cache, configs))
             print(f"round {r + 1}: {t} done", flush=True)
     print(f"{'configuration':34} " + " ".join(f"{t + ' us':>12}" for t in trees)
           + f" {'ratio':>7} " + " ".join(f"{t + ' err':>10}" for t in trees))
