@@ -171,7 +171,8 @@ elif what == "wgmma":       # the default path: what ws.ops.flash_attention runs
         q_box, kv_box = fa.descriptor_boxes()
         TD = ws.tma.TensorDescriptor
         args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
-                ws.Int32, None, TD(x, fa.o_box) if fa.tma_store else None,
+                ws.Int32, None,
+                TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None,
                 ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
         run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
 else:
