@@ -186,3 +186,16 @@ def test_a_numpy_scalar_where_a_tensor_is_expected_is_named_as_a_scalar(where):
                  "a numpy scalar np.float32(1.0) (a number, not an array)")
     if where == "scale_a":
         assert "Fix: scale_a=np.asarray(1.0, np.float32)" in msg, msg
+
+
+def test_shares_memory_reads_the_strides_both_ways():
+    """The overlap test of ``out=``: exact on interleaved views, and a negative stride reaches
+    below the view's first element (a reversed view of a buffer covers its first row)."""
+    from warpstage.ops.matmul_operands import shares_memory
+    from warpstage.runtime.tensors import as_tensor_arg as arg
+    buf = np.zeros((8, 8), np.float32)
+    assert shares_memory(arg(buf[::-1]), arg(buf[:1]))
+    assert shares_memory(arg(buf[2:5]), arg(buf[4:6]))
+    assert not shares_memory(arg(buf[:, :4]), arg(buf[:, 4:]))
+    assert not shares_memory(arg(buf[:4]), arg(buf[4:]))
+    assert not shares_memory(arg(buf[:0]), arg(buf))
