@@ -161,10 +161,12 @@ def test_a_bias_out_or_epilogue_tensor_that_requires_grad_is_an_error(what):
     bias, out = torch.zeros(64, **g), torch.zeros(16, 64, dtype=torch.bfloat16, **g)
     res = torch.zeros(16, 64, **g)
     one, x8 = torch.tensor(1.0), torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
+    epi = ws.ops.Residual(res)
     calls = {"bias": lambda: ws.ops.matmul(x, w.T, bias=bias),  # marker: grad bias
              "out": lambda: ws.ops.matmul(x, w.T, out=out),  # marker: grad out
-             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=ws.ops.Residual(res)),  # marker: grad residual
-             "scaled out": lambda: ws.ops.scaled_matmul(x8, x8.T, one, one, out=out[:, :16])}  # marker: grad scaled out
+             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=epi),  # marker: grad residual
+             "scaled out": lambda: ws.ops.scaled_matmul(  # marker: grad scaled out
+                 x8, x8.T, one, one, out=out[:, :16])}
     name = {"bias": "bias", "out": "out", "residual": "residual",
             "scaled out": "out"}[what]
     raised(ws.ArgumentError, __file__, "marker: grad " + what, calls[what],

@@ -67,8 +67,9 @@ class Epilogue:
     def prologue(self, operands):
         """Device code run once per consumer thread before its tiles (a plain method or
         ``@ws.jit``: a plain one is called through ``ws.jit``, :func:`traced_method`): returns
-        what ``apply`` receives as ``operands`` (default: the operand tensors). An epilogue that reads the same values for every element (a
-        per-tensor scale) loads them here once instead of per element."""
+        what ``apply`` receives as ``operands`` (default: the operand tensors). An epilogue
+        that reads the same values for every element (a per-tensor scale) loads them here once
+        instead of per element."""
         return operands
 
     def __static_key__(self):
