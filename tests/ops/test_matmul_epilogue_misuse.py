@@ -172,7 +172,8 @@ class Typo(ws.ops.Epilogue):
 
 def test_a_name_error_in_apply_names_the_line_and_the_fix():
     a, b = _ab()
-    msg = raised(NameError, __file__, "marker: typo", lambda: ws.ops.matmul(a, b, epilogue=Typo(2.0)),
+    msg = raised(NameError, __file__, "marker: typo",
+                 lambda: ws.ops.matmul(a, b, epilogue=Typo(2.0)),
                  "name 'scael' is not defined", "in kernel code")
     assert "Fix: define it" in msg
 

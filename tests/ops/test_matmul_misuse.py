@@ -161,10 +161,12 @@ def test_a_bias_out_or_epilogue_tensor_that_requires_grad_is_an_error(what):
     bias, out = torch.zeros(64, **g), torch.zeros(16, 64, dtype=torch.bfloat16, **g)
     res = torch.zeros(16, 64, **g)
     one, x8 = torch.tensor(1.0), torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
+    epi = ws.ops.Residual(res)
     calls = {"bias": lambda: ws.ops.matmul(x, w.T, bias=bias),  # marker: grad bias
              "out": lambda: ws.ops.matmul(x, w.T, out=out),  # marker: grad out
-             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=ws.ops.Residual(res)),  # marker: grad residual
-             "scaled out": lambda: ws.ops.scaled_matmul(x8, x8.T, one, one, out=out[:, :16])}  # marker: grad scaled out
+             "residual": lambda: ws.ops.matmul(x, w.T, epilogue=epi),  # marker: grad residual
+             "scaled out": lambda: ws.ops.scaled_matmul(  # marker: grad scaled out
+                 x8, x8.T, one, one, out=out[:, :16])}
     name = {"bias": "bias", "out": "out", "residual": "residual",
             "scaled out": "out"}[what]
     raised(ws.ArgumentError, __file__, "marker: grad " + what, calls[what],
@@ -186,3 +188,16 @@ def test_a_numpy_scalar_where_a_tensor_is_expected_is_named_as_a_scalar(where):
                  "a numpy scalar np.float32(1.0) (a number, not an array)")
     if where == "scale_a":
         assert "Fix: scale_a=np.asarray(1.0, np.float32)" in msg, msg
+
+
+def test_shares_memory_reads_the_strides_both_ways():
+    """The overlap test of ``out=``: exact on interleaved views, and a negative stride reaches
+    below the view's first element (a reversed view of a buffer covers its first row)."""
+    from warpstage.ops.matmul_operands import shares_memory
+    from warpstage.runtime.tensors import as_tensor_arg as arg
+    buf = np.zeros((8, 8), np.float32)
+    assert shares_memory(arg(buf[::-1]), arg(buf[:1]))
+    assert shares_memory(arg(buf[2:5]), arg(buf[4:6]))
+    assert not shares_memory(arg(buf[:, :4]), arg(buf[:, 4:]))
+    assert not shares_memory(arg(buf[:4]), arg(buf[4:]))
+    assert not shares_memory(arg(buf[:0]), arg(buf))

@@ -35,8 +35,9 @@ def framework(*tensors) -> str:
 
 def kind_of(x) -> str:
     """What a value that is not a tensor is, for an error that wanted one: "None", "a numpy
-    scalar np.float32(1.0) (a number, not an array)", "a Python float (1.0)", "a list". A numpy scalar's dtype alone ("a float32") reads like a
-    tensor's dtype, so it is named as the scalar it is."""
+    scalar np.float32(1.0) (a number, not an array)", "a Python float (1.0)", "a list". A
+    numpy scalar's dtype alone ("a float32") reads like a tensor's dtype, so it is named as the
+    scalar it is."""
     if x is None:
         return "None"
     np = sys.modules.get("numpy")

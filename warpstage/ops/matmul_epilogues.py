@@ -25,6 +25,7 @@ import copy
 import functools
 import inspect
 import math
+import numbers
 import textwrap
 import types
 
@@ -66,8 +67,9 @@ class Epilogue:
     def prologue(self, operands):
         """Device code run once per consumer thread before its tiles (a plain method or
         ``@ws.jit``: a plain one is called through ``ws.jit``, :func:`traced_method`): returns
-        what ``apply`` receives as ``operands`` (default: the operand tensors). An epilogue that reads the same values for every element (a
-        per-tensor scale) loads them here once instead of per element."""
+        what ``apply`` receives as ``operands`` (default: the operand tensors). An epilogue
+        that reads the same values for every element (a per-tensor scale) loads them here once
+        instead of per element."""
         return operands
 
     def __static_key__(self):
@@ -135,7 +137,7 @@ def traced(epilogue):
     cls = type(epilogue)
     if epilogue is None or getattr(cls, "__static_key__", None) is not Epilogue.__static_key__:
         return epilogue
-    fields = {k: v for k, v in vars(epilogue).items() if is_tensor(v)}
+    fields = {k: v for k, v in getattr(epilogue, "__dict__", {}).items() if is_tensor(v)}
     if not fields:
         return epilogue
     ops = epilogue.operands()
@@ -202,7 +204,7 @@ def apply(epilogue, x, row, col, operands):
         (col, "the output column `col` of the epilogue's apply (the tile is chosen at run "
               "time)")))
     y = traced_method(epilogue, "apply")(x, row, col, operands)
-    if isinstance(y, Scalar) or (type(y) in (int, float) and not isinstance(y, bool)):
+    if isinstance(y, (Scalar, numbers.Real)):
         return y
     raise _apply_result_error(epilogue, y)
 

@@ -349,6 +349,8 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
                                 "expected one the kernel may write. Fix: pass a writable "
                                 f"array (out={empty_code((ta, tb), shape, _DTYPE_NAMES[odt])}"
                                 ", or out.copy()), or leave out= out")
+        _check_out_apart(op, to, ta, tb, epilogue, empty_code((ta, tb), shape,
+                                                               _DTYPE_NAMES[odt]))
     if a3 and not b3 and _foldable(ta):         # (B, M, K) @ (K, N) is (B * M, K) @ (K, N)
         flat = (batches * m, n)
         out2 = out.reshape(flat) if out is not None and _foldable(as_tensor_arg(out)) else None
@@ -374,13 +376,6 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         operands = operands_of(epilogue, op)
         for name, x in zip(operand_names(epilogue, operands), operands):
             check_same_device(op, name, x, ta, "move it to a's device (x.to(a.device))")
-    if out is not None:
-        operands = operands_of(epilogue, op) if epilogue is not None else ()
-        reads = [("a", ta, False), ("b", tb, False)] + [
-            (name, as_tensor_arg(x), True)
-            for name, x in zip(operand_names(epilogue, operands), operands)]
-        check_no_overlap(op, to, reads, "out=" + empty_code((ta, tb), shape, _DTYPE_NAMES[odt])
-                         + " (a tensor of its own), or leave out= out")
     if m * n * batches == 0:
         return out if out is not None else _new(a, shape, odt)
     if k == 0:                       # an empty sum: A and B of zeros, K of 16 bytes
@@ -442,6 +437,17 @@ def _matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, s
         return c
     op_plans.plannable()
     return c
+
+
+def _check_out_apart(op, to, ta, tb, epilogue, new_out: str) -> None:
+    """``check_no_overlap`` of ``out`` (``to``) against a, b and the epilogue's tensors (read
+    in place allowed), with the shapes the user passed (before a batched fold)."""
+    from .matmul_epilogues import Epilogue
+    operands = operands_of(epilogue, op) if isinstance(epilogue, Epilogue) else ()
+    reads = [("a", ta, False), ("b", tb, False)] + [
+        (name, as_tensor_arg(x), True)
+        for name, x in zip(operand_names(epilogue, operands), operands)]
+    check_no_overlap(op, to, reads, f"out={new_out} (a tensor of its own), or leave out= out")
 
 
 def _split_k(like, xs, args, majors, out, shape, odt, dtypes, sizes, epilogue, tiles,

@@ -65,12 +65,15 @@ def check_same_device(op: str, name: str, x, ta, fix: str) -> None:
                             f"memory). Fix: {fix}")
 
 
-def byte_span(ta) -> int:
-    """Bytes from ``ta``'s first element to the end of its last (0 when it is empty; strides
-    are non-negative for the tensors the ops read)."""
+def _byte_range(ta) -> tuple:
+    """(first, end) byte addresses of ``ta``'s elements ((ptr, ptr) when it is empty); a
+    negative stride reaches below ``data_ptr``, element [0, ..., 0]."""
     if ta.numel == 0:
-        return 0
-    return ta.dtype.nbytes * (1 + sum((n - 1) * abs(st) for n, st in zip(ta.shape, ta.strides)))
+        return ta.data_ptr, ta.data_ptr
+    n = ta.dtype.nbytes
+    lo = sum(min(0, (k - 1) * st) for k, st in zip(ta.shape, ta.strides))
+    hi = sum(max(0, (k - 1) * st) for k, st in zip(ta.shape, ta.strides))
+    return ta.data_ptr + lo * n, ta.data_ptr + (hi + 1) * n
 
 
 def shares_memory(tx, ty) -> bool:
@@ -80,8 +83,8 @@ def shares_memory(tx, ty) -> bool:
     share). A case too hard to decide counts as shared."""
     if (tx.device, tx.device_index) != (ty.device, ty.device_index):
         return False
-    sx, sy = byte_span(tx), byte_span(ty)
-    if sx == 0 or sy == 0 or tx.data_ptr + sx <= ty.data_ptr or ty.data_ptr + sy <= tx.data_ptr:
+    (x0, x1), (y0, y1) = _byte_range(tx), _byte_range(ty)
+    if x0 == x1 or y0 == y1 or x1 <= y0 or y1 <= x0:
         return False
     try:
         return bool(np.shares_memory(_view(tx), _view(ty), max_work=100_000))
