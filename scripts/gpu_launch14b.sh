@@ -1,5 +1,6 @@
 #!/bin/bash
-# launch14b (issue 14, the first calls after a disk-cache hit), one device call, about 4 min
+# launch14b (issue 14, the first calls after a disk-cache hit; with its second part, the generated
+# call path read from the code store), one device call, about 4 min
 # (< 5): the launch rows and the compile rows in fresh processes, each for main ("before") and
 # this tree in turn, the CPU harness of benchmarks/stub_cold.py on the GPU host's 16 cores, and
 # the GPU tests of tests/jit and tests/runtime. Logs under $OUT.
