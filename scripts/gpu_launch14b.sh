@@ -1,5 +1,6 @@
 #!/bin/bash
-# launch14b (issue 14, the first calls after a disk-cache hit), one device call, about 4 min
+# launch14b (issue 14, the first calls after a disk-cache hit; with its second part, the generated
+# call path read from the code store), one device call, about 4 min
 # (< 5): the launch rows and the compile rows in fresh processes, each for main ("before") and
 # this tree in turn, the CPU harness of benchmarks/stub_cold.py on the GPU host's 16 cores, and
 # the GPU tests of tests/jit and tests/runtime. Logs under $OUT.
@@ -7,7 +8,10 @@
 # "before" is main's tree extracted by `git archive` to the untracked folder before-main/
 # (made here when absent; or made on the development machine before the call, so it travels:
 #   mkdir before-main && git archive main | tar -x -C before-main
-# with BASE=<commit> for another base). BEFORE=<folder> names another.
+# with BASE=<commit> for another base). BEFORE=<folder> names another. main holds launch14b's
+# first part since 8a6157b (the stub through llvm_c, a launch object per configuration, op plans
+# not waiting): against main the rows A/B the second part (the generated call path from the code
+# store); BASE=1dbaaff (that merge's first parent) A/Bs both.
 set -u
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; export OUT
 cd "$(dirname "$0")/.."

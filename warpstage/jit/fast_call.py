@@ -22,16 +22,24 @@ is stored, ``fast_call.values`` (the same source, ending in a return instead of 
 reproduce the full path's launch for that call exactly (values, shared memory, stream).
 
 The source is written by frontend/fast_call_source.py from each parameter kind's snippet
-(frontend/kinds/).
-Writing and compiling it costs about 2 ms per kernel, once (at its first
-``kern[grid, block]``). The source is kept as ``FastCall.call.source`` and in ``linecache``, so a
-traceback under ``compiler_frames=True`` shows its lines.
+(frontend/kinds/), once per kernel and process (at its first ``kern[grid, block]``). Writing it
+costs about 1-2 ms; compiling it costs more where parameters are bare (each reads every kind
+inline: ~380 lines for the wgmma FlashAttention kernel, 15-38 ms of ``compile`` on the loaded
+CI machine), so the code object is kept in the disk cache's code store
+(jit/cache/code_store.py, keyed by the source, its file name and the Python version) and a
+fresh process reads it back (``marshal``) instead of compiling again. The source is kept as
+``FastCall.call.source`` and in ``linecache``, so a traceback under ``compiler_frames=True``
+shows its lines.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import linecache
+import marshal
 import os
 import sys
+import types
 
 from ..runtime.tensormap import TensorDescriptor, TensorMapArg
 from ..runtime.tensors import as_tensor_arg
@@ -40,7 +48,30 @@ from ..frontend.kinds import descriptor_key, fast_parts
 from ..frontend.kinds.scalar import F32_MAX, INF
 from ..core.static_key import UnkeyableError, static_key
 
-__all__ = ["FastCall", "kind_of", "call_source", "device_source", "make_call", "tensor_tails"]
+__all__ = ["FastCall", "kind_of", "call_source", "device_source", "make_call", "compiled",
+           "tensor_tails"]
+
+
+def compiled(source: str, filename: str) -> types.CodeType:
+    """``compile(source, filename, "exec")``, through the disk cache's code store: a code object
+    an earlier process compiled from the same source and file name under the same Python (its
+    bytecode magic and version) is read back with ``marshal``; else compiled now and stored.
+    Loading it runs no code (the cache folder is trusted as ``__pycache__`` is: code_store.py)."""
+    from .cache import code_store
+    text = f"{sys.version}\0{importlib.util.MAGIC_NUMBER.hex()}\0{filename}\0{source}"
+    key = "fast call " + hashlib.sha256(text.encode()).hexdigest()
+    data = code_store.get(key)
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):   # not a code object of this Python
+            code = None
+        if type(code) is types.CodeType and code.co_filename == filename:
+            return code
+    code = compile(source, filename, "exec")
+    code_store.put(key, marshal.dumps(code))
+    return code
+
 
 def make_call(kinds, name: str, namespace: dict):
     """The generated call path ``fast_call`` for parameters of ``kinds`` (see :func:`kind_of`),
@@ -64,7 +95,7 @@ def make_call(kinds, name: str, namespace: dict):
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     filename = os.path.join(package, f"<fast call of {name}>")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)
+    exec(compiled(source, filename), ns)
     fn = ns["fast_call"]
     fn.values = ns["fast_values"]
     fn.lookup = ns["fast_lookup"]
