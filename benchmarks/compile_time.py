@@ -155,36 +155,31 @@ if what.startswith("trivial"):
         pass
     kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
-elif what == "wgmma":       # the default path: what ws.ops.flash_attention runs on an H200
+elif gpu:                   # "wgmma": the default path, what ws.ops.flash_attention runs
+    kern = (attention.flash_attention_wgmma_kernel if what == "wgmma"
+            else attention.flash_attention_kernel)
+    q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    sync()
+    mma = "wgmma" if what == "wgmma" else "mma.sync"
+    run = lambda: attention.flash_attention(q, k, v, mma=mma)
+elif what == "wgmma":       # the policy that call picks (S = 1024: the short table)
+    import numpy as np
+    import ml_dtypes
     kern = attention.flash_attention_wgmma_kernel
-    if gpu:
-        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(3))
-        sync()
-        run = lambda: attention.flash_attention(q, k, v, mma="wgmma")
-    else:                       # the policy that call picks (S = 1024: the short table)
-        import numpy as np
-        import ml_dtypes
-        fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5,
-                                        short=True)
-        x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
-        q_box, kv_box = fa.descriptor_boxes()
-        TD = ws.tma.TensorDescriptor
-        args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
-                ws.Int32, None, TD(x, fa.o_box) if fa.tma_store else None,
-                ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
-        run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, short=True)
+    x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
+            ws.Int32, None, TD(x, fa.o_box) if fa.tma_store else None,
+            ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
+    run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
 else:
     kern = attention.flash_attention_kernel
-    if gpu:
-        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(3))
-        sync()
-        run = lambda: attention.flash_attention(q, k, v, mma="mma.sync")
-    else:
-        fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
-        T = ws.Tensor[ws.BFloat16, 4]
-        run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
+    fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
+    T = ws.Tensor[ws.BFloat16, 4]
+    run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
 if barrier:                                     # shared-cache rows: every rank starts at once
     open(f"{barrier}.ready.{os.getpid()}", "w").close()
     while not os.path.exists(barrier):
