@@ -8,7 +8,7 @@ configuration (CUDA events, device time with a warmed queue, ``gpu_timing``) and
 output against torch's SDPA in fp32 (max abs error). The summary gives per configuration the
 median over rounds of each tree and the ratio.
 
-    python3 benchmarks/attention_trees.py --trees base14b,. --rounds 3 [--out DIR]
+    python3 benchmarks/attention_trees.py --trees base14b,. --rounds 3 [--cache DIR]
 
 Configurations (12): mma 'wgmma' (the default kernel; causal or not) and 'mma.sync' (not
 causal), D = 64 and 128, at (B, H, S) = (4, 16, 4096) and (8, 16, 1024), bf16.
@@ -64,10 +64,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trees", default="base14b,.")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--cache", default="/tmp", help="folder for the trees' disk caches")
     args = ap.parse_args()
     trees = args.trees.split(",")
-    cache_root = args.out or "/tmp"
+    cache_root = args.cache
     got = {t: [] for t in trees}
     for r in range(args.rounds):
         for t in (trees if r % 2 == 0 else trees[::-1]):

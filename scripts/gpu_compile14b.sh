@@ -37,7 +37,7 @@ for tree in base14b .; do
 done
 echo "compile rows done at $(( $(date +%s) - t0 )) s"
 trees=.; [ -d base14b/warpstage ] && trees=base14b,.
-timeout 200 python3 benchmarks/attention_trees.py --trees "$trees" --rounds 3 --out "$OUT" 2>&1 \
+timeout 200 python3 benchmarks/attention_trees.py --trees "$trees" --rounds 3 --cache /tmp/ab14b 2>&1 \
   | tee "$OUT/attention_trees.txt"
 echo "attention A/B done at $(( $(date +%s) - t0 )) s"
 PYTHONPATH=. timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/ops tests/examples \
