@@ -71,7 +71,8 @@ def main():
     got = {t: [] for t in trees}
     for r in range(args.rounds):
         for t in (trees if r % 2 == 0 else trees[::-1]):
-            cache = os.path.join(cache_root, "ws-cache-ab-" + (t.strip("./").replace("/", "_") or "here"))
+            label = t.strip("./").replace("/", "_") or "here"
+            cache = os.path.join(cache_root, f"ws-cache-ab-{label}")
             got[t].append(run_tree(t, cache))
             print(f"round {r + 1}: {t} done", flush=True)
     print(f"{'configuration':34} " + " ".join(f"{t + ' us':>12}" for t in trees)
