@@ -8,10 +8,10 @@ configuration (CUDA events, device time with a warmed queue, ``gpu_timing``) and
 output against torch's SDPA in fp32 (max abs error). The summary gives per configuration the
 median over rounds of each tree and the ratio.
 
-    python3 benchmarks/attention_trees.py --trees base14b,. --rounds 3 [--out DIR]
+    python3 benchmarks/attention_trees.py --trees base14b,. --rounds 3 [--cache DIR]
 
-Configurations: mma 'wgmma' (the default kernel) and 'mma.sync', D = 64 and 128, causal or not,
-at (B, H, S) = (4, 16, 4096) and (8, 16, 1024), bf16.
+Configurations (12): mma 'wgmma' (the default kernel; causal or not) and 'mma.sync' (not
+causal), D = 64 and 128, at (B, H, S) = (4, 16, 4096) and (8, 16, 1024), bf16.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ import subprocess
 import sys
 
 CONFIGS = [(mma, d, causal, shape) for mma in ("wgmma", "mma.sync") for d in (64, 128)
-           for causal in (False, True) for shape in ((4, 16, 4096), (8, 16, 1024))]
+           for causal in ((False, True) if mma == "wgmma" else (False,))
+           for shape in ((4, 16, 4096), (8, 16, 1024))]
 
 CHILD = r"""
 import json, os, sys
@@ -63,11 +64,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trees", default="base14b,.")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--cache", default="/tmp", help="folder for the trees' disk caches")
     ap.add_argument("--only", default="",
                     help="comma-separated mma:D pairs to keep (e.g. wgmma:64); default all")
     ap.add_argument("--shapes", default="",
-                    help="B,H,S;... in place of the two default shapes")
+                    help="B,H,S;... in place of the default shapes")
     args = ap.parse_args()
     configs = CONFIGS
     if args.shapes:
@@ -77,11 +78,12 @@ def main():
         keep = {(m, int(d)) for m, d in (pair.split(":") for pair in args.only.split(","))}
         configs = [cfg for cfg in configs if (cfg[0], cfg[1]) in keep]
     trees = args.trees.split(",")
-    cache_root = args.out or "/tmp"
+    cache_root = args.cache
     got = {t: [] for t in trees}
     for r in range(args.rounds):
         for t in (trees if r % 2 == 0 else trees[::-1]):
-            cache = os.path.join(cache_root, "ws-cache-ab-" + (t.strip("./").replace("/", "_") or "here"))
+            label = t.strip("./").replace("/", "_") or "here"
+            cache = os.path.join(cache_root, f"ws-cache-ab-{label}")
             got[t].append(run_tree(t, cache, configs))
             print(f"round {r + 1}: {t} done", flush=True)
     print(f"{'configuration':34} " + " ".join(f"{t + ' us':>12}" for t in trees)

@@ -155,37 +155,31 @@ if what.startswith("trivial"):
         pass
     kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
-elif what == "wgmma":       # the default path: what ws.ops.flash_attention runs on an H200
+elif gpu:                   # "wgmma": the default path, what ws.ops.flash_attention runs
+    kern = (attention.flash_attention_wgmma_kernel if what == "wgmma"
+            else attention.flash_attention_kernel)
+    q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    sync()
+    mma = "wgmma" if what == "wgmma" else "mma.sync"
+    run = lambda: attention.flash_attention(q, k, v, mma=mma)
+elif what == "wgmma":       # the policy that call picks (S = 1024: the short table)
+    import numpy as np
+    import ml_dtypes
     kern = attention.flash_attention_wgmma_kernel
-    if gpu:
-        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(3))
-        sync()
-        run = lambda: attention.flash_attention(q, k, v, mma="wgmma")
-    else:                       # the policy that call picks (S = 1024: the short table)
-        import numpy as np
-        import ml_dtypes
-        fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5,
-                                        short=True)
-        x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
-        q_box, kv_box = fa.descriptor_boxes()
-        TD = ws.tma.TensorDescriptor
-        args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
-                ws.Int32, None,
-                TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None,
-                ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
-        run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, short=True)
+    x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
+            ws.Int32, None, TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None,
+            ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
+    run = lambda: ws.compile(kern, *args, block=(fa.threads, 1, 1)).cubin
 else:
     kern = attention.flash_attention_kernel
-    if gpu:
-        q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(3))
-        sync()
-        run = lambda: attention.flash_attention(q, k, v, mma="mma.sync")
-    else:
-        fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
-        T = ws.Tensor[ws.BFloat16, 4]
-        run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
+    fa = attention.policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, "cp.async")
+    T = ws.Tensor[ws.BFloat16, 4]
+    run = lambda: ws.compile(kern, fa, T, T, T, T, block=fa.threads).cubin
 if barrier:                                     # shared-cache rows: every rank starts at once
     open(f"{barrier}.ready.{os.getpid()}", "w").close()
     while not os.path.exists(barrier):
@@ -195,7 +189,7 @@ run(); sync()
 t3 = time.perf_counter()
 run(); sync()
 t4 = time.perf_counter()
-later = []              # the launch itself: the C call path's stub loads beside the 2nd call
+later = []              # the launch itself: the C call path's stub compiles beside the 2nd call
 for _ in range(5):
     t = time.perf_counter(); run(); sync(); later.append(time.perf_counter() - t)
 stages = {}
@@ -253,8 +247,7 @@ def fresh_process_rows(reference: bool = False) -> None:
     trace) and last, as another kernel, with the facts stored (what a new kernel costs).
     'first call' is the call's wall time (launch and kernel included, synchronized); 'launch'
     is the fastest of five later calls (memory-cache hits; not the second call, beside which
-    the C call path's launch stub loads, in a background thread, from the disk cache when an
-    earlier row stored it: docs/launch.md, "A fresh process"), 'beyond the
+    the C call path's launch stub compiles: llvmlite's import then holds the GIL), 'beyond the
     launch' subtracts it, and 'not in a stage' also subtracts the stages' sum: the first call's
     time no stage timer saw. 'driver' (GPU only) is
     warpstage's one-time driver set-up (importing cuda.bindings, the primary context), timed

@@ -10,8 +10,8 @@
 # (the lead's checkout of the branch has it untracked beside the code; made here if absent).
 #  1. compile_time.py fresh (first calls in fresh processes, stage breakdown; now with the
 #     default wgmma rows), main then branch, once each (~40 + ~25 s);
-#  2. benchmarks/attention_trees.py: device time of ws.ops.flash_attention, wgmma and mma.sync,
-#     D 64/128, causal or not, two shapes, 3 rounds taking turns, and the max error against
+#  2. benchmarks/attention_trees.py: device time of ws.ops.flash_attention, wgmma (causal or
+#     not) and mma.sync, D 64/128, two shapes, 3 rounds taking turns, and the max error against
 #     SDPA in each tree (~2 min: main's first round compiles its slow wgmma kernels);
 #  3. the GPU tests of what the PTX change touches (ops, examples, backend: -m gpu, -n 8).
 # Logs under $OUT, the summary last. Run from the repository root: bash scripts/gpu_compile14b.sh
@@ -37,7 +37,7 @@ for tree in base14b .; do
 done
 echo "compile rows done at $(( $(date +%s) - t0 )) s"
 trees=.; [ -d base14b/warpstage ] && trees=base14b,.
-timeout 170 python3 benchmarks/attention_trees.py --trees "$trees" --rounds 3 --out "$OUT" 2>&1 \
+timeout 200 python3 benchmarks/attention_trees.py --trees "$trees" --rounds 3 --cache /tmp/ab14b 2>&1 \
   | tee "$OUT/attention_trees.txt"
 echo "attention A/B done at $(( $(date +%s) - t0 )) s"
 PYTHONPATH=. timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/ops tests/examples \

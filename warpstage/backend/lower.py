@@ -1,9 +1,9 @@
 """IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
 
 ``lower`` verifies the IR, declares every function it defines (so calls may go in any order;
-not the device functions lowered in place, below), then lowers each body. Straight-line ops go through the rule tables of ``lower_arith``, ``lower_math``,
-``lower_gpu``, ``lower_sync`` and ``lower_smem``; structured control flow and calls are lowered
-here.
+not the device functions lowered in place, below), then lowers each body. Straight-line ops go
+through the rule tables of ``lower_arith``, ``lower_math``, ``lower_gpu``, ``lower_sync`` and
+``lower_smem``; structured control flow and calls are lowered here.
 
 Functions:
 
