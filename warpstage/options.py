@@ -62,7 +62,11 @@ class CompileOptions:
     Code generation (hashed into the disk key): ``arch`` the PTX target (sm_90a);
     ``ptx_version`` the PTX ISA version LLVM emits; ``opt_level`` LLVM's -O level;
     ``device_asserts`` compiles a dynamic ``assert`` into a device check (printf of file:line,
-    then trap) instead of dropping it; ``ptxas`` an explicit ptxas path (None: search).
+    then trap) instead of dropping it; ``ptxas`` an explicit ptxas path (None: search);
+    ``inline_in_place`` lowers each ``inline='always'`` device function's body at its call sites
+    instead of as an LLVM ``alwaysinline`` function (LLVM's O3 on the wgmma FlashAttention
+    D=128: 2.9 s -> 0.25 s CPU, but the kernels it builds ran 1-4.6% slower on the H200, so it is
+    off by default: docs/compile-time.md, 10.).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
@@ -80,6 +84,7 @@ class CompileOptions:
     opt_level: int = 3
     device_asserts: bool = False
     ptxas: Optional[str] = None
+    inline_in_place: bool = False
     compiler_frames: bool = field(default=False, metadata=_RUNTIME)
     max_specializations: int = field(default=8, metadata=_RUNTIME)
     max_unroll: int = field(default=UNROLL_LIMIT, metadata=_RUNTIME)
@@ -127,6 +132,7 @@ _VALUE_RULES = {
     "opt_level": ("an int 0, 1, 2 or 3 (LLVM's -O level)",
                   lambda v: type(v) is int and 0 <= v <= 3),
     "device_asserts": ("a bool", lambda v: type(v) is bool),
+    "inline_in_place": ("a bool", lambda v: type(v) is bool),
     "compiler_frames": ("a bool", lambda v: type(v) is bool),
     "ptxas": ("None or the path of a ptxas binary (a string)",
               lambda v: v is None or isinstance(v, (str, os.PathLike))),

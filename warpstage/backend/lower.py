@@ -21,12 +21,15 @@ Functions:
   "Tensor-map"; CUDA ``__grid_constant__``).
 - A device function has internal linkage; zero results return void, one its value, several an
   LLVM literal struct. ``attrs['inline']``: 'never' -> noinline; 'always' (``@ws.jit``'s
-  default): the function is not defined at all, its body is lowered in place at each call, its
-  parameters bound to the call's arguments and its results to what its ``func.return`` gives
-  (``_inlined_in_place``; one that reaches itself through calls stays an ``alwaysinline``
-  function). Why: LLVM's O3 runs IPSCCP before its inliner, and IPSCCP on functions returning
-  literal structs of 100+ fields (a role's loop state) built by ``insertvalue`` chains took
-  2.7 of the wgmma FlashAttention D=128's 2.9 s of O3 (docs/compile-time.md, 10.).
+  default) -> alwaysinline, or with ``CompileOptions.inline_in_place`` the function is not
+  defined at all, its body is lowered in place at each call, its parameters bound to the
+  call's arguments and its results to what its ``func.return`` gives (``_inlined_in_place``;
+  one that reaches itself through calls stays an ``alwaysinline`` function). Why the option:
+  LLVM's O3 runs IPSCCP before its inliner, and IPSCCP on functions returning literal structs
+  of 100+ fields (a role's loop state) built by ``insertvalue`` chains took 2.7 of the wgmma
+  FlashAttention D=128's 2.9 s of O3; why not the default: the same kernels built that way ran
+  1-4.6% slower on the H200 (LLVM simplifies a callee before inlining it, and the order
+  changes the schedule ptxas gets; docs/compile-time.md, 10.).
 
 Control flow (``scf``) becomes basic blocks with phis:
 
@@ -80,7 +83,7 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     llmod = ir.Module(name="warpstage")
     llmod.triple = TRIPLE
     llmod.data_layout = data_layout(options.arch, options.ptx_version, options.opt_level)
-    in_place = _inlined_in_place(module)
+    in_place = _inlined_in_place(module) if options.inline_in_place else frozenset()
     bodies = {fn.name: fn for fn in module.functions}
     functions = {fn.name: _declare(llmod, fn) for fn in module.functions
                  if fn.name not in in_place}
