@@ -5,9 +5,11 @@
 # functions returning 100+-field structs: LLVM's IPSCCP took 2.7 of the wgmma D=128's 2.9 s of
 # O3 on the CPU host), and passes/addresses.py splits unrolled ptr.offset chains into shared
 # bases plus constants (mma.sync FA SASS 2570 -> 2530 instructions at D=128, 1930 -> 1914 at
-# D=64; registers 168, no spills; wgmma SASS the same counts). Needs base14b/: main's tree,
-#   mkdir -p base14b && git archive main | tar -x -C base14b     # in the repository root
-# (the lead's checkout of the branch has it untracked beside the code; made here if absent).
+# D=64; registers 168, no spills; wgmma SASS the same counts). Needs base14b/: the tree the
+# branch started from (44495a4; main has merged part of this branch since, so not `main`),
+#   mkdir -p base14b && git archive 44495a4 | tar -x -C base14b     # in the repository root
+# (the helper's worktree has it untracked beside the code; made here if absent, BASE_REF
+# overrides the commit).
 #  1. compile_time.py fresh (first calls in fresh processes, stage breakdown; now with the
 #     default wgmma rows), main then branch, once each (~40 + ~25 s);
 #  2. benchmarks/attention_trees.py: device time of ws.ops.flash_attention, wgmma (causal or
@@ -22,9 +24,10 @@ t0=$(date +%s)
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
   git log -1 --oneline 2>/dev/null
   python3 -c "import llvmlite, sys, torch; print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)"; } 2>&1 | tee "$OUT/env.txt"
+BASE_REF=${BASE_REF:-44495a4}
 if [ ! -d base14b/warpstage ]; then
-  mkdir -p base14b && git archive main | tar -x -C base14b \
-    || { echo "no base: git archive main failed"; rm -rf base14b; }
+  mkdir -p base14b && git archive "$BASE_REF" | tar -x -C base14b \
+    || { echo "no base: git archive $BASE_REF failed"; rm -rf base14b; }
 fi
 # main's tree runs this branch's compile_time.py (the same rows; it only calls public APIs)
 [ -d base14b/benchmarks ] && cp benchmarks/compile_time.py base14b/benchmarks/compile_time.py
