@@ -60,6 +60,9 @@ CASES = [
     (1, 1, 150, 150, 96, True, "bfloat16", None, dict(consumer_wgs=3, persistent=False)),
     (1, 1, 90, 130, 96, False, "float16", None, dict(split_kv=False, fma_select=True)),
     (1, 1, 70, 90, 96, False, "bfloat16", None, dict(tma_store=False)),  # D = 96 scalar stores
+    # D = 96's long-S default: 3 consumer warpgroups, 112-key tiles (an S_k tail of 6 keys)
+    (1, 1, 200, 230, 96, False, "bfloat16", None, dict(consumer_wgs=3, tile_n=112,
+                                                       fma_select=True)),
     (2, 2, 300, 200, 64, False, "bfloat16", None, dict(overlap_tiles=True)),   # tile overlap
     (1, 3, 200, 333, 128, True, "float16", None, dict(overlap_tiles=True)),
     (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3)),

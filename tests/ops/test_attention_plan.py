@@ -52,6 +52,18 @@ def test_head_dim_96_runs_natively_on_wgmma():
     assert plan.fallbacks == [] and plan.policy.tma_store and plan.policy.out.swizzle == 64
 
 
+def test_head_dim_96_policy_follows_the_sequence_length():
+    """D = 96: 3 consumer warpgroups with 112-key tiles past SHORT_SEQ, 2 with 128 keys and
+    dynamic_tiles up to it (192-row tiles leave 1024 rows' last block a third full); causal the
+    claimed persistent grid (session 12's sweeps, attention_plan.WGMMA_DEFAULTS)."""
+    long, short = (plan_call(q, q, q, mma="wgmma").policy
+                   for q in (zeros(1, 1, 4096, 96), zeros(1, 1, 1024, 96)))
+    assert (long.consumer_wgs, long.tile_n, long.dynamic_tiles) == (3, 112, False)
+    assert (short.consumer_wgs, short.tile_n, short.dynamic_tiles) == (2, 128, True)
+    causal = plan_call(*(zeros(1, 1, 4096, 96),) * 3, causal=True, mma="wgmma").policy
+    assert causal.dynamic_tiles and causal.persistent and causal.rescale_threshold == 8.0
+
+
 def test_mma_sync_in_the_simulator_says_why():
     q = zeros(1, 1, 64, 64)
     plan = plan_call(q, q, q)
