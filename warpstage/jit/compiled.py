@@ -142,8 +142,9 @@ class CompiledKernel:
         disassembly of a cubin takes up to a second of CPU (a GEMM's, ~70 KB of text), so it
         is kept: read again, it is the same text, unless the tool found has changed. nvdisasm
         runs with ``-ndf`` (no dataflow analysis): that pass only infers the targets of jumps
-        through the branch stack, which sm_90 code has none of, and costs half of nvdisasm's
-        time; the text is byte-identical (docs/testing.md, "The CPU suite's time")."""
+        through the branch stack, which sm_90 code has none of, and costs a third to a half
+        of nvdisasm's CPU; the text is byte-identical (docs/compile-time.md, "SASS on
+        demand")."""
         cubin = self.cubin
         if cubin is None:
             return None
