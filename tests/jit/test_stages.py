@@ -89,6 +89,36 @@ def test_an_executable_is_its_three_handles():
     assert ex[2] == "launcher"          # the launch paths read the Launcher at index 2
 
 
+def _loop_and_branch(a: ws.Tensor, n: ws.Int32):
+    # a dynamic loop and branch: the control flow whose jump targets nvdisasm's dataflow pass
+    # would annotate
+    i = ws.arch.thread_idx()[0]
+    acc = a[i]
+    for k in range(n):
+        if acc > 1.0:
+            acc = acc * 0.5
+        else:
+            acc = acc + 1.0
+    a[i] = acc
+
+
+def test_sass_without_nvdisasm_dataflow_is_the_full_disassembly(no_disk_cache, ptxas_path):
+    """``ck.sass`` runs nvdisasm with ``-ndf`` (half its CPU time): the text must be what plain
+    ``nvdisasm`` prints, byte for byte, for code with loops and branches."""
+    import subprocess
+    import tempfile
+    from warpstage.backend.ptxas_tool import find_cuda_tool
+    tool = find_cuda_tool("nvdisasm")
+    if tool is None:
+        pytest.skip("no nvdisasm")
+    ck = ws.compile(ws.kernel(_loop_and_branch), ws.Tensor[ws.Float32, 1], ws.Int32, block=64)
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(ck.cubin)
+        f.flush()
+        plain = subprocess.run([tool, f.name], capture_output=True, text=True, check=True).stdout
+    assert "BRA" in plain and ck.sass == plain
+
+
 def test_sass_is_disassembled_once_per_cubin_and_tool(no_disk_cache, ptxas_path, monkeypatch):
     """``ck.sass`` runs nvdisasm (or cuobjdump) once: a second read gives the same text without
     a subprocess; a different tool found disassembles again."""

@@ -139,8 +139,12 @@ class CompiledKernel:
     def sass(self) -> Optional[str]:
         """SASS from nvdisasm (or cuobjdump), None when neither is installed (the
         ``nvidia-cuda-nvdisasm`` wheel of the ``test`` extra, a CUDA toolkit, or PATH). The
-        disassembly of a cubin takes about a second of CPU (a GEMM's, ~70 KB of text), so it
-        is kept: read again, it is the same text, unless the tool found has changed."""
+        disassembly of a cubin takes up to a second of CPU (a GEMM's, ~70 KB of text), so it
+        is kept: read again, it is the same text, unless the tool found has changed. nvdisasm
+        runs with ``-ndf`` (no dataflow analysis): that pass only infers the targets of jumps
+        through the branch stack, which sm_90 code has none of, and costs a third to a half
+        of nvdisasm's CPU; the text is byte-identical (docs/compile-time.md, "SASS on
+        demand")."""
         cubin = self.cubin
         if cubin is None:
             return None
@@ -154,7 +158,8 @@ class CompiledKernel:
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(cubin)
             f.flush()
-            args = [tool, f.name] if tool.endswith("nvdisasm") else [tool, "--dump-sass", f.name]
+            args = [tool, "-ndf", f.name] if tool.endswith("nvdisasm") else \
+                [tool, "--dump-sass", f.name]
             text = subprocess.run(args, capture_output=True, text=True).stdout
         self._sass = (tool, cubin, text)
         return text
