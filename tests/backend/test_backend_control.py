@@ -201,6 +201,24 @@ def test_always_inline_function_is_an_alwaysinline_function_by_default():
     assert ".func" not in ptx and "call" not in ptx     # inlined by LLVM
 
 
+def test_many_results_go_through_an_out_pointer(monkeypatch):
+    """From ``OUT_POINTER_RESULTS`` results an alwaysinline function writes them through a
+    pointer to a slot of its caller's (no struct value for IPSCCP to track: docs/compile-time.md,
+    12.); LLVM's inliner and SROA give the same PTX as the struct return."""
+    import importlib
+    lower_module = importlib.import_module("warpstage.backend.lower")
+    _, want = compile_module(two_result_function(inline="always", calls=2))
+    monkeypatch.setattr(lower_module, "OUT_POINTER_RESULTS", 2)
+    ll, ptx = compile_module(two_result_function(inline="always", calls=2))
+    assert re.search(r'define internal void @"divmod"\(i32 [^,]+, i32 [^,]+, '
+                     r'\{i32, i32\}\* %', ll) and "alwaysinline" in ll
+    assert ll.count('call void @"divmod"') == 2 and "insertvalue" not in ll
+    assert ptx == want
+    # a noinline function keeps its struct return (an out-pointer would be local memory)
+    ll, _ = compile_module(two_result_function(inline="never"))
+    assert re.search(r'define internal \{i32, i32\} @"divmod"', ll)
+
+
 def test_always_inline_function_is_lowered_at_each_call_site():
     """``CompileOptions.inline_in_place``: the body at each call, no function."""
     ll, ptx = compile_module(two_result_function(inline="always", calls=2),

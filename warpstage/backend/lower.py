@@ -20,8 +20,9 @@ Functions:
   parameter's generic address (``cvta.param``), which TMA instructions accept (PTX ISA
   "Tensor-map"; CUDA ``__grid_constant__``).
 - A device function has internal linkage; zero results return void, one its value, several an
-  LLVM literal struct. ``attrs['inline']``: 'never' -> noinline; 'always' (``@ws.jit``'s
-  default) -> alwaysinline, or with ``CompileOptions.inline_in_place`` the function is not
+  LLVM literal struct (an ``inline='always'`` function of ``OUT_POINTER_RESULTS`` or more
+  results: through an out-pointer to one, ``returns_through_pointer``). ``attrs['inline']``: 'never' -> noinline;
+  'always' (``@ws.jit``'s default) -> alwaysinline, or with ``CompileOptions.inline_in_place`` the function is not
   defined at all, its body is lowered in place at each call, its parameters bound to the
   call's arguments and its results to what its ``func.return`` gives (``_inlined_in_place``;
   one that reaches itself through calls stays an ``alwaysinline`` function). Why the option:
@@ -118,6 +119,26 @@ def _inlined_in_place(module: core.Module) -> frozenset:
     return frozenset(name for name in always if not reaches_itself(name))
 
 
+OUT_POINTER_RESULTS = 192
+"""The result count from which an ``inline='always'`` device function returns through an
+out-pointer (``returns_through_pointer``)."""
+
+
+def returns_through_pointer(fn: core.Function) -> bool:
+    """Whether device function ``fn`` gives its results through an out-pointer (a stack slot of
+    its caller's, a pointer to a literal struct of the results, its last parameter) instead of
+    returning a literal struct: an ``inline='always'`` function of at least
+    ``OUT_POINTER_RESULTS`` results (the wgmma FlashAttention D >= 128's K/V loop: 289). IPSCCP,
+    which O3 runs before its inliner, tracks a struct return field by field through its
+    ``insertvalue`` chain (2.7 of the D=128 kernel's 2.9 s of O3); through memory it has nothing
+    to track, and the inliner's SROA turns the slot back into registers. The PTX of the measured
+    kernels is byte-identical either way (docs/compile-time.md, 12.); below the bound the struct
+    return is cheap, and at D=64 (161 results) going through memory changed its PTX, which has
+    not been timed on the GPU."""
+    return (not fn.is_kernel and len(fn.result_types) >= OUT_POINTER_RESULTS
+            and fn.attrs.get("inline") == "always")
+
+
 class _StringAttributes(FunctionAttributes):
     """llvmlite's function attributes plus LLVM string attributes ``"key"="value"``."""
 
@@ -168,8 +189,13 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
     results = [llvm_type(t) for t in fn.result_types]
     if not results:
         ret = ir.VoidType()
+    elif len(results) == 1:
+        ret = results[0]
+    elif returns_through_pointer(fn):
+        ret = ir.VoidType()
+        args.append(ir.LiteralStructType(results).as_pointer())
     else:
-        ret = results[0] if len(results) == 1 else ir.LiteralStructType(results)
+        ret = ir.LiteralStructType(results)
     llfn = ir.Function(llmod, ir.FunctionType(ret, args), fn.name)
     attrs = fn.attrs
     strings = {}
@@ -219,6 +245,13 @@ class _FunctionLowering(LoweringContext):
             b.ret_void()
         elif len(vals) == 1:
             b.ret(vals[0])
+        elif returns_through_pointer(fn):
+            out = self.function.args[-1]
+            i32 = ir.IntType(32)
+            st = ir.LiteralStructType([llvm_type(t) for t in fn.result_types])
+            for i, v in enumerate(vals):
+                b.store(v, b.gep(out, [i32(0), i32(i)], inbounds=True))
+            b.ret_void()
         else:
             agg = ir.Constant(self.function.ftype.return_type, ir.Undefined)
             for i, v in enumerate(vals):
@@ -361,8 +394,17 @@ class _FunctionLowering(LoweringContext):
         if body is not None:                # its parameters bound to the arguments, here
             return self._region(body.body, self.operands(op))
         callee = self.functions[op.attrs["callee"]]
-        ret = self.builder.call(callee, self.operands(op))
         n = len(op.results)
+        if n > 1 and isinstance(callee.function_type.return_type, ir.VoidType):
+            types = [llvm_type(r.type) for r in op.results]
+            st = ir.LiteralStructType(types)
+            out = self.entry_alloca(st)
+            self.builder.call(callee, self.operands(op) + [out])
+            i32 = ir.IntType(32)
+            return [self.builder.load(self.builder.gep(out, [i32(0), i32(i)], inbounds=True),
+                                      typ=types[i])
+                    for i in range(n)]
+        ret = self.builder.call(callee, self.operands(op))
         if n <= 1:
             return [ret] if n else []
         return [self.builder.extract_value(ret, i) for i in range(n)]
