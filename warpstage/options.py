@@ -64,9 +64,10 @@ class CompileOptions:
     ``device_asserts`` compiles a dynamic ``assert`` into a device check (printf of file:line,
     then trap) instead of dropping it; ``ptxas`` an explicit ptxas path (None: search);
     ``inline_in_place`` lowers each ``inline='always'`` device function's body at its call sites
-    instead of as an LLVM ``alwaysinline`` function (LLVM's O3 on the wgmma FlashAttention
-    D=128: 2.9 s -> 0.25 s CPU, but the kernels it builds ran 1-4.6% slower on the H200, so it is
-    off by default: docs/compile-time.md, 10.).
+    instead of as an LLVM ``alwaysinline`` function (the kernels it builds ran 1-4.6% slower on
+    the H200, so it is off by default; the default lowering's large results go through an
+    out-pointer instead, which removed most of the LLVM time this option saved:
+    docs/compile-time.md, 10. and 12.).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
