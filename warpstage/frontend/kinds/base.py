@@ -48,7 +48,7 @@ def short(v, n=60) -> str:
 
 def got_text(v) -> str:
     """What an error says it got: 'a int (5)'; for a type that ws.compile stands in for with a
-    placeholder value ('placeholder_of': lang/scalars.TypePlaceholder, kernel._FakeTensor), 'the
+    placeholder value ('placeholder_of': lang/scalars.TypePlaceholder, jit/placeholders._FakeTensor), 'the
     type ws.Int32' — never the stand-in's value."""
     if getattr(type(v), "placeholder_of", None) is not None:
         return f"the type {v.placeholder_of}"
