@@ -1,13 +1,16 @@
 """Compile the library's own kernels for sm_90a on the CPU and write each one's PTX, to check
 that a change to their index math leaves the PTX byte-identical (or to see where it does not).
 
-    PYTHONPATH=. python3 scripts/kernel_ptx.py dump OUT_DIR        # one .ptx per configuration
+    PYTHONPATH=. python3 scripts/kernel_ptx.py dump OUT_DIR [SET]  # one .ptx per configuration
     python3 scripts/kernel_ptx.py compare DIR_A DIR_B              # identical / differing names
 
 The configurations cover the GEMM (``ws.ops`` ``matmul_kernel``: both schedules, both majors,
 f16/bf16/f32 outputs, batched, split-K, stream-K beside data-parallel at 128 x 256) and the wgmma FlashAttention (D 64 and 128, causal or
 not, persistent or not, TMA-store or register epilogue, with a log-sum-exp, three consumer
-warpgroups, bottom-right causal). Run ``dump`` once from each tree (``PYTHONPATH`` picks which
+warpgroups, bottom-right causal): the set ``configs``; and the 20 policies
+``ws.ops.flash_attention`` picks by default on an H200 (``wgmma_policy_for``: D = 64, 96, 128,
+192, 256, causal or not, S_q up to ``SHORT_SEQ`` or longer), launched as ``launch_wgmma``
+does: the set ``defaults``. SET is ``configs``, ``defaults`` or ``all`` (the default). Run ``dump`` once from each tree (``PYTHONPATH`` picks which
 warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled.
 ``dump`` also writes ptxas' registers, spills and stack and the SASS instruction count (``.res``,
 where ptxas and nvdisasm are installed), which ``compare`` prints for the kernels whose PTX
@@ -91,12 +94,51 @@ def attention_kernel(fields: dict):
                       block=(fa.threads, 1, 1))
 
 
-def dump(out: str) -> int:
+DEFAULTS = {f"fa-default-d{d}{'-causal' if causal else ''}{'-short' if short else ''}":
+            (d, causal, short)
+            for d in (64, 96, 128, 192, 256) for causal in (False, True) for short in (False, True)}
+
+
+def default_attention_kernel(config: tuple):
+    """The default wgmma FlashAttention kernel of ``config`` = (head_dim, causal, short), with
+    the arguments ``launch_wgmma`` passes it (descriptors of the policy's swizzle, no LSE, the
+    output's descriptor with a TMA-store epilogue, the tile counters with ``dynamic_tiles``)."""
+    import numpy as np
+    import ml_dtypes
+    import warpstage as ws
+    from warpstage.ops import attention
+    head_dim, causal, short = config
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", causal, head_dim ** -0.5, short=short)
+    x = np.zeros((1, 1, 256, head_dim), ml_dtypes.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    o_desc = TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None
+    tiles = ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None
+    q, k, v = (TD(x, box, swizzle=fa.swizzle) for box in (q_box, kv_box, kv_box))
+    return ws.compile(attention.flash_attention_wgmma_kernel, fa, q, k, v,
+                      ws.Tensor[ws.BFloat16, 4], ws.Int32, None, o_desc, tiles,
+                      block=(fa.threads, 1, 1))
+
+
+def jobs_of(which: str) -> list:
+    """(name, compile function, its argument) of the set ``which``: configs, defaults, all."""
+    jobs = []
+    if which in ("configs", "all"):
+        jobs += [(n, matmul_kernel, f) for n, f in MATMUL.items()]
+        jobs += [(n, attention_kernel, f) for n, f in ATTENTION.items()]
+    if which in ("defaults", "all"):
+        jobs += [(n, default_attention_kernel, c) for n, c in DEFAULTS.items()]
+    if not jobs:
+        raise SystemExit(f"kernel_ptx.py: unknown set {which!r}; expected configs, defaults "
+                         "or all")
+    return jobs
+
+
+def dump(out: str, which: str = "all") -> int:
     os.environ["WARPSTAGE_CACHE_DIR"] = ""        # the disk cache off: every kernel is compiled
     warnings.simplefilter("ignore")
     os.makedirs(out, exist_ok=True)
-    jobs = [(n, matmul_kernel, f) for n, f in MATMUL.items()]
-    jobs += [(n, attention_kernel, f) for n, f in ATTENTION.items()]
+    jobs = jobs_of(which)
     for name, fn, fields in jobs:
         try:
             ck = fn(fields)
@@ -146,8 +188,8 @@ def _read(path: str):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "dump":
-        sys.exit(dump(sys.argv[2]))
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "dump":
+        sys.exit(dump(*sys.argv[2:]))
     if len(sys.argv) == 4 and sys.argv[1] == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3]))
     sys.exit(__doc__)
