@@ -46,6 +46,17 @@ SETS = {
                             dict(BASE128, packed_p=True, dynamic_tiles=True)]},
     "d128c": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
                             dict(BASE128, packed_p=True, dynamic_tiles=True, num_stages=3)]},
+    # session 13: D=128 non-causal, the one point under cuDNN (B=8 S=1024, 0.99x since session
+    # 8): the short default, its rescale at the wait with packed P, and three consumer
+    # warpgroups (192-row tiles) of 64 / 80 keys (160 registers each, no spills; 96 keys spill)
+    "d128s13": {(128, False): [dict(BASE128, dynamic_tiles=True), dict(BASE128),
+                               dict(BASE128, dynamic_tiles=True, packed_p=True,
+                                    rescale_at_wait=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=64, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
