@@ -57,6 +57,17 @@ SETS = {
                                dict(BASE128, consumer_wgs=3, tile_n=64, skip_idle=True,
                                     partial_last=True),
                                dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True)]},
+    # session 13 call C: the flagship's shapes (S >= 2048), the long default against three
+    # consumer warpgroups of 80 keys (call B: +1.9% with dynamic_tiles at B=4 S=4096, under
+    # the power cap) with and without skipping the idle warpgroups of the partial row block
+    "d128l13": {(128, False): [dict(BASE128),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    packed_p=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
