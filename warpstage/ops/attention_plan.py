@@ -49,7 +49,9 @@ SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=128, num_stages=2, fma_select=True, rescale_threshold=8.0),
+    (128, False): dict(tile_n=80, num_stages=2, consumer_wgs=3, fma_select=True,
+                       rescale_threshold=8.0, dynamic_tiles=True, skip_idle=True,
+                       partial_last=True),
     (128, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
                       rescale_threshold=8.0, dynamic_tiles=True),
     (96, False): dict(tile_n=112, num_stages=2, consumer_wgs=3, fma_select=True),
@@ -100,6 +102,15 @@ unmasked K/V step): +0.4 to +1.4% at all six measured points (S=4096 696.7 vs 68
 output and the LSE are exact up to rounding). Causal takes it in place of ``rescale_at_wait``
 (the sweep's pairing). At D=64 it moved -0.8 to +1.4%: not taken.
 
+Session 13 (``benchmarks/attention_ab.py --set d128s13`` / ``d128l13``, device time, rounds taken
+in turn, and 2 s sustained windows under the power cap; RESULTS.md "Session 13, device calls B
+and C"): D=128 non-causal past ``SHORT_SEQ`` takes 3 consumer warpgroups (192-row tiles) of 80
+keys (160 registers each, no spills; 96 keys spill), claimed first come first served
+(``dynamic_tiles``), the idle warpgroups of a partial row block skipped and those blocks last:
+against session 8-12's 2-warpgroup 128-key kernel +0.6% (B=4 S=4096, sustained +1.5%), +2.5%
+(B=2 S=8192, sustained +3.3%); at S=1024 the same kernel loses 2.6-6.6% (a third-full last row
+block per head), so ``WGMMA_SHORT`` keeps 2 warpgroups of 128 keys there.
+
 ``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
 0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts each output
@@ -139,7 +150,7 @@ SHORT_SEQ = 2048
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
-    (128, False): dict(dynamic_tiles=True),
+    (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False),
     (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
 
