@@ -68,6 +68,18 @@ SETS = {
                                     partial_last=True),
                                dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
                                     packed_p=True)]},
+    # session 13 call D: where else three warpgroups of 80 keys could pay: D=128 non-causal
+    # at S = 1536-2048 (the short table's 2-warpgroup kernel now) and D=128 causal at long S
+    "d128m13": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True)]},
+    "d128c13": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                              dict(BASE128, consumer_wgs=3, tile_n=80, packed_p=True,
+                                   dynamic_tiles=True),
+                              dict(BASE128, consumer_wgs=3, tile_n=80, packed_p=True,
+                                   dynamic_tiles=True, narrow_last=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
