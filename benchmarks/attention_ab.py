@@ -78,7 +78,7 @@ SETS = {
     "d128c13": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
                               dict(BASE128, consumer_wgs=3, tile_n=80, packed_p=True,
                                    dynamic_tiles=True),
-                              dict(BASE128, consumer_wgs=3, tile_n=80, packed_p=True,
+                              dict(BASE128, consumer_wgs=3, tile_n=64, packed_p=True,
                                    dynamic_tiles=True, narrow_last=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
