@@ -178,3 +178,7 @@ def test_the_d128_default_is_the_measured_variant():
     short = wgmma_policy_for(128, "BFloat16", False, 128 ** -0.5, short=True)
     assert (short.consumer_wgs, short.tile_n, short.dynamic_tiles) == (2, 128, True)
     assert not short.skip_idle and not short.partial_last
+    from warpstage.ops.attention_plan import is_short
+    assert [is_short(s, 128, False) for s in (1024, 1536, 1537, 2048)] == [True, True, False,
+                                                                           False]
+    assert is_short(2048, 128, True) and is_short(2048, 64, False) and not is_short(2049, 64, 0)
