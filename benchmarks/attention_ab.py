@@ -80,6 +80,10 @@ SETS = {
                                    dynamic_tiles=True),
                               dict(BASE128, consumer_wgs=3, tile_n=64, packed_p=True,
                                    dynamic_tiles=True, narrow_last=True)]},
+    # session 13 call E: the per-launch cost at D=128 S=1024 (time against B: the slope is the
+    # per-tile cost, the intercept the launch's fill and drain), persistent or one CTA per tile
+    "d128f13": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, persistent=False)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
