@@ -84,6 +84,13 @@ SETS = {
     # per-tile cost, the intercept the launch's fill and drain), persistent or one CTA per tile
     "d128f13": {(128, False): [dict(BASE128, dynamic_tiles=True),
                                dict(BASE128, persistent=False)]},
+    # session 13 call F: the new D=128 long default (3 warpgroups of 80 keys: a K/V tile is
+    # ~60% of a 128-key step's time, so 2 stages hide less of TMA's latency) with 3 stages
+    # (223 KiB of shared memory with the TMA-store buffers)
+    "d128n13": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True, num_stages=3)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
