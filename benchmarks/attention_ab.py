@@ -46,6 +46,51 @@ SETS = {
                             dict(BASE128, packed_p=True, dynamic_tiles=True)]},
     "d128c": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
                             dict(BASE128, packed_p=True, dynamic_tiles=True, num_stages=3)]},
+    # session 13: D=128 non-causal, the one point under cuDNN (B=8 S=1024, 0.99x since session
+    # 8): the short default, its rescale at the wait with packed P, and three consumer
+    # warpgroups (192-row tiles) of 64 / 80 keys (160 registers each, no spills; 96 keys spill)
+    "d128s13": {(128, False): [dict(BASE128, dynamic_tiles=True), dict(BASE128),
+                               dict(BASE128, dynamic_tiles=True, packed_p=True,
+                                    rescale_at_wait=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=64, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True)]},
+    # session 13 call C: the flagship's shapes (S >= 2048), the long default against three
+    # consumer warpgroups of 80 keys (call B: +1.9% with dynamic_tiles at B=4 S=4096, under
+    # the power cap) with and without skipping the idle warpgroups of the partial row block
+    "d128l13": {(128, False): [dict(BASE128),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    packed_p=True)]},
+    # session 13 call D: where else three warpgroups of 80 keys could pay: D=128 non-causal
+    # at S = 1536-2048 (the short table's 2-warpgroup kernel now) and D=128 causal at long S
+    "d128m13": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, skip_idle=True,
+                                    partial_last=True)]},
+    "d128c13": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                              dict(BASE128, consumer_wgs=3, tile_n=80, packed_p=True,
+                                   dynamic_tiles=True),
+                              dict(BASE128, consumer_wgs=3, tile_n=64, packed_p=True,
+                                   dynamic_tiles=True, narrow_last=True)]},
+    # session 13 call E: the per-launch cost at D=128 S=1024 (time against B: the slope is the
+    # per-tile cost, the intercept the launch's fill and drain), persistent or one CTA per tile
+    "d128f13": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, persistent=False)]},
+    # session 13 call F: the new D=128 long default (3 warpgroups of 80 keys: a K/V tile is
+    # ~60% of a 128-key step's time, so 2 stages hide less of TMA's latency) with 3 stages
+    # (223 KiB of shared memory with the TMA-store buffers)
+    "d128n13": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True, num_stages=3)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

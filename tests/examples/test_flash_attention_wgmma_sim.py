@@ -105,6 +105,12 @@ CASES = [
                                                         rescale_threshold=8.0)),
     (2, 2, 200, 150, 64, False, "float16", None, dict(dynamic_tiles=True, consumer_wgs=3,
                                                       skip_idle=True, partial_last=True)),
+    # D=128 non-causal's default past SHORT_SEQ (session 13): 3 consumer warpgroups of 80 keys,
+    # claimed tiles, a partial row block (200 = 192 + 8 rows) and a partial K/V tile (250 keys)
+    (2, 2, 200, 250, 128, False, "bfloat16", None, dict(consumer_wgs=3, tile_n=80,
+                                                        dynamic_tiles=True, skip_idle=True,
+                                                        partial_last=True, fma_select=True,
+                                                        rescale_threshold=8.0)),
     # a warpgroup whose last K/V tile it sees only in its first half issues S and P V there
     # over those keys (causal diagonals; an S_k tail of at most tile_n / 2 keys)
     (1, 2, 300, 300, 128, True, "bfloat16", None, dict(narrow_last=True, fma_select=True,

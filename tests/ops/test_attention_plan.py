@@ -64,6 +64,19 @@ def test_head_dim_96_policy_follows_the_sequence_length():
     assert causal.dynamic_tiles and causal.persistent and causal.rescale_threshold == 8.0
 
 
+def test_head_dim_128_policy_follows_the_sequence_length():
+    """D = 128 non-causal: 3 consumer warpgroups of 80 keys past S_q = 1536 (SHORT_SEQ_AT), the
+    2-warpgroup 128-key kernel up to it, and explain names the bound (session 13 calls B-D)."""
+    plans = {s: plan_call(*(zeros(1, 1, s, 128),) * 3, mma="wgmma") for s in (1536, 2048, 4096)}
+    assert {s: (p.policy.consumer_wgs, p.policy.tile_n) for s, p in plans.items()} == {
+        1536: (2, 128), 2048: (3, 80), 4096: (3, 80)}
+    assert plans[2048].policy.skip_idle and plans[2048].policy.dynamic_tiles
+    assert any(w == "short sequence" and "S_q <= 1536" in y for w, y in plans[1536].choices)
+    assert not any(w == "short sequence" for w, _ in plans[2048].choices)
+    causal = plan_call(*(zeros(1, 1, 2048, 128),) * 3, causal=True, mma="wgmma").policy
+    assert (causal.consumer_wgs, causal.tile_n) == (2, 128)
+
+
 def test_mma_sync_in_the_simulator_says_why():
     q = zeros(1, 1, 64, 64)
     plan = plan_call(q, q, q)

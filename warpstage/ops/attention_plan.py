@@ -19,7 +19,7 @@ from .descriptors import sm_count
 from .host_fixes import cast_code, contiguous_code
 
 __all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
-           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
+           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "is_short", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
            "PADDED_HEAD_DIMS", "SIM_CTAS", "MMA_CHOICES"]
 
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
@@ -49,7 +49,9 @@ SIM_CTAS = 3
 """CTAs of a persistent launch in the simulator: few, so each walks several output tiles."""
 
 WGMMA_DEFAULTS = {
-    (128, False): dict(tile_n=128, num_stages=2, fma_select=True, rescale_threshold=8.0),
+    (128, False): dict(tile_n=80, num_stages=2, consumer_wgs=3, fma_select=True,
+                       rescale_threshold=8.0, dynamic_tiles=True, skip_idle=True,
+                       partial_last=True),
     (128, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
                       rescale_threshold=8.0, dynamic_tiles=True),
     (96, False): dict(tile_n=112, num_stages=2, consumer_wgs=3, fma_select=True),
@@ -100,7 +102,20 @@ unmasked K/V step): +0.4 to +1.4% at all six measured points (S=4096 696.7 vs 68
 output and the LSE are exact up to rounding). Causal takes it in place of ``rescale_at_wait``
 (the sweep's pairing). At D=64 it moved -0.8 to +1.4%: not taken.
 
-``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ``: D=64 causal there takes 2 consumer
+Session 13 (``benchmarks/attention_ab.py --set d128s13`` / ``d128l13``, device time, rounds taken
+in turn, and 2 s sustained windows under the power cap; RESULTS.md "Session 13, device calls B
+and C", "call D"): D=128 non-causal past S_q = 1536 (``SHORT_SEQ_AT``) takes 3 consumer warpgroups (192-row tiles) of 80
+keys (160 registers each, no spills; 96 keys spill), claimed first come first served
+(``dynamic_tiles``), the idle warpgroups of a partial row block skipped and those blocks last:
+against session 8-12's 2-warpgroup 128-key kernel +0.6% (B=4 S=4096, sustained +1.5%), +2.5%
+(B=2 S=8192, sustained +3.3%); at S=1024 the same kernel loses 2.6-6.6% (a third-full last row
+block per head), so ``WGMMA_SHORT`` keeps 2 warpgroups of 128 keys there; at B=8 S=2048 +1.5%
+(sustained +0.7%), at B=11 S=1536 even (-0.2%, sustained -0.3%): hence the bound 1536 for D=128
+non-causal. At D=128 causal the three warpgroups lost 1.7-5.4% at S = 4096-16384 (a 192-row
+block's diagonal crosses 3-4 masked key tiles of 80; sustained +1.1% at S=8192 only), with 64
+keys and ``narrow_last`` 9-13%: not taken.
+
+``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ`` (``is_short``): D=64 causal there takes 2 consumer
 warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
 0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts each output
 tile's first S before the last P V of the one before (``overlap_tiles``: 324 against 304
@@ -136,10 +151,22 @@ error against SDPA rose 2.3x (6.3e-4 -> 1.5e-3; the simulator's relative error a
 D=128 rose alike, 4%)."""
 
 SHORT_SEQ = 2048
+SHORT_SEQ_AT = {(128, False): 1536}
+"""Per (D, causal), a bound other than ``SHORT_SEQ`` for ``WGMMA_SHORT`` (``is_short``). D=128
+non-causal: at B=8 S=2048 the long default's 3 consumer warpgroups of 80 keys read +1.5% over
+the short 2-warpgroup kernel (sustained +0.7%), at B=11 S=1536 -0.2% (+0.5% static order;
+sustained -0.3 / +0.2%), at S=1024 -2.6 to -6.6% (session 13 calls B and D, device time)."""
+
+
+def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
+    """Whether ``WGMMA_SHORT``'s fields apply: S_q at most ``SHORT_SEQ_AT``'s bound for
+    (head_dim, causal), else ``SHORT_SEQ``."""
+    return seq_q <= SHORT_SEQ_AT.get((head_dim, bool(causal)), SHORT_SEQ)
+
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
-    (128, False): dict(dynamic_tiles=True),
+    (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False),
     (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
 
@@ -150,7 +177,7 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
                      kv_group: int = 1, short: bool = False,
                      overrides: tuple = ()) -> FlashAttentionWgmma:
     """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
-    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (S_q <= ``SHORT_SEQ``)
+    ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (``is_short``)
     ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
     autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding."""
     import warpstage as ws
@@ -315,7 +342,7 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                              f"{', '.join(needs)}: only the wgmma kernel has it" if needs else
                              f"mma='auto', an sm_90 GPU, TMA-readable tensors and B H S_q S_k D "
                              f"= {work} >= WGMMA_MIN_WORK"))
-        short = seq_q <= SHORT_SEQ
+        short = is_short(seq_q, kernel_dim, causal)
         overrides = tuple(sorted((policy or {}).items()))
         plan.policy = wgmma_policy_for(kernel_dim, dtype, causal, scale, tile_n=tile_n,
                                        num_stages=num_stages, causal_align=align,
@@ -375,7 +402,8 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
     picked = dict(WGMMA_DEFAULTS[(head_dim, plan.causal)])
     plan.choices.append(("tiling", f"WGMMA_DEFAULTS[({head_dim}, {plan.causal})] = {picked}"))
     if short and WGMMA_SHORT.get((head_dim, plan.causal)):
-        plan.choices.append(("short sequence", f"S_q <= SHORT_SEQ = {SHORT_SEQ}: WGMMA_SHORT's "
+        bound = SHORT_SEQ_AT.get((head_dim, plan.causal), SHORT_SEQ)
+        plan.choices.append(("short sequence", f"S_q <= {bound} (is_short): WGMMA_SHORT's "
                              f"{WGMMA_SHORT[(head_dim, plan.causal)]}"))
     given = dict(overrides, **{n: x for n, x in (("tile_n", tile_n), ("num_stages", num_stages))
                                if x is not None})

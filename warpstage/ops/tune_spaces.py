@@ -168,12 +168,14 @@ def attention_shape_class(q, k, v, causal=False, scale=None, causal_align="top_l
                           return_lse=False) -> tuple:
     """The attention's tuning key: dtype, head dimension, causality and alignment, whether the
     LSE is returned, K/V heads per query head, B x H, S_q, S_k rounded up to powers of two, and
-    whether S_q is short (``SHORT_SEQ``: the shipped defaults differ there)."""
+    whether S_q is short (``attention_plan.is_short``: the shipped defaults differ there)."""
     tq, tk = as_tensor_arg(q, "q"), as_tensor_arg(k, "k")
     b, h, s_q, d = tq.shape
-    from .attention import SHORT_SEQ
+    from .attention import NATIVE_HEAD_DIMS
+    from .attention_plan import is_short
+    padded = next((n for n in NATIVE_HEAD_DIMS if n >= d), d)
     return ("attention", str(tq.dtype), d, bool(causal), causal_align, bool(return_lse),
-            h // max(1, tk.shape[1]), _pow2(b * h), _pow2(s_q), s_q <= SHORT_SEQ,
+            h // max(1, tk.shape[1]), _pow2(b * h), _pow2(s_q), is_short(s_q, padded, causal),
             _pow2(tk.shape[2]))
 
 
@@ -181,7 +183,8 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
                     return_lse=False) -> list:
     """The wgmma kernel's candidates for these tensors (see the module docstring), shipped
     default first; combinations the policy refuses are left out."""
-    from .attention import NATIVE_HEAD_DIMS, SHORT_SEQ, WGMMA_DEFAULTS, WGMMA_SHORT
+    from .attention import NATIVE_HEAD_DIMS, WGMMA_DEFAULTS, WGMMA_SHORT
+    from .attention_plan import is_short
     from .attention_wgmma import FlashAttentionWgmma
     import warpstage as ws
     tq = as_tensor_arg(q, "q")
@@ -189,7 +192,7 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
     dtype = ws.Float16 if str(tq.dtype) == "f16" else ws.BFloat16
     from ..core.static_key import static_key
     shipped = dict(WGMMA_DEFAULTS[(d, bool(causal))])
-    if tq.shape[2] <= SHORT_SEQ:                                # as wgmma_policy_for's short
+    if is_short(tq.shape[2], d, causal):                        # as wgmma_policy_for's short
         shipped.update(WGMMA_SHORT.get((d, bool(causal)), {}))
     seen = {static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                            **shipped))}
