@@ -1,0 +1,82 @@
+"""Cold compiles in fresh processes, two or more source trees taking turns: the A/B of a
+compile-time change on one machine in one window (``compile_time.py fresh``'s first-call
+script, each tree's warpstage on ``PYTHONPATH``).
+
+    python3 benchmarks/compile_trees.py --trees /path/to/base,. [--rows wgmma:64,wgmma:128]
+                                        [--rounds 5]
+
+Rows are ``compile_time.py``'s: ``wgmma:D`` the default wgmma FlashAttention (its policy for
+S = 1024), ``attention:D`` the mma.sync kernel, ``trivial``. Each row is cold: an empty disk
+cache but for the machine's facts (source digest, LLVM and ptxas versions), which each tree
+stores once first, as ``compile_time.py``'s wgmma rows have them. Each round runs every row of
+every tree once, the trees alternating (A B per row, and B A in the next round). Printed per
+tree and row: the median and range over the rounds of the first call (wall ms; a CPU host has
+no launch: the compile) and of each stage, and the process' CPU ms.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compile_time  # noqa: E402
+
+
+def _run(tree: str, cache: str, folder: str, what: str, dim: int):
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), WARPSTAGE_CACHE_DIR=cache)
+    script = os.path.join(folder, "first_call.py")
+    r, err = compile_time._result(compile_time._fresh(script, env, what, dim))
+    if err:
+        raise SystemExit(f"{tree} {what}:{dim} failed: {err}")
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trees", required=True, help="comma-separated source trees")
+    ap.add_argument("--rows", default="wgmma:64,wgmma:128")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    trees = args.trees.split(",")
+    rows = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 0)
+            for r in args.rows.split(",")]
+    results = {(t, row): [] for t in trees for row in rows}
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, "first_call.py"), "w") as f:
+            f.write(compile_time.FRESH.replace(
+                'print(json.dumps({', 'print(json.dumps({"cpu": time.process_time(), '))
+        facts = {}
+        for i, t in enumerate(trees):
+            facts[t] = os.path.join(folder, f"facts{i}")
+            _run(t, facts[t], folder, "trivial", 0)
+        for n in range(args.rounds):
+            for row in rows:
+                for t in (trees if n % 2 == 0 else trees[::-1]):
+                    cache = os.path.join(folder, "cache")
+                    shutil.rmtree(cache, ignore_errors=True)
+                    compile_time._copy_facts(facts[t], cache)
+                    results[t, row].append(_run(t, cache, folder, *row))
+    for row in rows:
+        print(f"{row[0]} D={row[1]}: first call | CPU of the process | stages (ms, median "
+              f"[min-max] of {args.rounds})")
+        for t in trees:
+            rs = results[t, row]
+            stages = sorted({k for r in rs for k in r["stages"]},
+                            key=lambda k: list(rs[0]["stages"]).index(k)
+                            if k in rs[0]["stages"] else 99)
+            cols = [_spread([r["first"] for r in rs]), _spread([r["cpu"] for r in rs])]
+            cols += [f"{k} " + _spread([r["stages"].get(k, 0.0) for r in rs]) for k in stages]
+            print(f"  {t:28} " + " | ".join(cols))
+
+
+def _spread(values) -> str:
+    ms = [1e3 * v for v in values]
+    return f"{statistics.median(ms):.0f} [{min(ms):.0f}-{max(ms):.0f}]"
+
+
+if __name__ == "__main__":
+    main()
