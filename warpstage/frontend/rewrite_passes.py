@@ -42,15 +42,16 @@ def fix_locations(node: ast.AST) -> ast.AST:
     statement (``for``, ``while``, ``if``) would otherwise end on the statement's last line, so
     an error raised under that call (a tensor's ``__iter__`` in ``for v in x``, ``__bool__`` in
     ``if x:``) would name a line of the body instead of the statement's header."""
-    def fix(n, pos):
+    todo = [(node, _first_line(node) if getattr(node, "lineno", None) is not None
+             else (1, 0, 1, 0))]
+    while todo:                     # depth first, children in order: the recursion's order
+        n, pos = todo.pop()
         if "lineno" in n._attributes:
             if getattr(n, "lineno", None) is None:
                 n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = pos
             else:
                 pos = _first_line(n)
-        for child in ast.iter_child_nodes(n):
-            fix(child, pos)
-    fix(node, _first_line(node) if getattr(node, "lineno", None) is not None else (1, 0, 1, 0))
+        todo.extend((child, pos) for child in reversed(child_nodes(n)))
     return node
 
 
@@ -94,21 +95,42 @@ def lambda_(body: ast.expr) -> ast.Lambda:
     return ast.copy_location(ast.Lambda(args=no_args(), body=body), body)
 
 
+def child_nodes(node: ast.AST) -> list:
+    """``ast.iter_child_nodes(node)`` as a list, less the expression contexts (``Load``,
+    ``Store``, ``Del``: a marker of their parent, never a position or a binding)."""
+    out = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, ast.expr_context):
+                out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, ast.AST))
+    return out
+
+
 def local_nodes(nodes, into_loops=True):
-    """The nodes of ``nodes`` in this function scope: nested functions, lambdas, classes and
-    comprehensions are not entered (a comprehension's walrus targets are yielded); with
-    ``into_loops=False`` the bodies of nested loops are skipped (their ``else`` is not)."""
-    for node in nodes:
+    """The nodes of ``nodes`` in this function scope, depth first in source order (expression
+    contexts left out: ``child_nodes``): nested functions, lambdas, classes and comprehensions
+    are not entered (a comprehension's walrus targets are yielded); with ``into_loops=False``
+    the bodies of nested loops are skipped (their ``else`` is not). One generator and a stack
+    of iterators, not one generator per level (a ``yield from`` chain passes every node
+    through each enclosing level: the rewrite's largest cost on a deep kernel)."""
+    stack = [iter(nodes)]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            continue
         yield node
         if isinstance(node, _SCOPES):
             continue
         if isinstance(node, _COMPS):
             yield from (n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
-            continue
-        if not into_loops and isinstance(node, _LOOPS):
-            yield from local_nodes(node.orelse, into_loops)
-            continue
-        yield from local_nodes(ast.iter_child_nodes(node), into_loops)
+        elif not into_loops and isinstance(node, _LOOPS):
+            stack.append(iter(node.orelse))
+        else:
+            stack.append(iter(child_nodes(node)))
 
 
 def bound_names(nodes) -> list:
