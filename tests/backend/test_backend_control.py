@@ -219,6 +219,44 @@ def test_many_results_go_through_an_out_pointer(monkeypatch):
     assert re.search(r'define internal \{i32, i32\} @"divmod"', ll)
 
 
+def many_result_function(n):
+    """A device function giving ``n`` i32 results (a + 0, ..., a + n - 1), called once; the
+    kernel stores their sum."""
+    m = Module()
+    fn = m.add(Function("spread", [i32], [i32] * n, attrs={"inline": "always"}))
+    b = Builder(fn.body.block)
+    (a,) = fn.args
+    b.return_([b.binary("add", a, b.constant(i32, k)) for k in range(n)])
+    kern = m.add(Function("k", [PointerType(i32), i32], is_kernel=True))
+    b = Builder(kern.body.block)
+    out, a = kern.args
+    total = b.constant(i32, 0)
+    for r in b.call(fn, [a]):
+        total = b.binary("mul", b.binary("add", total, r), a)
+    b.store(out, total)
+    b.return_()
+    return m
+
+
+def test_large_aggregates_are_named_struct_types(monkeypatch):
+    """From ``NAMED_AGGREGATE_FIELDS`` fields a function's result struct is one identified
+    type, defined once and named by every use (short LLVM IR text); the PTX is the literal
+    struct's."""
+    import importlib
+    types = importlib.import_module("warpstage.backend.llvm_types")
+    n = types.NAMED_AGGREGATE_FIELDS
+    ll, ptx = compile_module(many_result_function(n))
+    assert ll.count('%"agg.0" = type {' + ", ".join(["i32"] * n) + "}") == 1
+    assert re.search(r'define internal %"agg.0" @"spread"', ll)
+    assert ll.count('extractvalue %"agg.0" ') == n and ll.count("{i32, i32") == 1
+    monkeypatch.setattr(types, "NAMED_AGGREGATE_FIELDS", n + 1)
+    literal_ll, literal_ptx = compile_module(many_result_function(n))
+    assert "agg.0" not in literal_ll and ptx == literal_ptx
+    # below the bound a literal struct, as before
+    ll, _ = compile_module(many_result_function(n - 1))
+    assert "agg." not in ll
+
+
 def test_always_inline_function_is_lowered_at_each_call_site():
     """``CompileOptions.inline_in_place``: the body at each call, no function."""
     ll, ptx = compile_module(two_result_function(inline="always", calls=2),

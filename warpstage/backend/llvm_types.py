@@ -26,8 +26,8 @@ from llvmlite.ir import types as _lltypes
 from ..ir.fp8 import FORMATS as _FP8
 from ..ir.types import PointerType, ScalarType, TensorMapType
 
-__all__ = ["BFloatType", "ADDRSPACE", "llvm_type", "memory_type", "constant", "I1", "I8",
-           "I32", "I64", "F32", "F64"]
+__all__ = ["BFloatType", "ADDRSPACE", "llvm_type", "memory_type", "constant", "aggregate_type",
+           "NAMED_AGGREGATE_FIELDS", "I1", "I8", "I32", "I64", "F32", "F64"]
 
 
 class BFloatType(_lltypes._BaseFloatType):
@@ -121,3 +121,29 @@ def _bf16_bits(value) -> int:
     bits = struct.unpack("<I", struct.pack("<f", _round_float(v, "f")))[0]
     bits += 0x7FFF + ((bits >> 16) & 1)
     return (bits >> 16) & 0xFFFF
+
+
+NAMED_AGGREGATE_FIELDS = 8
+"""From this many fields an aggregate (``aggregate_type``) is a named struct type."""
+
+
+def aggregate_type(module: ir.Module, elements) -> ir.Type:
+    """The struct type of ``elements`` for an inline-asm result or a device function's results:
+    a literal struct below ``NAMED_AGGREGATE_FIELDS`` fields, else one identified struct type
+    per distinct field list of ``module`` (``%"agg.N" = type {...}``, defined once at the top),
+    so that each ``extractvalue`` / ``insertvalue`` / ``call`` names it instead of spelling out
+    its up to 161 fields (the wgmma accumulators: 64 x float per instruction; the LLVM IR text
+    of the D=64 FlashAttention was 1.9 MB, 63% of it the types of its ``extractvalue``s).
+    The fields, and so the layout and the code, are the same. ``module`` must have a context of
+    its own (``ir.Module(context=ir.Context())``): identified types are named per context.
+    Not for intrinsics, whose struct results LLVM checks against literal types."""
+    elements = list(elements)
+    if len(elements) < NAMED_AGGREGATE_FIELDS:
+        return ir.LiteralStructType(elements)
+    key = tuple(map(str, elements))
+    named = module.__dict__.setdefault("_ws_aggregates", {})
+    t = named.get(key)
+    if t is None:
+        t = named[key] = module.context.get_identified_type(f"agg.{len(named)}")
+        t.set_body(*elements)
+    return t

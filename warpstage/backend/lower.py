@@ -56,7 +56,7 @@ from ..options import CompileOptions
 from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
                lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
-from .llvm_types import llvm_type
+from .llvm_types import aggregate_type, llvm_type
 from .ptx import TRIPLE, data_layout
 from .target_check import check_target, target_of
 
@@ -81,7 +81,7 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     if not verified:
         verify(module)
     check_target(module, target_of(options.arch))
-    llmod = ir.Module(name="warpstage")
+    llmod = ir.Module(name="warpstage", context=ir.Context())     # its own named types
     llmod.triple = TRIPLE
     llmod.data_layout = data_layout(options.arch, options.ptx_version, options.opt_level)
     in_place = _inlined_in_place(module) if options.inline_in_place else frozenset()
@@ -195,9 +195,9 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
         ret = results[0]
     elif returns_through_pointer(fn):
         ret = ir.VoidType()
-        args.append(ir.LiteralStructType(results).as_pointer())
+        args.append(aggregate_type(llmod, results).as_pointer())
     else:
-        ret = ir.LiteralStructType(results)
+        ret = aggregate_type(llmod, results)
     llfn = ir.Function(llmod, ir.FunctionType(ret, args), fn.name)
     attrs = fn.attrs
     strings = {}
@@ -250,7 +250,6 @@ class _FunctionLowering(LoweringContext):
         elif returns_through_pointer(fn):
             out = self.function.args[-1]
             i32 = ir.IntType(32)
-            st = ir.LiteralStructType([llvm_type(t) for t in fn.result_types])
             for i, v in enumerate(vals):
                 b.store(v, b.gep(out, [i32(0), i32(i)], inbounds=True))
             b.ret_void()
@@ -399,8 +398,7 @@ class _FunctionLowering(LoweringContext):
         n = len(op.results)
         if n > 1 and isinstance(callee.function_type.return_type, ir.VoidType):
             types = [llvm_type(r.type) for r in op.results]
-            st = ir.LiteralStructType(types)
-            out = self.entry_alloca(st)
+            out = self.entry_alloca(aggregate_type(self.module, types))
             self.builder.call(callee, self.operands(op) + [out])
             i32 = ir.IntType(32)
             return [self.builder.load(self.builder.gep(out, [i32(0), i32(i)], inbounds=True),

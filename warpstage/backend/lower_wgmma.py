@@ -31,7 +31,7 @@ from llvmlite import ir
 
 from ..ir.ops_wgmma import FP8_TYPES, a_operand_count, mma_k
 from .context import LoweringContext
-from .llvm_types import I32, llvm_type
+from .llvm_types import I32, aggregate_type, llvm_type
 
 __all__ = ["RULES"]
 
@@ -68,7 +68,7 @@ def _tied(ctx: LoweringContext, text: str, values, types) -> list:
     n = len(regs)
     out = [f"={c}" for _, c in regs]
     args = [v for v, _ in regs]
-    ret = args[0].type if n == 1 else ir.LiteralStructType([v.type for v in args])
+    ret = args[0].type if n == 1 else aggregate_type(ctx.module, [v.type for v in args])
     r = _asm(ctx, ret, text, out + [str(k) for k in range(n)], args)
     after = [r] if n == 1 else [ctx.builder.extract_value(r, k) for k in range(n)]
     unpacked: dict = {}
@@ -151,7 +151,7 @@ def _mma(ctx, op):
             f"{{{d_text}}}, {a_text}, {b_text}, %ws_p, {', '.join(tail)};\n\t}}")
     constraints = ([f"={reg_c}"] * n_regs + ["r" if a["a_regs"] else "l"] * len(a_ops)
                    + ["l", "r"] + [str(i) for i in range(len(d_ops))])
-    ret = ir.LiteralStructType([reg_t] * n_regs)
+    ret = aggregate_type(ctx.module, [reg_t] * n_regs)
     r = _asm(ctx, ret, text, constraints, list(a_ops) + [b_desc, scale_d] + list(d_ops))
     regs = [ctx.builder.extract_value(r, i) for i in range(n_regs)]
     if d_type == "f16":
