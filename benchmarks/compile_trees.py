@@ -11,7 +11,10 @@ cache but for the machine's facts (source digest, LLVM and ptxas versions), whic
 stores once first, as ``compile_time.py``'s wgmma rows have them. Each round runs every row of
 every tree once, the trees alternating (A B per row, and B A in the next round). Printed per
 tree and row: the median and range over the rounds of the first call (wall ms; a CPU host has
-no launch: the compile) and of each stage, and the process' CPU ms.
+no launch: the compile) and of each stage, and the process' CPU ms. ``--cpu``: the stages in
+CPU ms instead (the pipeline's stage clock made ``time.process_time``: every thread of the
+process, so ``ptx`` includes the IR text printed beside LLVM; ptxas, a child process, as the
+children's CPU), for a shared host whose load makes wall times meaningless.
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ def main() -> None:
     ap.add_argument("--trees", required=True, help="comma-separated source trees")
     ap.add_argument("--rows", default="wgmma:64,wgmma:128")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cpu", action="store_true", help="stages in CPU ms of the process")
     args = ap.parse_args()
     trees = args.trees.split(",")
     rows = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 0)
@@ -47,8 +51,7 @@ def main() -> None:
     results = {(t, row): [] for t in trees for row in rows}
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "first_call.py"), "w") as f:
-            f.write(compile_time.FRESH.replace(
-                'print(json.dumps({', 'print(json.dumps({"cpu": time.process_time(), '))
+            f.write(_script(args.cpu))
         facts = {}
         for i, t in enumerate(trees):
             facts[t] = os.path.join(folder, f"facts{i}")
@@ -71,6 +74,26 @@ def main() -> None:
             cols = [_spread([r["first"] for r in rs]), _spread([r["cpu"] for r in rs])]
             cols += [f"{k} " + _spread([r["stages"].get(k, 0.0) for r in rs]) for k in stages]
             print(f"  {t:28} " + " | ".join(cols))
+
+
+_CPU_CLOCK = """
+import importlib, resource, types
+importlib.import_module("warpstage.jit.pipeline").time = types.SimpleNamespace(
+    perf_counter=time.process_time)
+"""
+
+
+def _script(cpu: bool) -> str:
+    """compile_time.py's first-call script, printing the process' CPU too; with ``cpu`` its
+    stage clock is the process' CPU time and ptxas is the children's CPU."""
+    text = compile_time.FRESH.replace('print(json.dumps({',
+                                      'print(json.dumps({"cpu": time.process_time(), ')
+    if not cpu:
+        return text
+    text = text.replace("import warpstage as ws\n", "import warpstage as ws\n" + _CPU_CLOCK, 1)
+    return text.replace('print(json.dumps({', 'children = resource.getrusage('
+                        'resource.RUSAGE_CHILDREN)\nstages["ptxas"] = children.ru_utime + '
+                        'children.ru_stime\nprint(json.dumps({', 1)
 
 
 def _spread(values) -> str:
