@@ -20,8 +20,9 @@ Functions:
   parameter's generic address (``cvta.param``), which TMA instructions accept (PTX ISA
   "Tensor-map"; CUDA ``__grid_constant__``).
 - A device function has internal linkage; zero results return void, one its value, several an
-  LLVM literal struct (an ``inline='always'`` function of ``OUT_POINTER_RESULTS`` or more
-  results: through an out-pointer to one, ``returns_through_pointer``). ``attrs['inline']``: 'never' -> noinline;
+  LLVM struct (literal; from 8 fields one named type per field list,
+  ``llvm_types.aggregate_type``; an ``inline='always'`` function of ``OUT_POINTER_RESULTS``
+  or more results: through an out-pointer to one, ``returns_through_pointer``). ``attrs['inline']``: 'never' -> noinline;
   'always' (``@ws.jit``'s default) -> alwaysinline, or with ``CompileOptions.inline_in_place`` the function is not
   defined at all, its body is lowered in place at each call, its parameters bound to the
   call's arguments and its results to what its ``func.return`` gives (``_inlined_in_place``;
