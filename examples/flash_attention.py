@@ -164,6 +164,7 @@ def demo() -> bool:
     TD = ws.tma.TensorDescriptor
     ck = ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box), TD(x, kv_box),
                     TD(x, kv_box), ws.Tensor[ws.Float16, 4], ws.Int32, None, TD(x, fa.o_box),
+                    ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None,
                     block=(fa.threads, 1, 1))
     print(f"{fa!r}: {fa.threads} threads (1 producer warpgroup + {fa.consumer_wgs} consumer), "
           f"{fa.smem_bytes} bytes of shared memory, "
