@@ -14,9 +14,12 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Optional
 
+import numpy as np
+
 from ..errors import SimulatorError
 from ..ir.core import Block, Function, Module, Operation, Value
 from ..ir.opdef import unlowered_op_message
+from .dtypes import LANES
 from .registry import BLOCKING, BLOCKING_IF, HANDLERS
 
 __all__ = ["Program", "CompiledFunction", "FunctionCompiler", "compile_module", "where"]
@@ -115,7 +118,17 @@ class FunctionCompiler:
         return s
 
     def slots(self, values) -> list[int]:
-        return [self.slot(v) for v in values]
+        """``[self.slot(v) for v in values]``, inlined: compiling a warpgroup op asks for the
+        slots of its ~64 fragment registers at once (wgmma, its fence and wait)."""
+        table = self._slots
+        out = []
+        for v in values:
+            key = id(v)
+            s = table.get(key)
+            if s is None:
+                s = table[key] = len(table)
+            out.append(s)
+        return out
 
     # -- blocking analysis --------------------------------------------------------------------
     def is_blocking(self, op: Operation) -> bool:
@@ -154,13 +167,13 @@ class FunctionCompiler:
             if fn is None:
                 continue
             if self.is_blocking(op):
-                groups.append((tuple(plain), fn))
+                groups.append((_batch_runs(plain), fn))
                 plain = []
             else:
                 plain.append(fn)
         if not any(g for _, g in groups):
-            return _plain_runner(tuple(plain), n)
-        groups.append((tuple(plain), None))
+            return _plain_runner(_batch_runs(plain), n)
+        groups.append((_batch_runs(plain), None))
         return _generator_runner(tuple(groups), n)
 
     def generator_block(self, block: Block) -> Callable:
@@ -180,6 +193,83 @@ class FunctionCompiler:
         if term is None or term.name != kind:
             raise SimulatorError(f"block must end in {kind} (in function {self.fn.name})")
         return self.slots(term.operands)
+
+
+MIN_RUN = 4
+"""The shortest run of lanewise steps that ``_batch_runs`` executes as one call."""
+
+
+def _batch_runs(steps: list) -> tuple:
+    """``steps`` with each run of at least ``MIN_RUN`` consecutive *lanewise* steps of one
+    signature replaced by one step that runs them together.
+
+    A lanewise step (``step.lanewise = (signature, f, operand slots, result slot)``, set by the
+    elementwise handlers of ``ops_arith``) computes ``s[result] = f(*operands)`` with an ``f``
+    that works lane by lane on vectors of any length; ops of one signature (name, attributes,
+    operand and result types) share one ``f``. Unrolled tile code repeats such ops once per
+    fragment register (64 ``exp2`` / ``cvt`` / ``mul`` per thread for a 64 x 128 score tile), and
+    each costs one numpy call of 32 lanes, mostly call overhead: the run's operands are
+    concatenated into vectors of 32 x len(run) lanes, ``f`` runs once, and each result slot gets
+    its 32-lane slice. Same values bit for bit (the same numpy loop over the same elements), as
+    long as no op of the run reads a result of an earlier one (checked here: such an op starts a
+    new run) and the operands have the dtype of the run's first (checked per call; else the
+    steps run one by one)."""
+    out: list = []
+    run: list = []
+    produced: set = set()
+
+    def flush():
+        if len(run) >= MIN_RUN:
+            out.append(_run_step(run))
+        else:
+            out.extend(run)
+        run.clear()
+        produced.clear()
+
+    for step in steps:
+        lw = getattr(step, "lanewise", None)
+        if lw is None:
+            flush()
+            out.append(step)
+            continue
+        if run and (lw[0] != run[0].lanewise[0] or not produced.isdisjoint(lw[2])):
+            flush()
+        run.append(step)
+        produced.add(lw[3])
+    flush()
+    return tuple(out)
+
+
+def _run_step(run: list) -> Callable:
+    f = run[0].lanewise[1]
+    columns = tuple(zip(*(step.lanewise[2] for step in run)))    # per operand: its slots
+    results = tuple(step.lanewise[3] for step in run)
+    bounds = tuple((r, LANES * i, LANES * (i + 1)) for i, r in enumerate(results))
+    steps = tuple(run)
+    total = LANES * len(run)
+
+    def lanewise_run(s, w):
+        args = []
+        for col in columns:
+            regs = [s[k] for k in col]
+            dt = regs[0].dtype
+            for x in regs:
+                if x.dtype != dt:
+                    for step in steps:
+                        step(s, w)
+                    return
+            args.append(np.concatenate(regs))
+        try:
+            out = f(*args)
+        except Exception:       # noqa: BLE001 - one by one, so an error names its op
+            out = None
+        if out is None or out.shape != (total,):
+            for step in steps:
+                step(s, w)
+            return
+        for r, lo, hi in bounds:
+            s[r] = out[lo:hi]
+    return lanewise_run
 
 
 def _plain_runner(steps: tuple, n: int) -> Callable:
