@@ -1,9 +1,10 @@
-"""Runs of lanewise ops (sim/compiler._batch_runs): consecutive elementwise ops of one signature,
-none reading another's result, run as one numpy call over their concatenated registers. The
-results must be the bits the ops give one by one: a kernel with runs of every batched kind
-(binary, unary with and without .approx/.ftz, cast to bf16 and f16 and int, cmp, select, fma),
-a dependent chain and interleaved signatures, on inputs with NaN, infinities, subnormals and
-signed zeros, is run with runs and with every op alone (``MIN_RUN`` out of reach)."""
+"""Runs of lanewise ops (sim/compiler._batch_runs): elementwise ops of one signature, regrouped
+by depth within a stretch of such ops and none reading another's result, run as one numpy call
+over their concatenated registers. The results must be the bits the ops give one by one: a
+kernel with runs of every batched kind (binary, unary with and without .approx/.ftz, cast to
+bf16 and f16 and int, cmp, select, fma), a dependent chain and interleaved signatures, on inputs
+with NaN, infinities, subnormals and signed zeros, is run with runs and with every op alone
+(``MIN_RUN`` out of reach)."""
 import numpy as np
 
 from warpstage.ir import bf16, f16, f32, i1, i32
@@ -85,9 +86,9 @@ def test_runs_give_the_bits_of_one_op_at_a_time(monkeypatch):
     out, outi, made = _run(monkeypatch, shortest)
     alone, alone_i, none = _run(monkeypatch, 10 ** 9)
     assert none == [] and made, made
-    # the N-long runs of each batched kind (the loads and address arithmetic make runs too);
-    # the max chain and the interleaved sub/min never form one
-    assert made.count(N) >= 12 and all(n >= shortest for n in made)
+    # the N-long runs of each batched kind, the interleaved sub / min regrouped into two (the
+    # address arithmetic makes runs too); the max chain (each reads the one before) forms none
+    assert made.count(N) >= 14 and all(n >= shortest for n in made)
     assert out.view(np.uint32).tobytes() == alone.view(np.uint32).tobytes()
     assert outi.tobytes() == alone_i.tobytes()
     assert np.isnan(out).any() and np.isinf(out).any()      # the specials reached the outputs
@@ -110,9 +111,18 @@ def test_a_run_with_operands_of_another_dtype_runs_op_by_op():
     frame[1] = np.ones(32, np.float64)
     run(frame, None)
     assert all(v.dtype == np.float64 for v in frame[2:])
-    # the second reads the first's result: runs of 1 and 3, both too short
-    assert len(compiler._batch_runs([step(0, 1, 2), step(2, 1, 3), step(0, 1, 4),
-                                     step(0, 1, 5)])) == 4
+    # the second reads the first's result: it moves after the other three, which join the
+    # first in a run of 4; the steps give what they give one by one
+    five = [step(0, 1, 2), step(2, 1, 3), step(0, 1, 4), step(0, 1, 5), step(0, 1, 6)]
+    grouped = compiler._batch_runs(five)
+    assert len(grouped) == 2 and grouped[1] is five[1]
+    frame = [np.arange(32, dtype=np.float32), np.full(32, 0.5, np.float32)] + [None] * 5
+    alone = list(frame)
+    for f in grouped:
+        f(frame, None)
+    for f in five:
+        f(alone, None)
+    assert all(np.array_equal(a, b) for a, b in zip(frame[2:], alone[2:]))
 
 
 def test_i1_arithmetic_is_not_lanewise():

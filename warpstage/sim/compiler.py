@@ -200,20 +200,55 @@ MIN_RUN = 4
 
 
 def _batch_runs(steps: list) -> tuple:
-    """``steps`` with each run of at least ``MIN_RUN`` consecutive *lanewise* steps of one
-    signature replaced by one step that runs them together.
+    """``steps`` with the lanewise steps between two other steps regrouped, and each run of at
+    least ``MIN_RUN`` of one signature replaced by one step that runs them together.
 
     A lanewise step (``step.lanewise = (signature, f, operand slots, result slot)``, set by the
     elementwise handlers of ``ops_arith``) computes ``s[result] = f(*operands)`` with an ``f``
-    that works lane by lane on vectors of any length; ops of one signature (name, attributes,
-    operand and result types) share one ``f``. Unrolled tile code repeats such ops once per
-    fragment register (64 ``exp2`` / ``cvt`` / ``mul`` per thread for a 64 x 128 score tile), and
-    each costs one numpy call of 32 lanes, mostly call overhead: the run's operands are
-    concatenated into vectors of 32 x len(run) lanes, ``f`` runs once, and each result slot gets
-    its 32-lane slice. Same values bit for bit (the same numpy loop over the same elements), as
-    long as no op of the run reads a result of an earlier one (checked here: such an op starts a
-    new run) and the operands have the dtype of the run's first (checked per call; else the
-    steps run one by one)."""
+    that works lane by lane on vectors of any length and has no side effect; ops of one
+    signature (name, attributes, operand and result types) share one ``f``. Unrolled tile code
+    repeats such ops once per fragment register (64 ``exp2`` / ``cvt`` / ``mul`` per thread for a
+    64 x 128 score tile), each one numpy call of 32 lanes, mostly call overhead; often
+    interleaved (``sub, mul, exp2`` per element). Within a stretch of consecutive lanewise steps
+    each step gets its depth (1 + the deepest step of the stretch whose result it reads) and the
+    stretch is reordered by depth, then by signature in order of appearance: every step still
+    follows the steps it reads, and the other steps (memory, barriers, control flow) keep their
+    places. A run's operands are concatenated into vectors of 32 x len(run) lanes, ``f`` runs
+    once, and each result slot gets its 32-lane slice: the same values bit for bit (the same
+    numpy loop over the same elements). Should an operand's dtype differ from its run's first
+    (checked per call) or ``f`` raise, the run's steps run one by one."""
+    out: list = []
+    stretch: list = []
+    for step in steps:
+        if getattr(step, "lanewise", None) is None:
+            out.extend(_runs(_by_depth(stretch)))
+            stretch = []
+            out.append(step)
+        else:
+            stretch.append(step)
+    out.extend(_runs(_by_depth(stretch)))
+    return tuple(out)
+
+
+def _by_depth(stretch: list) -> list:
+    """The lanewise steps of ``stretch`` ordered by depth, then by signature (first seen first),
+    then as they came."""
+    if len(stretch) < MIN_RUN:
+        return stretch
+    depth: dict = {}            # result slot -> depth of the step that writes it
+    buckets: dict = {}          # (depth, signature) -> steps, in order of first appearance
+    for step in stretch:
+        sig, _f, ins, res = step.lanewise
+        d = 1 + max((depth.get(k, -1) for k in ins), default=-1)
+        depth[res] = d
+        buckets.setdefault((d, sig), []).append(step)
+    order = sorted(buckets, key=lambda key: key[0])      # stable: signatures as first seen
+    return [step for key in order for step in buckets[key]]
+
+
+def _runs(steps: list) -> list:
+    """``steps`` (all lanewise) with each run of at least ``MIN_RUN`` consecutive steps of one
+    signature, none reading another's result, as one step."""
     out: list = []
     run: list = []
     produced: set = set()
@@ -227,17 +262,13 @@ def _batch_runs(steps: list) -> tuple:
         produced.clear()
 
     for step in steps:
-        lw = getattr(step, "lanewise", None)
-        if lw is None:
-            flush()
-            out.append(step)
-            continue
+        lw = step.lanewise
         if run and (lw[0] != run[0].lanewise[0] or not produced.isdisjoint(lw[2])):
             flush()
         run.append(step)
         produced.add(lw[3])
     flush()
-    return tuple(out)
+    return out
 
 
 def _run_step(run: list) -> Callable:
