@@ -216,7 +216,7 @@ def _batch_runs(steps: list) -> tuple:
     places. A run's operands are concatenated into vectors of 32 x len(run) lanes, ``f`` runs
     once, and each result slot gets its 32-lane slice: the same values bit for bit (the same
     numpy loop over the same elements). Should an operand's dtype differ from its run's first
-    (checked per call) or ``f`` raise, the run's steps run one by one."""
+    (checked per call), or the gathering or ``f`` raise, the run's steps run one by one."""
     out: list = []
     stretch: list = []
     for step in steps:
@@ -280,21 +280,19 @@ def _run_step(run: list) -> Callable:
     total = LANES * len(run)
 
     def lanewise_run(s, w):
-        args = []
-        for col in columns:
-            regs = [s[k] for k in col]
-            dt = regs[0].dtype
-            for x in regs:
-                if x.dtype != dt:
-                    for step in steps:
-                        step(s, w)
-                    return
-            args.append(np.concatenate(regs))
         try:
+            args = []
+            for col in columns:
+                regs = [s[k] for k in col]
+                dt = regs[0].dtype
+                for x in regs:
+                    if x.dtype != dt:
+                        raise TypeError("operands of different dtypes")
+                args.append(np.concatenate(regs))
             out = f(*args)
-        except Exception:       # noqa: BLE001 - one by one, so an error names its op
-            out = None
-        if out is None or out.shape != (total,):
+            if out.shape != (total,):
+                raise ValueError("not one 32-lane register per op")
+        except Exception:       # noqa: BLE001 - one by one: their own dtypes, or the error's op
             for step in steps:
                 step(s, w)
             return

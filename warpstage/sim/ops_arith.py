@@ -185,17 +185,13 @@ def _lanewise(step, op: Operation, f, ins, out: int):
     """Mark ``step`` (``s[result] = f(*(s[i] for i in ins))``) as lanewise for the compiler's
     runs (``sim/compiler._batch_runs``): ``f`` must work element by element on vectors of any
     length (no 32-lane constants inside) and raise nothing. Only ops whose operands and result
-    are non-FP8 scalars qualify; the signature is the name, the attributes (with their types)
-    and the operand and result types, which together fix ``f``."""
+    are non-FP8 scalars qualify; the signature is the name, the attributes (their types and
+    reprs: 0.0 and -0.0 differ) and the operand and result types, which together fix ``f``."""
     types = tuple(v.type for v in op.operands) + (op.result.type,)
     if not all(isinstance(t, ScalarType) and not is_fp8(t) for t in types):
         return step
-    sig = (op.name, tuple(sorted((k, type(v), v) for k, v in op.attrs.items())), types)
-    try:
-        hash(sig)
-    except TypeError:
-        return step
-    step.lanewise = (sig, f, tuple(ins), out)
+    attrs = tuple(sorted((k, type(v).__name__, repr(v)) for k, v in op.attrs.items()))
+    step.lanewise = ((op.name, attrs, types), f, tuple(ins), out)
     return step
 
 
