@@ -14,12 +14,9 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Optional
 
-import numpy as np
-
 from ..errors import SimulatorError
 from ..ir.core import Block, Function, Module, Operation, Value
 from ..ir.opdef import unlowered_op_message
-from .dtypes import LANES
 from .registry import BLOCKING, BLOCKING_IF, HANDLERS
 
 __all__ = ["Program", "CompiledFunction", "FunctionCompiler", "compile_module", "where"]
@@ -118,17 +115,7 @@ class FunctionCompiler:
         return s
 
     def slots(self, values) -> list[int]:
-        """``[self.slot(v) for v in values]``, inlined: compiling a warpgroup op asks for the
-        slots of its ~64 fragment registers at once (wgmma, its fence and wait)."""
-        table = self._slots
-        out = []
-        for v in values:
-            key = id(v)
-            s = table.get(key)
-            if s is None:
-                s = table[key] = len(table)
-            out.append(s)
-        return out
+        return [self.slot(v) for v in values]
 
     # -- blocking analysis --------------------------------------------------------------------
     def is_blocking(self, op: Operation) -> bool:
@@ -167,13 +154,13 @@ class FunctionCompiler:
             if fn is None:
                 continue
             if self.is_blocking(op):
-                groups.append((_batch_runs(plain), fn))
+                groups.append((tuple(plain), fn))
                 plain = []
             else:
                 plain.append(fn)
         if not any(g for _, g in groups):
-            return _plain_runner(_batch_runs(plain), n)
-        groups.append((_batch_runs(plain), None))
+            return _plain_runner(tuple(plain), n)
+        groups.append((tuple(plain), None))
         return _generator_runner(tuple(groups), n)
 
     def generator_block(self, block: Block) -> Callable:
@@ -193,112 +180,6 @@ class FunctionCompiler:
         if term is None or term.name != kind:
             raise SimulatorError(f"block must end in {kind} (in function {self.fn.name})")
         return self.slots(term.operands)
-
-
-MIN_RUN = 4
-"""The shortest run of lanewise steps that ``_batch_runs`` executes as one call."""
-
-
-def _batch_runs(steps: list) -> tuple:
-    """``steps`` with the lanewise steps between two other steps regrouped, and each run of at
-    least ``MIN_RUN`` of one signature replaced by one step that runs them together.
-
-    A lanewise step (``step.lanewise = (signature, f, operand slots, result slot)``, set by the
-    elementwise handlers of ``ops_arith``) computes ``s[result] = f(*operands)`` with an ``f``
-    that works lane by lane on vectors of any length and has no side effect; ops of one
-    signature (name, attributes, operand and result types) share one ``f``. Unrolled tile code
-    repeats such ops once per fragment register (64 ``exp2`` / ``cvt`` / ``mul`` per thread for a
-    64 x 128 score tile), each one numpy call of 32 lanes, mostly call overhead; often
-    interleaved (``sub, mul, exp2`` per element). Within a stretch of consecutive lanewise steps
-    each step gets its depth (1 + the deepest step of the stretch whose result it reads) and the
-    stretch is reordered by depth, then by signature in order of appearance: every step still
-    follows the steps it reads, and the other steps (memory, barriers, control flow) keep their
-    places. A run's operands are concatenated into vectors of 32 x len(run) lanes, ``f`` runs
-    once, and each result slot gets its 32-lane slice: the same values bit for bit (the same
-    numpy loop over the same elements). Should an operand's dtype differ from its run's first
-    (checked per call), or the gathering or ``f`` raise, the run's steps run one by one."""
-    out: list = []
-    stretch: list = []
-    for step in steps:
-        if getattr(step, "lanewise", None) is None:
-            out.extend(_runs(_by_depth(stretch)))
-            stretch = []
-            out.append(step)
-        else:
-            stretch.append(step)
-    out.extend(_runs(_by_depth(stretch)))
-    return tuple(out)
-
-
-def _by_depth(stretch: list) -> list:
-    """The lanewise steps of ``stretch`` ordered by depth, then by signature (first seen first),
-    then as they came."""
-    if len(stretch) < MIN_RUN:
-        return stretch
-    depth: dict = {}            # result slot -> depth of the step that writes it
-    buckets: dict = {}          # (depth, signature) -> steps, in order of first appearance
-    for step in stretch:
-        sig, _f, ins, res = step.lanewise
-        d = 1 + max((depth.get(k, -1) for k in ins), default=-1)
-        depth[res] = d
-        buckets.setdefault((d, sig), []).append(step)
-    order = sorted(buckets, key=lambda key: key[0])      # stable: signatures as first seen
-    return [step for key in order for step in buckets[key]]
-
-
-def _runs(steps: list) -> list:
-    """``steps`` (all lanewise) with each run of at least ``MIN_RUN`` consecutive steps of one
-    signature, none reading another's result, as one step."""
-    out: list = []
-    run: list = []
-    produced: set = set()
-
-    def flush():
-        if len(run) >= MIN_RUN:
-            out.append(_run_step(run))
-        else:
-            out.extend(run)
-        run.clear()
-        produced.clear()
-
-    for step in steps:
-        lw = step.lanewise
-        if run and (lw[0] != run[0].lanewise[0] or not produced.isdisjoint(lw[2])):
-            flush()
-        run.append(step)
-        produced.add(lw[3])
-    flush()
-    return out
-
-
-def _run_step(run: list) -> Callable:
-    f = run[0].lanewise[1]
-    columns = tuple(zip(*(step.lanewise[2] for step in run)))    # per operand: its slots
-    results = tuple(step.lanewise[3] for step in run)
-    bounds = tuple((r, LANES * i, LANES * (i + 1)) for i, r in enumerate(results))
-    steps = tuple(run)
-    total = LANES * len(run)
-
-    def lanewise_run(s, w):
-        try:
-            args = []
-            for col in columns:
-                regs = [s[k] for k in col]
-                dt = regs[0].dtype
-                for x in regs:
-                    if x.dtype != dt:
-                        raise TypeError("operands of different dtypes")
-                args.append(np.concatenate(regs))
-            out = f(*args)
-            if out.shape != (total,):
-                raise ValueError("not one 32-lane register per op")
-        except Exception:       # noqa: BLE001 - one by one: their own dtypes, or the error's op
-            for step in steps:
-                step(s, w)
-            return
-        for r, lo, hi in bounds:
-            s[r] = out[lo:hi]
-    return lanewise_run
 
 
 def _plain_runner(steps: tuple, n: int) -> Callable:

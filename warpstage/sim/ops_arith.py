@@ -152,9 +152,7 @@ def cast_fn(src: ScalarType, dst: ScalarType):
     if is_fp8(dst):          # as the backend: through f32 (one rounding but from f64), cvt.rn.sat
         return lambda x: round_fp8(dst.name, x.astype(np.float32))
     if dst.name == "bf16":
-        if src.name in ("f32", "bf16"):         # float32 registers: round_bf16 makes a new one
-            return round_bf16
-        if src.name == "f16" or src.is_bool:
+        if src.name in ("f32", "f16", "bf16") or src.is_bool:
             return lambda x: round_bf16(x.astype(np.float32))
         return lambda x: f64_to_bf16(x.astype(np.float64))
     return lambda x: x.astype(ddt)
@@ -181,20 +179,6 @@ def bitcast_fn(src: ScalarType, dst: ScalarType):
 
 
 # -- handlers ---------------------------------------------------------------------------------
-def _lanewise(step, op: Operation, f, ins, out: int):
-    """Mark ``step`` (``s[result] = f(*(s[i] for i in ins))``) as lanewise for the compiler's
-    runs (``sim/compiler._batch_runs``): ``f`` must work element by element on vectors of any
-    length (no 32-lane constants inside) and raise nothing. Only ops whose operands and result
-    are non-FP8 scalars qualify; the signature is the name, the attributes (their types and
-    reprs: 0.0 and -0.0 differ) and the operand and result types, which together fix ``f``."""
-    types = tuple(v.type for v in op.operands) + (op.result.type,)
-    if not all(isinstance(t, ScalarType) and not is_fp8(t) for t in types):
-        return step
-    attrs = tuple(sorted((k, type(v).__name__, repr(v)) for k, v in op.attrs.items()))
-    step.lanewise = ((op.name, attrs, types), f, tuple(ins), out)
-    return step
-
-
 @handler("arith.constant")
 def _constant(op: Operation, cx):
     r = cx.slot(op.result)
@@ -212,9 +196,7 @@ def _binary_handler(op: Operation, cx):
 
     def binary(s, w):
         s[r] = f(s[a], s[b])
-    if op.result.type.is_bool or op.name in ("arith.shl", "arith.shr"):
-        return binary       # their functions hold 32-lane constants
-    return _lanewise(binary, op, f, (a, b), r)
+    return binary
 
 
 def _flush_subnormal(f, t: ScalarType):
@@ -245,7 +227,7 @@ def _unary_handler(op: Operation, cx):
 
     def unary(s, w):
         s[r] = f(s[a])
-    return _lanewise(unary, op, f, (a,), r)
+    return unary
 
 
 for _kind in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min",
@@ -270,7 +252,7 @@ def _cmp(op: Operation, cx):
 
     def cmp(s, w):
         s[r] = f(s[a], s[b])
-    return _lanewise(cmp, op, f, (a, b), r)
+    return cmp
 
 
 @handler("arith.select")
@@ -280,7 +262,7 @@ def _select(op: Operation, cx):
 
     def select(s, w):
         s[r] = np.where(s[c], s[a], s[b])
-    return _lanewise(select, op, np.where, (c, a, b), r)
+    return select
 
 
 @handler("arith.cast", "arith.bitcast")
@@ -292,7 +274,7 @@ def _cast(op: Operation, cx):
 
     def cast(s, w):
         s[r] = f(s[a])
-    return _lanewise(cast, op, f, (a,), r)
+    return cast
 
 
 @handler("arith.cvt_pack")
@@ -324,6 +306,4 @@ def _fma(op: Operation, cx):
 
     def fma(s, w):
         s[r] = f(s[a], s[b], s[c])
-    if op.result.type.name == "f64":
-        return fma          # exact per lane, a loop over 32 lanes
-    return _lanewise(fma, op, f, (a, b, c), r)
+    return fma
