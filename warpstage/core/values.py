@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["flatten", "unflatten", "is_leaf", "Skeleton", "has_protocol", "skeleton_key", "extract",
-           "rebuild"]
+__all__ = ["flatten", "unflatten", "is_leaf", "has_leaves", "Skeleton", "has_protocol",
+           "skeleton_key", "extract", "rebuild"]
 
 
 _TYPE_FACTS: dict = {}
@@ -122,6 +122,30 @@ def _flatten(x, leaves) -> Skeleton:
         keys = tuple(x.keys())
         return Skeleton("dict", keys, [_flatten(x[k], leaves) for k in keys])
     return Skeleton(rest, len(x), [_flatten(v, leaves) for v in x])     # tuple, list
+
+
+def has_leaves(x) -> bool:
+    """Whether ``x`` holds a dynamic leaf: ``bool(flatten(x)[1])``, by the same walk in the same
+    order, stopped at the first leaf and building no skeleton. Region planning asks this of
+    every variable at every level of its structure (``frontend/merge.plan``), so a full flatten
+    there walked each subtree once per enclosing level."""
+    rewrap, rest = _type_facts(type(x))
+    if rewrap and hasattr(x, "value"):
+        return True
+    if rest == "static":
+        return False
+    if rest == "proto":
+        parts = extract(x)
+    elif rest == "dataclass":
+        parts = [getattr(x, f.name) for f in dataclasses.fields(x)]
+    elif rest == "dict":
+        parts = x.values()
+    else:                                   # namedtuple, tuple, list
+        parts = x
+    for v in parts:
+        if has_leaves(v):
+            return True
+    return False
 
 
 def unflatten(skel: Skeleton, leaves) -> Any:

@@ -40,7 +40,8 @@ from .merge_plan import (Gone, Keep, Leaf, Seq, Struct, _py_number, _same_meta, 
                          same_shape, types)
 from ..core.static_key import static_key
 from ..core.unbound import UNDEF, Unbound, UnboundVariableError, _Undef
-from ..core.values import extract as _extract, flatten, has_protocol, is_leaf, skeleton_key
+from ..core.values import (extract as _extract, flatten, has_leaves, has_protocol, is_leaf,
+                           skeleton_key)
 
 __all__ = ["Unbound", "UnboundVariableError", "UNDEF", "Conflict", "plan", "same_shape",
            "has_slots", "types", "materialize", "rebuild", "describe", "quote"]
@@ -112,7 +113,7 @@ def _key_of_static(v):
 def _has_leaves(v) -> bool:
     if isinstance(v, (Unbound, _Undef)):
         return False
-    return bool(flatten(v)[1])
+    return has_leaves(v)
 
 
 def quote(label: str) -> str:

@@ -152,7 +152,9 @@ def cast_fn(src: ScalarType, dst: ScalarType):
     if is_fp8(dst):          # as the backend: through f32 (one rounding but from f64), cvt.rn.sat
         return lambda x: round_fp8(dst.name, x.astype(np.float32))
     if dst.name == "bf16":
-        if src.name in ("f32", "f16", "bf16") or src.is_bool:
+        if src.name in ("f32", "bf16"):         # float32 registers: round_bf16 makes a new one
+            return round_bf16
+        if src.name == "f16" or src.is_bool:
             return lambda x: round_bf16(x.astype(np.float32))
         return lambda x: f64_to_bf16(x.astype(np.float64))
     return lambda x: x.astype(ddt)

@@ -215,8 +215,11 @@ def _add_tx(op, w, bar: Mbarrier, nbytes: int) -> None:
 def _groups(s, w, slots) -> list:
     """[(address, [per-lane operand values...])] over the executing lanes, in lane order."""
     active = w.mask
-    addrs = s[slots[0]][active].tolist()
+    col = s[slots[0]][active]
     extra = [s[k][active].tolist() for k in slots[1:]]
+    if col.size and not np.count_nonzero(col != col[0]):     # one address (the usual case)
+        return [(col[0].item(), list(zip(*extra)) if extra else [()] * col.size)]
+    addrs = col.tolist()
     out: dict = {}
     for i, a in enumerate(addrs):
         out.setdefault(a, []).append(tuple(e[i] for e in extra))
