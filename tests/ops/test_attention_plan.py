@@ -77,6 +77,25 @@ def test_head_dim_128_policy_follows_the_sequence_length():
     assert (causal.consumer_wgs, causal.tile_n) == (2, 128)
 
 
+@pytest.mark.parametrize("d, seq, tile_n, wgs", [(128, 4096, 128, 2), (128, 4096, 64, 3),
+                                                (128, 4096, 80, 3), (96, 4096, 128, 2),
+                                                (128, 1024, 64, 2), (64, 4096, 128, 3)])
+def test_a_wider_key_tile_than_a_three_warpgroup_default_takes_two(d, seq, tile_n, wgs):
+    """A tile_n wider than a 3-warpgroup default's (D=128 past S_q=1536: 80 keys; D=96: 112)
+    runs 2 consumer warpgroups, which hold it without spilling (3 warpgroups of 128 keys at
+    D=128 spill 368 bytes); narrower or equal keeps 3; explain says why; a given consumer_wgs
+    stays."""
+    q = zeros(1, 1, seq, d)
+    plan = plan_call(q, q, q, mma="wgmma", tile_n=tile_n)
+    assert (plan.policy.tile_n, plan.policy.consumer_wgs) == (tile_n, wgs)
+    said = [y for w, y in plan.choices if w == "consumer warpgroups"]
+    assert bool(said) == (wgs == 2 and plan_call(q, q, q, mma="wgmma").policy.consumer_wgs == 3)
+    if said:
+        assert f"tile_n={tile_n}" in said[0] and "policy={'consumer_wgs': 3}" in said[0]
+    kept = plan_call(q, q, q, mma="wgmma", tile_n=tile_n, policy={"consumer_wgs": 3}).policy
+    assert kept.consumer_wgs == 3
+
+
 def test_mma_sync_in_the_simulator_says_why():
     q = zeros(1, 1, 64, 64)
     plan = plan_call(q, q, q)

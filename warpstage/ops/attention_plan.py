@@ -19,8 +19,9 @@ from .descriptors import sm_count
 from .host_fixes import cast_code, contiguous_code
 
 __all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
-           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "is_short", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
-           "PADDED_HEAD_DIMS", "SIM_CTAS", "MMA_CHOICES"]
+           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "is_short",
+           "widened_to_two", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS", "PADDED_HEAD_DIMS", "SIM_CTAS",
+           "MMA_CHOICES"]
 
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
 WGMMA_MIN_WORK = 1 << 31
@@ -171,6 +172,25 @@ WGMMA_SHORT = {
 }
 
 
+def _shipped_fields(head_dim: int, causal: bool, short: bool) -> dict:
+    """``WGMMA_DEFAULTS[(head_dim, causal)]`` with ``WGMMA_SHORT``'s fields over it when
+    ``short``."""
+    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)])
+    if short:
+        fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
+    return fields
+
+
+def widened_to_two(base: dict, fields: dict, overrides=()) -> bool:
+    """Whether a policy built from the shipped ``base`` fields runs 2 consumer warpgroups in
+    place of base's 3: its ``tile_n`` (given by the caller) is wider than base's and
+    ``consumer_wgs`` was not given. Three warpgroups have 160 registers per consumer thread,
+    and the shipped widths are the widest that fit there (D=128: 80 keys; 96 spill 48 bytes,
+    128 spill 368; D=96: 112 keys, 128 spill 144 bytes); two have 240."""
+    return (base.get("consumer_wgs") == 3 and "consumer_wgs" not in dict(overrides)
+            and fields["tile_n"] > base["tile_n"])
+
+
 @functools.lru_cache(maxsize=64)
 def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
                      tile_n=None, num_stages=None, causal_align: str = "top_left",
@@ -179,12 +199,12 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
     """The wgmma + TMA policy for a configuration (cached like ``policy_for``): the measured
     ``WGMMA_DEFAULTS`` for (head_dim, causal), with ``short`` (``is_short``)
     ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
-    autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding."""
+    autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding. A key tile wider than
+    a 3-warpgroup default's, with ``consumer_wgs`` not given, runs 2 consumer warpgroups
+    (``widened_to_two``)."""
     import warpstage as ws
-    fields = dict(WGMMA_DEFAULTS[(head_dim, causal)], causal_align=causal_align,
-                  kv_group=kv_group)
-    if short:
-        fields.update(WGMMA_SHORT.get((head_dim, causal), {}))
+    base = _shipped_fields(head_dim, causal, short)
+    fields = dict(base, causal_align=causal_align, kv_group=kv_group)
     fields.update(overrides)
     if fields.get("persistent") is False and "overlap_tiles" not in dict(overrides):
         fields["overlap_tiles"] = False     # a shipped overlap_tiles needs the persistent grid
@@ -192,6 +212,8 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
         fields["tile_n"] = tile_n
     if num_stages is not None:
         fields["num_stages"] = num_stages
+    if widened_to_two(base, fields, overrides):
+        fields["consumer_wgs"] = 2
     return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
                                softmax_scale=scale, **fields)
 
@@ -409,6 +431,12 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
                                if x is not None})
     if given:
         plan.choices.append(("given", f"{given} over the defaults"))
+    base = _shipped_fields(head_dim, plan.causal, short)
+    if widened_to_two(base, {"tile_n": fa.tile_n}, overrides):
+        plan.choices.append(("consumer warpgroups", f"2, not the default's 3: tile_n={fa.tile_n} "
+                             f"is wider than the {base['tile_n']} keys that 3 warpgroups' 160 "
+                             "registers per thread hold without spilling (give "
+                             "policy={'consumer_wgs': 3} to keep 3)"))
     if not fa.tma_store:
         why = ("tma_store=False was given" if "tma_store" in dict(overrides) else
                f"its buffers ({fa.consumer_wgs} x {fa.out.smem_bytes} bytes) do not fit beside "
