@@ -175,8 +175,9 @@ def demo() -> bool:
               "(benchmarks/attention.py has the full table)")
         errs = [benchmark(causal=c) for c in (False, True)]
         return max(errs) < 5e-2
-    print("no GPU here: running the same kernel's IR in the CPU simulator at a small size (B=1, "
-          "H=1, S=128, D=64) against a float64 numpy reference")
+    print("no GPU here: running the same kernel in the CPU simulator at a small size (B=1, "
+          "H=1, S=128, D=64, bf16: the op's policy for that shape, another specialization than "
+          "the one above) against a float64 numpy reference")
     return main(batch=1, heads=1, seq=128, head_dim=64, causal=False, mma="wgmma") < 1e-2
 
 

@@ -435,8 +435,9 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
     if widened_to_two(base, {"tile_n": fa.tile_n}, overrides):
         plan.choices.append(("consumer warpgroups", f"2, not the default's 3: tile_n={fa.tile_n} "
                              f"is wider than the {base['tile_n']} keys that 3 warpgroups' 160 "
-                             "registers per thread hold without spilling (give "
-                             "policy={'consumer_wgs': 3} to keep 3)"))
+                             "registers per thread hold without spilling (to run 3 anyway, "
+                             "launch ws.ops.FlashAttentionWgmma(consumer_wgs=3, ...) with "
+                             "warpstage.ops.attention.launch_wgmma)"))
     if not fa.tma_store:
         why = ("tma_store=False was given" if "tma_store" in dict(overrides) else
                f"its buffers ({fa.consumer_wgs} x {fa.out.smem_bytes} bytes) do not fit beside "
