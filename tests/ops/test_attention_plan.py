@@ -150,3 +150,33 @@ def test_empty_call_plans_no_kernel():
     plan = plan_call(q, q, q)
     assert plan.kernel is None
     assert "kernel:    none" in ws.explain(ws.ops.flash_attention, q, q, q, print_table=False)
+
+
+@pytest.mark.parametrize("kshape, vshape, says, fix", [
+    ((1, 2, 64, 64), (1, 2, 80, 64), "k and v differ in S_k (axis 2: 64 against 80)", "one shape"),
+    ((2, 2, 64, 64), (2, 2, 64, 64), "k and v have B = 2, q B = 1", "same batch"),
+    ((1, 2, 64, 32), (1, 2, 64, 32), "k and v have D = 32, q D = 64", "one head dimension"),
+    ((1, 3, 64, 64), (1, 3, 64, 64), "H_kv = 3 does not divide H_q = 4", "repeat_interleave")])
+def test_shape_mismatch_names_the_dimension(kshape, vshape, says, fix):
+    with pytest.raises(ws.ArgumentError) as e:
+        plan_call(zeros(1, 4, 64, 64), zeros(*kshape), zeros(*vshape))
+    assert says in str(e.value) and fix in str(e.value)
+
+
+def test_zero_head_dim_is_named_as_such():
+    with pytest.raises(ws.ArgumentError, match=r"D = 0 \(no features per head\)"):
+        plan_call(zeros(1, 1, 8, 0), zeros(1, 1, 8, 0), zeros(1, 1, 8, 0))
+
+
+@pytest.mark.parametrize("policy, kw, match", [
+    ({"consumer_wgz": 3}, {}, r"policy field 'consumer_wgz' is not a field.*Fix: 'consumer_wgs'"),
+    ({"tile_m": 64}, {}, r"policy field 'tile_m' is not a field"),
+    ({"kv_group": 2}, {}, r"come from the call's arguments"),
+    ([1], {}, r"expected None or a dict"),
+    ({"consumer_wgs": 3}, {"mma": "mma.sync"}, r"mma.sync kernel does not read"),
+    ({"tile_n": 80}, {"tile_n": 128}, r"tile_n given twice")])
+def test_policy_errors(policy, kw, match):
+    q = zeros(1, 1, 64, 64)
+    with pytest.raises(ws.ArgumentError, match=match):
+        plan_call(q, q, q, policy=policy, **kw)
+    assert plan_call(q, q, q, mma="wgmma", policy={"tile_n": 64}, tile_n=64).policy.tile_n == 64

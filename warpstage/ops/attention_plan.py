@@ -229,6 +229,56 @@ def policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float, copy:
                           num_stages=num_stages)
 
 
+def _shape_mismatch(q, k, v):
+    """(what differs, the fix) for q, k, v shapes (4-tuples) that do not fit together, or
+    None."""
+    if k != v:
+        axis = next(i for i in range(4) if k[i] != v[i])
+        name = ("B", "H_kv", "S_k", "D")[axis]
+        return (f"k and v differ in {name} (axis {axis}: {k[axis]} against {v[axis]})",
+                "pass k and v of one shape (B, H_kv, S_k, D)")
+    if k[0] != q[0]:
+        return (f"k and v have B = {k[0]}, q B = {q[0]}",
+                "pass the same batch in q, k and v (or expand k and v over the batch)")
+    if k[3] != q[3]:
+        return (f"k and v have D = {k[3]}, q D = {q[3]}",
+                "project q, k and v to one head dimension")
+    if k[1] == 0 or q[1] % k[1]:
+        return (f"H_kv = {k[1]} does not divide H_q = {q[1]}",
+                "repeat k and v to a divisor of H_q heads (k.repeat_interleave(r, dim=1))")
+    return None
+
+
+def _check_policy(policy, mma, tile_n, num_stages) -> None:
+    """``policy``: None, or a dict of ``FlashAttentionWgmma`` fields for the wgmma kernel (the
+    autotuner's candidates; ``flash_attention_eager`` and ``explain``), each field known, not
+    one the op sets from its own arguments, and not given twice."""
+    if policy is None:
+        return
+    if not isinstance(policy, dict):
+        raise ArgumentError(f"flash_attention: policy={policy!r}; expected None or a dict of "
+                            "FlashAttentionWgmma fields (e.g. {'consumer_wgs': 3}). Fix: "
+                            "policy={'consumer_wgs': 3}, or leave it out")
+    if mma == "mma.sync":
+        raise ArgumentError(f"flash_attention(mma='mma.sync'): policy={policy!r} holds fields "
+                            "of the wgmma kernel, which the mma.sync kernel does not read. Fix: "
+                            "mma='wgmma', or leave policy out")
+    import difflib
+    fields = [f for f in FlashAttentionWgmma.key_fields if f not in ("causal_align", "kv_group")]
+    for name in policy:
+        if name not in fields:
+            near = difflib.get_close_matches(str(name), fields, n=1)
+            raise ArgumentError(f"flash_attention: policy field {name!r} is not a field of the "
+                                f"wgmma kernel's policy (FlashAttentionWgmma: {', '.join(fields)};"
+                                " causal_align, kv_group and the head dimension, dtype and scale "
+                                "come from the call's arguments). Fix: "
+                                + (f"{near[0]!r}" if near else "one of those fields"))
+    for name, given in (("tile_n", tile_n), ("num_stages", num_stages)):
+        if given is not None and name in policy and policy[name] != given:
+            raise ArgumentError(f"flash_attention: {name} given twice, {name}={given} and "
+                                f"policy={{{name!r}: {policy[name]!r}}}. Fix: give it once")
+
+
 def _wgmma_device(ta) -> bool:
     """Whether the launch runs on a GPU with wgmma (sm_90): CUDA tensors, the cuda target."""
     if ta.device != "cuda":
@@ -270,18 +320,24 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                             f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
                             f"{cast_code((tq, tk, tv), 'bfloat16')} (or float16) each of them")
     batch, heads, seq_q, head_dim = tq.shape
+    if head_dim == 0:
+        raise ArgumentError(f"flash_attention: q has shape {tuple(tq.shape)}: head dimension D = "
+                            "0 (no features per head); expected (B, H, S_q, D) with D >= 1. Fix: "
+                            "check q's last axis (a (B, S, H, D) tensor's .transpose(1, 2))")
     if not 0 < head_dim <= NATIVE_HEAD_DIMS[-1]:
         raise ArgumentError(f"flash_attention: head dimension D = {head_dim}; the kernels take D "
                             f"up to {NATIVE_HEAD_DIMS[-1]} ({', '.join(map(str, NATIVE_HEAD_DIMS))}"
                             " natively, other sizes padded). Fix: split the heads' D into parts "
                             f"of at most {NATIVE_HEAD_DIMS[-1]}, or use SDPA")
-    if (tk.shape != tv.shape or tk.shape[0] != batch or tk.shape[3] != head_dim
-            or tk.shape[1] == 0 or heads % tk.shape[1]):
+    mismatch = _shape_mismatch(tuple(tq.shape), tuple(tk.shape), tuple(tv.shape))
+    if mismatch:
+        what, fix = mismatch
         raise ArgumentError(f"flash_attention: shapes q {tuple(tq.shape)}, k {tuple(tk.shape)}, "
-                            f"v {tuple(tv.shape)}; expected q (B, H_q, S_q, D) and k, v (B, H_kv, "
-                            "S_k, D) with the same B and D and H_kv dividing H_q (grouped-query "
-                            "attention: query head h reads K/V head h // (H_q / H_kv)). Fix: "
-                            "reshape, or repeat k and v to a divisor of H_q heads")
+                            f"v {tuple(tv.shape)}: {what}; expected q (B, H_q, S_q, D) and k, v "
+                            "(B, H_kv, S_k, D) with the same B and D and H_kv dividing H_q "
+                            "(grouped-query attention: query head h reads K/V head h // (H_q / "
+                            f"H_kv)). Fix: {fix}")
+    _check_policy(policy, mma, tile_n, num_stages)
     if causal_align not in ("top_left", "bottom_right"):
         raise ArgumentError(f"flash_attention: causal_align={causal_align!r}; expected "
                             "'top_left' (SDPA's is_causal) or 'bottom_right' (FlashAttention's, "
