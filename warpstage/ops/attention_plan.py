@@ -19,9 +19,9 @@ from .descriptors import sm_count
 from .host_fixes import cast_code, contiguous_code
 
 __all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
-           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "is_short",
-           "widened_to_two", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS", "PADDED_HEAD_DIMS", "SIM_CTAS",
-           "MMA_CHOICES"]
+           "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "short_bound",
+           "is_short", "shipped_fields", "widened_to_two", "WGMMA_MIN_WORK", "NATIVE_HEAD_DIMS",
+           "PADDED_HEAD_DIMS", "SIM_CTAS", "MMA_CHOICES"]
 
 MMA_CHOICES = ("auto", "wgmma", "mma.sync")
 WGMMA_MIN_WORK = 1 << 31
@@ -103,31 +103,31 @@ unmasked K/V step): +0.4 to +1.4% at all six measured points (S=4096 696.7 vs 68
 output and the LSE are exact up to rounding). Causal takes it in place of ``rescale_at_wait``
 (the sweep's pairing). At D=64 it moved -0.8 to +1.4%: not taken.
 
-Session 13 (``benchmarks/attention_ab.py --set d128s13`` / ``d128l13``, device time, rounds taken
-in turn, and 2 s sustained windows under the power cap; RESULTS.md "Session 13, device calls B
-and C", "call D"): D=128 non-causal past S_q = 1536 (``SHORT_SEQ_AT``) takes 3 consumer warpgroups (192-row tiles) of 80
-keys (160 registers each, no spills; 96 keys spill), claimed first come first served
-(``dynamic_tiles``), the idle warpgroups of a partial row block skipped and those blocks last:
-against session 8-12's 2-warpgroup 128-key kernel +0.6% (B=4 S=4096, sustained +1.5%), +2.5%
-(B=2 S=8192, sustained +3.3%); at S=1024 the same kernel loses 2.6-6.6% (a third-full last row
-block per head), so ``WGMMA_SHORT`` keeps 2 warpgroups of 128 keys there; at B=8 S=2048 +1.5%
-(sustained +0.7%), at B=11 S=1536 even (-0.2%, sustained -0.3%): hence the bound 1536 for D=128
-non-causal. At D=128 causal the three warpgroups lost 1.7-5.4% at S = 4096-16384 (a 192-row
-block's diagonal crosses 3-4 masked key tiles of 80; sustained +1.1% at S=8192 only), with 64
-keys and ``narrow_last`` 9-13%: not taken.
+Session 13 (``benchmarks/attention_ab.py --set d128s13`` / ``d128l13``, device time, rounds
+taken in turn, and 2 s sustained windows under the power cap; RESULTS.md "Session 13, device
+calls B and C", "call D"): D=128 non-causal past S_q = 1536 (``SHORT_SEQ_AT``) takes 3 consumer
+warpgroups (192-row tiles) of 80 keys (160 registers each, no spills; 96 keys spill), claimed
+first come first served (``dynamic_tiles``), the idle warpgroups of a partial row block skipped
+and those blocks last: against session 8-12's 2-warpgroup 128-key kernel +0.6% (B=4 S=4096,
+sustained +1.5%), +2.5% (B=2 S=8192, sustained +3.3%); at S=1024 the same kernel loses 2.6-6.6%
+(a third-full last row block per head), so ``WGMMA_SHORT`` keeps 2 warpgroups of 128 keys
+there; at B=8 S=2048 +1.5% (sustained +0.7%), at B=11 S=1536 even (-0.2%, sustained -0.3%):
+hence the bound 1536 for D=128 non-causal. At D=128 causal the three warpgroups lost 1.7-5.4%
+at S = 4096-16384 (a 192-row block's diagonal crosses 3-4 masked key tiles of 80; sustained
++1.1% at S=8192 only), with 64 keys and ``narrow_last`` 9-13%: not taken.
 
-``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ`` (``is_short``): D=64 causal there takes 2 consumer
-warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16 H=16 S=1024,
-0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts each output
-tile's first S before the last P V of the one before (``overlap_tiles``: 324 against 304
-TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer warpgroups, and with
-2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else). D=64 non-causal there takes 3
-stages (session 8, "confirm8_64": B=16 H=16 S=1024 434.6 against 424.2 for the 2-stage
-``skip_idle`` kernel and 411.2 for the 2-stage default above, 1.01x cuDNN; at S=16384 3 stages
-lose 4%, so only here). Session 8 call E moved the bound to S_q <= 2048: D=64 causal at
-B=8 H=16 S=2048 384.0 with 2 warpgroups and ``overlap_tiles`` against 372.1 for the 3-warpgroup
-kernel (1.01x against 0.98x cuDNN; at S=4096 it loses 2.6%), non-causal 3 stages 510.1 against
-495.9 (calls C and E: +2.8 / +2.9%).
+``WGMMA_SHORT`` overrides these for S_q <= ``SHORT_SEQ`` (``is_short``): D=64 causal there
+takes 2 consumer warpgroups (128-row tiles: 302 TFLOP/s against 260 for 192-row tiles at B=16
+H=16 S=1024, 0.93x against 0.80x cuDNN; equal at S=2048, session 4 sweep "short"), and starts
+each output tile's first S before the last P V of the one before (``overlap_tiles``: 324
+against 304 TFLOP/s, 0.99x cuDNN, session 5 sweep "attn5"; it spills with 3 consumer
+warpgroups, and with 2 at S=4096 and at D=128 it was 1-9% slower, so nowhere else). D=64
+non-causal there takes 3 stages (session 8, "confirm8_64": B=16 H=16 S=1024 434.6 against 424.2
+for the 2-stage ``skip_idle`` kernel and 411.2 for the 2-stage default above, 1.01x cuDNN; at
+S=16384 3 stages lose 4%, so only here). Session 8 call E moved the bound to S_q <= 2048: D=64
+causal at B=8 H=16 S=2048 384.0 with 2 warpgroups and ``overlap_tiles`` against 372.1 for the
+3-warpgroup kernel (1.01x against 0.98x cuDNN; at S=4096 it loses 2.6%), non-causal 3 stages
+510.1 against 495.9 (calls C and E: +2.8 / +2.9%).
 
 Session 9 call A (sweep "attn9", device time, against the shipped default in the same run):
 ``dynamic_tiles`` (persistent CTAs claiming the one-CTA grid's tiles from a global counter) at
@@ -159,10 +159,15 @@ the short 2-warpgroup kernel (sustained +0.7%), at B=11 S=1536 -0.2% (+0.5% stat
 sustained -0.3 / +0.2%), at S=1024 -2.6 to -6.6% (session 13 calls B and D, device time)."""
 
 
-def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
-    """Whether ``WGMMA_SHORT``'s fields apply: S_q at most ``SHORT_SEQ_AT``'s bound for
+def short_bound(head_dim: int, causal: bool) -> int:
+    """The longest S_q that ``WGMMA_SHORT``'s fields apply to: ``SHORT_SEQ_AT``'s bound for
     (head_dim, causal), else ``SHORT_SEQ``."""
-    return seq_q <= SHORT_SEQ_AT.get((head_dim, bool(causal)), SHORT_SEQ)
+    return SHORT_SEQ_AT.get((head_dim, bool(causal)), SHORT_SEQ)
+
+
+def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
+    """Whether ``WGMMA_SHORT``'s fields apply: S_q at most ``short_bound(head_dim, causal)``."""
+    return seq_q <= short_bound(head_dim, causal)
 
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
@@ -172,7 +177,7 @@ WGMMA_SHORT = {
 }
 
 
-def _shipped_fields(head_dim: int, causal: bool, short: bool) -> dict:
+def shipped_fields(head_dim: int, causal: bool, short: bool) -> dict:
     """``WGMMA_DEFAULTS[(head_dim, causal)]`` with ``WGMMA_SHORT``'s fields over it when
     ``short``."""
     fields = dict(WGMMA_DEFAULTS[(head_dim, causal)])
@@ -203,7 +208,7 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
     a 3-warpgroup default's, with ``consumer_wgs`` not given, runs 2 consumer warpgroups
     (``widened_to_two``)."""
     import warpstage as ws
-    base = _shipped_fields(head_dim, causal, short)
+    base = shipped_fields(head_dim, causal, short)
     fields = dict(base, causal_align=causal_align, kv_group=kv_group)
     fields.update(overrides)
     if fields.get("persistent") is False and "overlap_tiles" not in dict(overrides):
@@ -480,14 +485,14 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
     picked = dict(WGMMA_DEFAULTS[(head_dim, plan.causal)])
     plan.choices.append(("tiling", f"WGMMA_DEFAULTS[({head_dim}, {plan.causal})] = {picked}"))
     if short and WGMMA_SHORT.get((head_dim, plan.causal)):
-        bound = SHORT_SEQ_AT.get((head_dim, plan.causal), SHORT_SEQ)
+        bound = short_bound(head_dim, plan.causal)
         plan.choices.append(("short sequence", f"S_q <= {bound} (is_short): WGMMA_SHORT's "
                              f"{WGMMA_SHORT[(head_dim, plan.causal)]}"))
     given = dict(overrides, **{n: x for n, x in (("tile_n", tile_n), ("num_stages", num_stages))
                                if x is not None})
     if given:
         plan.choices.append(("given", f"{given} over the defaults"))
-    base = _shipped_fields(head_dim, plan.causal, short)
+    base = shipped_fields(head_dim, plan.causal, short)
     if widened_to_two(base, {"tile_n": fa.tile_n}, overrides):
         plan.choices.append(("consumer warpgroups", f"2, not the default's 3: tile_n={fa.tile_n} "
                              f"is wider than the {base['tile_n']} keys that 3 warpgroups' 160 "

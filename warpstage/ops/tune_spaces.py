@@ -183,17 +183,15 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
                     return_lse=False) -> list:
     """The wgmma kernel's candidates for these tensors (see the module docstring), shipped
     default first; combinations the policy refuses are left out."""
-    from .attention import NATIVE_HEAD_DIMS, WGMMA_DEFAULTS, WGMMA_SHORT
-    from .attention_plan import is_short
+    from .attention import NATIVE_HEAD_DIMS
+    from .attention_plan import is_short, shipped_fields
     from .attention_wgmma import FlashAttentionWgmma
     import warpstage as ws
     tq = as_tensor_arg(q, "q")
     d = next(n for n in NATIVE_HEAD_DIMS if n >= tq.shape[3])     # the host pads D to it
     dtype = ws.Float16 if str(tq.dtype) == "f16" else ws.BFloat16
     from ..core.static_key import static_key
-    shipped = dict(WGMMA_DEFAULTS[(d, bool(causal))])
-    if is_short(tq.shape[2], d, causal):                        # as wgmma_policy_for's short
-        shipped.update(WGMMA_SHORT.get((d, bool(causal)), {}))
+    shipped = shipped_fields(d, bool(causal), is_short(tq.shape[2], d, causal))
     seen = {static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                            **shipped))}
     space = [AttentionTuning(())]

@@ -115,17 +115,7 @@ class FunctionCompiler:
         return s
 
     def slots(self, values) -> list[int]:
-        """``[self.slot(v) for v in values]``, inlined: compiling a warpgroup op asks for the
-        slots of its ~64 fragment registers at once (wgmma, its fence and wait)."""
-        table = self._slots
-        out = []
-        for v in values:
-            key = id(v)
-            s = table.get(key)
-            if s is None:
-                s = table[key] = len(table)
-            out.append(s)
-        return out
+        return [self.slot(v) for v in values]
 
     # -- blocking analysis --------------------------------------------------------------------
     def is_blocking(self, op: Operation) -> bool:
