@@ -91,6 +91,15 @@ SETS = {
                                     skip_idle=True, partial_last=True),
                                dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
                                     skip_idle=True, partial_last=True, num_stages=3)]},
+    # session 14 call A: D=128 non-causal S=1024 (B=8 the one point under cuDNN): the short
+    # default (2 warpgroups of 128 keys, dynamic_tiles) against the fields not yet tried with
+    # dynamic_tiles there, and the static schedule's overlap_tiles (session 8: +0.8% over it)
+    "d128b14": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, dynamic_tiles=True, num_stages=3),
+                               dict(BASE128, dynamic_tiles=True, lead_waits=True),
+                               dict(BASE128, dynamic_tiles=True, packed_p=True),
+                               dict(BASE128, overlap_tiles=True, packed_p=True),
+                               dict(BASE128, overlap_tiles=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
