@@ -100,6 +100,26 @@ SETS = {
                                dict(BASE128, dynamic_tiles=True, packed_p=True),
                                dict(BASE128, overlap_tiles=True, packed_p=True),
                                dict(BASE128, overlap_tiles=True)]},
+    # session 14 call B: claimed tiles with the tile boundaries overlapped (new), against the
+    # short default (dynamic_tiles alone) and the static overlap_tiles (call A: +0.9% at B=8,
+    # +2.0% at B=4, -0.6% at B=16 against the short default)
+    "d128d14": {(128, False): [dict(BASE128, dynamic_tiles=True),
+                               dict(BASE128, dynamic_tiles=True, overlap_tiles=True),
+                               dict(BASE128, dynamic_tiles=True, overlap_tiles=True,
+                                    packed_p=True),
+                               dict(BASE128, overlap_tiles=True)]},
+    # the same at D=128's long shapes (the 3-warpgroup default has skip_idle, which
+    # overlap_tiles excludes) and D=64's default (static overlap_tiles) with claimed tiles
+    "d128e14": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, dynamic_tiles=True, overlap_tiles=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    overlap_tiles=True)]},
+    "d64d14": {(64, False): [dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                  overlap_tiles=True, packed_p=True, rescale_at_wait=True),
+                             dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                  overlap_tiles=True, packed_p=True, rescale_at_wait=True,
+                                  dynamic_tiles=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

@@ -21,6 +21,7 @@ policy for (D, causal) (``attention_plan.WGMMA_DEFAULTS``), ``--policy`` overrid
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -239,8 +240,10 @@ def compile_attention(args):
     for item in filter(None, (args.policy or "").split(",")):
         k, v = item.split("=")
         v = v.strip()
-        fields[k.strip()] = {"True": True, "False": False, "None": None}.get(v) if v in (
-            "True", "False", "None") else (int(v) if v.lstrip("-").isdigit() else v)
+        try:                        # True / None / 8 / 8.0 as Python literals, else a string
+            fields[k.strip()] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            fields[k.strip()] = v
     fa = FlashAttentionWgmma(head_dim=args.head_dim, causal=args.causal, **fields)
     x = np.zeros((1, 1, 256, args.head_dim), ml_dtypes.bfloat16)
     q_box, kv_box = fa.descriptor_boxes()

@@ -105,6 +105,13 @@ CASES = [
                                                         rescale_threshold=8.0)),
     (2, 2, 200, 150, 64, False, "float16", None, dict(dynamic_tiles=True, consumer_wgs=3,
                                                       skip_idle=True, partial_last=True)),
+    # claimed tiles with the tile boundaries overlapped (session 14): the next tile's Q
+    # buffer tells whether there is one (b = -1 ends the walk with the last P V alone)
+    (2, 2, 300, 200, 128, False, "bfloat16", None, dict(dynamic_tiles=True, overlap_tiles=True,
+                                                        fma_select=True, rescale_threshold=8.0)),
+    (1, 3, 200, 333, 128, True, "float16", None, dict(dynamic_tiles=True, overlap_tiles=True)),
+    (3, 2, 400, 64, 64, False, "float16", None, dict(dynamic_tiles=True, overlap_tiles=True,
+                                                     consumer_wgs=3)),
     # D=128 non-causal's default past SHORT_SEQ (session 13): 3 consumer warpgroups of 80 keys,
     # claimed tiles, a partial row block (200 = 192 + 8 rows) and a partial K/V tile (250 keys)
     (2, 2, 200, 250, 128, False, "bfloat16", None, dict(consumer_wgs=3, tile_n=80,
@@ -216,13 +223,15 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
 
 
 @pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True),
-                                 dict(dynamic_tiles=True), dict(narrow_last=True)],
+                                 dict(dynamic_tiles=True), dict(narrow_last=True),
+                                 dict(dynamic_tiles=True, overlap_tiles=True)],
                          ids=["default", "overlap_tiles", "lead_waits", "dynamic_tiles",
-                              "narrow_last"])
+                              "narrow_last", "dynamic_overlap_tiles"])
 def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
-    # (with overlap_tiles: the double-buffered Q over several output tiles per CTA)
+    # (with overlap_tiles: the double-buffered Q over several output tiles per CTA, also
+    # claimed ones: dynamic_overlap_tiles)
     monkeypatch.setitem(importlib.import_module("warpstage.sim.run").run.__kwdefaults__, "smem_fill", 0xFF)
     ws.set_target("sim", races=True)
     try:
@@ -244,7 +253,6 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(partial_last=True, persistent=False), "partial_last"),
     (dict(lead_waits=True, pingpong=False), "lead_waits"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(dynamic_tiles=True, persistent=False), "dynamic_tiles"),
-    (dict(dynamic_tiles=True, overlap_tiles=True), "dynamic_tiles"),
     (dict(narrow_last=True, overlap=False), "narrow_last"),
     (dict(narrow_last=True, tile_n=48), "narrow_last"),
     (dict(narrow_last=True, overlap_tiles=True), "narrow_last"),

@@ -92,10 +92,6 @@ class TileSchedule:
             raise self.policy_error("dynamic_tiles", dynamic_tiles, "False unless persistent "
                                     "(it hands a persistent CTA its next output tile)",
                                     "dynamic_tiles=False, or persistent=True")
-        if dynamic_tiles and self.overlap_tiles:
-            raise self.policy_error("dynamic_tiles", dynamic_tiles, "False with "
-                                    "overlap_tiles=True (the cross-tile loop walks the static "
-                                    "schedule)", "dynamic_tiles=False, or overlap_tiles=False")
         self.dynamic_tiles = bool(dynamic_tiles)
         self.skip_idle = bool(skip_idle)
         self.partial_last = bool(partial_last)

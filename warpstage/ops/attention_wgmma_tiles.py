@@ -27,6 +27,9 @@ class TileOverlap:
         """The consumer warpgroups over this CTA's output tiles (persistent schedule), each
         tile boundary overlapped (``next_tile_start``); the ring states, the turns and the
         softmax state of the tile whose first S is done are carried across tiles."""
+        if ws.static(self.dynamic_tiles):
+            self.consume_claimed_overlapped(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
+            return
         tid = self.consumer_tid()
         turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
         lane = ws.arch.lane_idx()
@@ -58,6 +61,50 @@ class TileOverlap:
             else:
                 done, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
                 b2, h2, m_block2, n_tiles2, m2, l2 = b, h, m_block, n_tiles, m_i, l_i
+            self.store_out(o, lse, o_desc, b, h, rows, row_wg, done, m_i, l_i, storage)
+            acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
+            m_i, l_i = m2, l2
+            b, h, m_block, n_tiles = b2, h2, m_block2, n_tiles2
+            local = local + 1
+        self.finish_turns(turn)
+        if ws.static(self.tma_store):
+            self.out.tail(tid % 128)
+
+    @ws.jit
+    def consume_claimed_overlapped(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
+        """``consume_tiles_overlapped`` over the tiles the producer claims (``dynamic_tiles``):
+        each tile's (b, h, m_block, n_tiles) is read from its Q buffer (``next_tile``) before
+        the boundary, which overlaps the next tile's first S with this tile's last P V when the
+        next buffer holds a tile (b >= 0) and ends the walk with the last P V alone when it holds
+        the producer's b = -1. The CTA's first tile always exists (the grid is at most the
+        tile count: ``grid``)."""
+        tid = self.consumer_tid()
+        turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
+        lane = ws.arch.lane_idx()
+        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
+        kst = k_pipe.consumer_start_state()
+        vst = v_pipe.consumer_start_state()
+        b, h, m_block, n_tiles = self.next_tile(0, storage)
+        rows, row_wg, dq = self.tile_rows(m_block, 0, storage)
+        p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
+                                                    turn, storage)
+        acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
+        local = ws.Int32(0)
+        while b >= 0:
+            rows, row_wg, dq = self.tile_rows(m_block, local, storage)
+            acc, p, m_i, l_i, alpha, kst, vst = self.kv_loop(
+                dq, rows, lane, row_wg, keys, n_tiles, k_pipe, v_pipe, kst, vst, turn, storage,
+                acc, p, m_i, l_i, alpha)
+            self.release_q(storage, local)
+            b2, h2, m_block2, n_tiles2 = self.next_tile(local + 1, storage)
+            m2, l2 = m_i, l_i
+            if b2 >= 0:
+                rows2, row_wg2, dq2 = self.tile_rows(m_block2, local + 1, storage)
+                done, p, m2, l2, alpha, kst, vst = self.next_tile_start(
+                    dq2, rows2, lane, row_wg2, keys, k_pipe, v_pipe, kst, vst, turn, storage,
+                    acc, p, alpha)
+            else:
+                done, vst = self.last_pv(acc, p, alpha, v_pipe, vst, storage)
             self.store_out(o, lse, o_desc, b, h, rows, row_wg, done, m_i, l_i, storage)
             acc = self.rescale_at_wait_of(ws.wgmma.zeros(self.head_dim), alpha)
             m_i, l_i = m2, l2

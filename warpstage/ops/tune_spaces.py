@@ -204,13 +204,13 @@ def attention_space(q, k, v, causal=False, scale=None, causal_align="top_left",
         fields = dict(tile_n=tile_n, num_stages=stages, consumer_wgs=wgs, persistent=persistent,
                       overlap_tiles=overlap)
         # the schedule fields that need a persistent grid (partial_last, dynamic_tiles) or no
-        # overlap_tiles (skip_idle, dynamic_tiles) follow the varied ones instead of removing their candidates
+        # overlap_tiles (skip_idle) follow the varied ones instead of removing their candidates
         if shipped.get("partial_last") and not persistent:
             fields["partial_last"] = False
         if shipped.get("skip_idle") and overlap:
             fields["skip_idle"] = False
-        if shipped.get("dynamic_tiles") and (overlap or not persistent):
-            fields["dynamic_tiles"] = False     # it needs a persistent grid, no overlap_tiles
+        if shipped.get("dynamic_tiles") and not persistent:
+            fields["dynamic_tiles"] = False     # it needs a persistent grid
         try:
             key = static_key(FlashAttentionWgmma(head_dim=d, dtype=dtype, causal=bool(causal),
                                                  **dict(shipped, **fields)))
