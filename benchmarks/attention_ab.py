@@ -120,6 +120,24 @@ SETS = {
                              dict(tile_n=128, consumer_wgs=3, fma_select=True,
                                   overlap_tiles=True, packed_p=True, rescale_at_wait=True,
                                   dynamic_tiles=True)]},
+    # session 14 call C: claimed tiles with overlapped boundaries where else they could pay:
+    # D=128 causal (the default claims tiles, no overlap), D=96 (long: 3 warpgroups of 112
+    # keys, static; short: 2 of 128, claimed), D=64 non-causal short (3 stages, static overlap)
+    "d128c14": {(128, True): [dict(BASE128, packed_p=True, dynamic_tiles=True),
+                              dict(BASE128, packed_p=True, dynamic_tiles=True,
+                                   overlap_tiles=True)]},
+    "d96d14": {(96, False): [dict(tile_n=112, consumer_wgs=3, fma_select=True),
+                             dict(tile_n=112, consumer_wgs=3, fma_select=True,
+                                  dynamic_tiles=True, overlap_tiles=True),
+                             dict(tile_n=128, consumer_wgs=2, fma_select=True,
+                                  dynamic_tiles=True),
+                             dict(tile_n=128, consumer_wgs=2, fma_select=True,
+                                  dynamic_tiles=True, overlap_tiles=True)]},
+    "d64s14": {(64, False): [dict(tile_n=128, num_stages=3, consumer_wgs=3, fma_select=True,
+                                  overlap_tiles=True, packed_p=True, rescale_at_wait=True),
+                             dict(tile_n=128, num_stages=3, consumer_wgs=3, fma_select=True,
+                                  overlap_tiles=True, packed_p=True, rescale_at_wait=True,
+                                  dynamic_tiles=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

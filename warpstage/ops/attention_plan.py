@@ -172,9 +172,20 @@ def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
     (64, False): dict(num_stages=3),
-    (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False),
+    (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False,
+                       overlap_tiles=True, packed_p=True),
     (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
+"""Fields over ``WGMMA_DEFAULTS`` for S_q <= ``short_bound`` (``is_short``; the measurements
+are in ``WGMMA_DEFAULTS``' docstring). D=128 non-causal since session 14: 2 consumer
+warpgroups of 128 keys on claimed tiles (``dynamic_tiles``) with the tile boundaries
+overlapped (``overlap_tiles``) and packed P (``benchmarks/attention_ab.py --set d128d14``,
+device time, interleaved, RESULTS.md "Session 14, device call B"): S=1024 B=8 615.6 TFLOP/s
+against 599.7 for claimed tiles alone and 602.1 for the static schedule's overlap (1.021x
+cuDNN's 602.8; 0.99x before), B=4 587.1 (1.014x cuDNN), B=16 631.4 (1.033x); at S=2048 even
+with the long default (681.4 against 682.2), at S=4096 -0.9%, so it stays short. A caller's
+``tile_n`` / ``num_stages`` whose ring leaves no room for the second Q buffer drops
+``overlap_tiles`` (``wgmma_policy_for``)."""
 
 
 def shipped_fields(head_dim: int, causal: bool, short: bool) -> dict:
@@ -206,7 +217,9 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
     ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
     autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding. A key tile wider than
     a 3-warpgroup default's, with ``consumer_wgs`` not given, runs 2 consumer warpgroups
-    (``widened_to_two``)."""
+    (``widened_to_two``); a shipped ``overlap_tiles`` whose second Q buffer does not fit in
+    shared memory beside the caller's ``tile_n`` / ``num_stages`` ring is dropped (D=128 with
+    3 stages of 128 keys: 256 KiB with it, 224 KiB without)."""
     import warpstage as ws
     base = shipped_fields(head_dim, causal, short)
     fields = dict(base, causal_align=causal_align, kv_group=kv_group)
@@ -219,8 +232,17 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
         fields["num_stages"] = num_stages
     if widened_to_two(base, fields, overrides):
         fields["consumer_wgs"] = 2
-    return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name), causal=causal,
-                               softmax_scale=scale, **fields)
+
+    def build(fields):
+        return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name),
+                                   causal=causal, softmax_scale=scale, **fields)
+    if (fields.get("overlap_tiles") and "overlap_tiles" not in dict(overrides)
+            and (tile_n, num_stages) != (None, None)):
+        try:
+            return build(fields)
+        except ValueError:      # the shipped second Q buffer does not fit beside that ring
+            fields["overlap_tiles"] = False
+    return build(fields)
 
 
 @functools.lru_cache(maxsize=64)
