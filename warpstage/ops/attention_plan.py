@@ -171,9 +171,10 @@ def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
 
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
-    (64, False): dict(num_stages=3),
+    (64, False): dict(num_stages=3, dynamic_tiles=True),
     (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False,
                        overlap_tiles=True, packed_p=True),
+    (128, True): dict(overlap_tiles=True),
     (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
 """Fields over ``WGMMA_DEFAULTS`` for S_q <= ``short_bound`` (``is_short``; the measurements
@@ -185,7 +186,12 @@ against 599.7 for claimed tiles alone and 602.1 for the static schedule's overla
 cuDNN's 602.8; 0.99x before), B=4 587.1 (1.014x cuDNN), B=16 631.4 (1.033x); at S=2048 even
 with the long default (681.4 against 682.2), at S=4096 -0.9%, so it stays short. A caller's
 ``tile_n`` / ``num_stages`` whose ring leaves no room for the second Q buffer drops
-``overlap_tiles`` (``wgmma_policy_for``)."""
+``overlap_tiles`` (``wgmma_policy_for``). Claimed tiles with overlapped boundaries also
+won in call C (``--set d128c14 / d64s14``): D=128 causal at S=1024 +1.2% (B=8 449.4 against
+443.9, 1.09x cuDNN) and +1.1% (B=16), +0.2% at S=4096 (not measured longer: short only);
+D=64 non-causal short (3 stages, static overlap) with claimed tiles +1.6% at B=16 S=1024
+(447.6 against 440.4, 1.03x cuDNN), +0.8% at B=8 S=2048. D=96 lost with them (-15% with 3
+warpgroups, -3.4% with 2 at S=1024): not taken."""
 
 
 def shipped_fields(head_dim: int, causal: bool, short: bool) -> dict:
