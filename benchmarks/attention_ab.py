@@ -138,6 +138,20 @@ SETS = {
                              dict(tile_n=128, num_stages=3, consumer_wgs=3, fma_select=True,
                                   overlap_tiles=True, packed_p=True, rescale_at_wait=True,
                                   dynamic_tiles=True)]},
+    # session 14 call D: the flagship's long default (3 warpgroups of 80 keys) against the
+    # exponent split between MUFU and FMA (poly_exp2: k of every 8 on the FMA pipe), a higher
+    # rescale threshold and lead_waits
+    "d128f14": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True, poly_exp2=2),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True, poly_exp2=4),
+                               dict(fma_select=True, rescale_threshold=12.0, consumer_wgs=3,
+                                    tile_n=80, dynamic_tiles=True, skip_idle=True,
+                                    partial_last=True),
+                               dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True, lead_waits=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
