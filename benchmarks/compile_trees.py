@@ -63,9 +63,16 @@ def main() -> None:
                     shutil.rmtree(cache, ignore_errors=True)
                     compile_time._copy_facts(facts[t], cache)
                     results[t, row].append(_run(t, cache, folder, *row))
+            _report(trees, rows, results, n + 1)
+
+
+def _report(trees, rows, results, rounds) -> None:
+    """Print the table over the rounds done so far (after every round, so that a run cut
+    short by a time limit still leaves its figures)."""
+    print(f"-- after round {rounds}", flush=True)
     for row in rows:
         print(f"{row[0]} D={row[1]}: first call | CPU of the process | stages (ms, median "
-              f"[min-max] of {args.rounds})")
+              f"[min-max] of {rounds})")
         for t in trees:
             rs = results[t, row]
             stages = sorted({k for r in rs for k in r["stages"]},
@@ -73,7 +80,7 @@ def main() -> None:
                             if k in rs[0]["stages"] else 99)
             cols = [_spread([r["first"] for r in rs]), _spread([r["cpu"] for r in rs])]
             cols += [f"{k} " + _spread([r["stages"].get(k, 0.0) for r in rs]) for k in stages]
-            print(f"  {t:28} " + " | ".join(cols))
+            print(f"  {t:28} " + " | ".join(cols), flush=True)
 
 
 _CPU_CLOCK = """
