@@ -39,11 +39,12 @@ def _compiled(**fields):
     x = np.zeros((1, 1, 256, 128), ml_dtypes.bfloat16)
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor
+    tiles = ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ws.compile(flash_attention_wgmma_kernel, fa, TD(x, q_box, swizzle=fa.swizzle),
                           TD(x, kv_box, swizzle=fa.swizzle), TD(x, kv_box, swizzle=fa.swizzle),
-                          ws.Tensor[ws.BFloat16, 4], ws.Int32, None, TD(x, fa.o_box),
+                          ws.Tensor[ws.BFloat16, 4], ws.Int32, None, TD(x, fa.o_box), tiles,
                           block=(fa.threads, 1, 1))
 
 
@@ -98,3 +99,32 @@ def test_packed_p_sass_has_no_repacking_and_a_short_turn():
     assert fmul(old_turn) >= 32 and any(_SWAP.search(ln) for ln in old_turn)
     assert fmul(new_turn) == 0 and not any(re.search(r"\bPRMT\b", ln) for ln in new_turn)
     assert len(new_turn) < len(old_turn) - 64
+
+
+def test_shipped_short_default_overlaps_claimed_tile_boundaries():
+    # D=128 non-causal at S_q <= 1536 ships claimed tiles with overlapped boundaries and packed
+    # P (attention_plan.WGMMA_SHORT; docs/performance.md, "Session 14"): no spills or local
+    # memory, the 24 / 240 register split, and besides the K/V loop's turn a second turn of 16
+    # HGMMA, the boundary's (the next tile's S'_0 with this tile's last P V), in the loop over
+    # the claimed tiles; 48 HGMMA in all (first S, loop, boundary, the last P V alone)
+    from warpstage.ops.attention_plan import shipped_fields
+    fields = shipped_fields(128, False, short=True)
+    assert fields["dynamic_tiles"] and fields["overlap_tiles"] and fields["packed_p"]
+    assert (fields["tile_n"], fields["consumer_wgs"], fields["fma_select"]) == (128, 2, True)
+    ck = _compiled(**{k: v for k, v in fields.items() if k not in ("tile_n", "fma_select")})
+    res = ck.resources
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    assert "C7519" not in ck.ptxas_log and "C7517" not in ck.ptxas_log, ck.ptxas_log
+    if ck.sass is None:
+        pytest.skip("SASS checks need nvdisasm or cuobjdump (the nvidia-cuda-nvdisasm wheel)")
+    assert not re.search(r"\b(LDL|STL)\b", ck.sass)
+    assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass
+    assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xf0", ck.sass)
+    rep = _sass_report()
+    lines = rep.sass_lines(ck)
+    loops = rep.loops(rep.sass_lines(ck, labels=True))
+    full = [(a, b) for a, b in rep.turns(lines)
+            if sum("HGMMA" in ln for ln in lines[a:b + 1]) == 16
+            and any(lo <= a and b <= hi for lo, hi in loops)]
+    assert len(full) == 2, full
+    assert ck.sass.count("HGMMA.64x") == ck.ptx.count("wgmma.mma_async") == 48
