@@ -112,7 +112,9 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     one-CTA-per-tile grid's order first come, first served (each producer claims its next tile
     from a global counter and hands the index to its consumers with the tile's Q;
     ``attention_wgmma_sched.py``); the kernel then takes ``tiles``, two int32 counters that are
-    zero before the launch and left zero after it. ``narrow_last``: with ``overlap``, a
+    zero before the launch and left zero after it. With ``overlap_tiles`` too, the consumers
+    read whether a next tile exists from its Q buffer before each boundary
+    (``TileOverlap.consume_claimed_overlapped``). ``narrow_last``: with ``overlap``, a
     consumer warpgroup whose output tile's last K/V tile holds no key it may see in its second
     half (past S_k, or causal: past its last row's diagonal, as warpgroup 0's rows on a
     top-left diagonal) issues that tile's S over the first tile_n / 2 keys only (wgmma N =
