@@ -4,6 +4,7 @@ the cost of a cache-hit call; then first calls in fresh processes, cold and from
 (:func:`shared_cache_rows`).
 
     PYTHONPATH=. python benchmarks/compile_time.py [main] [attention] [fresh [reference]] [shared]
+                                                   [profile-hit]
 
 Stages: trace (Python -> IR, passes included), llvm_load (loading LLVM and the lowering's
 modules: the first compile of a process), lower (IR -> LLVM IR), ptx (LLVM O3 + NVPTX), ptxas
@@ -21,6 +22,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,7 +187,13 @@ if barrier:                                     # shared-cache rows: every rank 
     while not os.path.exists(barrier):
         time.sleep(0.001)
 t2 = time.perf_counter()
-run(); sync()
+if os.environ.get("WS_BENCH_PROFILE"):         # profile_hit_rows: the first call under cProfile
+    import cProfile
+    prof = cProfile.Profile()
+    prof.runcall(run); sync()
+    prof.dump_stats(os.environ["WS_BENCH_PROFILE"])
+else:
+    run(); sync()
 t3 = time.perf_counter()
 run(); sync()
 t4 = time.perf_counter()
@@ -260,7 +268,6 @@ def fresh_process_rows(reference: bool = False) -> None:
     ``reference``: after each FlashAttention cold row, the same compile without the CSE pass
     and the backend's packing reuse (docs/compile-time.md), in its own empty cache folder
     (both print the same PTX: tests/ops/test_attention_ptx_stable.py)."""
-    import tempfile
     print("first call in a fresh process (ms): import | driver | first call | second call | "
           "launch | beyond the launch | not in a stage | stages")
     with tempfile.TemporaryDirectory() as folder:
@@ -318,7 +325,6 @@ def shared_cache_rows(ranks: int = 4) -> None:
     same moment (FlashAttention D=64, as in ``fresh_process_rows``), like the ranks of a job:
     one compiles, the others wait on the entry's lock and read it. 'traced' summed over the
     ranks is the number of compiles (1 when the lock works; ``ranks`` without it)."""
-    import tempfile
     print(f"shared disk cache, {ranks} processes at once, flash_attention D=64 (ms): import | "
           "driver | first call | second call | launch | beyond the launch | not in a stage | "
           "stages")
@@ -343,6 +349,36 @@ def shared_cache_rows(ranks: int = 4) -> None:
               "  no rank finished")
 
 
+def profile_hit_rows(top: int = 30) -> None:
+    """Where a first call from the disk cache spends its time (issue 14's <= 10 ms beyond the
+    launch): for the wgmma and mma.sync FlashAttention at D = 64 and 128, one fresh process
+    fills an empty cache (cold), then another makes the same first call under cProfile; prints
+    the functions with the most cumulative and own time in that call (cProfile's overhead
+    inflates small functions: read the ranking, not the ms)."""
+    import pstats
+    with tempfile.TemporaryDirectory() as folder:
+        script = os.path.join(folder, "first_call.py")
+        with open(script, "w") as f:
+            f.write(FRESH)
+        for what, dim in (("wgmma", 128), ("wgmma", 64), ("attention", 128)):
+            env = dict(os.environ, WARPSTAGE_CACHE_DIR=os.path.join(folder, f"c{what}{dim}"))
+            r, err = _result(_fresh(script, env, what, dim))
+            if err:
+                print(f"{what} D={dim}: cold run failed: {err}")
+                continue
+            stats_path = os.path.join(folder, f"{what}{dim}.prof")
+            r, err = _result(_fresh(script, dict(env, WS_BENCH_PROFILE=stats_path), what, dim))
+            if err:
+                print(f"{what} D={dim}: profiled run failed: {err}")
+                continue
+            print(f"== {what} D={dim}, disk hit under cProfile: first call "
+                  f"{1e3 * r['first']:.1f} ms, launch {1e3 * r['launch']:.2f} ms, stages "
+                  + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in r["stages"].items()))
+            for key in ("cumulative", "tottime"):
+                st = pstats.Stats(stats_path)
+                st.sort_stats(key).print_stats(top)
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["main", "attention", "fresh", "shared"]
     if "main" in which:
@@ -353,3 +389,5 @@ if __name__ == "__main__":
         fresh_process_rows(reference="reference" in which)
     if "shared" in which:
         shared_cache_rows()
+    if "profile-hit" in which:
+        profile_hit_rows()
