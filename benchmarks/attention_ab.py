@@ -152,6 +152,13 @@ SETS = {
                                     partial_last=True),
                                dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
                                     skip_idle=True, partial_last=True, lead_waits=True)]},
+    # session 14 closing call: the rescale threshold 8 (shipped) against 12 on the long default
+    # (call D: +0.5% / +1.6% short, within the spread), with sustained windows
+    "d128t14": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                    skip_idle=True, partial_last=True),
+                               dict(fma_select=True, rescale_threshold=12.0, consumer_wgs=3,
+                                    tile_n=80, dynamic_tiles=True, skip_idle=True,
+                                    partial_last=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
