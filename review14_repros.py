@@ -188,6 +188,31 @@ def repro_launch_wgmma_unchecked():
          outcome(lambda: launch_wgmma(W(head_dim=64), q, k, v, np.zeros(q.shape, np.float32))))
 
 
+def repro_tiles_unchecked():
+    """launch_wgmma's tile counters: ``check_tiles``' docstring says their shape is checked on
+    the host by launch_wgmma; 3 counters are taken, and non-zero ones leave rows unwritten."""
+    W = ws.ops.FlashAttentionWgmma
+    q, k, v = qkv(2, 2, 150, 150, 128)
+    fa = W(head_dim=128, dynamic_tiles=True, overlap_tiles=True)
+    o = np.zeros(q.shape, BF16)
+    show("3 counters: an ArgumentError",
+         outcome(lambda: launch_wgmma(fa, q, k, v, o, tiles=np.zeros(3, np.int32))))
+    o = np.zeros(q.shape, BF16)
+    launch_wgmma(fa, q, k, v, o, tiles=np.array([3, 0], np.int32))
+    wrong = int((np.abs(o.astype(np.float64) - reference(q, k, v)).max(-1) > 0.05).sum())
+    show("counters [3, 0] (not zero, against the documented precondition): an error in the "
+         "simulator at least", f"ran, {wrong} of {2 * 2 * 150} rows wrong")
+
+
+def repro_explain_grid_limit():
+    """ws.explain promises the call's ArgumentError; at B * H > 65535 on the mma.sync kernel it
+    prints the plan (grid (1, 70000)) while the call raises."""
+    x = np.broadcast_to(np.zeros((1, 1, 1, 64), BF16), (1, 70000, 1, 64))
+    text = outcome(lambda: ws.explain(FA, x, x, x, mma="mma.sync", print_table=False))
+    show("the call's ArgumentError (grid.y limit)", f"explain: {text}; call: "
+         + outcome(lambda: FA(x, x, x, mma="mma.sync")))
+
+
 def repro_small_inconsistencies():
     """Small ones: a bool array's dtype reported as u8; H = 0 an error while B = 0 and S_q = 0
     return empty results."""
