@@ -2,7 +2,7 @@
 and ``ws.ops.FlashAttentionWgmma`` (CPU simulator, numpy inputs). A script, not a test: each
 ``repro_*`` prints what it expected and what happened; nothing here asserts.
 
-Run: .venv/bin/python review14_repros.py [name ...]   (all of them by default, about 1 min)
+Run: .venv/bin/python scripts/review14_repros.py [name ...]   (all of them by default, about 1 min)
 """
 import sys
 import traceback
