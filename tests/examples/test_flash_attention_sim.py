@@ -217,6 +217,8 @@ def test_direct_launch_with_another_block_is_refused(threads):
     (dict(scale=True), ws.ArgumentError, r"scale=True \(bool\)"),
     (dict(scale=float("nan")), ws.ArgumentError, r"scale=nan.*finite real number"),
     (dict(scale=1j), ws.ArgumentError, r"scale=1j \(complex\)"),
+    (dict(scale=1e39), ws.ArgumentError, r"scale=1e\+39.*fits in float32 \(\|scale\| <= 2.36e\+38\)"),
+    (dict(scale=-3e38), ws.ArgumentError, r"scale=-3e\+38"),
 ])
 def test_wrapper_rejects_bad_option_values(kwargs, error, match):
     """0 is not 'the default' (None is); causal must be a bool and scale a finite number

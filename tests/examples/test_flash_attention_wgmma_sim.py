@@ -244,6 +244,35 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     assert relative_error(out, q, k, v, False) < TOL["bfloat16"]
 
 
+def _bf16(*shape, dtype="bfloat16"):
+    return np.zeros(shape, numpy_dtype(dtype))
+
+
+@pytest.mark.parametrize("fields, tensors, match", [
+    (dict(kv_group=2), {}, r"the heads: expected H_q = H_kv x kv_group = 2 x 2, got H_q = 2"),
+    (dict(head_dim=128), {}, r"the head dim: expected the policy's head_dim=128, got q's D = 64"),
+    ({}, dict(o=_bf16(1, 2, 50, 64)), r"o: expected q's shape \(1, 2, 100, 64\) and dtype bf16, "
+                                      r"got \(1, 2, 50, 64\) bf16"),
+    ({}, dict(o=_bf16(1, 2, 100, 64, dtype="float32")), r"o: .*got \(1, 2, 100, 64\) f32"),
+    ({}, dict(lse=np.zeros((1, 2, 10), np.float32)), r"lse: expected None or a \(1, 2, 100\) "
+                                                     r"float32 tensor, got \(1, 2, 10\) f32"),
+    ({}, dict(v=_bf16(1, 2, 90, 64)), r"k and v: expected one shape"),
+    (dict(dynamic_tiles=True), dict(tiles=np.zeros(3, np.int32)),
+     r"tiles: expected two int32 counters, zero, got \(3,\) i32"),
+    (dict(dynamic_tiles=True, overlap_tiles=True), dict(tiles=np.array([3, 0], np.int32)),
+     r"tiles: expected two int32 counters, zero, got \[3, 0\]"),
+])
+def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, match):
+    # checked on the host before any compile: the kernel indexes o and lse by q's rows, so a
+    # smaller one would be written past its end on a GPU
+    q = k = v = _bf16(1, 2, 100, 64)
+    args = dict(dict(q=q, k=k, v=v, o=_bf16(1, 2, 100, 64)), **tensors)
+    fa = FlashAttentionWgmma(**dict(dict(head_dim=64), **fields))
+    with pytest.raises(ws.ArgumentError, match=match):
+        attention.launch_wgmma(fa, args["q"], args["k"], args["v"], args["o"],
+                               lse=tensors.get("lse"), tiles=tensors.get("tiles"))
+
+
 @pytest.mark.parametrize("fields, match", [
     (dict(head_dim=80), "head_dim"), (dict(tile_n=40), "tile_n"),
     (dict(overlap_tiles=True, persistent=False), "overlap_tiles"),
@@ -259,7 +288,10 @@ def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     (dict(num_stages=0), "num_stages"), (dict(num_stages=1), "at least 2 with overlap=True"),
     (dict(mma_regs=256), "the SM's registers"),
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),
-    (dict(dtype=ws.Float32), "dtype")])
+    (dict(dtype=ws.Float32), "dtype"),
+    (dict(overlap="no"), r"overlap: expected True or False, got 'no'"),
+    (dict(persistent=None), r"persistent: expected True or False, got None"),
+    (dict(dynamic_tiles=1), r"dynamic_tiles: expected True or False, got 1")])
 def test_policy_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         FlashAttentionWgmma(**fields)

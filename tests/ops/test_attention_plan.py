@@ -180,3 +180,30 @@ def test_policy_errors(policy, kw, match):
     with pytest.raises(ws.ArgumentError, match=match):
         plan_call(q, q, q, policy=policy, **kw)
     assert plan_call(q, q, q, mma="wgmma", policy={"tile_n": 64}, tile_n=64).policy.tile_n == 64
+
+
+def test_shipped_fields_give_way_to_the_callers_and_explain_says_so():
+    """A shipped schedule field that cannot run with fields the caller gave yields
+    (``attention_plan.yielding_field``) and explain lists it; a conflict between fields the
+    caller gave stays an error. D=128 non-causal S_q <= 1536 ships claimed tiles with
+    overlapped boundaries (session 14)."""
+    q = zeros(1, 1, 300, 128)
+    short = plan_call(q, q, q, mma="wgmma").policy
+    assert short.dynamic_tiles and short.overlap_tiles and short.q_buffers == 2
+    three = plan_call(q, q, q, mma="wgmma", num_stages=3)       # no room for a 2nd Q buffer
+    assert three.policy.num_stages == 3 and not three.policy.overlap_tiles
+    assert three.policy.dynamic_tiles
+    said = dict(three.fallbacks)
+    assert "second Q buffer (32768 bytes) does not fit" in said["overlap_tiles"]
+    text = ws.explain(ws.ops.flash_attention, q, q, q, mma="wgmma", num_stages=3,
+                      print_table=False)
+    assert "the shipped overlap_tiles=True is off" in text
+    one = plan_call(q, q, q, mma="wgmma", policy={"persistent": False})
+    assert not (one.policy.persistent or one.policy.dynamic_tiles or one.policy.overlap_tiles)
+    assert {"dynamic_tiles", "overlap_tiles"} <= set(dict(one.fallbacks))
+    serial = plan_call(q, q, q, mma="wgmma", policy={"split_kv": False}).policy
+    assert not serial.split_kv and not serial.overlap_tiles
+    for kw in ({}, {"tile_n": 128}):                # the caller's own conflict: the same error
+        with pytest.raises(ValueError, match=r"skip_idle: expected False with overlap_tiles"):
+            plan_call(q, q, q, mma="wgmma", policy={"skip_idle": True}, **kw)
+    assert not any(w == "overlap_tiles" for w, _ in plan_call(q, q, q, mma="wgmma").fallbacks)

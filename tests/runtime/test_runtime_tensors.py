@@ -73,6 +73,19 @@ def test_numpy_unsupported_dtype_message():
     assert "Fix: convert it first" in msg
 
 
+@pytest.mark.parametrize("dtype", [">f2", ">f4", ">i4"] if np.little_endian else ["<f2", "<f4"])
+def test_numpy_foreign_byte_order_is_refused(dtype):
+    x = np.arange(6, dtype=dtype)
+    with pytest.raises(ArgumentError) as info:
+        as_tensor_arg(x, "q")
+    msg = str(info.value)
+    assert msg.startswith(f"parameter 'q' has dtype {x.dtype.str} ({x.dtype.name} in ")
+    assert "Fix: x.astype(x.dtype.newbyteorder('='))" in msg
+    fixed = x.astype(x.dtype.newbyteorder("="))
+    assert as_tensor_arg(fixed, "q").shape == (6,)
+    assert as_tensor_arg(np.zeros(3, dtype="|u1"), "q").shape == (3,)    # one byte: no order
+
+
 # -- __cuda_array_interface__ -----------------------------------------------------------------
 
 class FakeCuda:

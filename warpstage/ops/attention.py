@@ -15,6 +15,7 @@ import math
 import sys
 
 from ..errors import ArgumentError
+from ..runtime.tensors import as_tensor_arg
 from . import op_plans
 from .attention_kernel import FlashAttention, flash_attention_kernel
 from .host_fixes import check_no_grad
@@ -52,9 +53,11 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     k's and v's TensorArgs when the caller has them. ``lse``: None, or a (B, H, S_q) float32
     tensor for the rows' log-sum-exp. With ``fa.dynamic_tiles`` the launch also takes two
     int32 tile counters, zero, on q's device: ``tiles``, or a new pair (``tile_counters``);
-    the kernel leaves them zero."""
+    the kernel leaves them zero. ArgumentError (``check_launch``) for tensors that do not fit
+    ``fa`` or each other."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (describe("q", q), describe("k", k), describe("v", v))
+    check_launch(fa, tq, tk, tv, o, lse, tiles)
     grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
     if grid[1] > 65535:
         raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
@@ -71,6 +74,47 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
         tiles = tile_counters(q)
     op_plans.launch(flash_attention_wgmma_kernel, grid, fa.threads,
                     (fa, *descs, o, k.shape[2], lse, o_desc, tiles))
+
+
+def check_launch(fa: FlashAttentionWgmma, tq, tk, tv, o, lse, tiles) -> None:
+    """ArgumentError unless q, k, v (their TensorArgs), o, lse and tiles fit policy ``fa`` and
+    each other: D = ``fa.head_dim``, H_q = H_kv x ``fa.kv_group``, k and v of one shape with
+    q's batch and D, o q's shape and dtype, lse None or a (B, H, S_q) float32 tensor, tiles
+    None or two int32 counters. What the kernel cannot check itself: it indexes o and lse by q's
+    rows, so a smaller one would be written past its end."""
+    def fail(what, expected, got, fix):
+        raise ArgumentError(f"launch_wgmma: {what}: expected {expected}, got {got}. Fix: {fix}")
+    qs, ks = tuple(tq.shape), tuple(tk.shape)
+    if ks != tuple(tv.shape) or ks[0] != qs[0] or ks[3] != qs[3]:
+        fail("k and v", f"one shape (B={qs[0]}, H_kv, S_k, D={qs[3]})",
+             f"k {ks} and v {tuple(tv.shape)}", "pass k and v of q's batch and head dim")
+    if qs[3] != fa.head_dim:
+        fail("the head dim", f"the policy's head_dim={fa.head_dim}", f"q's D = {qs[3]}",
+             f"FlashAttentionWgmma(head_dim={qs[3]}, ...)")
+    if qs[1] != ks[1] * fa.kv_group:
+        fail("the heads", f"H_q = H_kv x kv_group = {ks[1]} x {fa.kv_group}",
+             f"H_q = {qs[1]}", f"FlashAttentionWgmma(kv_group=H_q // H_kv, ...) with H_kv "
+             "dividing H_q")
+    to = describe("o", o)
+    if tuple(to.shape) != qs or to.dtype != tq.dtype:
+        fail("o", f"q's shape {qs} and dtype {tq.dtype.name}",
+             f"{tuple(to.shape)} {to.dtype.name}", "o = an empty tensor like q")
+    if lse is not None:
+        tl = as_tensor_arg(lse, "lse")
+        if tl is None or tuple(tl.shape) != qs[:3] or tl.dtype.name != "f32":
+            got = "a " + type(lse).__name__ if tl is None else f"{tuple(tl.shape)} {tl.dtype.name}"
+            fail("lse", f"None or a {qs[:3]} float32 tensor", got,
+                 "lse = torch.empty(B, H, S_q, dtype=torch.float32, device=q.device)")
+    if tiles is not None and fa.dynamic_tiles:
+        tt = as_tensor_arg(tiles, "tiles")
+        if tt is None or tuple(tt.shape) != (2,) or tt.dtype.name != "i32":
+            got = ("a " + type(tiles).__name__ if tt is None
+                   else f"{tuple(tt.shape)} {tt.dtype.name}")
+            fail("tiles", "two int32 counters, zero", got, "leave tiles out (a zero pair is "
+                 "made), or pass torch.zeros(2, dtype=torch.int32, device=q.device)")
+        if tt.kind == "numpy" and tiles.any():     # host memory: readable for free
+            fail("tiles", "two int32 counters, zero", f"{tiles.tolist()}", "tiles[:] = 0, or "
+                 "leave tiles out")
 
 
 def tile_counters(like):

@@ -55,8 +55,19 @@ class AttentionPolicy(OnlineSoftmax):
     """The head dimensions D the policy's kernel takes (subclasses widen it)."""
 
     def policy_error(self, name: str, got, expected: str, fix: str):
-        """The OperandError (a ValueError) of the policy's parameter ``name`` = ``got``."""
-        return operand_error(f"ws.ops.{self.policy_name}'s {name}", got, expected, fix)
+        """The OperandError (a ValueError) of the policy's parameter ``name`` = ``got``; its
+        ``field`` is ``name`` (the op's plan reads it: ``attention_plan.wgmma_policy_for``)."""
+        err = operand_error(f"ws.ops.{self.policy_name}'s {name}", got, expected, fix)
+        err.field = name
+        return err
+
+    def flag(self, name: str, value) -> bool:
+        """The policy's bool field ``name``: a Python or numpy bool, else OperandError (a
+        ValueError; ``overlap='no'`` is not True)."""
+        kind = type(value)
+        if kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")):
+            return bool(value)
+        raise self.policy_error(name, value, "True or False", f"{name}=True or {name}=False")
 
     def check_operands(self, head_dim, dtype) -> None:
         """OperandError (a ValueError) unless D is one of ``head_dims`` and the dtype fp16 or
@@ -109,7 +120,7 @@ class AttentionPolicy(OnlineSoftmax):
                                         "softmax_scale=0.125")
         self.head_dim = head_dim
         self.dtype = dtype
-        self.causal = bool(causal)
+        self.causal = self.flag("causal", causal)
         self.softmax_scale = float(1.0 / math.sqrt(head_dim) if softmax_scale is None
                                    else softmax_scale)
         self.scale_log2 = self.softmax_scale * LOG2E
@@ -125,10 +136,12 @@ class AttentionPolicy(OnlineSoftmax):
         """OperandError when ``SharedStorage`` (``what`` describes it) exceeds a CTA's dynamic
         shared memory."""
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
-            raise self.policy_error("num_stages", self.num_stages, f"a ring that fits the "
+            err = self.policy_error("num_stages", self.num_stages, f"a ring that fits the "
                                     f"{ws.smem.MAX_DYNAMIC_SMEM} bytes of shared memory a CTA "
                                     f"may use; {what} need {self.smem_bytes} bytes",
                                     "lower num_stages or tile_n")
+            err.smem_overflow = True        # the op's plan drops a shipped field on this one
+            raise err
 
     def __static_key__(self):
         """The configuration as (field name, value) pairs: equal configurations share a

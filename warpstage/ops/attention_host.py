@@ -71,19 +71,25 @@ def count(name: str, x, expected: str, fix: str):
                         f"or an int: {expected}. Fix: {fix}")
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def finite_scale(x) -> float:
-    """``x`` as a finite float (a Python or numpy real number, or a 0-d tensor), else
-    ArgumentError."""
+    """``x`` as a finite float (a Python or numpy real number, or a 0-d tensor) whose product
+    with log2(e) is finite in float32 (the kernels fold the scale into the exponent's base-2
+    factor), else ArgumentError. Scores whose scaled value overflows float32 give NaN rows, as
+    SDPA's float32 softmax does."""
     if not isinstance(x, (bool, str, bytes)):
         try:
             f = float(x)
         except (TypeError, ValueError):
             f = None
-        if f is not None and math.isfinite(f):
+        if f is not None and math.isfinite(f) and abs(f) * math.log2(math.e) <= _FLOAT32_MAX:
             return f
     raise ArgumentError(f"flash_attention: scale={x!r} ({type(x).__name__}); expected None "
-                        "(1/sqrt(D)) or a finite real number. Fix: scale=1 / math.sqrt(D), or "
-                        "leave it out")
+                        "(1/sqrt(D)) or a finite real number whose product with log2(e) fits "
+                        f"in float32 (|scale| <= {_FLOAT32_MAX / math.log2(math.e):.3g}). Fix: "
+                        "scale=1 / math.sqrt(D), or leave it out")
 
 
 def empty_like(x, shape, float32: bool = False):

@@ -223,32 +223,45 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
     ``WGMMA_SHORT``'s fields over them, then ``overrides`` ((field, value) pairs: the
     autotuner's candidates), and ``tile_n`` / ``num_stages`` overriding. A key tile wider than
     a 3-warpgroup default's, with ``consumer_wgs`` not given, runs 2 consumer warpgroups
-    (``widened_to_two``); a shipped ``overlap_tiles`` whose second Q buffer does not fit in
-    shared memory beside the caller's ``tile_n`` / ``num_stages`` ring is dropped (D=128 with
-    3 stages of 128 keys: 256 KiB with it, 224 KiB without)."""
+    (``widened_to_two``); a shipped schedule field that cannot run with the caller's fields
+    gives way (``yielding_field``: a shipped ``overlap_tiles`` whose second Q buffer does not
+    fit in shared memory beside the caller's ring, D=128 with 3 stages of 128 keys: 256 KiB
+    with it, 224 KiB without; the shipped ``dynamic_tiles`` / ``overlap_tiles`` under
+    ``persistent=False``); ``explain`` lists each."""
     import warpstage as ws
     base = shipped_fields(head_dim, causal, short)
     fields = dict(base, causal_align=causal_align, kv_group=kv_group)
     fields.update(overrides)
-    if fields.get("persistent") is False and "overlap_tiles" not in dict(overrides):
-        fields["overlap_tiles"] = False     # a shipped overlap_tiles needs the persistent grid
     if tile_n is not None:
         fields["tile_n"] = tile_n
     if num_stages is not None:
         fields["num_stages"] = num_stages
     if widened_to_two(base, fields, overrides):
         fields["consumer_wgs"] = 2
-
-    def build(fields):
-        return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name),
-                                   causal=causal, softmax_scale=scale, **fields)
-    if (fields.get("overlap_tiles") and "overlap_tiles" not in dict(overrides)
-            and (tile_n, num_stages) != (None, None)):
+    given = set(dict(overrides)) | {n for n, x in (("tile_n", tile_n), ("num_stages", num_stages))
+                                    if x is not None}
+    while True:
         try:
-            return build(fields)
-        except ValueError:      # the shipped second Q buffer does not fit beside that ring
-            fields["overlap_tiles"] = False
-    return build(fields)
+            return FlashAttentionWgmma(head_dim=head_dim, dtype=getattr(ws, dtype_name),
+                                       causal=causal, softmax_scale=scale, **fields)
+        except ValueError as e:
+            drop = yielding_field(e, base, fields, given)
+            if drop is None:
+                raise
+            fields[drop] = False
+
+
+def yielding_field(err, base: dict, fields: dict, given) -> str:
+    """The shipped schedule field that gives way to the caller's fields after ``err`` (the
+    policy's OperandError), or None: a shipped boolean field set True that the caller did not
+    give and that ``err`` names (``persistent=False`` refuses the shipped ``dynamic_tiles``,
+    ``split_kv=False`` the shipped ``overlap_tiles``), or the shipped ``overlap_tiles`` when
+    shared memory overflows (its second Q buffer beside the caller's ``tile_n`` /
+    ``num_stages`` ring). An error about a field the caller gave stays the caller's."""
+    name = "overlap_tiles" if getattr(err, "smem_overflow", False) else getattr(err, "field", None)
+    if name in given or base.get(name) is not True or fields.get(name) is not True:
+        return None
+    return name
 
 
 @functools.lru_cache(maxsize=64)
@@ -527,6 +540,13 @@ def _wgmma_choices(plan, head_dim, short, overrides, tile_n, num_stages) -> None
                              "registers per thread hold without spilling (to run 3 anyway, "
                              "launch ws.ops.FlashAttentionWgmma(consumer_wgs=3, ...) with "
                              "warpstage.ops.attention.launch_wgmma)"))
+    for name, value in base.items():            # shipped fields that gave way (yielding_field)
+        if value is True and getattr(fa, name, True) is False and name not in given:
+            why = (f"its second Q buffer ({fa.q_layout.nbytes} bytes) does not fit in shared "
+                   f"memory beside {fa.num_stages} stages of {fa.tile_n} keys"
+                   if name == "overlap_tiles" and fa.persistent and fa.overlap and fa.split_kv
+                   else f"it cannot run with the given {given}")
+            plan.fallbacks.append((name, f"the shipped {name}=True is off: {why}"))
     if not fa.tma_store:
         why = ("tma_store=False was given" if "tma_store" in dict(overrides) else
                f"its buffers ({fa.consumer_wgs} x {fa.out.smem_bytes} bytes) do not fit beside "

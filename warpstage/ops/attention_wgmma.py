@@ -175,11 +175,11 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.check_register_split(producer_regs, mma_regs, self.consumer_threads)
         self.set_fields(head_dim, dtype, causal, softmax_scale, tile_n, num_stages,
                         producer_regs, mma_regs)
-        self.overlap = bool(overlap)
-        self.pingpong = bool(pingpong)
-        self.split_kv = bool(split_kv)
-        self.fast_exp2 = bool(fast_exp2)
-        self.persistent = bool(persistent)
+        self.overlap = self.flag("overlap", overlap)
+        self.pingpong = self.flag("pingpong", pingpong)
+        self.split_kv = self.flag("split_kv", split_kv)
+        self.fast_exp2 = self.flag("fast_exp2", fast_exp2)
+        self.persistent = self.flag("persistent", persistent)
         if causal_align not in ("top_left", "bottom_right"):
             raise self.policy_error("causal_align", causal_align, "'top_left' or "
                                     "'bottom_right'", "causal_align='top_left' (the default)")
@@ -188,31 +188,31 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
             raise self.policy_error("kv_group", kv_group, "an int >= 1 (query heads per K/V "
                                     "head)", "kv_group=1, or H_q // H_kv")
         self.kv_group = kv_group
-        self.late_wait = bool(late_wait)
+        self.late_wait = self.flag("late_wait", late_wait)
         if (isinstance(poly_exp2, bool) or not isinstance(poly_exp2, int)
                 or not 0 <= poly_exp2 <= 8):
             raise self.policy_error("poly_exp2", poly_exp2, "an int in [0, 8] (P elements of "
                                     "every 8 whose exponential runs on the FMA pipe)",
                                     "poly_exp2=0 (all on the MUFU)")
         self.poly_exp2 = poly_exp2
-        self.fma_scores = bool(fma_scores)
-        self.fma_select = bool(fma_select)
-        self.overlap_tiles = bool(overlap_tiles)
+        self.fma_scores = self.flag("fma_scores", fma_scores)
+        self.fma_select = self.flag("fma_select", fma_select)
+        self.overlap_tiles = self.flag("overlap_tiles", overlap_tiles)
         if self.overlap_tiles and not (self.persistent and self.overlap and self.split_kv):
             raise self.policy_error("overlap_tiles", overlap_tiles, "False unless persistent, "
                                     "overlap and split_kv are on (it overlaps a persistent "
                                     "CTA's consecutive output tiles in the overlapped loop)",
                                     "overlap_tiles=False, or persistent=True")
         self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits, dynamic_tiles)
-        self.packed_p = bool(packed_p)
-        self.rescale_at_wait = bool(rescale_at_wait)
+        self.packed_p = self.flag("packed_p", packed_p)
+        self.rescale_at_wait = self.flag("rescale_at_wait", rescale_at_wait)
         self.set_rescale_threshold(rescale_threshold)
         if narrow_last and not (self.overlap and tile_n % 32 == 0 and not self.overlap_tiles):
             raise self.policy_error("narrow_last", narrow_last, "False unless overlap is on, "
                                     "overlap_tiles off and tile_n a multiple of 32 (the half "
                                     "tile is a wgmma N and whole 16-key P V k-steps)",
                                     "narrow_last=False, or tile_n=128")
-        self.narrow_last = bool(narrow_last)
+        self.narrow_last = self.flag("narrow_last", narrow_last)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
         self.box_cols = self.swizzle // 2           # columns per TMA box (one swizzle span)
@@ -229,7 +229,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         if tma_store is None:       # on when the buffers fit beside the rings
             tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
                          <= ws.smem.MAX_DYNAMIC_SMEM)
-        self.tma_store = bool(tma_store)
+        self.tma_store = self.flag("tma_store", tma_store)
         extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
                                           swizzle=self.out.swizzle)) if self.tma_store else {})
         if self.dynamic_tiles:      # (b, h, m_block, K/V tiles) of the tile in each Q buffer

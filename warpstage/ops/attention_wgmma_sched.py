@@ -92,11 +92,11 @@ class TileSchedule:
             raise self.policy_error("dynamic_tiles", dynamic_tiles, "False unless persistent "
                                     "(it hands a persistent CTA its next output tile)",
                                     "dynamic_tiles=False, or persistent=True")
-        self.dynamic_tiles = bool(dynamic_tiles)
-        self.skip_idle = bool(skip_idle)
-        self.partial_last = bool(partial_last)
+        self.dynamic_tiles = self.flag("dynamic_tiles", dynamic_tiles)
+        self.skip_idle = self.flag("skip_idle", skip_idle)
+        self.partial_last = self.flag("partial_last", partial_last)
         self.head_group = head_group
-        self.lead_waits = bool(lead_waits)
+        self.lead_waits = self.flag("lead_waits", lead_waits)
 
     def scheduler(self, o):
         """The persistent schedule of the output tiles (``ws.sched.PersistentTileScheduler``,

@@ -207,6 +207,12 @@ def _from_numpy(obj, name) -> Optional[TensorArg]:
     dtype = _BY_NAME.get(spelled)
     if dtype is None:
         raise _unsupported_dtype(name, obj, f"numpy {spelled}")
+    if not obj.dtype.isnative:                     # '>f2' on a little-endian host: the name
+        raise ArgumentError(                       # is the same, the bytes are not
+            f"{_param(name)} has dtype {obj.dtype.str} ({spelled} in "
+            f"{'big' if obj.dtype.byteorder == '>' else 'little'}-endian byte order, "
+            f"{_describe(obj)}); warpstage kernels read the host's byte order "
+            f"({sys.byteorder}-endian). Fix: x.astype(x.dtype.newbyteorder('='))")
     return _from_interface(obj, obj.__array_interface__, "cpu", "numpy", name, dtype)
 
 
