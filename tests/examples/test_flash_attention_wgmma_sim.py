@@ -291,7 +291,9 @@ def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, mat
     (dict(dtype=ws.Float32), "dtype"),
     (dict(overlap="no"), r"overlap: expected True or False, got 'no'"),
     (dict(persistent=None), r"persistent: expected True or False, got None"),
-    (dict(dynamic_tiles=1), r"dynamic_tiles: expected True or False, got 1")])
+    (dict(dynamic_tiles=1), r"dynamic_tiles: expected True or False, got 1"),
+    (dict(overlap_tiles=True, split_kv=False), r"(?s)Fix: overlap_tiles=False, or split_kv=True$"),
+    (dict(narrow_last=True, overlap=False), r"(?s)Fix: narrow_last=False, or overlap=True$")])
 def test_policy_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         FlashAttentionWgmma(**fields)

@@ -70,8 +70,14 @@ def test_tune_true_refuses_policy_arguments():
     with pytest.raises(ws.ArgumentError, match=r"(?s)both float16 or both bfloat16.*Fix:"):
         ws.ops.matmul(a.astype(np.float32), b, tune=True)         # not tuned first
     q = np.zeros((1, 1, 64, 64), BF16)
-    with pytest.raises(ws.ArgumentError, match=r"(?s)tune=True alone.*Fix: drop"):
+    with pytest.raises(ws.ArgumentError,
+                       match=r"(?s)tune=True with mma; .*tune=True alone.*Fix: drop"):
         ws.ops.flash_attention(q, q, q, tune=True, mma="mma.sync")
+    with pytest.raises(ws.ArgumentError, match=r"tune=True with tile_n, num_stages; "):
+        ws.ops.flash_attention(q, q, q, tune=True, tile_n=64, num_stages=2)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)tune='yes' \(str\); expected True .* or "
+                                               r"False\..*Fix: tune=True, or leave it out"):
+        ws.ops.flash_attention(q, q, q, tune="yes")
 
 
 def _small_tuner(fn, space, key):

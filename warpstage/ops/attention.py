@@ -149,11 +149,16 @@ def _tuned(q, k, v, causal, scale, causal_align, return_lse, tune, given):
     """``flash_attention(..., tune=True)``: the wgmma kernel with the autotuned policy
     (warpstage/ops/tune_spaces.py)."""
     from ..jit.tracebacks import _user_error
-    if tune is not True or any(x is not None for x in given):
+    if tune is not True:
         raise _user_error(ArgumentError(
-            f"flash_attention: tune={tune!r} with tile_n / num_stages or mma='mma.sync'; "
-            "expected tune=True alone (it tunes the wgmma kernel's policy) or tune=False. Fix: "
-            "drop those arguments, or tune=False"))
+            f"flash_attention: tune={tune!r} ({type(tune).__name__}); expected True (tune the "
+            "wgmma kernel's policy) or False. Fix: tune=True, or leave it out"))
+    if any(x is not None for x in given):
+        names = [n for n, x in zip(("tile_n", "num_stages", "mma"), given) if x is not None]
+        raise _user_error(ArgumentError(
+            f"flash_attention: tune=True with {', '.join(names)}; expected tune=True alone (it "
+            "chooses the wgmma kernel's policy itself). Fix: drop those arguments, or "
+            "tune=False"))
     from .tune_spaces import tuner
     return tuner("attention")(q, k, v, causal, scale, causal_align, return_lse)
 

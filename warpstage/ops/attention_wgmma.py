@@ -159,7 +159,8 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         if overlap and num_stages < 2:
             raise self.policy_error("num_stages", num_stages, "at least 2 with overlap=True "
                                     "(a consumer waits for stage j before it releases stage "
-                                    "j - 1)", "num_stages=2, or overlap=False")
+                                    "j - 1)", "num_stages=2 (or, in a policy of your own, "
+                                    "overlap=False)")
         regs = self.DEFAULT_REGS[consumer_wgs]
         producer_regs = regs[0] if producer_regs is None else producer_regs
         mma_regs = regs[1] if mma_regs is None else mma_regs
@@ -202,16 +203,23 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
             raise self.policy_error("overlap_tiles", overlap_tiles, "False unless persistent, "
                                     "overlap and split_kv are on (it overlaps a persistent "
                                     "CTA's consecutive output tiles in the overlapped loop)",
-                                    "overlap_tiles=False, or persistent=True")
+                                    "overlap_tiles=False, or " + ", ".join(
+                                        f"{n}=True" for n, on in (
+                                            ("persistent", self.persistent),
+                                            ("overlap", self.overlap),
+                                            ("split_kv", self.split_kv)) if not on))
         self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits, dynamic_tiles)
         self.packed_p = self.flag("packed_p", packed_p)
         self.rescale_at_wait = self.flag("rescale_at_wait", rescale_at_wait)
         self.set_rescale_threshold(rescale_threshold)
         if narrow_last and not (self.overlap and tile_n % 32 == 0 and not self.overlap_tiles):
+            wrong = [fix for fix, bad in (("overlap=True", not self.overlap),
+                                          ("overlap_tiles=False", self.overlap_tiles),
+                                          ("tile_n=128", tile_n % 32)) if bad]
             raise self.policy_error("narrow_last", narrow_last, "False unless overlap is on, "
                                     "overlap_tiles off and tile_n a multiple of 32 (the half "
                                     "tile is a wgmma N and whole 16-key P V k-steps)",
-                                    "narrow_last=False, or tile_n=128")
+                                    "narrow_last=False, or " + ", ".join(wrong))
         self.narrow_last = self.flag("narrow_last", narrow_last)
         self.q_buffers = 2 if self.overlap_tiles else 1
         self.swizzle = swizzle_for(head_dim)
