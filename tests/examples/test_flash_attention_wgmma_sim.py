@@ -216,8 +216,12 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
     monkeypatch.setattr(attention_plan, "_wgmma_device", lambda ta: False)
     flash_attention(q, k, v)                           # not an sm_90 GPU (the simulator)
     assert used == ["mma.sync", "wgmma", "mma.sync", "mma.sync", "mma.sync"]
-    with pytest.raises(ws.ArgumentError, match="TMA cannot read"):
+    with pytest.raises(ws.ArgumentError, match=r"(?s)TMA cannot read these tensors \(k at 2 "
+                       r"bytes past 16-byte alignment; v at 2 bytes.*Fix: mma='auto' .* or "
+                       r"np\.array\(x, copy=True, order='C'\) each input"):
         flash_attention(q[:, :1], kk, kk, mma="wgmma")
+    fixed = np.array(kk, copy=True, order="C")           # the fix the message gives
+    assert fixed.__array_interface__["data"][0] % 16 == 0
     with pytest.raises(ws.ArgumentError, match="mma='tf32'"):
         flash_attention(q, k, v, mma="tf32")
 

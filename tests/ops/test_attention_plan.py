@@ -207,3 +207,18 @@ def test_shipped_fields_give_way_to_the_callers_and_explain_says_so():
         with pytest.raises(ValueError, match=r"skip_idle: expected False with overlap_tiles"):
             plan_call(q, q, q, mma="wgmma", policy={"skip_idle": True}, **kw)
     assert not any(w == "overlap_tiles" for w, _ in plan_call(q, q, q, mma="wgmma").fallbacks)
+
+
+def test_explain_raises_the_grid_limit_and_names_an_unused_policy():
+    # explain raises what the call raises (B * H past CUDA's grid.y limit), and says when a
+    # policy= is not used because mma='auto' took the mma.sync kernel (the simulator)
+    x = np.broadcast_to(zeros(1, 1, 1, 64), (1, 70000, 1, 64))
+    for f in (lambda: ws.explain(ws.ops.flash_attention, x, x, x, mma="mma.sync",
+                                 print_table=False),
+              lambda: plan_call(x, x, x, mma="mma.sync")):
+        with pytest.raises(ws.ArgumentError, match=r"B \* H = 70000 CTAs along grid y"):
+            f()
+    q = zeros(1, 1, 64, 64)
+    said = dict(plan_call(q, q, q, policy={"consumer_wgs": 3}).fallbacks)
+    assert "policy={'consumer_wgs': 3} is not used" in said["policy"]
+    assert "policy" not in dict(plan_call(q, q, q).fallbacks)

@@ -22,7 +22,8 @@ from .host_fixes import check_no_grad
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from .descriptors import descriptor, sm_count
-from .attention_host import describe, empty_like, fresh_copy, pad_last, tma_compatible
+from .attention_host import (check_grid, describe, empty_like, fresh_copy, pad_last,
+                             tma_compatible)
 from .attention_plan import (MMA_CHOICES, NATIVE_HEAD_DIMS, SHORT_SEQ, SIM_CTAS,  # noqa: F401
                              WGMMA_DEFAULTS, WGMMA_MIN_WORK, WGMMA_SHORT, AttentionPlan,
                              explain, plan_call, policy_for, wgmma_policy_for)
@@ -37,9 +38,7 @@ def launch(fa: FlashAttention, q, k, v, o) -> None:
     ``fa.smem_bytes`` of dynamic shared memory."""
     batch, heads, seq_q, _ = q.shape
     grid = fa.grid(batch, heads, seq_q)
-    if grid[1] > 65535:
-        raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
-                            "(CUDA's grid.y limit). Fix: split the batch into several calls")
+    check_grid(grid)
     op_plans.launch(flash_attention_kernel, grid, fa.threads, (fa, q, k, v, o))
 
 
@@ -59,9 +58,7 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     tq, tk, tv = tensor_args or (describe("q", q), describe("k", k), describe("v", v))
     check_launch(fa, tq, tk, tv, o, lse, tiles)
     grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
-    if grid[1] > 65535:
-        raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
-                            "(CUDA's grid.y limit). Fix: split the batch into several calls")
+    check_grid(grid)
     q_box, kv_box = fa.descriptor_boxes()
     sw = fa.swizzle
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),

@@ -71,6 +71,14 @@ def count(name: str, x, expected: str, fix: str):
                         f"or an int: {expected}. Fix: {fix}")
 
 
+def check_grid(grid) -> None:
+    """ArgumentError when a launch grid has more CTAs along y than CUDA allows (B * H of the
+    one-CTA-per-tile grids)."""
+    if grid[1] > 65535:
+        raise ArgumentError(f"flash_attention: B * H = {grid[1]} CTAs along grid y; at most 65535 "
+                            "(CUDA's grid.y limit). Fix: split the batch into several calls")
+
+
 _FLOAT32_MAX = 3.4028234663852886e38
 
 

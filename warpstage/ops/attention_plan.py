@@ -12,11 +12,12 @@ import math
 
 from ..errors import ArgumentError
 from ..runtime.target import default_target
-from .attention_host import (count, cp_async_ok, describe, finite_scale, flag, tma_compatible)
+from .attention_host import (check_grid, count, cp_async_ok, describe, finite_scale, flag,
+                             tma_compatible)
 from .attention_kernel import FlashAttention
 from .attention_wgmma import FlashAttentionWgmma
 from .descriptors import sm_count
-from .host_fixes import cast_code, contiguous_code
+from .host_fixes import cast_code, contiguous_code, fresh_copy_code
 
 __all__ = ["AttentionPlan", "plan_call", "explain", "wgmma_policy_for", "policy_for",
            "WGMMA_DEFAULTS", "WGMMA_SHORT", "SHORT_SEQ", "SHORT_SEQ_AT", "short_bound",
@@ -453,11 +454,12 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                             "tensors. Fix: run on an H100/H200, or repeat k and v to H_q heads "
                             "and leave the other options out")
     if mma == "wgmma" and not tma_ok:
-        raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors (it "
-                            "needs a 16-byte aligned base, D contiguous and the other strides "
-                            f"multiples of 8 elements; strides q {tq.strides}, k {tk.strides}, "
-                            f"v {tv.strides}). Fix: mma='auto' (falls back to mma.sync) or "
-                            f"{contiguous_code((tq, tk, tv))} each input")
+        tensors = (tq, tk, tv)
+        copy = (fresh_copy_code(tensors) if any(t.data_ptr % 16 for t in tensors)
+                else contiguous_code(tensors))
+        raise ArgumentError("flash_attention(mma='wgmma'): TMA cannot read these tensors ("
+                            f"{_tma_problem(tensors)}). Fix: mma='auto' (falls back to "
+                            f"mma.sync) or {copy} each input")
     work = batch * heads * seq_q * tk.shape[2] * head_dim
     if mma == "wgmma" or needs or (mma == "auto" and tma_ok and work >= WGMMA_MIN_WORK
                                    and _wgmma_device(tq)):
@@ -472,12 +474,17 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                                        num_stages=num_stages, causal_align=align,
                                        kv_group=kv_group, short=short, overrides=overrides)
         _wgmma_choices(plan, kernel_dim, short, overrides, tile_n, num_stages)
+        check_grid(plan.policy.grid(batch, heads, seq_q))
         return plan
     plan.kernel = "mma.sync"
     plan.choices.append(("kernel", f"mma={mma!r}"))
     if mma == "auto":
         plan.fallbacks.append(("kernel", "the mma.sync kernel (FlashAttention-2 style), not "
                                "wgmma: " + _why_not_wgmma(tq, (tq, tk, tv), tma_ok, work)))
+        if policy:
+            plan.fallbacks.append(("policy", f"policy={policy} is not used: it sets "
+                                   "FlashAttentionWgmma fields, and the mma.sync kernel runs "
+                                   "(mma='wgmma' runs it with them)"))
     if kernel_dim not in FlashAttention.head_dims:
         # a head dimension only the wgmma kernel takes natively: the mma.sync kernel pads it
         plan.pad_to = kernel_dim = next(d for d in FlashAttention.head_dims if d > kernel_dim)
@@ -491,6 +498,7 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
     plan.policy = policy_for(kernel_dim, dtype, causal, scale, copy,
                              tile_n=128 if tile_n is None else tile_n,
                              num_stages=3 if num_stages is None else num_stages)
+    check_grid(plan.policy.grid(batch, heads, seq_q))
     return plan
 
 

@@ -82,6 +82,15 @@ def contiguous_code(tensors, var: str = "x") -> str:
     return f"{'cupy' if fw == 'cupy' else 'np'}.ascontiguousarray({var})"
 
 
+def fresh_copy_code(tensors, var: str = "x") -> str:
+    """``var`` as a new contiguous allocation (aligned as the framework allocates, which a
+    contiguous view at an odd offset is not: ``contiguous_code`` would return the view)."""
+    fw = framework(*tensors)
+    if fw == "torch":
+        return f"{var}.contiguous().clone()"
+    return f"{'cupy' if fw == 'cupy' else 'np'}.array({var}, copy=True, order='C')"
+
+
 def is_read_only(x) -> bool:
     """Whether ``x`` is an array that may not be written: numpy's ``flags.writeable`` off, or
     the read-only flag of its ``__array_interface__`` / ``__cuda_array_interface__`` data."""
