@@ -76,3 +76,27 @@ def test_the_c_call_path_switch(monkeypatch, value, on):
     else:
         monkeypatch.setenv("WARPSTAGE_CCALL", value)
     assert env_c_call() is on
+
+
+def test_kernel_options_are_checked_at_once_and_taken_over_the_defaults_at_first_use(
+        monkeypatch):
+    monkeypatch.delenv("WARPSTAGE_DEBUG", raising=False)
+
+    @ws.kernel(max_specializations=3)
+    def k(n: ws.Int32):
+        pass
+    monkeypatch.setenv("WARPSTAGE_DEBUG", "1")          # after the decoration, before first use
+    assert k.options.max_specializations == 3 and k.options.device_asserts is True
+    with pytest.raises(ws.OperandError, match="max_specializations: expected an int >= 1"):
+        ws.kernel(max_specializations=0)
+
+
+def test_library_kernels_expect_a_specialization_per_configuration():
+    # ws.ops compiles one specialization per policy configuration (and per autotune candidate):
+    # no RecompileWarning at the user-kernel bound of 8 (session 14's review)
+    from warpstage.options import LIBRARY_SPECIALIZATIONS
+    from warpstage.ops.matmul_splitk import splitk_reduce
+    for kern in (ws.ops.flash_attention_kernel, ws.ops.flash_attention_wgmma_kernel,
+                 ws.ops.matmul_kernel, splitk_reduce):
+        assert kern.options.max_specializations == LIBRARY_SPECIALIZATIONS > 8
+    assert CompileOptions().max_specializations == 8

@@ -216,6 +216,14 @@ def env_sim_max_loop() -> int:
     return int(v) if v.isdigit() else SIM_MAX_LOOP
 
 
+LIBRARY_SPECIALIZATIONS = 256
+"""``max_specializations`` of ``ws.ops``' kernels (``@ws.kernel(max_specializations=...)``):
+they compile one specialization per configuration of their policy (head dim, dtype, causal,
+sequence class, scale, tile shape; an autotune's every candidate), which is their purpose, not
+the recompile a RecompileWarning is for; past this count something in an op's key is varying
+that should not."""
+
+
 def default_options() -> CompileOptions:
     return CompileOptions(device_asserts=env_debug(), ptxas=env_ptxas())
 

@@ -151,6 +151,7 @@ class Kernel(_FunctionWrapper):
         self.param_names = [p.name for p in self.params]
         self._kwonly = any(p.kind is p.KEYWORD_ONLY for p in self.params)
         self._options = options
+        self._overrides = {}        # @ws.kernel(**options): over default_options() at first use
         self._annotations = None
         self._binders = None
         self._launch_type = None    # _Launch, or its subclass calling the generated call path
@@ -163,7 +164,7 @@ class Kernel(_FunctionWrapper):
     @property
     def options(self) -> CompileOptions:
         if self._options is None:
-            self._options = default_options()
+            self._options = default_options().with_(**self._overrides)
         return self._options
 
     def __ws_static_key__(self):
@@ -397,8 +398,15 @@ class Kernel(_FunctionWrapper):
 
 def kernel(fn=None, **options):
     """Decorator: make ``fn`` a GPU kernel entry (``@ws.kernel``, or ``@ws.kernel(**options)``
-    with CompileOptions fields, e.g. ``@ws.kernel(device_asserts=True)``)."""
-    opts = default_options().with_(**options) if options else None   # checked here, at once
+    with CompileOptions fields, e.g. ``@ws.kernel(device_asserts=True)``): the fields are
+    checked here and taken over ``default_options()`` at the kernel's first use, as a kernel
+    without them takes ``default_options()`` then."""
+    overrides = {}
+    if options:             # checked here, at once; kept as the fields they set (debug= is two)
+        opts = default_options().with_(**options)
+        names = set(options) - {"debug"} | ({"device_asserts", "compiler_frames"}
+                                            if "debug" in options else set())
+        overrides = {name: getattr(opts, name) for name in names}
 
     def wrap(f):
         try:                # `@ws.kernel(...)` calls this later: a public entry (tracebacks.py)
@@ -406,7 +414,9 @@ def kernel(fn=None, **options):
                 raise ArgumentError(f"@ws.kernel decorates a Python function (a `def`), got "
                                     f"{_what(f)}.\nFix: put @ws.kernel on the line above a "
                                     "`def`; compile options go as @ws.kernel(name=value).")
-            return Kernel(f, opts)
+            kern = Kernel(f, None)
+            kern._overrides = overrides
+            return kern
         except Exception as e:
             _user_error(e)
             raise

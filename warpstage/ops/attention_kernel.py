@@ -53,6 +53,7 @@ import warpstage as ws
 
 from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float32
+from ..options import LIBRARY_SPECIALIZATIONS
 from .attention_common import LOG2E, AttentionPolicy
 
 __all__ = ["FlashAttention", "flash_attention_kernel", "attention_body", "LOG2E", "PAD"]
@@ -299,7 +300,7 @@ def attention_body(fa, q, k, v, o, storage):
         fa.mma(q, k, v, o, pipeline, storage)
 
 
-@ws.kernel
+@ws.kernel(max_specializations=LIBRARY_SPECIALIZATIONS)
 def flash_attention_kernel(fa: ws.Static[FlashAttention], q: ws.Tensor, k: ws.Tensor,
                            v: ws.Tensor, o: ws.Tensor):
     """FlashAttention forward: launch ``[fa.grid(B, H, S_q), fa.threads]`` (see the module

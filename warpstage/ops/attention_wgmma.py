@@ -21,6 +21,7 @@ from ..lang.operands import operand_error
 from ..lang.scalars import BFloat16, Float32
 from ..lang.wgmma import TileLayout
 from ..lang.epilogue import TmaStoreEpilogue
+from ..options import LIBRARY_SPECIALIZATIONS
 from .attention_common import AttentionPolicy
 from .attention_wgmma_consumer import WgmmaConsumer
 from .attention_wgmma_sched import TileSchedule
@@ -480,7 +481,7 @@ def attention_wgmma_body(fa, q_desc, k_desc, v_desc, o, lse, o_desc, seq_k, stor
         fa.consume_all(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
 
 
-@ws.kernel
+@ws.kernel(max_specializations=LIBRARY_SPECIALIZATIONS)
 def flash_attention_wgmma_kernel(fa: ws.Static[FlashAttentionWgmma], q_desc, k_desc, v_desc,
                                  o: ws.Tensor, seq_k: ws.Int32, lse=None, o_desc=None,
                                  tiles=None):

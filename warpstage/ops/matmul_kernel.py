@@ -43,6 +43,7 @@ from ..lang.sched import (RASTERS, ClusterTileScheduler, PersistentTileScheduler
                           StreamKScheduler)
 from ..lang.wgmma import TileLayout
 from ..lang.wgmma_tiles import mma_k_of
+from ..options import LIBRARY_SPECIALIZATIONS
 from .matmul_consumer import MatmulConsumer
 from .matmul_producer import CLUSTERS, MatmulProducer
 
@@ -400,7 +401,7 @@ def matmul_body(p, a_desc, b_desc, c_desc, m, n, k, batches, splits, operands, s
         ws.arch.cluster_sync()      # no CTA exits while its peer may still reach its smem
 
 
-@ws.kernel
+@ws.kernel(max_specializations=LIBRARY_SPECIALIZATIONS)
 def matmul_kernel(p: ws.Static[Matmul], a_desc, b_desc, c_desc, m: ws.Int32, n: ws.Int32,
                   k: ws.Int32, batches: ws.Int32, splits: ws.Int32, operands: tuple,
                   sk_tiles: ws.Int32, fixup: tuple):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warpstage as ws
 
+from ..options import LIBRARY_SPECIALIZATIONS
 from .matmul_epilogues import apply, traced, traced_method
 from .matmul_plan import MAX_SPLITS, even_splits
 
@@ -23,7 +24,7 @@ __all__ = ["splitk_reduce", "even_splits", "REDUCE_THREADS", "MAX_SPLITS"]
 REDUCE_THREADS = 256
 
 
-@ws.kernel
+@ws.kernel(max_specializations=LIBRARY_SPECIALIZATIONS)
 def splitk_reduce(epilogue, work: ws.Tensor, c: ws.Tensor, m: ws.Int32, n: ws.Int32,
                   total: ws.Int32, splits: ws.Int32, operands: tuple):
     """C[b, r, col] = epilogue(sum over s of work[b * splits + s, r, col]) for the
