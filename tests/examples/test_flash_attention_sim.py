@@ -160,9 +160,12 @@ def test_policy_and_wrapper_errors():
         FlashAttention(head_dim=64, tile_n=40)
     with pytest.raises(ValueError, match="65536 \\(the SM's registers\\)"):
         FlashAttention(head_dim=64, tile_m=128, mma_regs=256)
-    with pytest.raises(ValueError, match=r"(?s)need \d+ bytes.*Fix: lower "
-                                         r"num_stages or tile_n"):
+    with pytest.raises(ValueError, match=r"(?s)need \d+ bytes.*Fix: num_stages=3 or "
+                                         r"tile_n=96$"):
         FlashAttention(head_dim=128, tile_n=256, num_stages=4)
+    FlashAttention(head_dim=128, tile_n=96, num_stages=4)          # the fix's widest tile fits
+    with pytest.raises(ValueError, match=r"need \d+ bytes"):
+        FlashAttention(head_dim=128, tile_n=112, num_stages=4)
     q, k, v = qkv(1, 1, 8, 64, "float32")
     with pytest.raises(ws.ArgumentError, match="expected one of f16 or bf16"):
         flash_attention(q, k, v)

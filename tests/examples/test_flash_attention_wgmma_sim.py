@@ -294,6 +294,8 @@ def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, mat
     (dict(head_dim=128, tile_n=256, num_stages=4), "shared memory"),
     (dict(dtype=ws.Float32), "dtype"),
     (dict(overlap="no"), r"overlap: expected True or False, got 'no'"),
+    (dict(head_dim=256, tile_n=80, tma_store=True), r"(?s)need 263168 bytes.*Fix: tile_n=64 or "
+                                                    r"tma_store=False$"),
     (dict(persistent=None), r"persistent: expected True or False, got None"),
     (dict(dynamic_tiles=1), r"dynamic_tiles: expected True or False, got 1"),
     (dict(overlap_tiles=True, split_kv=False), r"(?s)Fix: overlap_tiles=False, or split_kv=True$"),
@@ -301,6 +303,17 @@ def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, mat
 def test_policy_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         FlashAttentionWgmma(**fields)
+
+
+def test_numpy_scalars_in_a_policy_are_their_python_values():
+    from warpstage.core.static_key import static_key
+    plain = FlashAttentionWgmma(head_dim=64, tile_n=128, consumer_wgs=2, rescale_threshold=8.0,
+                                dynamic_tiles=True)
+    given = FlashAttentionWgmma(head_dim=np.int64(64), tile_n=np.int32(128),
+                                consumer_wgs=np.int64(2), rescale_threshold=np.float32(8),
+                                dynamic_tiles=np.bool_(True))
+    assert static_key(given) == static_key(plain)
+    assert type(given.tile_n) is int and type(given.rescale_threshold) is float
 
 
 @pytest.mark.parametrize("head_dim, causal, overlap", [(64, False, True), (64, True, True),

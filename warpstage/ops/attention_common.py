@@ -15,7 +15,9 @@ fragments flatten and regroup (``elements`` / ``fragments``).
 """
 from __future__ import annotations
 
+import functools
 import math
+import sys
 
 import warpstage as ws
 
@@ -28,6 +30,12 @@ __all__ = ["AttentionPolicy", "LOG2E", "tree"]
 LOG2E = 1.4426950408889634
 _DTYPES = (Float16, BFloat16)
 _NEG_INF = -math.inf
+
+
+def _plain(value):
+    """A numpy scalar as its Python value (``.item()``); anything else as it is."""
+    np = sys.modules.get("numpy")              # a numpy scalar means numpy is imported
+    return value.item() if np is not None and isinstance(value, np.generic) else value
 
 
 class AttentionPolicy(OnlineSoftmax):
@@ -53,6 +61,18 @@ class AttentionPolicy(OnlineSoftmax):
     # -- configuration (host side) -------------------------------------------------------------
     head_dims = (64, 128)
     """The head dimensions D the policy's kernel takes (subclasses widen it)."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Each policy's ``__init__`` takes numpy scalars as their Python values
+        (``tile_n=np.int64(128)``, ``rescale_threshold=np.float32(8)``: the checks, the layouts
+        and the static key see ints, floats and bools)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            @functools.wraps(init)
+            def plain_init(self, *args, **fields):
+                return init(self, *map(_plain, args), **{k: _plain(v) for k, v in fields.items()})
+            cls.__init__ = plain_init
 
     def policy_error(self, name: str, got, expected: str, fix: str):
         """The OperandError (a ValueError) of the policy's parameter ``name`` = ``got``; its
@@ -132,14 +152,23 @@ class AttentionPolicy(OnlineSoftmax):
         self.producer_regs = producer_regs
         self.mma_regs = mma_regs
 
-    def check_smem(self, what: str) -> None:
+    def check_smem(self, what: str, ring_bytes_per_key: int, min_stages: int = 1,
+                   others=()) -> None:
         """OperandError when ``SharedStorage`` (``what`` describes it) exceeds a CTA's dynamic
-        shared memory."""
+        shared memory. Its fix names what would fit: one stage fewer (down to ``min_stages``),
+        the widest ``tile_n`` (a multiple of 16) at these stages, from ``ring_bytes_per_key``
+        (the ring's bytes per key per stage), and ``others`` (further fixes, e.g.
+        ``tma_store=False``)."""
         if self.smem_bytes > ws.smem.MAX_DYNAMIC_SMEM:
+            ring = self.num_stages * ring_bytes_per_key
+            free = ws.smem.MAX_DYNAMIC_SMEM - (self.smem_bytes - ring * self.tile_n)
+            widest = free // ring // 16 * 16
+            fixes = ([f"num_stages={self.num_stages - 1}"] if self.num_stages > min_stages
+                     else []) + ([f"tile_n={widest}"] if widest >= 16 else []) + list(others)
             err = self.policy_error("num_stages", self.num_stages, f"a ring that fits the "
                                     f"{ws.smem.MAX_DYNAMIC_SMEM} bytes of shared memory a CTA "
                                     f"may use; {what} need {self.smem_bytes} bytes",
-                                    "lower num_stages or tile_n")
+                                    " or ".join(fixes) if fixes else "a smaller head_dim")
             err.smem_overflow = True        # the op's plan drops a shipped field on this one
             raise err
 

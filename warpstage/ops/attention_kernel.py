@@ -115,7 +115,7 @@ class FlashAttention(AttentionPolicy):
                       barriers=ws.pipeline.BarrierStorage[num_stages])
         self.SharedStorage = ws.smem.make_storage("FlashAttentionStorage", **fields)
         self.check_smem(f"{num_stages} stages of K and V ({tile_n} x {head_dim + PAD} elements "
-                        "each)")
+                        "each)", 2 * (head_dim + PAD) * dtype.ir_type.nbytes)
 
     def elements(self, frags) -> list:
         """The accumulator elements of a list of m16n8 f32 fragments, tile after tile."""

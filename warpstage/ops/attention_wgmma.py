@@ -258,7 +258,9 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                         "stages of K and "
                         f"V ({tile_n} x {head_dim})"
                         + (f" and {consumer_wgs} x {self.out.smem_bytes} bytes of TMA-store "
-                           "buffers" if self.tma_store else ""))
+                           "buffers" if self.tma_store else ""),
+                        2 * head_dim * dtype.ir_type.nbytes, 2 if self.overlap else 1,
+                        ["tma_store=False"] if self.tma_store else [])
 
     def grid(self, batch: int, heads: int, seq_q: int, sms: int = 132) -> tuple:
         """The launch grid: ``(ceil(S_q / tile_m), B * H)``, or with ``persistent`` ``(min(tiles,
