@@ -1,10 +1,13 @@
 """Ready-made operators built on warpstage kernels (``ws.ops``).
 
-- ``flash_attention(q, k, v, causal=False, scale=None, *, tile_n=None, num_stages=None,
-  mma='auto')``: scaled dot-product attention on (B, H, S, D) fp16/bf16 tensors with one of the
-  two warp-specialized FlashAttention kernels (``attention_kernel.py``, mma.sync; or
-  ``attention_wgmma.py``, picked by ``mma``); like
-  ``torch.nn.functional.scaled_dot_product_attention``.
+- ``flash_attention(q, k, v, causal=False, scale=None, *, causal_align='top_left',
+  return_lse=False, tile_n=None, num_stages=None, mma='auto', tune=False)``: scaled
+  dot-product attention on (B, H, S, D) fp16/bf16 tensors (k, v with H_kv heads dividing H_q)
+  with one of the two warp-specialized FlashAttention kernels (``attention_kernel.py``,
+  mma.sync; or ``attention_wgmma.py``, picked by ``mma``); like
+  ``torch.nn.functional.scaled_dot_product_attention``; ``return_lse`` also returns the rows'
+  float32 log-sum-exp (B, H, S_q); ``ws.explain(ws.ops.flash_attention, q, k, v, ...)`` says
+  what a call runs and why.
 - ``FlashAttention``: the kernel's static policy (configuration + per-role device code), and
   ``flash_attention_kernel``, the kernel itself, for direct launches.
 - ``FlashAttentionWgmma`` / ``flash_attention_wgmma_kernel``: the wgmma + TMA kernel
