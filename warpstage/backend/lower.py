@@ -46,6 +46,7 @@ Control flow (``scf``) becomes basic blocks with phis:
 from __future__ import annotations
 
 from llvmlite import ir
+from llvmlite.ir._utils import DuplicatedNameError, NameScope
 from llvmlite.ir.values import FunctionAttributes, MDValue
 
 from ..errors import CompilationError, WarpstageError
@@ -57,6 +58,7 @@ from ..options import CompileOptions
 from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
                lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
+from .llvm_text import module_text
 from .llvm_types import aggregate_type, llvm_type
 from .ptx import TRIPLE, data_layout
 from .target_check import check_target, target_of
@@ -94,7 +96,7 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
         if fn.name not in in_place:
             _FunctionLowering(llmod, functions[fn.name], strings, functions,
                               {name: bodies[name] for name in in_place}).run(fn)
-    return str(llmod)
+    return module_text(llmod)
 
 
 def _inlined_in_place(module: core.Module) -> frozenset:
@@ -180,6 +182,32 @@ class _LoopID(MDValue):
         buf += (f"distinct !{{{', '.join(refs)}}}", "\n")
 
 
+class _Names(NameScope):
+    """llvmlite's name scope of a function, giving the same names (``.1``, ``.2``, ... for the
+    unnamed values, ``if.then.3`` for a repeated block name) in one call instead of four per
+    value (``register``, ``deduplicate``, ``is_used`` twice): ~5% of the ``lower`` stage."""
+
+    @classmethod
+    def taking_over(cls, scope: NameScope) -> "_Names":
+        """A scope holding the names ``scope`` gave (a new function's arguments)."""
+        names = cls()
+        names._useset = set(scope._useset)
+        names._basenamemap = scope._basenamemap.copy()
+        return names
+
+    def register(self, name, deduplicate=False):
+        used = self._useset
+        if name in used:
+            if not deduplicate:
+                raise DuplicatedNameError(name)
+            base, counts = name, self._basenamemap
+            while name in used:
+                counts[base] += 1
+                name = f"{base}.{counts[base]}"
+        used.add(name)
+        return name
+
+
 def _dims(v) -> str:
     dims = [int(v)] if isinstance(v, int) else [int(x) for x in v]
     return ",".join(map(str, dims + [1] * (3 - len(dims))))
@@ -202,6 +230,7 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
     else:
         ret = aggregate_type(llmod, results)
     llfn = ir.Function(llmod, ir.FunctionType(ret, args), fn.name)
+    llfn.scope = _Names.taking_over(llfn.scope)     # before the blocks, which share it
     attrs = fn.attrs
     strings = {}
     if fn.is_kernel:
