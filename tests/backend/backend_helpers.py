@@ -5,7 +5,9 @@ whole process (llvmlite's LLVM has assertions on), so emission is the check that
 """
 import llvmlite.binding as llvm
 
-from warpstage.backend import emit_ptx, lower
+from warpstage.backend import emit_ptx
+from warpstage.backend.llvm_text import module_text
+from warpstage.backend.lower import lower_module
 from warpstage.ir import Builder, Function, Module
 from warpstage.options import CompileOptions
 from warpstage.passes.legalize import legalize
@@ -31,9 +33,13 @@ class KernelBuilder:
 
 def compile_module(module, options=OPTIONS):
     """Legalize (hand-built modules may hold arith.floordiv/mod, wgmma.descriptor), lower, check
-    the LLVM IR, emit PTX; returns (llvm_ir, ptx)."""
+    the LLVM IR, emit PTX; returns (llvm_ir, ptx). The text is ``backend.lower``'s, checked to be
+    llvmlite's own printing of the module byte for byte (``llvm_text.module_text``), so every
+    op family's rules check the printer."""
     legalize(module)
-    ll = lower(module, options)
+    llmod = lower_module(module, options)
+    ll = module_text(llmod)
+    assert ll == str(llmod)
     mod = llvm.parse_assembly(ll)
     mod.verify()
     assert "nvvm.annotations" not in ll

@@ -63,7 +63,7 @@ from .llvm_types import aggregate_type, llvm_type
 from .ptx import TRIPLE, data_layout
 from .target_check import check_target, target_of
 
-__all__ = ["lower", "RULES", "CONTROL_OPS"]
+__all__ = ["lower", "lower_module", "RULES", "CONTROL_OPS"]
 
 RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES, **lower_sync.RULES,
          **lower_smem.RULES, **lower_mma.RULES, **lower_tma.RULES, **lower_wgmma.RULES,
@@ -81,6 +81,13 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     the arch lacks (``backend.target_check``) or an op/type combination the backend cannot lower
     (e.g. math.exp on f64), CompilationError for internal failures.
     """
+    return module_text(lower_module(module, options, verified))
+
+
+def lower_module(module: core.Module, options: CompileOptions,
+                 verified: bool = False) -> ir.Module:
+    """The ``llvmlite.ir`` module ``lower`` prints (``llvm_text.module_text``, which writes
+    what ``str()`` of it would); arguments and errors as ``lower``'s."""
     if not verified:
         verify(module)
     check_target(module, target_of(options.arch))
@@ -96,7 +103,7 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
         if fn.name not in in_place:
             _FunctionLowering(llmod, functions[fn.name], strings, functions,
                               {name: bodies[name] for name in in_place}).run(fn)
-    return module_text(llmod)
+    return llmod
 
 
 def _inlined_in_place(module: core.Module) -> frozenset:
