@@ -6,13 +6,16 @@ depends on (flags, alignment, attributes, names that need quoting, forward refer
 the text is fed back to LLVM's parser.
 """
 import llvmlite.binding as llvm
+import ml_dtypes
+import numpy as np
 import pytest
 from llvmlite import ir
-from llvmlite.ir._utils import DuplicatedNameError, NameScope
+
+import warpstage as ws
 
 from warpstage.backend import llvm_text
 from warpstage.backend.llvm_text import FAST, instruction_text, module_text
-from warpstage.backend.lower import _Names
+from warpstage.backend.lower import lower_module
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -20,9 +23,7 @@ V2 = ir.VectorType(F32, 2)
 
 
 def _function(module, name, ret, args, **kw):
-    fn = ir.Function(module, ir.FunctionType(ret, args, **kw), name)
-    fn.scope = _Names.taking_over(fn.scope)
-    return fn
+    return ir.Function(module, ir.FunctionType(ret, args, **kw), name)
 
 
 def _every_class() -> ir.Module:
@@ -153,21 +154,20 @@ def test_an_unchecked_llvmlite_prints_through_llvmlite(monkeypatch):
     assert module_text(m) == "llvmlite's text"
 
 
-def _registrations(scope):
-    names = [scope.register("", deduplicate=True) for _ in range(3)]
-    names += [scope.register("if.then", deduplicate=True) for _ in range(3)]
-    names.append(scope.register(".5"))
-    names += [scope.register("", deduplicate=True) for _ in range(4)]   # skips ".5"
-    names.append(scope.register("if.then.2.1"))
-    names.append(scope.register("if.then.2", deduplicate=True))
-    return names
-
-
-def test_names_are_llvmlite_names():
-    assert _registrations(_Names()) == _registrations(NameScope())
-    scope = NameScope()
-    scope.register("a")
-    names = _Names.taking_over(scope)
-    assert names.register("a", deduplicate=True) == scope.register("a", deduplicate=True)
-    with pytest.raises(DuplicatedNameError):
-        names.register("a")
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_the_default_flash_attention_prints_as_llvmlite_does(head_dim):
+    """The kernel the printer was written for: ``ws.ops.flash_attention``'s default (wgmma)
+    policy at S = 1024, as ``benchmarks/compile_time.py`` compiles it."""
+    from warpstage.ops import attention
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, short=True)
+    x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
+    q_box, kv_box = fa.descriptor_boxes()
+    TD = ws.tma.TensorDescriptor
+    args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
+            ws.Int32, None, TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None,
+            ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
+    ck = ws.compile(attention.flash_attention_wgmma_kernel, *args, block=(fa.threads, 1, 1))
+    llmod = lower_module(ck.traced.module, ck.options, verified=True)
+    text = module_text(llmod)
+    assert text == str(llmod)
+    assert text.count("\n") > 5000 and "wgmma.mma_async" in text

@@ -46,7 +46,6 @@ Control flow (``scf``) becomes basic blocks with phis:
 from __future__ import annotations
 
 from llvmlite import ir
-from llvmlite.ir._utils import DuplicatedNameError, NameScope
 from llvmlite.ir.values import FunctionAttributes, MDValue
 
 from ..errors import CompilationError, WarpstageError
@@ -189,32 +188,6 @@ class _LoopID(MDValue):
         buf += (f"distinct !{{{', '.join(refs)}}}", "\n")
 
 
-class _Names(NameScope):
-    """llvmlite's name scope of a function, giving the same names (``.1``, ``.2``, ... for the
-    unnamed values, ``if.then.3`` for a repeated block name) in one call instead of four per
-    value (``register``, ``deduplicate``, ``is_used`` twice): ~5% of the ``lower`` stage."""
-
-    @classmethod
-    def taking_over(cls, scope: NameScope) -> "_Names":
-        """A scope holding the names ``scope`` gave (a new function's arguments)."""
-        names = cls()
-        names._useset = set(scope._useset)
-        names._basenamemap = scope._basenamemap.copy()
-        return names
-
-    def register(self, name, deduplicate=False):
-        used = self._useset
-        if name in used:
-            if not deduplicate:
-                raise DuplicatedNameError(name)
-            base, counts = name, self._basenamemap
-            while name in used:
-                counts[base] += 1
-                name = f"{base}.{counts[base]}"
-        used.add(name)
-        return name
-
-
 def _dims(v) -> str:
     dims = [int(v)] if isinstance(v, int) else [int(x) for x in v]
     return ",".join(map(str, dims + [1] * (3 - len(dims))))
@@ -237,7 +210,6 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
     else:
         ret = aggregate_type(llmod, results)
     llfn = ir.Function(llmod, ir.FunctionType(ret, args), fn.name)
-    llfn.scope = _Names.taking_over(llfn.scope)     # before the blocks, which share it
     attrs = fn.attrs
     strings = {}
     if fn.is_kernel:
