@@ -5,8 +5,7 @@ whole process (llvmlite's LLVM has assertions on), so emission is the check that
 """
 import llvmlite.binding as llvm
 
-from warpstage.backend import emit_ptx
-from warpstage.backend.llvm_text import module_text
+from warpstage.backend import emit_ptx, lower
 from warpstage.backend.lower import lower_module
 from warpstage.ir import Builder, Function, Module
 from warpstage.options import CompileOptions
@@ -34,12 +33,12 @@ class KernelBuilder:
 def compile_module(module, options=OPTIONS):
     """Legalize (hand-built modules may hold arith.floordiv/mod, wgmma.descriptor), lower, check
     the LLVM IR, emit PTX; returns (llvm_ir, ptx). The text is ``backend.lower``'s, checked to be
-    llvmlite's own printing of the module byte for byte (``llvm_text.module_text``), so every
-    op family's rules check the printer."""
+    byte for byte what llvmlite's own builder and printer make of the same rules
+    (``lower_module(..., reference=True)``), so every op family's rules check
+    ``backend/llvm_builder.py``."""
     legalize(module)
-    llmod = lower_module(module, options)
-    ll = module_text(llmod)
-    assert ll == str(llmod)
+    ll = lower(module, options)
+    assert ll == str(lower_module(module, options, reference=True)[0])
     mod = llvm.parse_assembly(ll)
     mod.verify()
     assert "nvvm.annotations" not in ll

@@ -57,6 +57,7 @@ from ..options import CompileOptions
 from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
                lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
+from .llvm_builder import Body, Builder
 from .llvm_text import module_text
 from .llvm_types import aggregate_type, llvm_type
 from .ptx import TRIPLE, data_layout
@@ -80,13 +81,16 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     the arch lacks (``backend.target_check``) or an op/type combination the backend cannot lower
     (e.g. math.exp on f64), CompilationError for internal failures.
     """
-    return module_text(lower_module(module, options, verified))
+    return module_text(*lower_module(module, options, verified))
 
 
-def lower_module(module: core.Module, options: CompileOptions,
-                 verified: bool = False) -> ir.Module:
-    """The ``llvmlite.ir`` module ``lower`` prints (``llvm_text.module_text``, which writes
-    what ``str()`` of it would); arguments and errors as ``lower``'s."""
+def lower_module(module: core.Module, options: CompileOptions, verified: bool = False,
+                 reference: bool = False) -> tuple:
+    """``(llmod, bodies)``: the ``llvmlite.ir`` module of ``module``'s declarations and globals,
+    and each defined function's body (``llvm_builder.Body``), which
+    ``llvm_text.module_text(llmod, bodies)`` prints. ``reference=True``: the bodies built by
+    llvmlite's own ``IRBuilder`` into ``llmod`` (``bodies`` empty; ``str(llmod)`` is the text),
+    the text the tests compare ``lower``'s with. Arguments and errors as ``lower``'s."""
     if not verified:
         verify(module)
     check_target(module, target_of(options.arch))
@@ -98,11 +102,17 @@ def lower_module(module: core.Module, options: CompileOptions,
     functions = {fn.name: _declare(llmod, fn) for fn in module.functions
                  if fn.name not in in_place}
     strings: dict = {}
+    built = {}
     for fn in module.functions:
         if fn.name not in in_place:
-            _FunctionLowering(llmod, functions[fn.name], strings, functions,
-                              {name: bodies[name] for name in in_place}).run(fn)
-    return llmod
+            llfn = functions[fn.name]
+            body = llfn if reference else Body(llfn)
+            if not reference:
+                built[llfn] = body
+            _FunctionLowering(llmod, body, strings, functions,
+                              {name: bodies[name] for name in in_place},
+                              ir.IRBuilder if reference else Builder).run(fn)
+    return llmod, built
 
 
 def _inlined_in_place(module: core.Module) -> frozenset:
@@ -237,8 +247,8 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
 
 
 class _FunctionLowering(LoweringContext):
-    def __init__(self, llmod, llfn, strings, functions, in_place):
-        super().__init__(llmod, llfn, strings)
+    def __init__(self, llmod, body, strings, functions, in_place, builder):
+        super().__init__(llmod, body, strings, builder)
         self.functions = functions
         self.in_place = in_place        # name -> the Function whose calls are lowered in place
         self.control = {"scf.if": self._if, "scf.for": self._for, "scf.while": self._while,
@@ -251,7 +261,7 @@ class _FunctionLowering(LoweringContext):
         for v, a in zip(fn.args, self.function.args):
             self.bind(v, a)
         term = self._lower_ops(fn.body.block)
-        ir.IRBuilder(entry).branch(body)
+        type(self.builder)(entry).branch(body)
         vals = self.operands(term)
         b = self.builder
         if not vals:
