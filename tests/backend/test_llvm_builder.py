@@ -8,12 +8,10 @@ need quoting, var-arg and inline-asm callees), once on llvmlite and once on ours
 fed back to LLVM's parser.
 """
 import llvmlite.binding as llvm
-import ml_dtypes
-import numpy as np
 import pytest
+from example_loader import load_file
 from llvmlite import ir
 
-import warpstage as ws
 from warpstage.backend.llvm_builder import Body, Builder
 from warpstage.backend.llvm_text import module_text
 from warpstage.backend.lower import lower, lower_module
@@ -163,16 +161,10 @@ def test_call_attributes_are_refused():
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_the_default_flash_attention_lowers_as_through_llvmlite(head_dim):
     """The kernel the builder was written for: ``ws.ops.flash_attention``'s default (wgmma)
-    policy at S = 1024, as ``benchmarks/compile_time.py`` compiles it."""
-    from warpstage.ops import attention
-    fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, short=True)
-    x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
-    q_box, kv_box = fa.descriptor_boxes()
-    TD = ws.tma.TensorDescriptor
-    args = (fa, TD(x, q_box), TD(x, kv_box), TD(x, kv_box), ws.Tensor[ws.BFloat16, 4],
-            ws.Int32, None, TD(x, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store else None,
-            ws.Tensor[ws.Int32, 1] if fa.dynamic_tiles else None)
-    ck = ws.compile(attention.flash_attention_wgmma_kernel, *args, block=(fa.threads, 1, 1))
+    policy for short sequences (what ``benchmarks/compile_time.py`` times), compiled as
+    ``scripts/kernel_ptx.py`` does."""
+    kernel_ptx = load_file("scripts/kernel_ptx.py", "kernel_ptx")
+    ck = kernel_ptx.default_attention_kernel((head_dim, False, True))
     text = lower(ck.traced.module, ck.options, verified=True)
     assert text == str(lower_module(ck.traced.module, ck.options, verified=True,
                                     reference=True)[0])

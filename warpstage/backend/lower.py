@@ -1,7 +1,10 @@
-"""IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
+"""IR module -> LLVM IR text for ``nvptx64-nvidia-cuda``.
 
-``lower`` verifies the IR, declares every function it defines (so calls may go in any order;
-not the device functions lowered in place, below), then lowers each body. Straight-line ops go
+``lower`` verifies the IR, declares every function it defines in an ``llvmlite.ir`` module (so
+calls may go in any order; not the device functions lowered in place, below), then lowers each
+body, written as text by ``llvm_builder`` (the part of llvmlite's ``IRBuilder`` API the rules
+use; the same text llvmlite's builder and printer make, ``lower_module(reference=True)``, in
+about half the time: docs/compile-time.md, 16.). Straight-line ops go
 through the rule tables of ``lower_arith``, ``lower_math``, ``lower_gpu``, ``lower_sync`` and
 ``lower_smem``; structured control flow and calls are lowered here.
 
