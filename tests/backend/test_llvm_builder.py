@@ -49,8 +49,9 @@ def _program(reference: bool) -> str:
 
     fn = body_of(kernel)
     n, p, x, v = fn.args
-    entry, loop, done, exit_ = (fn.append_basic_block(name)
-                                for name in ("entry", "loop", 'done "x"', "loop"))
+    entry, loop, done, exit_, taken, numbered = (
+        fn.append_basic_block(name)     # names taken twice, or as llvmlite would number them
+        for name in ("entry", "loop", 'done "x"', "loop", "loop.1", ".30"))
     b = new_builder(entry)
     slot = b.alloca(agg)
     counted = b.alloca(I32, size=4)
@@ -127,7 +128,11 @@ def _program(reference: bool) -> str:
     br.set_metadata("llvm.loop", unroll)
     b.position_at_end(done)
     b.branch(exit_).set_metadata("llvm.loop", unroll)
-    b.position_at_end(exit_)
+    for block in (exit_, taken, numbered):
+        b.position_at_end(block)
+        b.ret_void()
+    fn.append_basic_block("loop")
+    b.position_at_end(fn.blocks[-1])
     b.ret_void()
     fn = body_of(inner)
     b = new_builder(fn.append_basic_block())

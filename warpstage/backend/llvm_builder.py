@@ -12,8 +12,8 @@ arguments, inline asm callees, metadata nodes (``llvm_text.module_text`` prints 
 these bodies in place).
 
 The text is what llvmlite writes for the same calls, byte for byte: the same value and block
-names (registered in the llvmlite function's own name scope, in the same order: every
-instruction takes a name, ``.N``, as llvmlite's do), the same spacing (``phi  i32``,
+names (``_Names``: llvmlite's naming rule, continuing after the function's arguments, in the
+same order: every instruction takes a name, ``.N``, as llvmlite's do), the same spacing (``phi  i32``,
 ``select  i1``, ``asm  "..."`` where llvmlite leaves a field empty). ``tests/backend/
 test_llvm_builder.py`` drives both builders with the same calls, and every backend test lowers
 its kernel both ways (``lower.lower_module(..., reference=True)`` is llvmlite's path) and
@@ -51,6 +51,39 @@ def _typed(v) -> str:
 
 def _ref(v) -> str:
     return v.ref if isinstance(v, Value) else v.get_reference()
+
+
+class _Names:
+    """The names of one function's blocks and values, given as llvmlite's name scope gives
+    them: a name already taken gets the next ``name.K`` free (K counted per base name), an
+    unnamed value the next free ``.K``. Starts with the names llvmlite gave when it declared the
+    function: its arguments' and its return value's (``.1`` ... ``.n+1``), so the first block
+    or value named here follows them."""
+
+    def __init__(self, taken):
+        self.used = {"", *taken}
+        self.counts: dict = {}
+
+    def name(self, base: str) -> str:
+        """``base``, or ``base.K`` with the next free K."""
+        name, used = base, self.used
+        while name in used:
+            k = self.counts[base] = self.counts.get(base, 0) + 1
+            name = f"{base}.{k}"
+        used.add(name)
+        return name
+
+    def unnamed(self) -> str:
+        """The reference of the next unnamed value, ``%".K"`` (no quoting needed)."""
+        used, k = self.used, self.counts.get("", 0)
+        while True:
+            k += 1
+            name = f".{k}"
+            if name not in used:
+                break
+        self.counts[""] = k
+        used.add(name)
+        return f'%"{name}"'
 
 
 class Value:
@@ -107,11 +140,11 @@ class Block:
     """A basic block: ``name`` (unique in its function), ``ref`` (``%"name"``), ``lines`` (text,
     or a phi or terminator written when the body is printed)."""
 
-    __slots__ = ("name", "ref", "lines", "scope", "terminator")
+    __slots__ = ("name", "ref", "lines", "names", "terminator")
 
-    def __init__(self, scope, name: str):
-        self.scope = scope
-        self.name = scope.register(name, deduplicate=True)
+    def __init__(self, names: _Names, name: str):
+        self.names = names
+        self.name = names.name(name)
         self.ref = _reference(self.name)
         self.lines: list = []
         self.terminator = None
@@ -136,9 +169,10 @@ class Body:
         self.args = function.args
         self.ftype = function.ftype
         self.blocks: list[Block] = []
+        self.names = _Names([a.name for a in function.args] + [function.return_value.name])
 
     def append_basic_block(self, name: str = "") -> Block:
-        block = Block(self.function.scope, name)
+        block = Block(self.names, name)
         self.blocks.append(block)
         return block
 
@@ -170,7 +204,7 @@ class Builder:
 
     # -- writing one line --------------------------------------------------------------------------
     def _name(self) -> str:
-        return _reference(self.block.scope.register("", deduplicate=True))
+        return self.block.names.unnamed()
 
     def _value(self, type, text: str, cls=Value) -> Value:
         """``%".N" = text``, of type ``type``."""
