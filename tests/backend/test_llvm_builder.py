@@ -16,7 +16,7 @@ from warpstage.backend.llvm_builder import Body, Builder
 from warpstage.backend.llvm_text import module_text
 from warpstage.backend.lower import lower, lower_module
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
 V2 = ir.VectorType(F32, 2)
 

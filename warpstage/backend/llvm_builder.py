@@ -13,8 +13,8 @@ these bodies in place).
 
 The text is what llvmlite writes for the same calls, byte for byte: the same value and block
 names (``_Names``: llvmlite's naming rule, continuing after the function's arguments, in the
-same order: every instruction takes a name, ``.N``, as llvmlite's do), the same spacing (``phi  i32``,
-``select  i1``, ``asm  "..."`` where llvmlite leaves a field empty). ``tests/backend/
+same order: every instruction takes a name, ``.N``, as llvmlite's do), the same spacing
+(``phi  i32``, ``select  i1``, ``asm  "..."`` where llvmlite leaves a field empty). ``tests/backend/
 test_llvm_builder.py`` drives both builders with the same calls, and every backend test lowers
 its kernel both ways (``lower.lower_module(..., reference=True)`` is llvmlite's path) and
 compares. Unlike llvmlite's, these methods do not check operand types: a rule that mixes them
@@ -35,11 +35,11 @@ _CMP = {">": "gt", "<": "lt", "==": "eq", "!=": "ne", ">=": "ge", "<=": "le"}
 """llvmlite's comparison spellings -> LLVM's predicate stems."""
 
 
-def _reference(name: str) -> str:
-    """``%"name"``, quotes and backslashes escaped (LLVM's quoted identifiers)."""
+def _escaped(name: str) -> str:
+    """``name`` inside LLVM's quotes: quotes and backslashes escaped."""
     if "\\" in name or '"' in name:
         name = name.replace("\\", "\\5c").replace('"', "\\22")
-    return f'%"{name}"'
+    return name
 
 
 def _typed(v) -> str:
@@ -140,23 +140,19 @@ class Block:
     """A basic block: ``name`` (unique in its function), ``ref`` (``%"name"``), ``lines`` (text,
     or a phi or terminator written when the body is printed)."""
 
-    __slots__ = ("name", "ref", "lines", "names", "terminator")
+    __slots__ = ("name", "ref", "lines", "names")
 
     def __init__(self, names: _Names, name: str):
         self.names = names
         self.name = names.name(name)
-        self.ref = _reference(self.name)
+        self.ref = f'%"{_escaped(self.name)}"'
         self.lines: list = []
-        self.terminator = None
 
     def get_reference(self) -> str:
         return self.ref
 
     def label(self) -> str:
-        name = self.name
-        if not _SIMPLE_NAME.match(name):
-            name = '"' + name.replace("\\", "\\5c").replace('"', "\\22") + '"'
-        return f"{name}:"
+        return f"{self.name}:" if _SIMPLE_NAME.match(self.name) else f'"{_escaped(self.name)}":'
 
 
 class Body:
@@ -219,7 +215,7 @@ class Builder:
 
     def _terminate(self, text: str) -> _Terminator:
         self._name()
-        term = self.block.terminator = _Terminator(text)
+        term = _Terminator(text)
         self.block.lines.append(term)
         return term
 
