@@ -6,6 +6,7 @@ whole process (llvmlite's LLVM has assertions on), so emission is the check that
 import llvmlite.binding as llvm
 
 from warpstage.backend import emit_ptx, lower
+from warpstage.backend.lower import lower_module
 from warpstage.ir import Builder, Function, Module
 from warpstage.options import CompileOptions
 from warpstage.passes.legalize import legalize
@@ -31,9 +32,13 @@ class KernelBuilder:
 
 def compile_module(module, options=OPTIONS):
     """Legalize (hand-built modules may hold arith.floordiv/mod, wgmma.descriptor), lower, check
-    the LLVM IR, emit PTX; returns (llvm_ir, ptx)."""
+    the LLVM IR, emit PTX; returns (llvm_ir, ptx). The text is ``backend.lower``'s, checked to be
+    byte for byte what llvmlite's own builder and printer make of the same rules
+    (``lower_module(..., reference=True)``), so every op family's rules check
+    ``backend/llvm_builder.py``."""
     legalize(module)
     ll = lower(module, options)
+    assert ll == str(lower_module(module, options, reference=True)[0])
     mod = llvm.parse_assembly(ll)
     mod.verify()
     assert "nvvm.annotations" not in ll

@@ -12,19 +12,22 @@ from llvmlite import ir
 
 from ..errors import UnsupportedError
 from ..ir.core import Operation, Value
+from .llvm_builder import Builder
 from .llvm_types import I8
 
 __all__ = ["LoweringContext", "Rule"]
 
 
 class LoweringContext:
-    """State of lowering one function: ``builder`` inserts into ``function`` of ``module``."""
+    """State of lowering one function: ``builder`` inserts into ``function`` of ``module``:
+    a ``llvm_builder.Builder`` into a ``llvm_builder.Body``, or (``builder=ir.IRBuilder``,
+    the reference the tests compare with) llvmlite's builder into the ``ir.Function``."""
 
-    def __init__(self, module: ir.Module, function: ir.Function, strings: dict):
+    def __init__(self, module: ir.Module, function, strings: dict, builder=Builder):
         self.module = module
         self.strings = strings          # text -> global, shared by the functions of a module
         self.function = function
-        self.builder = ir.IRBuilder()
+        self.builder = builder()
         self.values: dict[int, ir.Value] = {}
         self.op: Optional[Operation] = None
         self.parts: dict = {}           # id(element) -> (vector, index): see ``part_of``
@@ -119,7 +122,7 @@ class LoweringContext:
         The entry block holds only allocas until the function is finished (the lowering then
         branches from it to the body), so appending here never moves ``builder``'s position.
         """
-        return ir.IRBuilder(self.function.entry_basic_block).alloca(ty)
+        return type(self.builder)(self.function.entry_basic_block).alloca(ty)
 
     # -- errors ----------------------------------------------------------------------------------
     def unsupported(self, message: str) -> UnsupportedError:

@@ -1,7 +1,10 @@
-"""IR module -> LLVM IR text for ``nvptx64-nvidia-cuda`` (llvmlite.ir).
+"""IR module -> LLVM IR text for ``nvptx64-nvidia-cuda``.
 
-``lower`` verifies the IR, declares every function it defines (so calls may go in any order;
-not the device functions lowered in place, below), then lowers each body. Straight-line ops go
+``lower`` verifies the IR, declares every function it defines in an ``llvmlite.ir`` module (so
+calls may go in any order; not the device functions lowered in place, below), then lowers each
+body, written as text by ``llvm_builder`` (the part of llvmlite's ``IRBuilder`` API the rules
+use; the same text llvmlite's builder and printer make, ``lower_module(reference=True)``, in
+about half the time: docs/compile-time.md, 16.). Straight-line ops go
 through the rule tables of ``lower_arith``, ``lower_math``, ``lower_gpu``, ``lower_sync`` and
 ``lower_smem``; structured control flow and calls are lowered here.
 
@@ -57,11 +60,13 @@ from ..options import CompileOptions
 from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
                lower_sync, lower_tma, lower_wgmma)
 from .context import LoweringContext
+from .llvm_builder import Body, Builder
+from .llvm_text import module_text
 from .llvm_types import aggregate_type, llvm_type
 from .ptx import TRIPLE, data_layout
 from .target_check import check_target, target_of
 
-__all__ = ["lower", "RULES", "CONTROL_OPS"]
+__all__ = ["lower", "lower_module", "RULES", "CONTROL_OPS"]
 
 RULES = {**lower_arith.RULES, **lower_math.RULES, **lower_gpu.RULES, **lower_sync.RULES,
          **lower_smem.RULES, **lower_mma.RULES, **lower_tma.RULES, **lower_wgmma.RULES,
@@ -79,6 +84,16 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     the arch lacks (``backend.target_check``) or an op/type combination the backend cannot lower
     (e.g. math.exp on f64), CompilationError for internal failures.
     """
+    return module_text(*lower_module(module, options, verified))
+
+
+def lower_module(module: core.Module, options: CompileOptions, verified: bool = False,
+                 reference: bool = False) -> tuple:
+    """``(llmod, bodies)``: the ``llvmlite.ir`` module of ``module``'s declarations and globals,
+    and each defined function's body (``llvm_builder.Body``), which
+    ``llvm_text.module_text(llmod, bodies)`` prints. ``reference=True``: the bodies built by
+    llvmlite's own ``IRBuilder`` into ``llmod`` (``bodies`` empty; ``str(llmod)`` is the text),
+    the text the tests compare ``lower``'s with. Arguments and errors as ``lower``'s."""
     if not verified:
         verify(module)
     check_target(module, target_of(options.arch))
@@ -90,11 +105,17 @@ def lower(module: core.Module, options: CompileOptions, verified: bool = False) 
     functions = {fn.name: _declare(llmod, fn) for fn in module.functions
                  if fn.name not in in_place}
     strings: dict = {}
+    built = {}
     for fn in module.functions:
         if fn.name not in in_place:
-            _FunctionLowering(llmod, functions[fn.name], strings, functions,
-                              {name: bodies[name] for name in in_place}).run(fn)
-    return str(llmod)
+            llfn = functions[fn.name]
+            body = llfn if reference else Body(llfn)
+            if not reference:
+                built[llfn] = body
+            _FunctionLowering(llmod, body, strings, functions,
+                              {name: bodies[name] for name in in_place},
+                              ir.IRBuilder if reference else Builder).run(fn)
+    return llmod, built
 
 
 def _inlined_in_place(module: core.Module) -> frozenset:
@@ -229,8 +250,8 @@ def _declare(llmod: ir.Module, fn: core.Function) -> ir.Function:
 
 
 class _FunctionLowering(LoweringContext):
-    def __init__(self, llmod, llfn, strings, functions, in_place):
-        super().__init__(llmod, llfn, strings)
+    def __init__(self, llmod, body, strings, functions, in_place, builder):
+        super().__init__(llmod, body, strings, builder)
         self.functions = functions
         self.in_place = in_place        # name -> the Function whose calls are lowered in place
         self.control = {"scf.if": self._if, "scf.for": self._for, "scf.while": self._while,
@@ -243,7 +264,7 @@ class _FunctionLowering(LoweringContext):
         for v, a in zip(fn.args, self.function.args):
             self.bind(v, a)
         term = self._lower_ops(fn.body.block)
-        ir.IRBuilder(entry).branch(body)
+        type(self.builder)(entry).branch(body)
         vals = self.operands(term)
         b = self.builder
         if not vals:
