@@ -115,8 +115,15 @@ def check_source(fn, node) -> None:
         factory.type_params = []
     for n in free:      # make each free variable used by the factory's body, as a closure needs
         factory.body.insert(0, ast.Expr(ast.Name(n, ast.Load())))
-    module = ast.fix_missing_locations(ast.Module(body=[factory] if free else [orig],
-                                                  type_ignores=[]))
+    # the nodes made here take the def's position; the parsed ones have theirs (a walk of the
+    # whole tree, ast.fix_missing_locations, would only find these)
+    made = [orig, factory, *factory.args.args, *factory.body[:len(free)],
+            *(e.value for e in factory.body[:len(free)])]
+    if free:
+        made += [factory.body[-1], factory.body[-1].value]
+    for n in made:
+        ast.copy_location(n, node)
+    module = ast.Module(body=[factory] if free else [orig], type_ignores=[])
     try:
         compiled = compile(module, code.co_filename, "exec",
                            flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
