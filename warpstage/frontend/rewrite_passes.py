@@ -34,16 +34,18 @@ def cf_attr(name: str) -> ast.expr:
     return ast.Attribute(value=ast.Name(CF, ast.Load()), attr=name, ctx=ast.Load())
 
 
-def fix_locations(node: ast.AST) -> ast.AST:
+def fix_locations(node: ast.AST, at: Optional[tuple] = None) -> ast.AST:
     """Give every node the rewriter made without a position the *first line* of its nearest
-    positioned ancestor (``ast.fix_missing_locations`` gives it the ancestor's whole extent).
+    positioned ancestor (``ast.fix_missing_locations`` gives it the ancestor's whole extent);
+    ``at``: the position an unpositioned ``node`` itself takes (the first line of the positioned
+    node it will be placed under), else (1, 0, 1, 0).
     It matters for the generated ``__ws_cf__.f(...)`` calls: CPython puts a method call's CALL
     on the line where its attribute ends, and the attribute of a call made for a compound
     statement (``for``, ``while``, ``if``) would otherwise end on the statement's last line, so
     an error raised under that call (a tensor's ``__iter__`` in ``for v in x``, ``__bool__`` in
     ``if x:``) would name a line of the body instead of the statement's header."""
     todo = [(node, _first_line(node) if getattr(node, "lineno", None) is not None
-             else (1, 0, 1, 0))]
+             else at or (1, 0, 1, 0))]
     while todo:                     # depth first, children in order: the recursion's order
         n, pos = todo.pop()
         if "lineno" in n._attributes:
@@ -274,6 +276,7 @@ class Flags:
     def guard(self, flags: list, rest: list) -> ast.If:
         node = ast.copy_location(ast.If(test=call(cf_attr("not_any"), [name(f) for f in flags]),
                                         body=rest, orelse=[]), rest[0])
+        fix_locations(node.test, _first_line(node))    # the rest is positioned already
         node._ws_refine = tuple(flags)
         node._ws_refine_else = tuple(flags) if len(flags) == 1 else ()
         return node
