@@ -21,14 +21,15 @@ t0=$(date +%s)
   git log -1 --oneline 2>/dev/null
   python3 -c "import llvmlite, sys, torch; print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)"; } 2>&1 | tee "$OUT/env.txt"
 BASE_REF=${BASE_REF:-aa5cd8a}
-if [ ! -d base13/warpstage ]; then
-  mkdir -p base13 && git archive "$BASE_REF" | tar -x -C base13 \
-    || { echo "no base: git archive $BASE_REF failed"; rm -rf base13; }
+BASE=${BASE_DIR:-base13}        # another base folder and ref: scripts/gpu_trace14.sh
+if [ ! -d "$BASE/warpstage" ]; then
+  mkdir -p "$BASE" && git archive "$BASE_REF" | tar -x -C "$BASE" \
+    || { echo "no base: git archive $BASE_REF failed"; rm -rf "$BASE"; }
 fi
 # main's tree runs this branch's compile_time.py (the same rows; it only calls public APIs)
-[ -d base13/benchmarks ] && cp benchmarks/compile_time.py base13/benchmarks/compile_time.py
-for tree in base13 .; do [ -d "$tree/warpstage" ] && python3 -m compileall -q "$tree/warpstage" > /dev/null; done
-for tree in base13 .; do
+[ -d "$BASE/benchmarks" ] && cp benchmarks/compile_time.py "$BASE/benchmarks/compile_time.py"
+for tree in "$BASE" .; do [ -d "$tree/warpstage" ] && python3 -m compileall -q "$tree/warpstage" > /dev/null; done
+for tree in "$BASE" .; do
   [ -d "$tree/warpstage" ] || continue
   name=$([ "$tree" = . ] && echo branch || echo main)
   echo "== $name ==" | tee -a "$OUT/compile_time.txt"

@@ -14,7 +14,8 @@ does: the set ``defaults``. SET is ``configs``, ``defaults`` or ``all`` (the def
 warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled.
 ``dump`` also writes ptxas' registers, spills and stack and the SASS instruction count (``.res``,
 where ptxas and nvdisasm are installed), which ``compare`` prints for the kernels whose PTX
-differs. No GPU needed.
+differs, and the IR after the passes (``.wsir``, ``ck.ir``), which ``compare`` checks too
+(where both folders have it). No GPU needed.
 """
 from __future__ import annotations
 
@@ -142,10 +143,10 @@ def dump(out: str, which: str = "all") -> int:
     for name, fn, fields in jobs:
         try:
             ck = fn(fields)
-            text, res = ck.ptx, resources(ck)
+            text, res, ir_text = ck.ptx, resources(ck), ck.ir
         except Exception as e:             # the failure is the artifact
-            text = res = f"ERROR {type(e).__name__}: {e}\n"
-        for ext, body in ((".ptx", text), (".res", res)):
+            text = res = ir_text = f"ERROR {type(e).__name__}: {e}\n"
+        for ext, body in ((".ptx", text), (".res", res), (".wsir", ir_text)):
             with open(os.path.join(out, name + ext), "w") as f:
                 f.write(body)
         print(f"{name:36s} {len(text.splitlines()):6d} lines  {res.strip()}")
@@ -169,8 +170,10 @@ def compare(a: str, b: str) -> int:
     bad = 0
     for n in names:
         same = _read(os.path.join(a, n + ".ptx")) == _read(os.path.join(b, n + ".ptx"))
-        bad += not same
-        line = f"{'identical' if same else 'DIFFERS  '}  {n}"
+        ir_a, ir_b = (_read(os.path.join(d, n + ".wsir")) for d in (a, b))
+        ir_same = ir_a is None or ir_b is None or ir_a == ir_b     # older dumps have no .wsir
+        bad += not (same and ir_same)
+        line = f"{'identical' if same else 'DIFFERS  '}  {n}" + ("" if ir_same else "  (IR differs)")
         if not same:
             res = [(_read(os.path.join(d, n + ".res")) or "-").strip() for d in (a, b)]
             line += f"\n      {res[0]}\n   -> {res[1]}"

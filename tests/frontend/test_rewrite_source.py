@@ -4,6 +4,8 @@ come from linecache and end at the last line the code's positions name, with ins
 import ast
 import inspect
 
+import pytest
+
 from warpstage.frontend import rewrite
 
 
@@ -57,6 +59,58 @@ def test_both_ways_give_the_same_tree():
         fast = ast.dump(rewrite._parse(fn), include_attributes=True)
         slow = ast.dump(rewrite._parse(fn, tokenize=True), include_attributes=True)
         assert fast == slow, fn.__name__
+
+
+def test_the_parsed_positions_are_the_files():
+    """_parse gives each node the line and column it has in the whole file's tree (the text is
+    parsed behind blank lines, an indented method behind an ``if 1:``)."""
+    import sys
+    tree = ast.parse(open(__file__).read())
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for fn in (ends_in_a_multi_line_call, decorated.__func__, only_a_docstring, nested,
+               sys.modules[__name__].Holder.method):
+        node = rewrite._parse(fn)
+        node.decorator_list = defs[fn.__name__].decorator_list = []
+        assert (ast.dump(node, include_attributes=True)
+                == ast.dump(defs[fn.__name__], include_attributes=True)), fn.__name__
+
+
+class Holder:
+    def method(self, a):
+        return a.b(
+            1)
+
+
+IMPORTING = '''import math
+from os import path as osp
+
+
+def prog(a):
+    return math.floor(a) + len(osp.join("a", "b"))
+'''
+
+
+def test_the_loaded_code_check_compares_bytecode_for_imported_names(tmp_path, monkeypatch):
+    """``math.floor(a)`` compiles to an attribute load and a call where ``math`` is imported at
+    the module's top (CPython 3.11+), to a method call where it is not: the check compiles the
+    definition beside imports of the names it reads from other modules, so the bytecode matches
+    without the disassembled comparison; an edited file is still found."""
+    from example_loader import load_file
+    from warpstage.errors import UnsupportedError
+    from warpstage.frontend import rewrite_reads
+    path = tmp_path / "importing_prog.py"
+    path.write_text(IMPORTING)
+    mod = load_file(path, path.stem)
+    assert set(rewrite_reads._imported_names(mod.prog)) == {"math", "osp"}
+
+    def no_disassembly(code):
+        raise AssertionError("disassembled")
+    monkeypatch.setattr(rewrite_reads, "_ops", no_disassembly)
+    rewrite_reads.check_source(mod.prog, rewrite._parse(mod.prog))
+    monkeypatch.undo()
+    path.write_text(IMPORTING.replace("math.floor(a)", "math.floor(a + 1)"))
+    with pytest.raises(UnsupportedError, match="changed since it was imported"):
+        rewrite_reads.check_source(mod.prog, rewrite._parse(mod.prog))
 
 
 DEAD_TAIL = '''import warpstage.lang.control as ws

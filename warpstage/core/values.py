@@ -189,8 +189,8 @@ def skeleton_key(s: Skeleton, static_key=None):
     default the value itself) and leaf types. Two objects can be merged leaf by leaf iff their
     skeleton keys are equal."""
     k = s.kind
-    if k == "leaf":
-        return ("leaf", str(s.data.value.type))
+    if k == "leaf":                 # the IR type itself: equal types are equal (ir/types.py)
+        return ("leaf", s.data.value.type)
     if k == "static":
         return ("static", static_key(s.data) if static_key else _plain_key(s.data))
     children = tuple(skeleton_key(c, static_key) for c in s.children)

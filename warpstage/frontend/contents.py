@@ -134,16 +134,24 @@ class Contents:
         index = {id(r): n + k for k, r in enumerate(self.roots)}
         refs = [v for v in values[:n] if isinstance(v, RootRef)]
         out = list(values)
+        inside: dict = {}           # id(root) -> ids of what its contents reach (one walk each)
         for i, v in enumerate(values[:n]):
-            if isinstance(v, RootRef) and self._sole(v, refs):
+            if isinstance(v, RootRef) and self._sole(v, refs, inside):
                 out[i] = values[index[id(v.root)]]
         return tuple(out)
 
-    def _sole(self, ref, refs) -> bool:
+    def _sole(self, ref, refs, inside: dict) -> bool:
         obj = ref.root.obj
         if id(obj) in self._shared or sum(r is ref for r in refs) > 1:
             return False
-        return not any(r.obj is not obj and _reaches(r.obj, obj) for r in self.roots)
+        for r in self.roots:
+            if r.obj is not obj:
+                reached = inside.get(id(r))
+                if reached is None:
+                    reached = inside[id(r)] = _reached(r.obj)
+                if id(obj) in reached:
+                    return False
+        return True
 
     @property
     def labels(self) -> tuple:
@@ -167,9 +175,10 @@ class Contents:
                 assign_in_place(r.obj, v)
 
 
-def _reaches(container, target, depth: int = 8) -> bool:
-    """Is ``target`` (by identity) inside ``container`` (lists, tuples, dicts, attributes)?"""
-    stack, seen = [(container, 0)], set()
+def _reached(container, depth: int = 8) -> set:
+    """The ids of the objects inside ``container`` (lists, tuples, dicts, attributes; down to
+    ``depth`` levels; the objects stay alive in it while the ids are used)."""
+    stack, seen, found = [(container, 0)], set(), set()
     while stack:
         x, d = stack.pop()
         if id(x) in seen or d > depth or is_leaf(x):
@@ -184,10 +193,9 @@ def _reaches(container, target, depth: int = 8) -> bool:
         else:
             continue
         for item in items:
-            if item is target:
-                return True
+            found.add(id(item))
             stack.append((item, d + 1))
-    return False
+    return found
 
 
 def _same(a, b) -> bool:

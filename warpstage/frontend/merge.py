@@ -160,6 +160,8 @@ def plan(values: list, label: str, identity: bool = True):
     # come from inside its region, so it still needs a slot.
     if identity and len(live) == len(values) and all(v is first for v in live):
         return Keep(first)
+    if all(isinstance(v, Scalar) and is_leaf(v) for v in live):
+        return _scalar_leaf(values, live, label)    # where the steps below lead a dynamic scalar
     dynamic = [v for v in live if _has_leaves(v)]
     if not dynamic:
         if all(_same_static(first, v) for v in live):
@@ -174,12 +176,9 @@ def plan(values: list, label: str, identity: bool = True):
         if all(_same_meta(shapes[0], s) for s in shapes[1:]):
             kind, meta, _ = shapes[0]
             it = iter(shapes)               # each path's parts, split once (not once per part)
-            parts = [None if v is UNDEF else next(it)[2] for v in values]
-            children = []
-            for i in range(len(shapes[0][2])):
-                sub = _part_label(label, kind, meta, i)
-                items = [UNDEF if p is None else p[i] for p in parts]
-                children.append(plan(items, sub, identity))
+            parts = [[UNDEF] * len(shapes[0][2]) if v is UNDEF else next(it)[2] for v in values]
+            children = [plan(list(items), _part_label(label, kind, meta, i), identity)
+                        for i, items in enumerate(zip(*parts))]     # part i of every path
             return Seq(kind, meta, children, first, live if kind == "proto" else None)
         raise Conflict(label, values, "its structure differs between the paths (" +
                        " vs ".join(_shape_text(s) for s in shapes) + ")",

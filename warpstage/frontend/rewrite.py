@@ -154,15 +154,21 @@ def _parse(fn, tokenize: bool = False):
     lines, first = _source(fn, tokenize)
     text = "".join(lines)
     indented = bool(lines) and lines[0][:1] in (" ", "\t")
+    # blank lines in front give the nodes their lines in the file as parsed (an indented
+    # method goes under an `if 1:` on the line before it), instead of a walk of the tree that
+    # moves every node (ast.increment_lineno); a def on the file's first line has no room
+    pad = first - (2 if indented else 1)
+    head = "\n" * pad if pad >= 0 else ""
     try:
-        tree = ast.parse("if 1:\n" + text if indented else text)
+        tree = ast.parse(head + ("if 1:\n" + text if indented else text))
     except SyntaxError as e:
         if not tokenize:        # the positions' extent fell short (a body that is a docstring)
             return _parse(fn, tokenize=True)
         raise _no_source(fn, f"the source found for it does not parse ({e.msg}); the file may "
                              "have changed since it was imported") from None
     node = tree.body[0].body[0] if indented else tree.body[0]
-    ast.increment_lineno(node, first - (2 if indented else 1))
+    if pad < 0:
+        ast.increment_lineno(node, pad)
     if isinstance(node, ast.AsyncFunctionDef):
         raise UnsupportedError(f"{fn.__qualname__} is `async def`; kernel and device functions "
                                "must be plain `def` functions: a kernel runs on the GPU, not "

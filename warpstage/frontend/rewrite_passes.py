@@ -34,16 +34,18 @@ def cf_attr(name: str) -> ast.expr:
     return ast.Attribute(value=ast.Name(CF, ast.Load()), attr=name, ctx=ast.Load())
 
 
-def fix_locations(node: ast.AST) -> ast.AST:
+def fix_locations(node: ast.AST, at: Optional[tuple] = None) -> ast.AST:
     """Give every node the rewriter made without a position the *first line* of its nearest
-    positioned ancestor (``ast.fix_missing_locations`` gives it the ancestor's whole extent).
+    positioned ancestor (``ast.fix_missing_locations`` gives it the ancestor's whole extent);
+    ``at``: the position an unpositioned ``node`` itself takes (the first line of the positioned
+    node it will be placed under), else (1, 0, 1, 0).
     It matters for the generated ``__ws_cf__.f(...)`` calls: CPython puts a method call's CALL
     on the line where its attribute ends, and the attribute of a call made for a compound
     statement (``for``, ``while``, ``if``) would otherwise end on the statement's last line, so
     an error raised under that call (a tensor's ``__iter__`` in ``for v in x``, ``__bool__`` in
     ``if x:``) would name a line of the body instead of the statement's header."""
     todo = [(node, _first_line(node) if getattr(node, "lineno", None) is not None
-             else (1, 0, 1, 0))]
+             else at or (1, 0, 1, 0))]
     while todo:                     # depth first, children in order: the recursion's order
         n, pos = todo.pop()
         if "lineno" in n._attributes:
@@ -109,11 +111,10 @@ def child_nodes(node: ast.AST) -> list:
     return out
 
 
-def local_nodes(nodes, into_loops=True):
+def local_nodes(nodes):
     """The nodes of ``nodes`` in this function scope, depth first in source order (expression
     contexts left out: ``child_nodes``): nested functions, lambdas, classes and comprehensions
-    are not entered (a comprehension's walrus targets are yielded); with ``into_loops=False``
-    the bodies of nested loops are skipped (their ``else`` is not). One generator and a stack
+    are not entered (a comprehension's walrus targets are yielded). One generator and a stack
     of iterators, not one generator per level (a ``yield from`` chain passes every node
     through each enclosing level: the rewrite's largest cost on a deep kernel)."""
     stack = [iter(nodes)]
@@ -127,8 +128,6 @@ def local_nodes(nodes, into_loops=True):
             continue
         if isinstance(node, _COMPS):
             yield from (n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
-        elif not into_loops and isinstance(node, _LOOPS):
-            stack.append(iter(node.orelse))
         else:
             stack.append(iter(child_nodes(node)))
 
@@ -171,8 +170,38 @@ def last_lines(nodes) -> dict:
     return out
 
 
-def _has(nodes, kind, into_loops=True) -> bool:
-    return any(isinstance(n, kind) for n in local_nodes(nodes, into_loops))
+_RETURN, _BREAK, _CONTINUE = 1, 2, 4
+_END_BITS = {ast.Return: _RETURN, ast.Break: _BREAK, ast.Continue: _CONTINUE}
+
+
+def _ends(body: list) -> dict:
+    """{id(node): bits} for every node of ``body`` (statements) in this function scope: _RETURN
+    where a ``return`` is at or under it, _BREAK / _CONTINUE where a ``break`` / ``continue``
+    is at or under it outside the bodies of nested loops (one that ends the loop around the
+    node, not a nested one); what ``local_nodes`` walks (nested scopes and comprehensions hold
+    none). One walk of the body, children before their parent, so that pass 1 does not walk a
+    statement's subtree again at each level of nesting above it."""
+    bits: dict = {}
+    stack = [(n, False) for n in reversed(body)]
+    while stack:
+        node, done = stack.pop()
+        if isinstance(node, (_SCOPES, _COMPS)):
+            bits[id(node)] = 0
+        elif not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(child_nodes(node)))
+        else:
+            b = _END_BITS.get(type(node), 0)
+            if isinstance(node, _LOOPS):
+                for c in child_nodes(node):
+                    b |= bits[id(c)] & _RETURN
+                for c in node.orelse:
+                    b |= bits[id(c)]
+            else:
+                for c in child_nodes(node):
+                    b |= bits[id(c)]
+            bits[id(node)] = b
+    return bits
 
 
 RewriteError = UnsupportedError
@@ -199,7 +228,14 @@ class Flags:
 
     def __init__(self, body: list, new_id: Callable[[], int]):
         self.new_id = new_id
-        self.returns = any(_has([s], ast.Return) for s in body if not isinstance(s, ast.Return))
+        self.ends = _ends(body)
+        self.returns = any(self.ends[id(s)] & _RETURN for s in body
+                           if not isinstance(s, ast.Return))
+
+    def _any(self, stmts: list, bit: int) -> bool:
+        """Whether one of ``stmts`` (statements of the body as parsed) holds ``bit``."""
+        ends = self.ends
+        return any(ends[id(s)] & bit for s in stmts)
 
     def run(self, body: list) -> list:
         return self.block(body, None)
@@ -227,19 +263,20 @@ class Flags:
 
     def may_set(self, s: ast.stmt, loop: Optional[_LoopFlags]) -> list:
         flags = []
-        if self.returns and _has([s], ast.Return):
+        bits = self.ends[id(s)]
+        if self.returns and bits & _RETURN:
             flags.append(RET)
         if loop is not None:
-            scope = s.orelse if isinstance(s, _LOOPS) else [s]
-            if _has(scope, ast.Break, into_loops=False):
+            if bits & _BREAK:
                 flags.append(loop.brk)
-            if _has(scope, ast.Continue, into_loops=False):
+            if bits & _CONTINUE:
                 flags.append(loop.cont)
         return flags
 
     def guard(self, flags: list, rest: list) -> ast.If:
         node = ast.copy_location(ast.If(test=call(cf_attr("not_any"), [name(f) for f in flags]),
                                         body=rest, orelse=[]), rest[0])
+        fix_locations(node.test, _first_line(node))    # the rest is positioned already
         node._ws_refine = tuple(flags)
         node._ws_refine_else = tuple(flags) if len(flags) == 1 else ()
         return node
@@ -265,10 +302,9 @@ class Flags:
 
     def loop(self, s, outer: Optional[_LoopFlags]) -> list:
         k = self.new_id()
-        inner = _LoopFlags(f"__ws_brk_{k}" if _has(s.body, ast.Break, into_loops=False) else None,
-                           f"__ws_cont_{k}" if _has(s.body, ast.Continue, into_loops=False)
-                           else None)
-        has_ret = self.returns and _has(s.body, ast.Return)
+        inner = _LoopFlags(f"__ws_brk_{k}" if self._any(s.body, _BREAK) else None,
+                           f"__ws_cont_{k}" if self._any(s.body, _CONTINUE) else None)
+        has_ret = self.returns and self._any(s.body, _RETURN)
         body = self.block(s.body, inner)
         if inner.cont:
             body.insert(0, assign(inner.cont, ast.Constant(False), s))

@@ -115,8 +115,17 @@ def check_source(fn, node) -> None:
         factory.type_params = []
     for n in free:      # make each free variable used by the factory's body, as a closure needs
         factory.body.insert(0, ast.Expr(ast.Name(n, ast.Load())))
-    module = ast.fix_missing_locations(ast.Module(body=[factory] if free else [orig],
-                                                  type_ignores=[]))
+    # the nodes made here take the def's position; the parsed ones have theirs (a walk of the
+    # whole tree, ast.fix_missing_locations, would only find these)
+    made = [orig, factory, *factory.args.args, *factory.body[:len(free)],
+            *(e.value for e in factory.body[:len(free)])]
+    if free:
+        made += [factory.body[-1], factory.body[-1].value]
+    for n in made:
+        ast.copy_location(n, node)
+    imports = [ast.copy_location(ast.Import(names=[ast.copy_location(ast.alias(name=n), node)]),
+                                 node) for n in _imported_names(fn)]
+    module = ast.Module(body=imports + ([factory] if free else [orig]), type_ignores=[])
     try:
         compiled = compile(module, code.co_filename, "exec",
                            flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
@@ -132,6 +141,30 @@ def check_source(fn, node) -> None:
         "warpstage traces the source text; tracing the new text under the old code's cache key "
         "would run a kernel that does not match the program.\nFix: restart the program, or "
         "importlib.reload() the module and use the kernel object it defines.")
+
+
+def _imported_names(fn) -> list:
+    """The globals ``fn``'s code reads that its module most likely bound by an import: a module,
+    or an object defined in another module. CPython 3.11+ compiles ``name.attr(...)`` as an
+    attribute load and a call, not as a method call, where ``name`` is imported at the top of
+    the module (its symbol table says so); the check's module imports these names too (it is
+    compiled, never run), so that the usual case compiles to the same bytecode as the loaded
+    code and is compared without disassembling. A wrong guess only sends the comparison to the
+    disassembled form (``_same_code``)."""
+    glob, out, todo = fn.__globals__, [], [fn.__code__]
+    seen = set()
+    while todo:
+        code = todo.pop()
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        for n in code.co_names:
+            if n in seen or n not in glob:
+                continue
+            seen.add(n)
+            value = glob[n]
+            if isinstance(value, types.ModuleType) or getattr(value, "__module__",
+                                                               fn.__module__) != fn.__module__:
+                out.append(n)
+    return out
 
 
 _SKIP_OPS = frozenset({"NOP", "CACHE", "EXTENDED_ARG", "RESUME", "PRECALL", "PUSH_NULL"})

@@ -28,7 +28,7 @@ import ast
 
 from .regions import Site
 from .rewrite_passes import (CF, INFO, RET, RETVAL, Flags, assign, at_header, bound_names, call,
-                             cf_attr, fix_locations, lambda_, last_lines, local_nodes, name,
+                             cf_attr, lambda_, last_lines, local_nodes, name,
                              no_args, unsupported)
 
 
@@ -88,9 +88,7 @@ def rewrite_scope(fn: ast.FunctionDef, ctx: Context, top: bool) -> ast.FunctionD
                           isinstance(fn.body[0].value.value, str)) else []
     body = fn.body[len(doc):]
     flags = Flags(body, ctx.new_id)
-    body = flags.run(body)
-    for s in body:
-        fix_locations(s)
+    body = flags.run(body)              # what pass 1 makes is positioned (fix_locations)
     like = fn.body[0] if fn.body else fn
     if flags.returns:
         site = ctx.site("return", fn, func=ctx.qualname if top else fn.name)
