@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 14, the closing device call F (~6 min): (1) the compile rows (`compile_time.py fresh`)
 # on the final tree; (2) cold compiles, three trees taking turns (`compile_trees.py`, printed
-# after every round): _trees/s14 = b223f7c (the session's start), _trees/k14 = 6386e33 (the
+# after every round): _trees/s14 = b223f7c (the session's start), _trees/k14 = 6b08422 (the
 # new short defaults and the review's fixes, before the compile helpers' merges), . (final);
 # (3) the whole GPU suite. Logs under $OUT.
 set -u
