@@ -155,17 +155,19 @@ def _stmatrix(op: Operation, cx):
     num, trans = op.attrs["num"], op.attrs.get("trans", False)
     t = op.operands[1].type
     rows, cols = _lane_layout(trans)
+    # where each lane's element of register 2m + j lands in the (num, 8, 8) tiles, flat: the
+    # layout is a permutation of each matrix, so one scatter of all registers fills them
+    place = np.concatenate([m * 64 + rows[j] * 8 + cols[j] for m in range(num) for j in (0, 1)])
     what = f"stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}"
     hint = [None, op]   # [last buffer hit, the op: for race reports]
 
     def stmatrix(s, w):
         require_converged_warp(op, w, what)
         addrs = _row_addresses(op, w, s, p, 8 * num, what)
-        tiles = np.zeros((num, 8, 8), np.uint16)
-        for m in range(num):
-            for j in range(2):
-                tiles[m][rows[j], cols[j]] = to_memory(t, s[v_s[2 * m + j]]).view(np.uint16)
-        words = tiles.reshape(8 * num, 2, 4).view(np.uint64).reshape(8 * num, 2)
+        values = np.concatenate([s[k] for k in v_s])
+        tiles = np.empty(64 * num, np.uint16)
+        tiles[place] = to_memory(t, values).view(np.uint16)
+        words = tiles.view(np.uint64).reshape(8 * num, 2)
         # per 8-byte half, one store in lane order (at most 32 addresses, as the memory's fast
         # path takes): where rows overlap, the higher lane's row wins
         for h in (0, 1):

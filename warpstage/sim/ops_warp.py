@@ -102,15 +102,16 @@ def _shfl(op: Operation, cx):
     mode = op.attrs["mode"]
     width = op.attrs.get("width", 32)
     members = _member_lanes(op.attrs.get("mask", FULL_MASK))
+    every_lane = bool(members.all())
     c = ((32 - width) << 8) | (0 if mode == "up" else 0x1F)
     segmask, cval = (c >> 8) & 0x1F, c & 0x1F
     lane = LANE_IDS.astype(np.int64)
     max_lane = (lane & segmask) | (cval & ~segmask)
     min_lane = lane & segmask
 
-    def shfl(s, w):
-        check_members(op, w, members, f"shfl.sync.{mode}")
-        bval = s[b].astype(np.int64) & 0x1F
+    def sources(offset):
+        """The lane each lane reads for the offset / lane register ``offset``."""
+        bval = offset.astype(np.int64) & 0x1F
         if mode == "up":
             j = lane - bval
             ok = j >= max_lane
@@ -123,7 +124,20 @@ def _shfl(op: Operation, cx):
         else:
             j = min_lane | (bval & ~segmask)
             ok = j <= max_lane
-        s[r] = s[x][np.where(ok, j, lane)]
+        return np.where(ok, j, lane)
+
+    # the offset is nearly always a constant, i.e. the same (immutable) register array on every
+    # execution: its source lanes are kept with it, compared by identity (the reference held
+    # here keeps the array alive, so an equal id is the same array)
+    last = [None, None]
+
+    def shfl(s, w):
+        if not (every_lane and w.nactive == LANES):   # a full warp under a full mask passes
+            check_members(op, w, members, f"shfl.sync.{mode}")
+        offset = s[b]
+        if offset is not last[0]:
+            last[0], last[1] = offset, sources(offset)
+        s[r] = s[x][last[1]]
     return shfl
 
 

@@ -79,8 +79,8 @@ class _WarpState:
 
 
 class _Record:
-    """An issued mma_async: its op and, per shared-memory operand, (name, addresses, bytes read
-    at issue); ``checked`` once a wait_group has compared them with shared memory again."""
+    """An issued mma_async: its op and, per shared-memory operand, (name, addresses, elements
+    read at issue, their ``_load`` index); ``checked`` once a wait_group has compared them with shared memory again."""
 
     def __init__(self, op, reads, results):
         self.op = op
@@ -189,9 +189,12 @@ _ADDRESSES: dict = {}
 
 
 def _addresses(desc: int, rows: int, mn_major: bool, eb: int) -> tuple:
-    """(``operand_addresses(...)`` read-only, its min, its max): a kernel issues the same few
-    descriptors (its ring stages times its K steps) over and over, so they are computed once
-    per process (the table is emptied past 4096 entries)."""
+    """(``operand_addresses(...)``, its min, its max, the index ``_load`` gathers with), all
+    read-only: a kernel issues the same few descriptors (its ring stages times its K steps) over
+    and over, so they are computed once per process (the table is emptied past 4096 entries).
+    The index is the byte addresses for 1-byte elements and the 16-bit word numbers
+    (``addrs >> 1``) for 2-byte ones, whose addresses are even: the descriptor's start, LBO and
+    SBO are multiples of 16 and the swizzle permutes 16-byte chunks."""
     key = (desc, rows, mn_major, eb)
     hit = _ADDRESSES.get(key)
     if hit is None:
@@ -199,7 +202,9 @@ def _addresses(desc: int, rows: int, mn_major: bool, eb: int) -> tuple:
             _ADDRESSES.clear()
         addrs = operand_addresses(desc, rows, mn_major, eb)
         addrs.flags.writeable = False
-        hit = _ADDRESSES[key] = (addrs, int(addrs.min()), int(addrs.max()))
+        index = addrs if eb == 1 else addrs >> 1
+        index.flags.writeable = False
+        hit = _ADDRESSES[key] = (addrs, int(addrs.min()), int(addrs.max()), index)
     return hit
 
 
@@ -220,7 +225,7 @@ def _read_tile(op, cta, desc: int, rows: int, mn_major: bool, what: str, type_na
             "and advance descriptors along K within a row, along M/N by 8-row groups.",
             where=where(op))
     eb = 1 if type_name in FP8_TYPES else 2
-    addrs, lo, hi = _addresses(desc, rows, mn_major, eb)
+    addrs, lo, hi, index = _addresses(desc, rows, mn_major, eb)
     size = cta.smem.bytes.size
     if lo < 0 or hi + eb > size:
         raise OutOfBoundsError(
@@ -229,15 +234,17 @@ def _read_tile(op, cta, desc: int, rows: int, mn_major: bool, what: str, type_na
             f"memory bytes [{lo:#x}, {hi + eb:#x}), outside the "
             f"CTA's {size}-byte shared memory. Check the tile's address and the launch's "
             "shared memory size.", where=where(op))
-    raw = _load(cta, addrs, eb)
-    return _to_float(raw, type_name), (what, addrs, raw)
+    raw = _load(cta, index, eb)
+    return _to_float(raw, type_name), (what, addrs, raw, index)
 
 
-def _load(cta, addrs: np.ndarray, eb: int = 2) -> np.ndarray:
+def _load(cta, index: np.ndarray, eb: int) -> np.ndarray:
+    """The ``eb``-byte elements of shared memory at ``index`` (``_addresses``' last item, inside
+    the CTA's shared memory): bytes (uint8) or little-endian 16-bit words (uint16), a copy."""
     b = cta.smem.bytes
     if eb == 1:
-        return b[addrs].copy()
-    return (b[addrs].astype(np.uint16) | (b[addrs + 1].astype(np.uint16) << 8))
+        return b[index]
+    return b[:b.size & ~1].view("<u2")[index]
 
 
 _FLAT: dict = {}
@@ -278,7 +285,7 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
     bdesc = _uniform(op, rv, [p[1] for p in payloads], "the B descriptor")
     bt, read = _read_tile(op, cta, bdesc, n, bool(a["tnsp_b"]), "B", a["type_b"])
     reads.append(read)
-    for what, addrs, raw in reads:       # the race detector (when on): each issuing warp reads
+    for what, addrs, raw, _ in reads:    # the race detector (when on): each issuing warp reads
         for wi in range(4):
             note_read(cta, addrs.ravel(), raw.itemsize, cta.warps[4 * rv.group + wi], op,
                       async_proxy=True)
@@ -389,8 +396,8 @@ def _commit(op: Operation, cx):
 
 
 def _check_unchanged(op, w, rec: _Record) -> None:
-    for what, addrs, raw in rec.reads:
-        now = _load(w.cta, addrs, raw.itemsize)
+    for what, addrs, raw, index in rec.reads:
+        now = _load(w.cta, index, raw.itemsize)
         if not np.array_equal(now, raw):
             pos = np.flatnonzero((now != raw).ravel())[0]
             addr = int(addrs.ravel()[pos])
