@@ -409,3 +409,25 @@ def test_ftz_exp2_is_flush_inputs_then_results():
         got, want = ftz(x), reference(x)
         assert got.dtype == want.dtype and got.view(np.uint32).tolist() == \
             want.view(np.uint32).tolist(), x
+
+
+@pytest.mark.parametrize("to", ["bf16", "f16"])
+def test_cvt_pack_is_two_conversions_in_one_register(to):
+    """``pack_pair`` (arith.cvt_pack) against each half converted on its own, over random
+    bit patterns (NaN and infinity included), bf16 ties and f16 overflow / subnormals."""
+    from warpstage.sim.dtypes import pack_pair, round_bf16
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, (300, 64), dtype=np.uint64).astype(np.uint32)
+    bits[100:200] = (bits[100:200] & 0xFFFF0000) | 0x8000       # exactly halfway for bf16
+    values = bits.view(np.float32)
+    values[200:] = (rng.standard_normal((100, 64)) * 2.0 ** rng.integers(-30, 20, (100, 1)))
+    for row in values:
+        lo, hi = row[:32], row[32:]
+        with np.errstate(all="ignore"):
+            got = pack_pair(lo, hi, to)
+            if to == "bf16":
+                want = [round_bf16(x).view(np.uint32) >> np.uint32(16) for x in (lo, hi)]
+            else:
+                want = [x.astype(np.float16).view(np.uint16).astype(np.uint32) for x in (lo, hi)]
+        assert got.dtype == np.uint32
+        assert np.array_equal(got & 0xFFFF, want[0]) and np.array_equal(got >> 16, want[1])

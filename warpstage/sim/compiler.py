@@ -31,8 +31,8 @@ class CompiledFunction:
     """A function compiled for the simulator.
 
     ``run(frame, warp)`` executes the body (a generator function when ``blocking``);
-    ``arg_slots`` / ``result_slots`` are where parameters go and where ``func.return``'s operands
-    are found afterwards; ``nslots`` is the frame size.
+    ``arg_slots`` / ``result_slots`` are where parameters go (slots 0 .. n-1, in order) and where
+    ``func.return``'s operands are found afterwards; ``nslots`` is the frame size.
     """
 
     def __init__(self, fn: Function):
@@ -128,7 +128,7 @@ class FunctionCompiler:
     # -- compilation --------------------------------------------------------------------------
     def compile(self) -> None:
         block = self.fn.body.block
-        self.out.arg_slots = self.slots(block.args)
+        self.out.arg_slots = self.slots(block.args)      # the first slots: 0 .. n-1
         self.out.blocking = self.block_blocks(block)
         self.out.run = self.block(block)
         term = block.terminator

@@ -11,6 +11,8 @@ descriptor's geometry and tensor address) in every lane.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..core.target import target_for
@@ -63,6 +65,7 @@ def lanes(value, dtype, n: int = LANES) -> np.ndarray:
 _LANE_CONSTANTS: dict = {}
 
 
+@functools.lru_cache(maxsize=None)
 def _bf16_constants(n: int) -> tuple:
     u = np.uint32
     return (lanes(16, u, n), lanes(1, u, n), lanes(0x7FFF, u, n), lanes(0xFFFF0000, u, n),
@@ -74,8 +77,8 @@ _BF16_32 = _bf16_constants(LANES)
 
 def round_bf16(x: np.ndarray) -> np.ndarray:
     """float32 -> float32 rounded to bf16 precision (nearest even); NaN stays a quiet NaN."""
-    sixteen, one, half, high, quiet = _BF16_32 if x.shape[0] == LANES else \
-        _bf16_constants(x.shape[0])
+    n = x.shape[0]
+    sixteen, one, half, high, quiet = _BF16_32 if n == LANES else _bf16_constants(n)
     bits = x.view(np.uint32)
     r = bits >> sixteen
     r &= one
@@ -91,12 +94,14 @@ def pack_pair(lo: np.ndarray, hi: np.ndarray, to: str) -> np.ndarray:
     """Two float32 registers rounded to nearest even to ``to`` ('bf16' or 'f16') and packed
     into one uint32 register, ``lo`` in bits 0-15 (PTX ``cvt.rn.bf16x2.f32`` /
     ``cvt.rn.f16x2.f32``, the register ``arith.cvt_pack`` gives)."""
+    n = lo.shape[0]
+    both = np.concatenate((lo, hi))       # one conversion of both halves
     if to == "bf16":
-        bits = [(round_bf16(x.astype(np.float32)).view(np.uint32) >> np.uint32(16))
-                for x in (lo, hi)]
-    else:
-        bits = [x.astype(np.float16).view(np.uint16).astype(np.uint32) for x in (lo, hi)]
-    return bits[0] | (bits[1] << np.uint32(16))
+        # round_bf16 clears the low 16 bits, so the high half is already in place
+        bits = round_bf16(both.astype(np.float32, copy=False)).view(np.uint32)
+        return (bits[:n] >> lanes(16, np.uint32, n)) | bits[n:]
+    bits = both.astype(np.float16).view(np.uint16).astype(np.uint32)
+    return bits[:n] | (bits[n:] << lanes(16, np.uint32, n))
 
 
 def unpack_pair(reg: np.ndarray, of: str) -> tuple:

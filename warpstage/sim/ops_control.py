@@ -370,9 +370,10 @@ def _call(op: Operation, cx):
     res = cx.slots(op.results)
 
     def enter(s):
-        frame = [None] * callee.nslots
-        for d, a in zip(callee.arg_slots, args):
-            frame[d] = s[a]
+        # the callee's parameters are its first slots, in order (FunctionCompiler.compile
+        # numbers them before anything else), so its frame starts as the argument list
+        frame = [s[a] for a in args]
+        frame += [None] * (callee.nslots - len(frame))
         return frame
 
     def leave(s, frame):
