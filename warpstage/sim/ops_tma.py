@@ -133,24 +133,57 @@ def _check_inner(op: Operation, w, lane: int, coords, size: int) -> None:
                                   f"of {max(1, 16 // size)} elements.")
 
 
-def _box(m, coords):
-    """(global byte addresses, in-bounds mask) of the box's elements at ``coords`` (outermost
-    first), row-major over ``m.smem_shape``."""
-    shape = m.smem_shape
+_GEOMETRY: dict = {}
+"""Read-only arrays that depend on a box's geometry only: a kernel copies the same few box
+shapes to the same few shared-memory tiles (its ring stages) over and over. Bounded: emptied
+past ``_GEOMETRY_KEPT`` entries (an entry is one int64 per element or byte of a box)."""
+_GEOMETRY_KEPT = 64
+
+
+def _kept(key, make):
+    hit = _GEOMETRY.get(key)
+    if hit is None:
+        if len(_GEOMETRY) >= _GEOMETRY_KEPT:
+            _GEOMETRY.clear()
+        hit = _GEOMETRY[key] = make()
+        hit.flags.writeable = False
+    return hit
+
+
+def _box_offsets(shape: tuple, element_strides: tuple, byte_strides: tuple) -> np.ndarray:
+    """Byte offsets of a box's elements from its first one, row-major over ``shape``."""
     rank = len(shape)
-    addr = np.full(shape, m.address, np.int64)
+    rel = np.zeros(shape, np.int64)
+    for k in range(rank):
+        pos = np.arange(shape[k], dtype=np.int64) * element_strides[k]
+        rel = rel + pos.reshape([shape[j] if j == k else 1 for j in range(rank)]) * byte_strides[k]
+    return rel.ravel()
+
+
+def _box(m, coords):
+    """(global byte addresses, in-bounds mask or None when every element is in bounds) of the
+    box's elements at ``coords`` (outermost first), row-major over ``m.smem_shape``."""
+    shape, strides = tuple(m.smem_shape), tuple(m.element_strides)
+    inside = all(0 <= c and c + (n - 1) * e < dim
+                 for c, n, e, dim in zip(coords, shape, strides, m.shape))
+    rel = _kept(("box", shape, strides, tuple(m.byte_strides)),
+                lambda: _box_offsets(shape, strides, tuple(m.byte_strides)))
+    addr = rel + (m.address + sum(c * b for c, b in zip(coords, m.byte_strides)))
+    if inside:
+        return addr, None
+    rank = len(shape)
     valid = np.ones(shape, np.bool_)
     for k in range(rank):
-        pos = coords[k] + np.arange(shape[k], dtype=np.int64) * m.element_strides[k]
+        pos = coords[k] + np.arange(shape[k], dtype=np.int64) * strides[k]
         pos = pos.reshape([shape[j] if j == k else 1 for j in range(rank)])
         valid = valid & (pos >= 0) & (pos < m.shape[k])
-        addr = addr + pos * m.byte_strides[k]
-    return addr.ravel(), valid.ravel()
+    return addr, valid.ravel()
 
 
 def _smem_bytes(op, w, lane, base: int, nelems: int, size: int, swizzle: int, align: int):
-    """Shared byte addresses of ``nelems`` elements of ``size`` bytes stored from ``base`` with
-    ``swizzle``, one row per element; checks alignment and range."""
+    """Shared byte addresses (read-only, shape (nelems, size)) of ``nelems`` elements of
+    ``size`` bytes stored from ``base`` with ``swizzle``, one row per element; checks alignment
+    and range."""
     if base % align:
         raise _error(op, w, lane, f"the shared-memory address {base:#x} is not {align}-byte "
                                   "aligned (TMA needs 128 bytes, and a swizzled tile the "
@@ -160,10 +193,13 @@ def _smem_bytes(op, w, lane, base: int, nelems: int, size: int, swizzle: int, al
     if base < 0 or end > limit:
         raise _error(op, w, lane, f"the shared-memory range [{base:#x}, {end:#x}) is outside the "
                                   f"CTA's {limit}-byte shared memory", OutOfBoundsError)
-    elems = base + np.arange(nelems, dtype=np.int64) * size
-    if swizzle:
-        elems = swizzle_offset(elems, swizzle)
-    return elems[:, None] + np.arange(size, dtype=np.int64)
+
+    def make():
+        elems = base + np.arange(nelems, dtype=np.int64) * size
+        if swizzle:
+            elems = swizzle_offset(elems, swizzle)
+        return elems[:, None] + np.arange(size, dtype=np.int64)
+    return _kept(("smem", base, nelems, size, swizzle), make)
 
 
 def _span_view(memory, addrs, dtype, store: bool):
@@ -276,9 +312,13 @@ def _load(op: Operation, cx):
             addrs, valid = _box(m, coords)
             udt = np.dtype(f"u{size}")
             fill = _NAN_BITS.get(m.dtype.name, 0) if m.oob_nan else 0
-            vals = np.full(addrs.size, fill, udt)
-            if valid.any():
-                vals[valid] = _global_load(op, w, lane, addrs[valid], udt, "TMA load source read")
+            if valid is None:
+                vals = _global_load(op, w, lane, addrs, udt, "TMA load source read")
+            else:
+                vals = np.full(addrs.size, fill, udt)
+                if valid.any():
+                    vals[valid] = _global_load(op, w, lane, addrs[valid], udt,
+                                               "TMA load source read")
             align = max(SMEM_ALIGN, swizzle_align(m.swizzle))
             dst = _smem_bytes(op, w, lane, int(s[dst_slot][lane]), addrs.size, size, m.swizzle,
                               align)
@@ -345,7 +385,9 @@ def _store(op: Operation, cx):
                             async_proxy=True)
             raw = smem[src]                  # a copy: the source snapshot, checked at the wait
             vals = raw.view(np.dtype(f"u{size}")).ravel()
-            st.stores.append([w.index, lane, -1, addrs[valid], vals[valid], op, src, raw, False])
+            if valid is not None:
+                addrs, vals = addrs[valid], vals[valid]
+            st.stores.append([w.index, lane, -1, addrs, vals, op, src, raw, False])
     return tma_store
 
 
