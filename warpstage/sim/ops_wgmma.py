@@ -415,7 +415,10 @@ def _check_completed(op, w, st: _WarpState, values) -> None:
     wi = w.index % 4
     pending = [(rec, True) for g in st.groups for rec in g]
     pending += [(rec, False) for rec in st.uncommitted]
-    for v in values:
+    given = set(map(id, values))
+    if all(given.isdisjoint(rec.ids[wi]) for rec, _ in pending):
+        return
+    for v in values:                   # the first offending register, for the message
         for rec, committed in pending:
             if id(v) in rec.ids[wi]:
                 n = op.attrs["n"]
