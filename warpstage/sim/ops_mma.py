@@ -61,6 +61,16 @@ def _flat_index(shape: str, ab: str, operand: str, n: int, ncols: int) -> np.nda
     return (np.stack(rows) * ncols + np.stack(cols)).ravel()
 
 
+def _inverse(index: np.ndarray, op: Operation) -> np.ndarray:
+    """The permutation that reads a matrix out of its fragments: ``matrix = regs[inverse]``
+    where ``matrix[index] = regs`` (a fragment layout holds every element once)."""
+    order = np.argsort(index, kind="stable")
+    if not np.array_equal(index[order], np.arange(index.size)):
+        raise SimulatorError(f"internal: the fragment layout of {op.name} at {where(op)} does "
+                             "not hold each matrix element once")
+    return order
+
+
 @handler("mma.sync")
 def _mma(op: Operation, cx):
     shape, ab, acc = op.attrs["shape"], op.attrs["ab"], op.attrs["acc"]
@@ -71,31 +81,32 @@ def _mma(op: Operation, cx):
     r_s = [cx.slot(r) for r in op.results]
     ia, ib, ic = (_flat_index(shape, ab, "a", na, k), _flat_index(shape, ab, "b", nb, n),
                   _flat_index(shape, ab, "c", nc, n))
+    ra, rb, rc = _inverse(ia, op), _inverse(ib, op), _inverse(ic, op)
     integer = acc == "s32"
     work = np.int64 if integer else np.float64
     dtype_d = op.results[0].type
     what = f"mma.sync.aligned.{shape}"
 
-    def gather(s, fslots, index, size):
-        regs = np.stack([s[j] for j in fslots])
+    def gather(s, fslots, inverse):
+        """The operand's matrix, flat, in the work type, from the lanes' fragment registers."""
+        regs = np.concatenate([s[j] for j in fslots])
         if ab == "tf32" and fslots is not c_s:
             regs = (regs.view(np.uint32) & _TF32_MASK).view(np.float32)
-        out = np.zeros(size, work)
-        out[index] = regs.ravel()
-        return out
+        return regs[inverse].astype(work)
 
     def mma(s, w):
         require_converged_warp(op, w, what)
-        a = gather(s, a_s, ia, m * k).reshape(m, k)
-        b = gather(s, b_s, ib, k * n).reshape(k, n)
-        c = gather(s, c_s, ic, m * n)
-        with np.errstate(all="ignore"):
-            d = (a @ b).ravel() + c
-            frag = d[ic].reshape(nc, LANES)
-            if integer:
-                frag = frag.astype(np.uint32).view(np.int32)
-            for i, slot in enumerate(r_s):
-                s[slot] = frag[i] if integer else to_register(dtype_d, frag[i])
+        a = gather(s, a_s, ra).reshape(m, k)
+        b = gather(s, b_s, rb).reshape(k, n)
+        c = gather(s, c_s, rc)
+        d = (a @ b).ravel() + c               # sim/run.py silences numpy's warnings
+        frag = d[ic]                          # the lanes' D registers, one after another
+        if integer:
+            frag = frag.astype(np.uint32).view(np.int32)
+        else:
+            frag = to_register(dtype_d, frag)
+        for i, slot in enumerate(r_s):
+            s[slot] = frag[i * LANES:(i + 1) * LANES]
     return mma
 
 
@@ -126,6 +137,14 @@ def _lane_layout(trans: bool):
     return (c, r) if trans else (r, c)
 
 
+def _tile_positions(num: int, trans: bool) -> np.ndarray:
+    """Where each lane's element of register 2m + j (matrix m, element j) lies in the
+    (num, 8, 8) tiles, flat, registers one after another: the layout is a permutation of each
+    matrix, so one gather or scatter moves all registers."""
+    rows, cols = _lane_layout(trans)
+    return np.concatenate([m * 64 + rows[j] * 8 + cols[j] for m in range(num) for j in (0, 1)])
+
+
 @handler("mma.ldmatrix")
 def _ldmatrix(op: Operation, cx):
     p = cx.slot(op.operands[0])
@@ -133,7 +152,7 @@ def _ldmatrix(op: Operation, cx):
     num, trans = op.attrs["num"], op.attrs.get("trans", False)
     t = op.results[0].type
     mdt = memory_dtype(t)
-    rows, cols = _lane_layout(trans)
+    place = _tile_positions(num, trans)
     what = f"ldmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}"
     hint = [None, op]   # [last buffer hit, the op: for race reports]
 
@@ -141,11 +160,10 @@ def _ldmatrix(op: Operation, cx):
         require_converged_warp(op, w, what)
         addrs = _row_addresses(op, w, s, p, 8 * num, what)
         halves = [w.cta.smem.load(addrs + 8 * h, np.dtype(np.uint64), hint) for h in (0, 1)]
-        tiles = np.stack(halves, axis=1).view(np.uint16).reshape(num, 8, 8)
-        for m in range(num):
-            for j in range(2):
-                raw = tiles[m][rows[j], cols[j]].view(mdt)
-                s[r_s[2 * m + j]] = from_memory(t, raw)
+        tiles = np.stack(halves, axis=1).view(np.uint16).ravel()
+        regs = from_memory(t, tiles[place].view(mdt))
+        for i, slot in enumerate(r_s):
+            s[slot] = regs[i * LANES:(i + 1) * LANES]
     return ldmatrix
 
 
@@ -154,10 +172,7 @@ def _stmatrix(op: Operation, cx):
     p, *v_s = cx.slots(op.operands)
     num, trans = op.attrs["num"], op.attrs.get("trans", False)
     t = op.operands[1].type
-    rows, cols = _lane_layout(trans)
-    # where each lane's element of register 2m + j lands in the (num, 8, 8) tiles, flat: the
-    # layout is a permutation of each matrix, so one scatter of all registers fills them
-    place = np.concatenate([m * 64 + rows[j] * 8 + cols[j] for m in range(num) for j in (0, 1)])
+    place = _tile_positions(num, trans)
     what = f"stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}"
     hint = [None, op]   # [last buffer hit, the op: for race reports]
 
