@@ -86,8 +86,7 @@ class _Record:
         self.op = op
         self.reads = reads
         self.checked = False
-        self.results = results                              # per warp: its D registers
-        self.ids = [frozenset(map(id, r)) for r in results]  # kept alive by ``results``
+        self.results = results      # per warp: its D registers (compared by identity)
 
 
 class _Rendezvous:
@@ -262,12 +261,17 @@ def _flat(n: int) -> np.ndarray:
     return idx
 
 
+def _fragments(per_warp: list) -> np.ndarray:
+    """The registers of the 4 warps' fragments (``per_warp``: each a list of 32-lane registers,
+    in ``FRAGMENT`` order) as one flat float64 vector, ordered as ``_flat(n).ravel()``."""
+    return np.concatenate([r for regs in per_warp for r in regs], dtype=np.float64)
+
+
 def _scatter(n: int, per_warp: list) -> np.ndarray:
-    """The 64 x n float64 matrix whose m64nN fragments the 4 warps hold (``per_warp``: each a
-    list of n/2 32-lane registers, in ``FRAGMENT`` order)."""
+    """The 64 x n float64 matrix whose m64nN fragments the 4 warps hold (``per_warp`` as for
+    ``_fragments``)."""
     out = np.zeros(64 * n)
-    out[_flat(n).ravel()] = np.concatenate([r for regs in per_warp for r in regs],
-                                           dtype=np.float64)
+    out[_flat(n).ravel()] = _fragments(per_warp)
     return out.reshape(64, n)
 
 
@@ -293,9 +297,10 @@ def _compute(op, rv: _Rendezvous, cta) -> None:
     scale_d = a["scale_d"]
     if scale_d == "dynamic":
         scale_d = bool(_uniform(op, rv, [p[2] for p in payloads], "the scale-d predicate"))
-    if scale_d:
-        d = d + _scatter(n, [p[3] for p in payloads])
-    frags = d.astype(np.float16 if a["type_d"] == "f16" else np.float32).ravel()[_flat(n)]
+    frags = d.ravel()[_flat(n)]              # (4 warps, n/2 registers, 32 lanes)
+    if scale_d:                              # + D, added in fragment order: the same sums
+        frags = frags + _fragments([p[3] for p in payloads]).reshape(frags.shape)
+    frags = frags.astype(np.float16 if a["type_d"] == "f16" else np.float32)
     rv.results = [list(frags[wi]) for wi in range(4)]
     rv.record = _Record(op, reads, rv.results)
 
@@ -415,12 +420,12 @@ def _check_completed(op, w, st: _WarpState, values) -> None:
     wi = w.index % 4
     pending = [(rec, True) for g in st.groups for rec in g]
     pending += [(rec, False) for rec in st.uncommitted]
-    given = set(map(id, values))
-    if all(given.isdisjoint(rec.ids[wi]) for rec, _ in pending):
+    given = set(map(id, values))       # ``values`` keeps the registers alive: ids are unique
+    if all(given.isdisjoint(map(id, rec.results[wi])) for rec, _ in pending):
         return
     for v in values:                   # the first offending register, for the message
         for rec, committed in pending:
-            if id(v) in rec.ids[wi]:
+            if any(v is r for r in rec.results[wi]):
                 n = op.attrs["n"]
                 why = (f"its wgmma-group is still pending: wait_group({n}) leaves the {n} newest "
                        f"group(s) in flight" if committed else
