@@ -86,6 +86,28 @@ def test_warp_softmax_with_shuffle_reductions():
 
 
 @ws.kernel
+def butterfly_sum(x: ws.Tensor, out: ws.Tensor, steps: ws.Int32):
+    """out[t] = the sum over a warp's lanes, by shuffle-xor in a dynamic loop: one shfl op runs
+    ``steps`` times, with a new offset register (16, 8, 4, ...) each time."""
+    t = ws.arch.thread_idx()[0]
+    s = x[t]
+    for k in range(steps):
+        s = s + ws.arch.shfl_xor_sync(s, 16 >> k)
+    out[t] = s
+
+
+def test_one_shuffle_with_a_changing_offset_register():
+    # the simulator keeps the source lanes of a shfl's last offset register (by identity): an
+    # offset computed anew in each iteration must be read anew
+    x = np.arange(64, dtype=np.int32) * 3 + 1
+    for steps, want in ((5, [x[:32].sum()] * 32 + [x[32:].sum()] * 32),
+                        (1, list(x + x.reshape(2, 2, 16)[:, ::-1].ravel()))):
+        out = np.zeros_like(x)
+        run(butterfly_sum, x, out, steps, block=64)
+        assert out.tolist() == [int(v) for v in want]
+
+
+@ws.kernel
 def shuffle_types(i64v: ws.Tensor, f64v: ws.Tensor, u16v: ws.Tensor, i8v: ws.Tensor,
                   f16v: ws.Tensor, flags: ws.Tensor):
     t = ws.arch.thread_idx()[0]
