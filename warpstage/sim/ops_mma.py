@@ -81,7 +81,7 @@ def _mma(op: Operation, cx):
     r_s = [cx.slot(r) for r in op.results]
     ia, ib, ic = (_flat_index(shape, ab, "a", na, k), _flat_index(shape, ab, "b", nb, n),
                   _flat_index(shape, ab, "c", nc, n))
-    ra, rb, rc = _inverse(ia, op), _inverse(ib, op), _inverse(ic, op)
+    ra, rb = _inverse(ia, op), _inverse(ib, op)
     integer = acc == "s32"
     work = np.int64 if integer else np.float64
     dtype_d = op.results[0].type
@@ -89,18 +89,18 @@ def _mma(op: Operation, cx):
 
     def gather(s, fslots, inverse):
         """The operand's matrix, flat, in the work type, from the lanes' fragment registers."""
-        regs = np.concatenate([s[j] for j in fslots])
-        if ab == "tf32" and fslots is not c_s:
-            regs = (regs.view(np.uint32) & _TF32_MASK).view(np.float32)
-        return regs[inverse].astype(work)
+        if ab == "tf32":
+            regs = np.concatenate([s[j] for j in fslots])
+            return (regs.view(np.uint32) & _TF32_MASK).view(np.float32)[inverse].astype(work)
+        return np.concatenate([s[j] for j in fslots], dtype=work)[inverse]
 
     def mma(s, w):
         require_converged_warp(op, w, what)
         a = gather(s, a_s, ra).reshape(m, k)
         b = gather(s, b_s, rb).reshape(k, n)
-        c = gather(s, c_s, rc)
-        d = (a @ b).ravel() + c               # sim/run.py silences numpy's warnings
-        frag = d[ic]                          # the lanes' D registers, one after another
+        # D = A B + C in fragment order (the lanes' registers one after another): the same sums
+        # as adding C to the matrix, without moving C into it
+        frag = (a @ b).ravel()[ic] + np.concatenate([s[j] for j in c_s], dtype=work)
         if integer:
             frag = frag.astype(np.uint32).view(np.int32)
         else:
