@@ -80,7 +80,8 @@ class _WarpState:
 
 class _Record:
     """An issued mma_async: its op and, per shared-memory operand, (name, addresses, elements
-    read at issue, their ``_load`` index); ``checked`` once a wait_group has compared them with shared memory again."""
+    read at issue, their ``_load`` index); ``checked`` once a wait_group has compared them with
+    shared memory again."""
 
     def __init__(self, op, reads, results):
         self.op = op
