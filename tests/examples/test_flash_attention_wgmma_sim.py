@@ -297,6 +297,8 @@ def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, mat
     (dict(head_dim=256, tile_n=80, tma_store=True), r"(?s)need 263168 bytes.*Fix: tile_n=64 or "
                                                     r"tma_store=False$"),
     (dict(persistent=None), r"persistent: expected True or False, got None"),
+    (dict(tma_store="yes"), r"tma_store: expected None \(on where its buffers fit beside the "
+                            r"rings\), True or False, got 'yes'"),
     (dict(dynamic_tiles=1), r"dynamic_tiles: expected True or False, got 1"),
     (dict(overlap_tiles=True, split_kv=False), r"(?s)Fix: overlap_tiles=False, or split_kv=True$"),
     (dict(narrow_last=True, overlap=False), r"(?s)Fix: narrow_last=False, or overlap=True$")])

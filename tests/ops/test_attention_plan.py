@@ -145,11 +145,15 @@ def test_explain_raises_what_the_call_raises():
         ws.explain(ws.ops.flash_attention, q, q, q, return_lse=True, mma="mma.sync")
 
 
-def test_empty_call_plans_no_kernel():
-    q = zeros(0, 1, 64, 64)
+@pytest.mark.parametrize("shape", [(0, 1, 64, 64), (1, 0, 64, 64), (1, 1, 0, 64)])
+def test_empty_call_plans_no_kernel(shape):
+    q = zeros(*shape)                       # B, H (H_q = H_kv = 0) or S_q zero: no rows
     plan = plan_call(q, q, q)
     assert plan.kernel is None
     assert "kernel:    none" in ws.explain(ws.ops.flash_attention, q, q, q, print_table=False)
+    assert ws.ops.flash_attention(q, q, q).shape == shape
+    with pytest.raises(ws.ArgumentError, match="H_kv = 0 does not divide H_q = 2"):
+        plan_call(zeros(1, 2, 64, 64), zeros(1, 0, 64, 64), zeros(1, 0, 64, 64))
 
 
 @pytest.mark.parametrize("kshape, vshape, says, fix", [

@@ -290,7 +290,7 @@ def _shape_mismatch(q, k, v):
     if k[3] != q[3]:
         return (f"k and v have D = {k[3]}, q D = {q[3]}",
                 "project q, k and v to one head dimension")
-    if k[1] == 0 or q[1] % k[1]:
+    if (k[1] == 0 and q[1] != 0) or (k[1] != 0 and q[1] % k[1]):      # H_q = H_kv = 0: empty
         return (f"H_kv = {k[1]} does not divide H_q = {q[1]}",
                 "repeat k and v to a divisor of H_q heads (k.repeat_interleave(r, dim=1))")
     return None
@@ -390,7 +390,7 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                             "'top_left' (SDPA's is_causal) or 'bottom_right' (FlashAttention's, "
                             "for decoding). Fix: causal_align='top_left'")
     return_lse = flag("return_lse", return_lse)
-    kv_group = heads // tk.shape[1]
+    kv_group = heads // tk.shape[1] if tk.shape[1] else 1
     devices = [(t.device, t.device_index) for t in (tq, tk, tv)]
     if len(set(devices)) != 1:
         raise ArgumentError(f"flash_attention: q, k, v are on devices {devices}; expected one "
