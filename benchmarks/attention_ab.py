@@ -159,6 +159,17 @@ SETS = {
                                dict(fma_select=True, rescale_threshold=12.0, consumer_wgs=3,
                                     tile_n=80, dynamic_tiles=True, skip_idle=True,
                                     partial_last=True)]},
+    # session 14 call G: D=64 causal, the lowest points (1.01x at S=1024 / 2048): its short
+    # default (2 warpgroups, static overlap) and long default (3 warpgroups, 3 stages,
+    # skip_idle) with claimed tiles
+    "d64c14": {(64, True): [dict(tile_n=128, num_stages=3, consumer_wgs=2, late_wait=False,
+                                 fma_select=True, overlap_tiles=True),
+                            dict(tile_n=128, num_stages=3, consumer_wgs=2, late_wait=False,
+                                 fma_select=True, overlap_tiles=True, dynamic_tiles=True),
+                            dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False,
+                                 fma_select=True, skip_idle=True),
+                            dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False,
+                                 fma_select=True, skip_idle=True, dynamic_tiles=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
