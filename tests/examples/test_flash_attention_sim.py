@@ -167,7 +167,7 @@ def test_policy_and_wrapper_errors():
     with pytest.raises(ValueError, match=r"need \d+ bytes"):
         FlashAttention(head_dim=128, tile_n=112, num_stages=4)
     q, k, v = qkv(1, 1, 8, 64, "float32")
-    with pytest.raises(ws.ArgumentError, match="expected one of f16 or bf16"):
+    with pytest.raises(ws.ArgumentError, match=r"have dtypes float32, float32, float32; expected one of float16 or bfloat16"):
         flash_attention(q, k, v)
     q, k, v = qkv(1, 1, 8, 288)
     with pytest.raises(ws.ArgumentError, match="head dimension D = 288.*up to 256"):

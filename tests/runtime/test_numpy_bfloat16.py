@@ -163,5 +163,6 @@ def test_flash_attention_bfloat16_numpy_in_and_out(mma):
 
 def test_flash_attention_refuses_mixed_16_bit_floats():
     q = np.zeros((1, 1, 16, 64), BF16)
-    with pytest.raises(ArgumentError, match="expected one of f16 or bf16 for all three"):
+    with pytest.raises(ArgumentError, match=r"have dtypes bfloat16, float16, bfloat16; expected "
+                                            r"one of float16 or bfloat16 \(f16 / bf16\)"):
         ws.ops.flash_attention(q, q.astype(np.float16), q)

@@ -363,8 +363,9 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
                        "[1, 8]", "num_stages=2 (or None for the default)")
     dtype = _WS_DTYPES.get(str(tq.dtype))
     if dtype is None or tk.dtype != tq.dtype or tv.dtype != tq.dtype:
-        raise ArgumentError(f"flash_attention: q, k, v have dtypes {tq.dtype}, {tk.dtype}, "
-                            f"{tv.dtype}; expected one of f16 or bf16 for all three. Fix: "
+        names = ", ".join(str(getattr(t.owner, "dtype", t.dtype)) for t in (tq, tk, tv))
+        raise ArgumentError(f"flash_attention: q, k, v have dtypes {names}; expected one of "
+                            "float16 or bfloat16 (f16 / bf16) for all three. Fix: "
                             f"{cast_code((tq, tk, tv), 'bfloat16')} (or float16) each of them")
     batch, heads, seq_q, head_dim = tq.shape
     if head_dim == 0:
