@@ -174,3 +174,15 @@ def test_the_default_flash_attention_lowers_as_through_llvmlite(head_dim):
     assert text == str(lower_module(ck.traced.module, ck.options, verified=True,
                                     reference=True)[0])
     assert text.count("\n") > 5000 and "wgmma.mma_async" in text
+
+
+def test_an_unchecked_llvmlite_release_lowers_through_llvmlite(monkeypatch):
+    # llvm_text reads llvmlite.ir internals of the checked releases only (llvm_c.CHECKED);
+    # another release gets llvmlite's own builder, whose text is the same
+    from warpstage.backend import llvm_builder, llvm_c
+    kernel_ptx = load_file("scripts/kernel_ptx.py", "kernel_ptx")
+    ck = kernel_ptx.default_attention_kernel((64, False, True))
+    checked = lower(ck.traced.module, ck.options, verified=True)
+    monkeypatch.setattr(llvm_c, "checked_release", lambda: False)
+    monkeypatch.setattr(llvm_builder.Builder, "__init__", None)     # must not be used
+    assert lower(ck.traced.module, ck.options, verified=True) == checked

@@ -35,8 +35,8 @@ import os
 import platform
 from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
-__all__ = ["api", "library_path", "version_file", "llvmlite_version", "Direct", "ThroughLlvmlite",
-           "HostCode", "CHECKED", "ELF_MAGIC"]
+__all__ = ["api", "library_path", "version_file", "llvmlite_version", "checked_release",
+           "Direct", "ThroughLlvmlite", "HostCode", "CHECKED", "ELF_MAGIC"]
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
@@ -145,6 +145,12 @@ def _dlopen(path: bytes, mode: int):
 
 def _checked(version: str | None) -> bool:
     return version is not None and ".".join(version.split(".")[:2]) in CHECKED
+
+
+def checked_release() -> bool:
+    """Whether the installed llvmlite is a release in ``CHECKED``: the ones whose C shims this
+    module calls directly and whose ``llvmlite.ir`` internals ``llvm_text`` prints with."""
+    return _checked(llvmlite_version())
 
 
 @functools.lru_cache(maxsize=None)

@@ -59,6 +59,7 @@ from ..ir.verifier import verify
 from ..options import CompileOptions
 from . import (lower_arith, lower_cluster, lower_gpu, lower_math, lower_mma, lower_smem,
                lower_sync, lower_tma, lower_wgmma)
+from . import llvm_c
 from .context import LoweringContext
 from .llvm_builder import Body, Builder
 from .llvm_text import module_text
@@ -78,13 +79,17 @@ CONTROL_OPS = ("scf.if", "scf.for", "scf.while", "func.call")
 
 def lower(module: core.Module, options: CompileOptions, verified: bool = False) -> str:
     """LLVM IR text of ``module`` for ``options.arch``. ``verified=True``: the module comes
-    straight from ``passes.run_passes``, which verified it, so it is not verified again.
+    straight from ``passes.run_passes``, which verified it, so it is not verified again. The
+    bodies are written by ``llvm_builder`` where llvmlite is a checked release
+    (``llvm_c.checked_release``: ``llvm_text`` reads some of ``llvmlite.ir``'s internals), else
+    by llvmlite's own builder: the same text.
 
     Raises VerificationError for malformed IR, UnsupportedError for an unknown ``arch``, an op
     the arch lacks (``backend.target_check``) or an op/type combination the backend cannot lower
     (e.g. math.exp on f64), CompilationError for internal failures.
     """
-    return module_text(*lower_module(module, options, verified))
+    return module_text(*lower_module(module, options, verified,
+                                     reference=not llvm_c.checked_release()))
 
 
 def lower_module(module: core.Module, options: CompileOptions, verified: bool = False,

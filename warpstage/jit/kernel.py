@@ -134,7 +134,7 @@ class Kernel(_FunctionWrapper):
     kernel's ``ws.smem.allocate`` calls need; ``stream``: an int CUstream or an object with
     ``cuda_stream`` (default: torch's current stream when torch tensors are passed, else 0)."""
 
-    def __init__(self, fn, options: Optional[CompileOptions] = None):
+    def __init__(self, fn, options: Optional[CompileOptions] = None, overrides=None):
         self.fn = fn
         functools.update_wrapper(self, fn)
         self._sig, self._sig_defaults = None, None
@@ -151,7 +151,7 @@ class Kernel(_FunctionWrapper):
         self.param_names = [p.name for p in self.params]
         self._kwonly = any(p.kind is p.KEYWORD_ONLY for p in self.params)
         self._options = options
-        self._overrides = {}        # @ws.kernel(**options): over default_options() at first use
+        self._overrides = overrides or {}   # @ws.kernel(**options): over default_options()
         self._annotations = None
         self._binders = None
         self._launch_type = None    # _Launch, or its subclass calling the generated call path
@@ -414,9 +414,7 @@ def kernel(fn=None, **options):
                 raise ArgumentError(f"@ws.kernel decorates a Python function (a `def`), got "
                                     f"{_what(f)}.\nFix: put @ws.kernel on the line above a "
                                     "`def`; compile options go as @ws.kernel(name=value).")
-            kern = Kernel(f, None)
-            kern._overrides = overrides
-            return kern
+            return Kernel(f, None, overrides)
         except Exception as e:
             _user_error(e)
             raise

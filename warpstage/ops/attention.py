@@ -56,15 +56,14 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
     ``fa`` or each other."""
     batch, heads, seq_q, _ = q.shape
     tq, tk, tv = tensor_args or (describe("q", q), describe("k", k), describe("v", v))
-    check_launch(fa, tq, tk, tv, o, lse, tiles)
+    to = check_launch(fa, tq, tk, tv, o, lse, tiles)
     grid = fa.grid(batch, heads, seq_q, sms=sm_count(tq, SIM_CTAS))
     check_grid(grid)
     q_box, kv_box = fa.descriptor_boxes()
     sw = fa.swizzle
     descs = (descriptor(q, tq, q_box, sw), descriptor(k, tk, kv_box, sw),
              descriptor(v, tv, kv_box, sw))
-    o_desc = (descriptor(o, describe("o", o), fa.o_box, fa.out.swizzle) if fa.tma_store
-              else None)
+    o_desc = descriptor(o, to, fa.o_box, fa.out.swizzle) if fa.tma_store else None
     if not fa.dynamic_tiles:
         tiles = None
     elif tiles is None:
@@ -73,12 +72,12 @@ def launch_wgmma(fa: FlashAttentionWgmma, q, k, v, o, tensor_args=None, lse=None
                     (fa, *descs, o, k.shape[2], lse, o_desc, tiles))
 
 
-def check_launch(fa: FlashAttentionWgmma, tq, tk, tv, o, lse, tiles) -> None:
-    """ArgumentError unless q, k, v (their TensorArgs), o, lse and tiles fit policy ``fa`` and
+def check_launch(fa: FlashAttentionWgmma, tq, tk, tv, o, lse, tiles):
+    """o's TensorArg, after checking (ArgumentError unless q, k, v (their TensorArgs), o, lse and tiles fit policy ``fa`` and
     each other: D = ``fa.head_dim``, H_q = H_kv x ``fa.kv_group``, k and v of one shape with
     q's batch and D, o q's shape and dtype, lse None or a (B, H, S_q) float32 tensor, tiles
-    None or two int32 counters. What the kernel cannot check itself: it indexes o and lse by q's
-    rows, so a smaller one would be written past its end."""
+    None or two int32 counters). What the kernel cannot check itself: it indexes o and lse by
+    q's rows, so a smaller one would be written past its end."""
     def fail(what, expected, got, fix):
         raise ArgumentError(f"launch_wgmma: {what}: expected {expected}, got {got}. Fix: {fix}")
     qs, ks = tuple(tq.shape), tuple(tk.shape)
@@ -112,6 +111,7 @@ def check_launch(fa: FlashAttentionWgmma, tq, tk, tv, o, lse, tiles) -> None:
         if tt.kind == "numpy" and tiles.any():     # host memory: readable for free
             fail("tiles", "two int32 counters, zero", f"{tiles.tolist()}", "tiles[:] = 0, or "
                  "leave tiles out")
+    return to
 
 
 def tile_counters(like):

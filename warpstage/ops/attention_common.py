@@ -81,13 +81,13 @@ class AttentionPolicy(OnlineSoftmax):
         err.field = name
         return err
 
-    def flag(self, name: str, value) -> bool:
-        """The policy's bool field ``name``: a Python or numpy bool, else OperandError (a
-        ValueError; ``overlap='no'`` is not True)."""
-        kind = type(value)
-        if kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")):
-            return bool(value)
-        raise self.policy_error(name, value, "True or False", f"{name}=True or {name}=False")
+    def flag(self, name: str, value, expected: str = "True or False") -> bool:
+        """The policy's bool field ``name`` (a numpy bool arrives as a bool: ``__init__``
+        takes numpy scalars as their Python values), else OperandError (a ValueError;
+        ``overlap='no'`` is not True)."""
+        if type(value) is bool:
+            return value
+        raise self.policy_error(name, value, expected, f"{name}=True or {name}=False")
 
     def check_operands(self, head_dim, dtype) -> None:
         """OperandError (a ValueError) unless D is one of ``head_dims`` and the dtype fp16 or

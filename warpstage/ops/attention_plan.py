@@ -252,7 +252,7 @@ def wgmma_policy_for(head_dim: int, dtype_name: str, causal: bool, scale: float,
             fields[drop] = False
 
 
-def yielding_field(err, base: dict, fields: dict, given) -> str:
+def yielding_field(err, base: dict, fields: dict, given):
     """The shipped schedule field that gives way to the caller's fields after ``err`` (the
     policy's OperandError), or None: a shipped boolean field set True that the caller did not
     give and that ``err`` names (``persistent=False`` refuses the shipped ``dynamic_tiles``,

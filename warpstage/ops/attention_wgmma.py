@@ -235,13 +235,12 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
         self.out = TmaStoreEpilogue(dtype, 64, head_dim, barrier_id=1 + consumer_wgs,
                                     warpgroups=1, swizzle=self.swizzle)
         kv_smem = 2 * num_stages * self.kv_layout.nbytes + self.q_buffers * self.q_layout.nbytes
-        if tma_store is not None and not isinstance(tma_store, bool):
-            raise self.policy_error("tma_store", tma_store, "None (on where its buffers fit "
-                                    "beside the rings), True or False", "tma_store=None")
         if tma_store is None:       # on when the buffers fit beside the rings
-            tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
-                         <= ws.smem.MAX_DYNAMIC_SMEM)
-        self.tma_store = self.flag("tma_store", tma_store)
+            self.tma_store = (kv_smem + consumer_wgs * self.out.smem_bytes + 2048
+                              <= ws.smem.MAX_DYNAMIC_SMEM)
+        else:
+            self.tma_store = self.flag("tma_store", tma_store, "None (on where its buffers fit "
+                                       "beside the rings), True or False")
         extra = (dict(o_buf=ws.smem.Array(dtype, (consumer_wgs,) + self.out.buffer_shape,
                                           swizzle=self.out.swizzle)) if self.tma_store else {})
         if self.dynamic_tiles:      # (b, h, m_block, K/V tiles) of the tile in each Q buffer
