@@ -1,6 +1,6 @@
 #!/bin/bash
-# Session 15, device call A (~4 min): (1) `warpstage demo`; (2) the whole GPU suite on the tree
-# at session start (review14's host-side mends are GPU-unverified); (3) launch_overhead rows.
+# Session 15, device call A (~2 min): (1) `warpstage demo`; (2) launch_overhead rows (the GPU suite
+# runs once, on the session's final tree, to spare device time after failed starts).
 # Carrying .whl (cu13.part1 of FlashAttention-4's CuTe DSL library) keeps it in /tmp for call B.
 # (ptxas's --Ofast-compile spilled 568-6502 bytes at D=64 and saved no time on the CPU host.)
 set -u
@@ -15,11 +15,6 @@ timeout 60 python3 -m warpstage demo > "$OUT/demo.txt" 2>&1
 echo "demo rc $? at $(( $(date +%s) - t0 )) s"
 WARPSTAGE_CACHE_DIR=/tmp/ws-cache-s15a-launch timeout 70 python3 benchmarks/launch_overhead.py --batches 7 --launches 5000 > "$OUT/launch_overhead.txt" 2>&1
 echo "launch rc $? at $(( $(date +%s) - t0 )) s"
-export PYTHONDONTWRITEBYTECODE=1
-WARPSTAGE_CACHE_DIR=/tmp/ws-cache-s15a timeout 220 python3 -m pytest -m gpu -q -p no:cacheprovider \
-    -n 8 tests > "$OUT/pytest_gpu.txt" 2>&1
-echo "gpu pytest rc $? at $(( $(date +%s) - t0 )) s"
 cat "$OUT/smi.txt"
 echo "== demo"; tail -8 "$OUT/demo.txt" | cut -c1-220
 echo "== launch"; grep -E "^ws |^  |^raw|^torch|^Triton|^CuTe|^tvm|^C path" "$OUT/launch_overhead.txt" | cut -c1-120
-echo "== gpu pytest"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -20; tail -1 "$OUT/pytest_gpu.txt"
