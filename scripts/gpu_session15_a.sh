@@ -1,6 +1,6 @@
 #!/bin/bash
-# Session 15, device call A (~2 min): (1) `warpstage demo`; (2) launch_overhead rows (the GPU suite
-# runs once, on the session's final tree, to spare device time after failed starts).
+# Session 15, device call A (~1 min): `warpstage demo` (the launch rows go to call B, beside CuTe DSL;
+# the GPU suite runs once, on the session's final tree, to spare device time after failed starts).
 # Carrying .whl (cu13.part1 of FlashAttention-4's CuTe DSL library) keeps it in /tmp for call B.
 # (ptxas's --Ofast-compile spilled 568-6502 bytes at D=64 and saved no time on the CPU host.)
 set -u
@@ -13,8 +13,5 @@ python3 -m compileall -q warpstage benchmarks examples > /dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/smi.txt" 2>&1
 timeout 60 python3 -m warpstage demo > "$OUT/demo.txt" 2>&1
 echo "demo rc $? at $(( $(date +%s) - t0 )) s"
-WARPSTAGE_CACHE_DIR=/tmp/ws-cache-s15a-launch timeout 70 python3 benchmarks/launch_overhead.py --batches 7 --launches 5000 > "$OUT/launch_overhead.txt" 2>&1
-echo "launch rc $? at $(( $(date +%s) - t0 )) s"
 cat "$OUT/smi.txt"
 echo "== demo"; tail -8 "$OUT/demo.txt" | cut -c1-220
-echo "== launch"; grep -E "^ws |^  |^raw|^torch|^Triton|^CuTe|^tvm|^C path" "$OUT/launch_overhead.txt" | cut -c1-120
