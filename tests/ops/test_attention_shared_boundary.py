@@ -9,12 +9,13 @@ twice, with the register budget and the loop's ping-pong turn kept. The claimed 
 -1 at the first boundary) and the NaN-filled shared memory with the race detector: tests/ops/
 test_attention_dynamic_tiles.py and tests/examples/test_flash_attention_wgmma_sim.py."""
 import re
-import sys
 import os
+import sys
 
 import numpy as np
 import pytest
 
+import warpstage as ws
 from warpstage.ops.attention import reference
 from warpstage.ops.attention_wgmma import FlashAttentionWgmma
 
@@ -120,3 +121,32 @@ def test_the_step_exists_once_in_ptx_and_sass(causal):
                       and any(lo <= a and b <= hi for lo, hi in loops)]
     # the loop body's turn and the boundary's in the peeled form; one turn, both, shared
     assert len(full["peeled"]) == 2 and len(full["shared"]) == 1, full
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(8, 16, 1024), (2, 3, 1000)])
+def test_device_short_default_against_sdpa(causal, shape):
+    # the D=128 short default (claimed tiles, several per CTA at B=8 H=16) in both forms of
+    # the boundary on the GPU: SDPA's answer, and the two forms' outputs alike
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from warpstage.ops import attention
+    g = torch.Generator().manual_seed(shape[2])
+    q, k, v = (torch.randn(*shape, 128, generator=g).to(torch.bfloat16).cuda()
+               for _ in range(3))
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                           is_causal=causal)
+    outs = []
+    for shared in (False, True):
+        fields = dict(_short_default(causal), shared_boundary=shared)
+        fa = FlashAttentionWgmma(head_dim=128, dtype=ws.BFloat16, causal=causal, tile_n=128,
+                                 fma_select=True, **fields)
+        o = torch.full_like(q, float("nan"))
+        attention.launch_wgmma(fa, q, k, v, o)
+        torch.cuda.synchronize()
+        assert torch.isfinite(o).all()
+        assert ((o.double() - ref).norm() / ref.norm()).item() < 1e-2
+        outs.append(o)
+    assert (outs[0].float() - outs[1].float()).abs().max().item() < 1e-2
