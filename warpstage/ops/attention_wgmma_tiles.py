@@ -30,6 +30,22 @@ class TileOverlap:
     ``WgmmaConsumer``'s pieces (``first_scores``, ``kv_loop``, ``kv_step``, ``last_pv``,
     ``store_out``)."""
 
+    def consumers_start(self, o, seq_k, k_pipe, v_pipe) -> tuple:
+        """What each overlapped consumer loop starts from: (consumer thread index, the turns,
+        lane, (S_k, the causal diagonal's offset), K ring state, V ring state)."""
+        tid = self.consumer_tid()
+        turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
+        lane = ws.arch.lane_idx()
+        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
+        kst = k_pipe.consumer_start_state()
+        return tid, turn, lane, keys, kst, v_pipe.consumer_start_state()
+
+    def consumers_finish(self, tid, turn) -> None:
+        """After the loop: the last turns, and with ``tma_store`` the wait for the stores."""
+        self.finish_turns(turn)
+        if ws.static(self.tma_store):
+            self.out.tail(tid % 128)
+
     @ws.jit
     def consume_tiles_shared(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
         """``consume_tiles_overlapped`` with ``shared_boundary``: one loop of ``kv_step`` over
@@ -39,12 +55,7 @@ class TileOverlap:
         tile's (b, h, m_block, n_tiles) read, and the step issues that tile's S'_0 beside this
         tile's last P V, then this tile's O is stored; b = -1 (no next tile) runs the last P V
         alone (``last_pv``) and ends the loop."""
-        tid = self.consumer_tid()
-        turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
-        lane = ws.arch.lane_idx()
-        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
+        tid, turn, lane, keys, kst, vst = self.consumers_start(o, seq_k, k_pipe, v_pipe)
         sched = None if ws.static(self.dynamic_tiles) else self.scheduler(o)
         t = ws.Int32(0) if ws.static(self.dynamic_tiles) else sched.first()
         b, h, m_block, n_tiles, t = self.following_tile(sched, t, True, 0, o, seq_k, storage)
@@ -80,9 +91,7 @@ class TileOverlap:
                 local = local + 1
             m_i, l_i = m2, l2
             b, h, m_block, n_tiles = b2, h2, m_block2, n_tiles2
-        self.finish_turns(turn)
-        if ws.static(self.tma_store):
-            self.out.tail(tid % 128)
+        self.consumers_finish(tid, turn)
 
     @ws.jit
     def following_tile(self, sched, t, first, local, o, seq_k, storage):
@@ -115,12 +124,7 @@ class TileOverlap:
         if ws.static(self.dynamic_tiles):
             self.consume_claimed_overlapped(o, lse, o_desc, seq_k, k_pipe, v_pipe, storage)
             return
-        tid = self.consumer_tid()
-        turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
-        lane = ws.arch.lane_idx()
-        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
+        tid, turn, lane, keys, kst, vst = self.consumers_start(o, seq_k, k_pipe, v_pipe)
         sched = self.scheduler(o)
         b, h, m_block, n_tiles = self.tile_work(sched, sched.first(), o, seq_k)
         rows, row_wg, dq = self.tile_rows(m_block, 0, storage)
@@ -151,9 +155,7 @@ class TileOverlap:
             m_i, l_i = m2, l2
             b, h, m_block, n_tiles = b2, h2, m_block2, n_tiles2
             local = local + 1
-        self.finish_turns(turn)
-        if ws.static(self.tma_store):
-            self.out.tail(tid % 128)
+        self.consumers_finish(tid, turn)
 
     @ws.jit
     def consume_claimed_overlapped(self, o, lse, o_desc, seq_k, k_pipe, v_pipe, storage):
@@ -163,12 +165,7 @@ class TileOverlap:
         next buffer holds a tile (b >= 0) and ends the walk with the last P V alone when it holds
         the producer's b = -1. The CTA's first tile always exists (the grid is at most the
         tile count: ``grid``)."""
-        tid = self.consumer_tid()
-        turn = self.make_turns(ws.arch.make_warp_uniform(tid // 128))
-        lane = ws.arch.lane_idx()
-        keys = (seq_k, self.causal_offset(o.shape[2], seq_k))
-        kst = k_pipe.consumer_start_state()
-        vst = v_pipe.consumer_start_state()
+        tid, turn, lane, keys, kst, vst = self.consumers_start(o, seq_k, k_pipe, v_pipe)
         b, h, m_block, n_tiles = self.next_tile(0, storage)
         rows, row_wg, dq = self.tile_rows(m_block, 0, storage)
         p, m_i, l_i, alpha, kst = self.first_scores(dq, rows, lane, row_wg, keys, k_pipe, kst,
@@ -195,9 +192,7 @@ class TileOverlap:
             m_i, l_i = m2, l2
             b, h, m_block, n_tiles = b2, h2, m_block2, n_tiles2
             local = local + 1
-        self.finish_turns(turn)
-        if ws.static(self.tma_store):
-            self.out.tail(tid % 128)
+        self.consumers_finish(tid, turn)
 
     @ws.jit
     def next_tile_start(self, dq, rows, lane, row_wg, keys, k_pipe, v_pipe, kst, vst, turn,
