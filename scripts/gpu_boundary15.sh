@@ -21,8 +21,9 @@ WARPSTAGE_CACHE_DIR=/tmp/ws-cache-b15-ab timeout 70 python3 benchmarks/attention
     --set d128csb15 --rounds 15 --iters 20 --shapes "8,16,1024;8,16,2048" \
     --out "$OUT/abc" > "$OUT/abc.txt" 2>&1
 echo "abc rc $? at $(( $(date +%s) - t0 )) s"
-timeout 60 python3 benchmarks/compile_trees.py --trees . --rounds 3 --rows \
-    "wgmma+shared_boundary=False:128,wgmma+shared_boundary=True:128,wgmma+causal=True+shared_boundary=False:128,wgmma+causal=True+shared_boundary=True:128" \
+rows=wgmma+shared_boundary=False:128,wgmma+shared_boundary=True:128
+rows=$rows,wgmma+causal=True+shared_boundary=False:128,wgmma+causal=True+shared_boundary=True:128
+timeout 60 python3 benchmarks/compile_trees.py --trees . --rounds 3 --rows "$rows" \
     > "$OUT/trees.txt" 2>&1
 echo "trees rc $? at $(( $(date +%s) - t0 )) s"
 export PYTHONDONTWRITEBYTECODE=1
