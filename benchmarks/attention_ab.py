@@ -170,6 +170,17 @@ SETS = {
                                  fma_select=True, skip_idle=True),
                             dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False,
                                  fma_select=True, skip_idle=True, dynamic_tiles=True)]},
+    # session 15, boundary15: the D=128 short defaults with the tile boundary peeled (shipped)
+    # against the boundary as one more step of the K/V loop (shared_boundary: the kernel's
+    # SASS 3,193 -> 2,661 instructions non-causal, 3,402 -> 2,820 causal; ptx and ptxas ~-30%)
+    "d128sb15": {(128, False): [dict(BASE128, tile_n=128, dynamic_tiles=True, overlap_tiles=True,
+                                     packed_p=True),
+                                dict(BASE128, tile_n=128, dynamic_tiles=True, overlap_tiles=True,
+                                     packed_p=True, shared_boundary=True)]},
+    "d128csb15": {(128, True): [dict(BASE128, tile_n=128, dynamic_tiles=True, overlap_tiles=True,
+                                     packed_p=True),
+                                dict(BASE128, tile_n=128, dynamic_tiles=True, overlap_tiles=True,
+                                     packed_p=True, shared_boundary=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

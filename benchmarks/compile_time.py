@@ -131,6 +131,12 @@ if os.environ.get("WS_BENCH_REFERENCE"):     # the compile without CSE and packi
     LC.word_of = lambda self, vector: None
     LC.reuse = lambda self, key, make: make()
 what, head_dim = sys.argv[1], int(sys.argv[2])
+what, *given = what.split("+")       # "wgmma+causal=True+shared_boundary=True": policy fields
+fields = {}
+for item in given:
+    name, _, value = item.partition("=")
+    fields[name] = {"True": True, "False": False}.get(value, value)
+causal = fields.pop("causal", False)
 barrier = sys.argv[3] if len(sys.argv) > 3 else None
 gpu = ws.get_target() == "cuda"
 sync = lambda: None
@@ -157,6 +163,15 @@ if what.startswith("trivial"):
         pass
     kern = trivial = trivial if what == "trivial" else trivial_b
     run = (lambda: trivial[1, 32](7)) if gpu else (lambda: ws.compile(trivial, ws.Int32).cubin)
+elif gpu and given:         # policy fields: the op's launch of that policy (both rows of an A/B)
+    kern = attention.flash_attention_wgmma_kernel
+    q, k, v = (torch.randn(1, 8, 1024, head_dim, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    o = torch.empty_like(q)
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", causal, head_dim ** -0.5, short=True,
+                                    overrides=tuple(fields.items()))
+    sync()
+    run = lambda: attention.launch_wgmma(fa, q, k, v, o)
 elif gpu:                   # "wgmma": the default path, what ws.ops.flash_attention runs
     kern = (attention.flash_attention_wgmma_kernel if what == "wgmma"
             else attention.flash_attention_kernel)
@@ -169,7 +184,8 @@ elif what == "wgmma":       # the policy that call picks (S = 1024: the short ta
     import numpy as np
     import ml_dtypes
     kern = attention.flash_attention_wgmma_kernel
-    fa = attention.wgmma_policy_for(head_dim, "BFloat16", False, head_dim ** -0.5, short=True)
+    fa = attention.wgmma_policy_for(head_dim, "BFloat16", causal, head_dim ** -0.5, short=True,
+                                    overrides=tuple(fields.items()))
     x = np.zeros((1, 8, 1024, head_dim), ml_dtypes.bfloat16)
     q_box, kv_box = fa.descriptor_boxes()
     TD = ws.tma.TensorDescriptor

@@ -6,9 +6,11 @@ script, each tree's warpstage on ``PYTHONPATH``).
                                         [--rounds 5]
 
 Rows are ``compile_time.py``'s: ``wgmma:D`` the default wgmma FlashAttention (its policy for
-S = 1024), ``attention:D`` the mma.sync kernel, ``trivial``. Each row is cold: an empty disk
-cache but for the machine's facts (source digest, LLVM and ptxas versions), which each tree
-stores once first, as ``compile_time.py``'s wgmma rows have them. Each round runs every row of
+S = 1024), ``attention:D`` the mma.sync kernel, ``trivial``; ``wgmma+field=value+...:D`` that
+policy with fields over it (``causal=True`` too; on a GPU launched by ``launch_wgmma``), so one
+tree's two forms of a kernel can take turns (``--trees .`` with two such rows). Each row is
+cold: an empty disk cache but for the machine's facts (source digest, LLVM and ptxas
+versions), which each tree stores once first, as ``compile_time.py``'s wgmma rows have them. Each round runs every row of
 every tree once, the trees alternating (A B per row, and B A in the next round). Printed per
 tree and row: the median and range over the rounds of the first call (wall ms; a CPU host has
 no launch: the compile) and of each stage, and the process' CPU ms. ``--cpu``: the stages in

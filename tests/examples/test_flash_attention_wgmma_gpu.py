@@ -63,7 +63,10 @@ def test_matches_sdpa(head_dim, causal, seq, dtype):
                                          rescale_at_wait=True),
                                     dict(fma_select=True, rescale_threshold=8.0),
                                     dict(overlap_tiles=True, fma_select=True, packed_p=True,
-                                         rescale_threshold=8.0)], ids=policy_id)
+                                         rescale_threshold=8.0),
+                                    dict(overlap_tiles=True, fma_select=True, packed_p=True,
+                                         rescale_threshold=8.0, shared_boundary=True)],
+                         ids=policy_id)
 @pytest.mark.parametrize("head_dim", [64, 96, 128])
 def test_other_policies_long_sequences(head_dim, policy):
     case = (2, 2, 1500, 1500, head_dim, True, "bfloat16", None, policy)

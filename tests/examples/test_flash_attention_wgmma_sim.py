@@ -228,9 +228,13 @@ def test_strided_bshd_view_and_dispatch(sim_target, monkeypatch):
 
 @pytest.mark.parametrize("pol", [{}, dict(overlap_tiles=True), dict(lead_waits=True),
                                  dict(dynamic_tiles=True), dict(narrow_last=True),
-                                 dict(dynamic_tiles=True, overlap_tiles=True)],
+                                 dict(dynamic_tiles=True, overlap_tiles=True),
+                                 dict(overlap_tiles=True, shared_boundary=True),
+                                 dict(dynamic_tiles=True, overlap_tiles=True,
+                                      shared_boundary=True)],
                          ids=["default", "overlap_tiles", "lead_waits", "dynamic_tiles",
-                              "narrow_last", "dynamic_overlap_tiles"])
+                              "narrow_last", "dynamic_overlap_tiles", "shared_boundary",
+                              "dynamic_shared_boundary"])
 def test_nan_filled_shared_memory_and_races(monkeypatch, pol):
     # shared memory starts as 0xFF bytes (bf16 NaN): TMA zero-fills the rows past S_k, so P = 0
     # meets V = 0 there; the race detector checks the TMA ring's hand-over and the wgmma reads
@@ -286,6 +290,7 @@ def test_launch_wgmma_checks_the_tensors_against_the_policy(fields, tensors, mat
     (dict(partial_last=True, persistent=False), "partial_last"),
     (dict(lead_waits=True, pingpong=False), "lead_waits"), (dict(poly_exp2=2.0), "poly_exp2"),
     (dict(dynamic_tiles=True, persistent=False), "dynamic_tiles"),
+    (dict(shared_boundary=True), "shared_boundary"),
     (dict(narrow_last=True, overlap=False), "narrow_last"),
     (dict(narrow_last=True, tile_n=48), "narrow_last"),
     (dict(narrow_last=True, overlap_tiles=True), "narrow_last"),

@@ -34,14 +34,16 @@ def inputs(heads=4, seq=256, d=64):
     return q, randn((1, heads, seq, d), "bfloat16", 2), randn((1, heads, seq, d), "bfloat16", 3)
 
 
-@pytest.mark.parametrize("causal, align, seq_k, overlap", [(False, "top_left", 256, False),
-                                                           (True, "top_left", 256, False),
-                                                           (True, "bottom_right", 333, False),
-                                                           (False, "top_left", 256, True),
-                                                           (True, "bottom_right", 333, True)])
-def test_counters_left_zero_and_every_tile_computed(sim_target, causal, align, seq_k, overlap):
+@pytest.mark.parametrize("causal, align, seq_k, overlap, shared", [
+    (False, "top_left", 256, False, False), (True, "top_left", 256, False, False),
+    (True, "bottom_right", 333, False, False), (False, "top_left", 256, True, False),
+    (True, "bottom_right", 333, True, False), (False, "top_left", 256, True, True),
+    (True, "bottom_right", 333, True, True)])
+def test_counters_left_zero_and_every_tile_computed(sim_target, causal, align, seq_k, overlap,
+                                                    shared):
+    # shared: the tile boundary as a step of the K/V loop (shared_boundary)
     fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, causal=causal, dynamic_tiles=True,
-                             causal_align=align, overlap_tiles=overlap)
+                             causal_align=align, overlap_tiles=overlap, shared_boundary=shared)
     q, k, v = inputs()
     k, v = (randn((1, 4, seq_k, 64), "bfloat16", i) for i in (2, 3))
     o = np.full_like(q, np.nan)
@@ -56,14 +58,15 @@ def test_counters_left_zero_and_every_tile_computed(sim_target, causal, align, s
     assert np.abs(got - want).max() < 2e-2
 
 
-@pytest.mark.parametrize("overlap_tiles", [False, True])
-def test_the_counter_decides_the_tiles_after_the_first(sim_target, overlap_tiles):
+@pytest.mark.parametrize("overlap_tiles, shared", [(False, False), (True, False), (True, True)])
+def test_the_counter_decides_the_tiles_after_the_first(sim_target, overlap_tiles, shared):
     # 4 heads x 2 row blocks = 8 tiles on SIM_CTAS = 3 CTAs: CTA c computes tile c, then claims.
     # A claim counter already past the last tile leaves tiles 3.. unwritten (NaN), so the
     # kernel reads it; the retire count is then reset with it. With overlap_tiles the consumers
-    # learn it from the second Q buffer (b = -1) at the first tile's boundary
+    # learn it from the second Q buffer (b = -1) at the first tile's boundary (with
+    # shared_boundary: the flat loop's first boundary runs the last P V alone and ends)
     fa = FlashAttentionWgmma(head_dim=64, dtype=ws.BFloat16, dynamic_tiles=True,
-                             overlap_tiles=overlap_tiles)
+                             overlap_tiles=overlap_tiles, shared_boundary=shared)
     q, k, v = inputs()
     o = np.full_like(q, np.nan)
     tiles = np.array([100, 0], np.int32)

@@ -115,7 +115,11 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     ``attention_wgmma_sched.py``); the kernel then takes ``tiles``, two int32 counters that are
     zero before the launch and left zero after it. With ``overlap_tiles`` too, the consumers
     read whether a next tile exists from its Q buffer before each boundary
-    (``TileOverlap.consume_claimed_overlapped``). ``narrow_last``: with ``overlap``, a
+    (``TileOverlap.consume_claimed_overlapped``). ``shared_boundary``: with ``overlap_tiles``,
+    the tile boundary is one more step of the K/V loop (one flat loop over the CTA's (tile,
+    K/V tile) steps whose S operand is the next tile's Q and K'_0 at a boundary:
+    ``TileOverlap.consume_tiles_shared``) instead of a peeled copy of the step (less code
+    to compile, the same turns). ``narrow_last``: with ``overlap``, a
     consumer warpgroup whose output tile's last K/V tile holds no key it may see in its second
     half (past S_k, or causal: past its last row's diagonal, as warpgroup 0's rows on a
     top-left diagonal) issues that tile's S over the first tile_n / 2 keys only (wgmma N =
@@ -137,7 +141,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
                   "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold",
-                  "dynamic_tiles", "narrow_last")
+                  "dynamic_tiles", "narrow_last", "shared_boundary")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -151,7 +155,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  overlap_tiles=False, skip_idle=False, partial_last=False,
                  head_group=None, lead_waits=False, packed_p=False,
                  rescale_at_wait=False, rescale_threshold=None, dynamic_tiles=False,
-                 narrow_last=False):
+                 narrow_last=False, shared_boundary=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -209,6 +213,11 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                             ("persistent", self.persistent),
                                             ("overlap", self.overlap),
                                             ("split_kv", self.split_kv)) if not on))
+        self.shared_boundary = self.flag("shared_boundary", shared_boundary)
+        if self.shared_boundary and not self.overlap_tiles:
+            raise self.policy_error("shared_boundary", shared_boundary, "False unless "
+                                    "overlap_tiles=True (it is a form of overlap_tiles' tile "
+                                    "boundary)", "shared_boundary=False, or overlap_tiles=True")
         self.set_schedule_fields(skip_idle, partial_last, head_group, lead_waits, dynamic_tiles)
         self.packed_p = self.flag("packed_p", packed_p)
         self.rescale_at_wait = self.flag("rescale_at_wait", rescale_at_wait)

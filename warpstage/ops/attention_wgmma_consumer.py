@@ -274,11 +274,15 @@ class WgmmaConsumer:
 
     @ws.jit
     def kv_step(self, dq, rows, lane, row_wg, keys, tile, k_pipe, v_pipe, kst, vst, turn,
-                storage, acc, p, m_i, l_i, alpha, narrow=False):
+                storage, acc, p, m_i, l_i, alpha, narrow=False, ends=None):
         """K/V tile ``tile`` (``kv_loop``'s step; with ``narrow``, static: S of the tile's
         first half of keys only, ``half_visible``). Nothing is in flight when it returns (its
         P V is waited for), so a dynamic branch between the two forms merges only completed
-        values. Returns (O, P as A fragments, m, l, alpha, K state, V state)."""
+        values. ``ends``: None, or a dynamic bool that is true where the step is a tile
+        boundary (``TileOverlap.consume_tiles_shared``: ``dq``, ``rows``, ``tile`` = 0 and the
+        fresh m, l are the next output tile's, and the P V the last of this one, whose O is
+        then not rescaled by the next tile's alpha). Returns (O, P as A fragments, m, l,
+        alpha, K state, V state)."""
         self.turn_wait_k(k_pipe, kst)
         self.begin_turn(turn)
         s = self.issue_scores(dq, storage.k[kst.index], False, narrow)     # S_j: one group
@@ -292,7 +296,8 @@ class WgmmaConsumer:
         s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
         p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
         self.fence_block(l_i)
-        acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), alpha)
+        kept = alpha if ws.static(ends is None) else [ws.math.select(ends, 1.0, a) for a in alpha]
+        acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), kept)
         self.release_v(v_pipe, vst)
         p = self.to_a(p)
         return acc, p, m_i, l_i, alpha, kst.advance(), vst.advance()
