@@ -14,8 +14,9 @@ does: the set ``defaults``. SET is ``configs``, ``defaults`` or ``all`` (the def
 warpstage is imported), then ``compare``. The disk cache is off, so each kernel is compiled.
 ``dump`` also writes ptxas' registers, spills and stack and the SASS instruction count (``.res``,
 where ptxas and nvdisasm are installed), which ``compare`` prints for the kernels whose PTX
-differs, and the IR after the passes (``.wsir``, ``ck.ir``), which ``compare`` checks too
-(where both folders have it). No GPU needed.
+differs, the IR after the passes (``.wsir``, ``ck.ir``), which ``compare`` checks too
+(where both folders have it), and the LLVM IR (``.ll``, ``ck.llvm_ir``: the input of
+``benchmarks/llvm_options.py``). No GPU needed.
 """
 from __future__ import annotations
 
@@ -143,10 +144,10 @@ def dump(out: str, which: str = "all") -> int:
     for name, fn, fields in jobs:
         try:
             ck = fn(fields)
-            text, res, ir_text = ck.ptx, resources(ck), ck.ir
+            text, res, ir_text, llvm_ir = ck.ptx, resources(ck), ck.ir, ck.llvm_ir
         except Exception as e:             # the failure is the artifact
-            text = res = ir_text = f"ERROR {type(e).__name__}: {e}\n"
-        for ext, body in ((".ptx", text), (".res", res), (".wsir", ir_text)):
+            text = res = ir_text = llvm_ir = f"ERROR {type(e).__name__}: {e}\n"
+        for ext, body in ((".ptx", text), (".res", res), (".wsir", ir_text), (".ll", llvm_ir)):
             with open(os.path.join(out, name + ext), "w") as f:
                 f.write(body)
         print(f"{name:36s} {len(text.splitlines()):6d} lines  {res.strip()}")

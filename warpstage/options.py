@@ -67,7 +67,11 @@ class CompileOptions:
     instead of as an LLVM ``alwaysinline`` function (the kernels it builds ran 1-4.6% slower on
     the H200, so it is off by default; the default lowering's large results go through an
     out-pointer instead, which removed most of the LLVM time this option saved:
-    docs/compile-time.md, 10. and 12.).
+    docs/compile-time.md, 10. and 12.); ``llvm_pipeline`` the LLVM optimization pipeline:
+    'default' (LLVM's per-module default pipeline at ``opt_level``) or 'light' (the
+    always-inliner, SROA, InstCombine and SimplifyCFG only: about a sixth of O3's CPU time on
+    the FlashAttention kernels, a different PTX and SASS, not yet timed on a GPU, so not the
+    default: docs/compile-time.md, 18.).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
@@ -86,6 +90,7 @@ class CompileOptions:
     device_asserts: bool = False
     ptxas: Optional[str] = None
     inline_in_place: bool = False
+    llvm_pipeline: str = "default"
     compiler_frames: bool = field(default=False, metadata=_RUNTIME)
     max_specializations: int = field(default=8, metadata=_RUNTIME)
     max_unroll: int = field(default=UNROLL_LIMIT, metadata=_RUNTIME)
@@ -134,6 +139,8 @@ _VALUE_RULES = {
                   lambda v: type(v) is int and 0 <= v <= 3),
     "device_asserts": ("a bool", lambda v: type(v) is bool),
     "inline_in_place": ("a bool", lambda v: type(v) is bool),
+    "llvm_pipeline": ("'default' (LLVM's default pipeline at opt_level) or 'light' (four "
+                      "passes: docs/compile-time.md, 18.)", lambda v: type(v) is str and v in ("default", "light")),
     "compiler_frames": ("a bool", lambda v: type(v) is bool),
     "ptxas": ("None or the path of a ptxas binary (a string)",
               lambda v: v is None or isinstance(v, (str, os.PathLike))),

@@ -36,7 +36,20 @@ import platform
 from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 __all__ = ["api", "library_path", "version_file", "llvmlite_version", "checked_release",
-           "Direct", "ThroughLlvmlite", "HostCode", "CHECKED", "ELF_MAGIC"]
+           "Direct", "ThroughLlvmlite", "HostCode", "CHECKED", "ELF_MAGIC", "PIPELINES",
+           "LIGHT_PASSES"]
+
+LIGHT_PASSES = ("AlwaysInliner", "SROA", "InstCombine", "SimplifyCFG")
+"""The module passes of the 'light' pipeline, in order (``CompileOptions.llvm_pipeline``): inline
+the ``alwaysinline`` device functions, then scalar replacement of the out-pointer slots, one
+InstCombine and one SimplifyCFG over the inlined kernel. What O3 does beyond them (IPSCCP,
+EarlyCSE, GVN, correlated propagation, LICM, the loop passes) our traced IR mostly needs no more
+(CSE, DCE and the address split ran in ``passes/``); docs/compile-time.md, 18., says what it
+saves and what it changes."""
+
+PIPELINES = ("default", "light")
+"""``CompileOptions.llvm_pipeline``'s values: LLVM's per-module default pipeline at the opt
+level, or :data:`LIGHT_PASSES`."""
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
@@ -71,6 +84,11 @@ _SIGNATURES = {
     "LLVMPY_buildPerModuleDefaultPipeline": ((_P, c_int), _P),
     "LLVMPY_RunNewModulePassManager": ((_P, _P, _P), None),
     "LLVMPY_DisposeNewModulePassManger": ((_P,), None),    # sic: llvmlite's spelling
+    "LLVMPY_CreateNewModulePassManager": ((), _P),
+    "LLVMPY_module_AddAlwaysInlinerPass": ((_P,), None),
+    "LLVMPY_module_AddSROAPass": ((_P,), None),
+    "LLVMPY_module_AddInstCombinePass": ((_P,), None),
+    "LLVMPY_module_AddSimplifyCFGPass": ((_P,), None),
     "LLVMPY_TargetMachineEmitToMemory": ((_P, _P, c_int, _OUT), _P),
     "LLVMPY_GetBufferStart": ((_P,), c_void_p),
     "LLVMPY_GetBufferSize": ((_P,), c_size_t),
@@ -224,15 +242,18 @@ class Direct:
         finally:
             self.DisposeTargetData(td)
 
-    def emit(self, tm: int, llvm_ir: str, triple: str, speed_level: int) -> str:
+    def emit(self, tm: int, llvm_ir: str, triple: str, speed_level: int,
+             pipeline: str = "default") -> str:
         """Assembly text (PTX for NVPTX) of the LLVM IR ``llvm_ir``: parsed in the global
-        context, verified, given ``triple`` and ``tm``'s data layout, optimized by the default
-        per-module pipeline at ``speed_level`` (none at 0) and printed by ``tm``. Raises
-        RuntimeError with LLVM's message when parsing or verifying fails."""
-        return self._emit(self._context, tm, llvm_ir, triple, speed_level, 0).decode()
+        context, verified, given ``triple`` and ``tm``'s data layout, optimized at
+        ``speed_level`` (none at 0) by the default per-module pipeline or, with ``pipeline``
+        'light', by :data:`LIGHT_PASSES`, and printed by ``tm``. Raises RuntimeError with LLVM's
+        message when parsing or verifying fails."""
+        return self._emit(self._context, tm, llvm_ir, triple, speed_level, 0,
+                          pipeline).decode()
 
     def _emit(self, context: int, tm: int, llvm_ir: str, triple: str, speed_level: int,
-              use_object: int) -> bytes:
+              use_object: int, pipeline: str = "default") -> bytes:
         """``emit``'s steps in ``context``; assembly text (``use_object`` 0) or object code (1)."""
         mod, message = self._with_message(self.ParseAssembly, context, llvm_ir.encode())
         if message or not mod:
@@ -246,7 +267,7 @@ class Direct:
             self.SetTarget(mod, triple.encode())
             self.SetDataLayout(mod, self.data_layout(tm).encode())
             if speed_level > 0:
-                self._optimize(tm, mod, speed_level)
+                self._optimize(tm, mod, speed_level, pipeline)
             buf, message = self._with_message(self.TargetMachineEmitToMemory, tm, mod, use_object)
             if not buf:
                 raise RuntimeError(message)
@@ -306,10 +327,15 @@ class Direct:
         self.FinalizeObject(engine)
         return HostCode(self, engine, (context, data))
 
-    def _optimize(self, tm: int, mod: int, speed_level: int) -> None:
+    def _optimize(self, tm: int, mod: int, speed_level: int, pipeline: str = "default") -> None:
         pto = self.CreatePipelineTuningOptions()
         pb = self.CreatePassBuilder(tm, pto)
-        mpm = self.buildPerModuleDefaultPipeline(pb, speed_level)
+        if pipeline == "light":
+            mpm = self.CreateNewModulePassManager()
+            for name in LIGHT_PASSES:
+                getattr(self, f"module_Add{name}Pass")(mpm)
+        else:
+            mpm = self.buildPerModuleDefaultPipeline(pb, speed_level)
         try:
             self.RunNewModulePassManager(mpm, mod, pb)
         finally:
@@ -337,10 +363,16 @@ class ThroughLlvmlite:
     def data_layout(self, tm) -> str:
         return str(tm.target_data)
 
-    def emit(self, tm, llvm_ir: str, triple: str, speed_level: int) -> str:
-        return tm.emit_assembly(self._module(tm, llvm_ir, triple, speed_level))
+    def emit(self, tm, llvm_ir: str, triple: str, speed_level: int,
+             pipeline: str = "default") -> str:
+        return tm.emit_assembly(self._module(tm, llvm_ir, triple, speed_level, None, pipeline))
 
-    def _module(self, tm, llvm_ir: str, triple: str, speed_level: int, context=None):
+    _LIGHT = {"AlwaysInliner": "add_always_inliner_pass", "SROA": "add_sroa_pass",
+              "InstCombine": "add_instruction_combine_pass",
+              "SimplifyCFG": "add_simplify_cfg_pass"}
+
+    def _module(self, tm, llvm_ir: str, triple: str, speed_level: int, context=None,
+                pipeline: str = "default"):
         llvm = self._llvm
         mod = llvm.parse_assembly(llvm_ir, context)
         mod.verify()
@@ -349,7 +381,13 @@ class ThroughLlvmlite:
         if speed_level > 0:
             pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
             pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
+            if pipeline == "light":
+                mpm = llvm.create_new_module_pass_manager()
+                for name in LIGHT_PASSES:
+                    getattr(mpm, self._LIGHT[name])()
+            else:
+                mpm = pb.getModulePassManager()
+            mpm.run(mod, pb)
         return mod
 
     def host_triple(self) -> str:

@@ -1,7 +1,8 @@
 """LLVM IR text -> PTX text with LLVM's NVPTX backend (llvmlite's LLVM, through backend/llvm_c.py).
 
 ``emit_ptx`` parses and verifies the module, runs LLVM's default new-pass-manager pipeline at
-``options.opt_level`` (O3 by default), and prints PTX for ``options.arch`` (sm_90a) with PTX ISA
+``options.opt_level`` (O3 by default; ``options.llvm_pipeline='light'``: four passes instead,
+``llvm_c.LIGHT_PASSES``), and prints PTX for ``options.arch`` (sm_90a) with PTX ISA
 ``options.ptx_version`` (``+ptx80`` -> ``.version 8.0``).
 
 LLVM's targets are initialized once, when the library is first loaded (``llvm_c.api()``);
@@ -78,7 +79,8 @@ def emit_ptx(llvm_ir: str, options: CompileOptions) -> str:
     tm = target_machine(options.arch, options.ptx_version, options.opt_level)
     with _lock:
         try:
-            ptx = _llvm().emit(tm, llvm_ir, TRIPLE, min(3, options.opt_level))
+            ptx = _llvm().emit(tm, llvm_ir, TRIPLE, min(3, options.opt_level),
+                               options.llvm_pipeline)
         except RuntimeError as e:
             raise CompilationError(f"internal error: the backend produced invalid LLVM IR: {e}") \
                 from e
