@@ -101,3 +101,14 @@ def test_library_kernels_expect_a_specialization_per_configuration():
                  ws.ops.matmul_kernel, splitk_reduce):
         assert kern.options.max_specializations == LIBRARY_SPECIALIZATIONS > 8
     assert CompileOptions().max_specializations == 8
+
+
+@pytest.mark.parametrize("value,want", [("light", "light"), (" Light ", "light"),
+                                        ("default", "default"), ("", "default"),
+                                        ("O1", "default")])
+def test_the_llvm_pipeline_from_the_environment(monkeypatch, value, want):
+    from warpstage.options import default_options
+    monkeypatch.setenv("WARPSTAGE_LLVM_PIPELINE", value)
+    assert default_options().llvm_pipeline == want
+    assert ws.kernel(_body).options.llvm_pipeline == want
+    assert ws.kernel(llvm_pipeline="default")(_body).options.llvm_pipeline == "default"

@@ -26,6 +26,8 @@ This is the only module that reads environment variables:
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
                         when stderr is not a terminal (default: shown on a terminal only)
+  WARPSTAGE_LLVM_PIPELINE  'light' makes ``llvm_pipeline='light'`` the default of every kernel
+                        without its own (docs/compile-time.md, 18.; default 'default')
   WARPSTAGE_TUNE_DEVICES  the GPUs an autotune run times its candidates on when ``ws.autotune``
                         is not given ``devices=``: 'all', or ordinals '0,1' (docs/autotune.md,
                         "Several GPUs"; default: the arguments' GPU only)
@@ -42,7 +44,7 @@ from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
            "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
-           "env_progress", "env_debug", "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
+           "env_progress", "env_debug", "env_llvm_pipeline", "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
            "env_visible_devices"]
 
 
@@ -231,8 +233,15 @@ the recompile a RecompileWarning is for; past this count something in an op's ke
 that should not."""
 
 
+def env_llvm_pipeline() -> str:
+    """WARPSTAGE_LLVM_PIPELINE: 'light' or 'default' (also when unset or anything else)."""
+    v = os.environ.get("WARPSTAGE_LLVM_PIPELINE", "").strip().lower()
+    return v if v in ("default", "light") else "default"
+
+
 def default_options() -> CompileOptions:
-    return CompileOptions(device_asserts=env_debug(), ptxas=env_ptxas())
+    return CompileOptions(device_asserts=env_debug(), ptxas=env_ptxas(),
+                          llvm_pipeline=env_llvm_pipeline())
 
 
 def env_launch_path() -> str:
