@@ -16,7 +16,9 @@ tree and row: the median and range over the rounds of the first call (wall ms; a
 no launch: the compile) and of each stage, and the process' CPU ms. ``--cpu``: the stages in
 CPU ms instead (the pipeline's stage clock made ``time.process_time``: every thread of the
 process, so ``ptx`` includes the IR text printed beside LLVM; ptxas, a child process, as the
-children's CPU), for a shared host whose load makes wall times meaningless.
+children's CPU), for a shared host whose load makes wall times meaningless. A tree written
+``PATH@NAME=VALUE`` runs with that environment variable set (``.,.@WARPSTAGE_LLVM_PIPELINE=light``:
+one tree, two settings).
 """
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ import compile_time  # noqa: E402
 
 
 def _run(tree: str, cache: str, folder: str, what: str, dim: int):
+    tree, *settings = tree.split("@")           # PATH@NAME=VALUE: a tree with a variable set
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), WARPSTAGE_CACHE_DIR=cache)
+    env.update(kv.split("=", 1) for kv in settings)
     script = os.path.join(folder, "first_call.py")
     r, err = compile_time._result(compile_time._fresh(script, env, what, dim))
     if err:

@@ -5,7 +5,8 @@ pipeline (``buildPerModuleDefaultPipeline``) and prints PTX through the NVPTX Ta
 llvmlite's Python package reaches those through ``llvmlite.binding``, whose import executes
 ~20 modules that declare the ctypes signatures of ~300 ``LLVMPY_*`` functions: 65-80 ms CPU on
 the CI host, paid by every process's first compile, where the ``dlopen`` of ``libllvmlite.so``
-itself is ~9 ms. :class:`Direct` declares only the 28 functions emission calls, with the
+itself is ~9 ms. :class:`Direct` declares only the 33 functions emission calls (the
+light pipeline's module pass manager and its four passes among them), with the
 signatures of llvmlite's C++ shims (``ffi/module.cpp``, ``targets.cpp``, ``newpassmanagers.cpp``,
 ``initfini.cpp``) as llvmlite 0.50 declares them, and calls them in the order
 ``llvmlite.binding`` does, so the PTX is byte for byte the same (tests/backend/test_llvm_c.py).
