@@ -491,16 +491,20 @@ def _policy(d, causal, fields):
     return FlashAttentionWgmma(head_dim=d, dtype=ws.BFloat16, causal=causal, **fields)
 
 
-def _launcher(fa, q, k, v, o):
+def _launcher(fa, q, k, v, o, kern=None):
+    """A call launching policy ``fa``'s wgmma kernel on q, k, v into o: ``kern``, or the
+    library's ``flash_attention_wgmma_kernel`` (a Kernel of the same function with other
+    compile options: ``llvm_pipeline_ab.py``)."""
     import warpstage as ws
     from warpstage.ops.attention_wgmma import flash_attention_wgmma_kernel
+    kern = flash_attention_wgmma_kernel if kern is None else kern
     b, h, s, _ = q.shape
     q_box, kv_box = fa.descriptor_boxes()
     descs = [ws.tma.TensorDescriptor(x, box, swizzle=fa.swizzle)
              for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
     import torch
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-    launch = flash_attention_wgmma_kernel[fa.grid(b, h, s, sms=sms), fa.threads]
+    launch = kern[fa.grid(b, h, s, sms=sms), fa.threads]
     o_desc = (ws.tma.TensorDescriptor(o, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store
               else None)
     tiles = torch.zeros(2, dtype=torch.int32, device=q.device) if fa.dynamic_tiles else None

@@ -9,7 +9,9 @@ kernel's max error against SDPA in float32 and its cold compile's stages.
 A row is D, causal (0/1), B, H, S. Each round times every pipeline once per row (``iters``
 calls), the order alternating; printed per row: TFLOP/s median and 25th-75th percentile over
 the rounds, the ratio light/default, the error, registers and the compile's stages (ms, wall;
-each kernel compiled once, cold: the disk cache is a fresh folder).
+each kernel compiled once, cold: the disk cache is a fresh folder; the first row's first
+kernel also pays the process's one-time costs, so compare compile stages in
+``compile_time.py``'s rows).
 """
 from __future__ import annotations
 
@@ -31,31 +33,16 @@ def _kernels():
     return {p: ws.kernel(llvm_pipeline=p, max_specializations=64)(base.fn) for p in PIPELINES}
 
 
-def _launcher(kern, fa, q, k, v, o):
-    import torch
-    import warpstage as ws
-    b, h, s, _ = q.shape
-    q_box, kv_box = fa.descriptor_boxes()
-    descs = [ws.tma.TensorDescriptor(x, box, swizzle=fa.swizzle)
-             for x, box in ((q, q_box), (k, kv_box), (v, kv_box))]
-    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-    launch = kern[fa.grid(b, h, s, sms=sms), fa.threads]
-    o_desc = (ws.tma.TensorDescriptor(o, fa.o_box, swizzle=fa.out.swizzle) if fa.tma_store
-              else None)
-    tiles = torch.zeros(2, dtype=torch.int32, device=q.device) if fa.dynamic_tiles else None
-    return lambda: launch(fa, *descs, o, k.shape[2], None, o_desc, tiles)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default=ROWS)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args()
-    os.environ.setdefault("WARPSTAGE_CACHE_DIR", tempfile.mkdtemp(prefix="ws-llvm15-"))
+    os.environ["WARPSTAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="ws-llvm15-")   # cold compiles
     import torch
     import torch.nn.functional as F
-    from attention import error, flops, inputs
+    from attention import _launcher, error, flops, inputs
     from gpu_timing import seconds_per_call
     from warpstage.ops import attention_plan
     kernels = _kernels()
@@ -69,7 +56,7 @@ def main():
         runs, facts = {}, {}
         for p, kern in kernels.items():
             o = torch.full_like(q, float("nan"))
-            run = _launcher(kern, fa, q, k, v, o)
+            run = _launcher(fa, q, k, v, o, kern)
             run()
             torch.cuda.synchronize()
             ck = kern._cache[kern._cache.keys[-1]]           # this row's specialization
@@ -82,15 +69,17 @@ def main():
                 times[p].append(seconds_per_call(runs[p], args.iters, 1, warm_queue=True))
         f = flops(b, h, s, s, d, causal)
         med = {}
+        short = attention_plan.is_short(s, d, causal)
         print(f"D={d} causal={causal} B={b} H={h} S={s} ({args.rounds} rounds x {args.iters} "
-              f"calls, interleaved; policy {type(fa).__name__} short={attention_plan.is_short(s, d, causal)})")
+              f"calls, interleaved; the default policy, short={short})")
         for p in PIPELINES:
             tf = sorted(f / t / 1e12 for t in times[p])
             med[p] = statistics.median(tf)
             err, regs, stages = facts[p]
             st = " ".join(f"{k} {1e3 * v:.0f}" for k, v in stages.items())
-            print(f"  {p:8s} {med[p]:6.1f} TFLOP/s [{tf[len(tf) // 4]:6.1f}-{tf[len(tf) * 3 // 4]:6.1f}]"
-                  f"  err {err:.2e}  registers {regs}  compile ms: {st}")
+            q1, q3 = tf[len(tf) // 4], tf[len(tf) * 3 // 4]
+            print(f"  {p:8s} {med[p]:6.1f} TFLOP/s [{q1:6.1f}-{q3:6.1f}]  err {err:.2e}  "
+                  f"registers {regs}  compile ms: {st}")
         print(f"  light / default: {med['light'] / med['default']:.4f}")
         del q, k, v, ref
         torch.cuda.empty_cache()

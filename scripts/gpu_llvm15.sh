@@ -24,7 +24,8 @@ t0=$(date +%s)
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
   git log -1 --oneline 2>/dev/null
   python3 -c "import llvmlite, sys, torch; print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)"
-  PYTHONPATH=. python3 -c "import warpstage as ws; from warpstage.backend import find_ptxas; print('ptxas', find_ptxas(ws.CompileOptions()))"; } 2>&1 | tee "$OUT/env.txt"
+  PYTHONPATH=. python3 -c "import warpstage as ws; from warpstage.backend import find_ptxas
+print('ptxas', find_ptxas(ws.CompileOptions()))"; } 2>&1 | tee "$OUT/env.txt"
 python3 -m compileall -q warpstage benchmarks > /dev/null
 PYTHONPATH=. timeout 150 python3 benchmarks/llvm_pipeline_ab.py --rounds 11 2>&1 | tee "$OUT/pipeline_ab.txt"
 echo "A/B done at $(( $(date +%s) - t0 )) s"

@@ -44,7 +44,8 @@ from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
            "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
-           "env_progress", "env_debug", "env_llvm_pipeline", "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
+           "env_progress", "env_debug", "env_llvm_pipeline",
+           "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
            "env_visible_devices"]
 
 
@@ -142,7 +143,8 @@ _VALUE_RULES = {
     "device_asserts": ("a bool", lambda v: type(v) is bool),
     "inline_in_place": ("a bool", lambda v: type(v) is bool),
     "llvm_pipeline": ("'default' (LLVM's default pipeline at opt_level) or 'light' (four "
-                      "passes: docs/compile-time.md, 18.)", lambda v: type(v) is str and v in ("default", "light")),
+                      "passes: docs/compile-time.md, 18.)",
+                      lambda v: type(v) is str and v in ("default", "light")),
     "compiler_frames": ("a bool", lambda v: type(v) is bool),
     "ptxas": ("None or the path of a ptxas binary (a string)",
               lambda v: v is None or isinstance(v, (str, os.PathLike))),
