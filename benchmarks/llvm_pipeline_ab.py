@@ -6,7 +6,8 @@ kernel's max error against SDPA in float32 and its cold compile's stages.
     PYTHONPATH=. python3 benchmarks/llvm_pipeline_ab.py [--rows "128,0,4,16,4096;..."] \
         [--rounds 15] [--iters 20]
 
-A row is D, causal (0/1), B, H, S. Each round times every pipeline once per row (``iters``
+A row is D, causal (0/1), B, H, S, then optional policy fields ``name=value`` (Python literals;
+e.g. ``shared_boundary=True``) over the default policy's. Each round times every pipeline once per row (``iters``
 calls), the order alternating; printed per row: TFLOP/s median and 25th-75th percentile over
 the rounds, the ratio light/default, the error, registers and the compile's stages (ms, wall;
 each kernel compiled once, cold: the disk cache is a fresh folder; the first row's first
@@ -16,6 +17,7 @@ kernel also pays the process's one-time costs, so compare compile stages in
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import statistics
 import sys
@@ -23,7 +25,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-ROWS = "128,0,4,16,4096;128,0,8,16,1024;64,0,4,16,4096;64,0,8,16,1024;128,1,4,16,4096"
+ROWS = ("128,0,4,16,4096;128,0,8,16,1024;64,0,4,16,4096;64,0,8,16,1024;128,1,4,16,4096;"
+        "128,0,8,16,1024,shared_boundary=True")
 PIPELINES = ("default", "light")
 
 
@@ -47,10 +50,14 @@ def main():
     from warpstage.ops import attention_plan
     kernels = _kernels()
     for row in args.rows.split(";"):
-        d, causal, b, h, s = (int(x) for x in row.split(","))
+        parts = row.split(",")
+        d, causal, b, h, s = (int(x) for x in parts[:5])
+        fields = tuple(sorted((name, ast.literal_eval(value))
+                              for name, value in (p.split("=") for p in parts[5:])))
         causal = bool(causal)
         fa = attention_plan.wgmma_policy_for(d, "BFloat16", causal, d ** -0.5,
-                                             short=attention_plan.is_short(s, d, causal))
+                                             short=attention_plan.is_short(s, d, causal),
+                                             overrides=fields)
         q, k, v = inputs(b, h, s, d)
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
         runs, facts = {}, {}
@@ -71,7 +78,7 @@ def main():
         med = {}
         short = attention_plan.is_short(s, d, causal)
         print(f"D={d} causal={causal} B={b} H={h} S={s} ({args.rounds} rounds x {args.iters} "
-              f"calls, interleaved; the default policy, short={short})")
+              f"calls, interleaved; the default policy, short={short}, {dict(fields)})")
         for p in PIPELINES:
             tf = sorted(f / t / 1e12 for t in times[p])
             med[p] = statistics.median(tf)

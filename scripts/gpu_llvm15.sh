@@ -8,7 +8,9 @@
 # same), so its kernels must be timed before it can become the default.
 #  1. benchmarks/llvm_pipeline_ab.py: device time (TFLOP/s) of the default wgmma kernels built
 #     both ways, 11 rounds taking turns, at D=128 B=4 S=4096 / B=8 S=1024, D=64 the same, D=128
-#     causal B=4 S=4096; the max error against SDPA and each cold compile's stages (~1.5 min);
+#     causal B=4 S=4096, and D=128 B=8 S=1024 with boundary15's shared_boundary=True (light and
+#     shared_boundary together: SASS 2661 instructions both ways on the CPU, no spills); the
+#     max error against SDPA and each cold compile's stages (~1.5 min);
 #  2. compile_time.py fresh with the default pipeline, then with WARPSTAGE_LLVM_PIPELINE=light
 #     (every row's kernels built light) (~2 x 40 s; the 'wgmma (default)' rows are issue 14's);
 #  3. the GPU tests of tests/ops with every kernel built light (numerics of every op kernel).
@@ -27,7 +29,7 @@ t0=$(date +%s)
   PYTHONPATH=. python3 -c "import warpstage as ws; from warpstage.backend import find_ptxas
 print('ptxas', find_ptxas(ws.CompileOptions()))"; } 2>&1 | tee "$OUT/env.txt"
 python3 -m compileall -q warpstage benchmarks > /dev/null
-PYTHONPATH=. timeout 150 python3 benchmarks/llvm_pipeline_ab.py --rounds 11 2>&1 | tee "$OUT/pipeline_ab.txt"
+PYTHONPATH=. timeout 170 python3 benchmarks/llvm_pipeline_ab.py --rounds 11 2>&1 | tee "$OUT/pipeline_ab.txt"
 echo "A/B done at $(( $(date +%s) - t0 )) s"
 for pipe in default light; do
   echo "== llvm_pipeline $pipe ==" | tee -a "$OUT/compile_time.txt"
