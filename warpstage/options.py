@@ -45,11 +45,16 @@ from typing import Optional
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
            "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
            "env_progress", "env_debug", "env_llvm_pipeline",
-           "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "env_tune_devices",
+           "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "LLVM_PIPELINES",
+           "env_tune_devices",
            "env_visible_devices"]
 
 
 _RUNTIME = {"runtime": True}
+
+LLVM_PIPELINES = ("default", "light")
+"""``CompileOptions.llvm_pipeline``'s values: LLVM's per-module default pipeline at the opt
+level, or ``backend/llvm_c.LIGHT_PASSES``."""
 
 UNROLL_LIMIT = 1 << 18
 """The default of ``CompileOptions.max_unroll``: 262144 unrolled iterations in one trace. A
@@ -73,8 +78,8 @@ class CompileOptions:
     docs/compile-time.md, 10. and 12.); ``llvm_pipeline`` the LLVM optimization pipeline:
     'default' (LLVM's per-module default pipeline at ``opt_level``) or 'light' (the
     always-inliner, SROA, InstCombine and SimplifyCFG only: about a sixth of O3's CPU time on
-    the FlashAttention kernels, a different PTX and SASS, not yet timed on a GPU, so not the
-    default: docs/compile-time.md, 18.).
+    the wgmma FlashAttention kernels, a different PTX and SASS, not yet timed on a GPU, so not
+    the default; the mma.sync FlashAttention spills with it: docs/compile-time.md, 18.).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
@@ -144,7 +149,7 @@ _VALUE_RULES = {
     "inline_in_place": ("a bool", lambda v: type(v) is bool),
     "llvm_pipeline": ("'default' (LLVM's default pipeline at opt_level) or 'light' (four "
                       "passes: docs/compile-time.md, 18.)",
-                      lambda v: type(v) is str and v in ("default", "light")),
+                      lambda v: type(v) is str and v in LLVM_PIPELINES),
     "compiler_frames": ("a bool", lambda v: type(v) is bool),
     "ptxas": ("None or the path of a ptxas binary (a string)",
               lambda v: v is None or isinstance(v, (str, os.PathLike))),
@@ -238,7 +243,7 @@ that should not."""
 def env_llvm_pipeline() -> str:
     """WARPSTAGE_LLVM_PIPELINE: 'light' or 'default' (also when unset or anything else)."""
     v = os.environ.get("WARPSTAGE_LLVM_PIPELINE", "").strip().lower()
-    return v if v in ("default", "light") else "default"
+    return v if v in LLVM_PIPELINES else "default"
 
 
 def default_options() -> CompileOptions:

@@ -37,8 +37,7 @@ import platform
 from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 __all__ = ["api", "library_path", "version_file", "llvmlite_version", "checked_release",
-           "Direct", "ThroughLlvmlite", "HostCode", "CHECKED", "ELF_MAGIC", "PIPELINES",
-           "LIGHT_PASSES"]
+           "Direct", "ThroughLlvmlite", "HostCode", "CHECKED", "ELF_MAGIC", "LIGHT_PASSES"]
 
 LIGHT_PASSES = ("AlwaysInliner", "SROA", "InstCombine", "SimplifyCFG")
 """The module passes of the 'light' pipeline, in order (``CompileOptions.llvm_pipeline``): inline
@@ -47,10 +46,6 @@ InstCombine and one SimplifyCFG over the inlined kernel. What O3 does beyond the
 EarlyCSE, GVN, correlated propagation, LICM, the loop passes) our traced IR mostly needs no more
 (CSE, DCE and the address split ran in ``passes/``); docs/compile-time.md, 18., says what it
 saves and what it changes."""
-
-PIPELINES = ("default", "light")
-"""``CompileOptions.llvm_pipeline``'s values: LLVM's per-module default pipeline at the opt
-level, or :data:`LIGHT_PASSES`."""
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""
