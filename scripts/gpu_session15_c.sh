@@ -1,23 +1,30 @@
 #!/bin/bash
-# Session 15, device call C (~7 min; carry .whl: cu13.part1 of FlashAttention-4's CuTe DSL
-# library stays in /tmp for call B): (1) `warpstage demo`; (2) scripts/gpu_boundary15.sh's
-# A/B of the peeled and shared tile boundary, cold compiles of both forms; (3) the whole GPU
-# suite (instead of boundary15's attention files alone). Logs under $OUT.
+# Session 15, device call C (~5 min; carry .whl: cu13.part1 of FlashAttention-4's CuTe DSL
+# library stays in /tmp for call E): the two A/Bs that decide this session's compile-time
+# defaults, nothing else (device time is short after failed starts): (1) boundary15's peeled
+# against shared tile boundary (`attention_ab.py --set d128sb15 / d128csb15`); (2) llvm15's
+# default against light LLVM pipeline (`llvm_pipeline_ab.py`, which also times each cold
+# compile's stages in-process). Logs under $OUT.
 set -u
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; export OUT
 cd "$(dirname "$0")/.."
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 t0=$(date +%s)
 [ -d .whl ] && bash scripts/fa4_install.sh > "$OUT/fa4_install.log" 2>&1
-python3 -m compileall -q warpstage benchmarks examples tests > /dev/null
-timeout 60 python3 -m warpstage demo > "$OUT/demo.txt" 2>&1
-echo "demo rc $? at $(( $(date +%s) - t0 )) s"
-sed -e '/^export PYTHONDONTWRITEBYTECODE=1$/,/^echo "gpu pytest rc/d' -e '/^echo "== gpu pytest"/d' \
-    -e '/^cd "$(dirname "$0")/.."$/d' scripts/gpu_boundary15.sh > /tmp/b15.sh
-bash /tmp/b15.sh
-export PYTHONDONTWRITEBYTECODE=1
-WARPSTAGE_CACHE_DIR=/tmp/ws-cache-s15c timeout 220 python3 -m pytest -m gpu -q -p no:cacheprovider \
-    -n 8 tests > "$OUT/pytest_gpu.txt" 2>&1
-echo "gpu pytest rc $? at $(( $(date +%s) - t0 )) s"
-echo "== demo"; tail -5 "$OUT/demo.txt" | cut -c1-220
-echo "== gpu pytest"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -20; tail -1 "$OUT/pytest_gpu.txt"
+python3 -m compileall -q warpstage benchmarks > /dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/smi.txt" 2>&1
+mkdir -p "$OUT/ab" "$OUT/abc"
+WARPSTAGE_CACHE_DIR=/tmp/ws-cache-c15 timeout 90 python3 benchmarks/attention_ab.py \
+    --set d128sb15 --rounds 12 --iters 20 --shapes "8,16,1024;4,16,1024;16,16,1024" \
+    --out "$OUT/ab" > "$OUT/ab.txt" 2>&1
+echo "ab rc $? at $(( $(date +%s) - t0 )) s"
+WARPSTAGE_CACHE_DIR=/tmp/ws-cache-c15 timeout 60 python3 benchmarks/attention_ab.py \
+    --set d128csb15 --rounds 12 --iters 20 --shapes "8,16,1024;8,16,2048" \
+    --out "$OUT/abc" > "$OUT/abc.txt" 2>&1
+echo "abc rc $? at $(( $(date +%s) - t0 )) s"
+timeout 170 python3 benchmarks/llvm_pipeline_ab.py --rounds 9 > "$OUT/pipeline_ab.txt" 2>&1
+echo "pipeline ab rc $? at $(( $(date +%s) - t0 )) s"
+cat "$OUT/smi.txt"
+echo "== ab"; cut -c1-220 "$OUT/ab.txt" | grep -v "^$"
+echo "== abc"; cut -c1-220 "$OUT/abc.txt" | grep -v "^$"
+echo "== pipeline"; grep -v "^$" "$OUT/pipeline_ab.txt" | cut -c1-170 | tail -40
