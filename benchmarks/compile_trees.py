@@ -127,7 +127,8 @@ def _script(cpu: bool) -> str:
 
 def _spread(values) -> str:
     ms = [1e3 * v for v in values]
-    return f"{statistics.median(ms):.0f} [{min(ms):.0f}-{max(ms):.0f}]"
+    d = 1 if max(ms) < 100 else 0          # disk hits: tenths of a ms
+    return f"{statistics.median(ms):.{d}f} [{min(ms):.{d}f}-{max(ms):.{d}f}]"
 
 
 if __name__ == "__main__":
