@@ -163,9 +163,9 @@ def _llvm_version() -> str:
 @functools.lru_cache(maxsize=None)
 def _llvm_stamps():
     """The stamps of llvmlite's shared library and ``_version.py`` (found without loading the
-    library: backend/llvm_c.py), or None where they cannot be found."""
-    from ...backend import llvm_c
-    lib, version_file = llvm_c.library_path(), llvm_c.version_file()
+    library: backend/llvm_paths.py), or None where they cannot be found."""
+    from ...backend import llvm_paths
+    lib, version_file = llvm_paths.library_path(), llvm_paths.version_file()
     if lib is None or version_file is None:
         return None
     try:
