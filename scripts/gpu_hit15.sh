@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 15, hit15 (~5 min): issue 14's host-side compile rows on the GPU host, main (6419b31,
-# in _trees/m15) against this branch, fresh processes. Logs under $OUT.
+# Session 15, hit15 (~5 min: at most 80 + 140 + 45 + 35 s of rows): issue 14's host-side
+# compile rows on the GPU host, main (6419b31, in _trees/m15) against this branch, fresh
+# processes. Logs under $OUT.
 #  (0) the page cache: how long a first read of libllvmlite, ptxas and libcuda takes (cold on a
 #      fresh machine: what the machine's first process pays; printed, then warm);
 #  (1) `compile_time.py fresh` on the branch (its first row is the machine's first warpstage
@@ -46,15 +47,15 @@ for path in lib + [p for p in ptxas if p][:1] + cuda:
           f"again {1e3 * (time.perf_counter() - t):.0f} ms")
 PY
 python3 -m compileall -q warpstage benchmarks examples > /dev/null
-timeout 100 python3 benchmarks/compile_time.py fresh > "$OUT/compile_time.txt" 2>&1
+timeout 80 python3 benchmarks/compile_time.py fresh > "$OUT/compile_time.txt" 2>&1
 echo "fresh rc $? at $(( $(date +%s) - t0 )) s"
-timeout 130 python3 benchmarks/compile_trees.py --trees $TREES --hit --rounds 4 \
+timeout 140 python3 benchmarks/compile_trees.py --trees $TREES --hit --rounds 4 \
     --rows trivial,attention:128,wgmma:64,wgmma:128 > "$OUT/hits.txt" 2>&1
 echo "hits rc $? at $(( $(date +%s) - t0 )) s"
-timeout 50 python3 benchmarks/compile_trees.py --trees $TREES --rows trivial --rounds 7 \
+timeout 45 python3 benchmarks/compile_trees.py --trees $TREES --rows trivial --rounds 7 \
     > "$OUT/trivial.txt" 2>&1
 echo "trivial rc $? at $(( $(date +%s) - t0 )) s"
-timeout 40 python3 benchmarks/compile_trees.py --trees $TREES --rows trivial --rounds 5 --bare \
+timeout 35 python3 benchmarks/compile_trees.py --trees $TREES --rows trivial --rounds 5 --bare \
     > "$OUT/trivial_bare.txt" 2>&1
 echo "trivial bare rc $? at $(( $(date +%s) - t0 )) s"
 echo "== page cache"; cat "$OUT/page_cache.txt"
