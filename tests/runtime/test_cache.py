@@ -13,7 +13,7 @@ import warpstage as ws
 from warpstage.jit.cache import persist
 from warpstage.backend import find_ptxas
 from warpstage.jit.compiled import STAGE_COUNTS
-from warpstage.jit.cache import files as cache
+from warpstage.jit.cache import entry_format, files as cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -490,7 +490,7 @@ def test_a_fifo_in_place_of_an_entry_does_not_block():
 def test_an_oversized_entry_is_not_read(monkeypatch):
     key = cache.disk_key(("big",))
     cache.put(key, {"cubin": b"x" * 5000})
-    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 1000)
+    monkeypatch.setattr(entry_format, "MAX_ENTRY_BYTES", 1000)
     with pytest.warns(RuntimeWarning, match="bound"):
         assert cache.get(key) is None
 
