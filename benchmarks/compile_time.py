@@ -202,7 +202,7 @@ if barrier:                                     # shared-cache rows: every rank 
     open(f"{barrier}.ready.{os.getpid()}", "w").close()
     while not os.path.exists(barrier):
         time.sleep(0.001)
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 if os.environ.get("WS_BENCH_PROFILE"):         # profile_hit_rows: the first call under cProfile
     import cProfile
     prof = cProfile.Profile()
@@ -210,7 +210,7 @@ if os.environ.get("WS_BENCH_PROFILE"):         # profile_hit_rows: the first cal
     prof.dump_stats(os.environ["WS_BENCH_PROFILE"])
 else:
     run(); sync()
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 run(); sync()
 t4 = time.perf_counter()
 later = []              # the launch itself: the C call path's stub compiles beside the 2nd call
@@ -226,7 +226,8 @@ for ck in kern._cache.values():
         sizes["ops"] = sum(1 for f in ck.module.functions for top in f.body.block.ops
                            for _ in top.walk())
         sizes["llvm_lines"] = ck.llvm_ir.count("\n")
-print(json.dumps({"import": t1 - t0, "driver": driver_s, "first": t3 - t2, "second": t4 - t3,
+print(json.dumps({"import": t1 - t0, "driver": driver_s, "first": t3 - t2, "first_cpu": c3 - c2,
+                  "second": t4 - t3,
                   "launch": min(later), "stages": stages, "traced": kern.trace_count, "gpu": gpu,
                   "sizes": sizes}))
 """
@@ -253,7 +254,8 @@ def _row(label, r):
     launch = r.get("launch", r["second"])
     staged = sum(v for k, v in r["stages"].items())
     return (f"  {label:34} {1e3 * r['import']:6.0f} | {1e3 * r['driver']:6.1f} | "
-            f"{1e3 * r['first']:8.1f} | {1e3 * r['second']:6.2f} | {1e3 * launch:6.2f} | "
+            f"{1e3 * r['first']:8.1f} | {1e3 * r.get('first_cpu', 0.0):6.1f} | "
+            f"{1e3 * r['second']:6.2f} | {1e3 * launch:6.2f} | "
             f"{1e3 * (r['first'] - launch):8.1f} | {1e3 * (r['first'] - launch - staged):7.1f} | "
             f"traced {r['traced']}: {stages}")
 
@@ -284,8 +286,9 @@ def fresh_process_rows(reference: bool = False) -> None:
     ``reference``: after each FlashAttention cold row, the same compile without the CSE pass
     and the backend's packing reuse (docs/compile-time.md), in its own empty cache folder
     (both print the same PTX: tests/ops/test_attention_ptx_stable.py)."""
-    print("first call in a fresh process (ms): import | driver | first call | second call | "
-          "launch | beyond the launch | not in a stage | stages")
+    print("first call in a fresh process (ms): import | driver | first call | its CPU (this "
+          "process' threads) | second call | launch | beyond the launch | not in a stage | "
+          "stages")
     with tempfile.TemporaryDirectory() as folder:
         env = dict(os.environ, PYTHONPATH=ROOT, WARPSTAGE_CACHE_DIR=os.path.join(folder, "cache"))
         script = os.path.join(folder, "first_call.py")     # a file: kernels need their source
@@ -342,8 +345,8 @@ def shared_cache_rows(ranks: int = 4) -> None:
     one compiles, the others wait on the entry's lock and read it. 'traced' summed over the
     ranks is the number of compiles (1 when the lock works; ``ranks`` without it)."""
     print(f"shared disk cache, {ranks} processes at once, flash_attention D=64 (ms): import | "
-          "driver | first call | second call | launch | beyond the launch | not in a stage | "
-          "stages")
+          "driver | first call | its CPU | second call | launch | beyond the launch | not in a "
+          "stage | stages")
     with tempfile.TemporaryDirectory() as folder:
         env = dict(os.environ, PYTHONPATH=ROOT, WARPSTAGE_CACHE_DIR=os.path.join(folder, "cache"))
         script = os.path.join(folder, "first_call.py")

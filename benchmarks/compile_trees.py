@@ -19,6 +19,12 @@ process, so ``ptx`` includes the IR text printed beside LLVM; ptxas, a child pro
 children's CPU), for a shared host whose load makes wall times meaningless. A tree written
 ``PATH@NAME=VALUE`` runs with that environment variable set (``.,.@WARPSTAGE_LLVM_PIPELINE=light``:
 one tree, two settings).
+
+``--hit``: the rows are disk hits instead: each tree fills a cache of its own per row once (a
+cold first call), then every round makes that first call again in a fresh process, which finds
+it on disk ('first call' and 'its CPU': the call alone, this process' threads, not the import).
+``--bare``: cold rows start from an empty cache folder (the machine's facts computed in the
+row, as in a machine's first process) instead of one holding the facts.
 """
 from __future__ import annotations
 
@@ -50,6 +56,8 @@ def main() -> None:
     ap.add_argument("--rows", default="wgmma:64,wgmma:128")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu", action="store_true", help="stages in CPU ms of the process")
+    ap.add_argument("--hit", action="store_true", help="disk hits instead of cold compiles")
+    ap.add_argument("--bare", action="store_true", help="cold rows without the stored facts")
     args = ap.parse_args()
     trees = args.trees.split(",")
     rows = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 0)
@@ -62,14 +70,26 @@ def main() -> None:
         for i, t in enumerate(trees):
             facts[t] = os.path.join(folder, f"facts{i}")
             _run(t, facts[t], folder, "trivial", 0)
+            for row in rows if args.hit else ():       # each tree's own filled cache per row
+                _run(t, _hit_cache(folder, i, row), folder, *row)
         for n in range(args.rounds):
             for row in rows:
                 for t in (trees if n % 2 == 0 else trees[::-1]):
-                    cache = os.path.join(folder, "cache")
-                    shutil.rmtree(cache, ignore_errors=True)
-                    compile_time._copy_facts(facts[t], cache)
+                    if args.hit:
+                        cache = _hit_cache(folder, trees.index(t), row)
+                    else:
+                        cache = os.path.join(folder, "cache")
+                        shutil.rmtree(cache, ignore_errors=True)
+                        if args.bare:
+                            os.makedirs(cache)
+                        else:
+                            compile_time._copy_facts(facts[t], cache)
                     results[t, row].append(_run(t, cache, folder, *row))
             _report(trees, rows, results, n + 1)
+
+
+def _hit_cache(folder: str, tree: int, row: tuple) -> str:
+    return os.path.join(folder, f"hit{tree}-{row[0]}{row[1]}")
 
 
 def _report(trees, rows, results, rounds) -> None:
@@ -77,14 +97,14 @@ def _report(trees, rows, results, rounds) -> None:
     short by a time limit still leaves its figures)."""
     print(f"-- after round {rounds}", flush=True)
     for row in rows:
-        print(f"{row[0]} D={row[1]}: first call | CPU of the process | stages (ms, median "
-              f"[min-max] of {rounds})")
+        print(f"{row[0]} D={row[1]}: first call | its CPU | CPU of the process | import | "
+              f"stages (ms, median [min-max] of {rounds})")
         for t in trees:
             rs = results[t, row]
             stages = sorted({k for r in rs for k in r["stages"]},
                             key=lambda k: list(rs[0]["stages"]).index(k)
                             if k in rs[0]["stages"] else 99)
-            cols = [_spread([r["first"] for r in rs]), _spread([r["cpu"] for r in rs])]
+            cols = [_spread([r[k] for r in rs]) for k in ("first", "first_cpu", "cpu", "import")]
             cols += [f"{k} " + _spread([r["stages"].get(k, 0.0) for r in rs]) for k in stages]
             print(f"  {t:28} " + " | ".join(cols), flush=True)
 
@@ -111,7 +131,8 @@ def _script(cpu: bool) -> str:
 
 def _spread(values) -> str:
     ms = [1e3 * v for v in values]
-    return f"{statistics.median(ms):.0f} [{min(ms):.0f}-{max(ms):.0f}]"
+    d = 1 if max(ms) < 100 else 0          # disk hits: tenths of a ms
+    return f"{statistics.median(ms):.{d}f} [{min(ms):.{d}f}-{max(ms):.{d}f}]"
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Every value has an explicit binding time: static (exists while compiling: configs, tile sizes,
 dtypes, policy objects) or dynamic (an SSA value on the GPU). See docs/binding-time.md.
 """
-from .jit.kernel import RecompileWarning, compile, explain, jit, kernel
+from .jit.cache import source_stamps as _source_stamps
+_source_stamps.start()      # the disk-cache key's source stamps, taken while the rest imports
+from .jit.kernel import RecompileWarning, compile, explain, jit, kernel  # noqa: E402
 from .jit.compiled import CompiledKernel
 from .errors import (ArgumentError, AutotuneError, BarrierError, BindingTimeError, CompilationError,
                      DeadlockError, DeviceError, LaunchError, LivelockError, MissingNameError,

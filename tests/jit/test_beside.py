@@ -73,7 +73,8 @@ def test_a_failing_printer_beside_llvm_raises_where_the_text_is_read(monkeypatch
 
 def test_the_stored_entry_holds_the_printed_ir(monkeypatch):
     stored = []
-    monkeypatch.setattr(persist.cache, "put", lambda key, entry: stored.append(entry) or True)
+    monkeypatch.setattr(persist.cache, "put",
+                        lambda key, entry, *rest: stored.append(entry) or True)
     ck = _compile()
     # the kernel's entry (on a GPU machine the C call path's launch stub is stored beside it)
     kernel_entries = [e for e in stored if "ir" in e]

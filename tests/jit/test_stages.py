@@ -144,3 +144,37 @@ def test_sass_is_disassembled_once_per_cubin_and_tool(no_disk_cache, ptxas_path,
     with pytest.raises(FileNotFoundError):     # the new tool is asked, not the kept text
         ck.sass
     assert runs[-1] == "/elsewhere/nvdisasm"
+
+
+def _order(monkeypatch):
+    """Record, in order, when a specialization starts loading LLVM and when it is traced."""
+    seen = []
+    real_trace = pipeline.trace
+    monkeypatch.setattr(pipeline, "start_llvm_load", lambda: seen.append("llvm"))
+    monkeypatch.setattr(pipeline, "trace",
+                        lambda *a, **k: seen.append("trace") or real_trace(*a, **k))
+    return seen
+
+
+def test_a_miss_for_a_ptx_target_starts_loading_llvm_before_its_trace(monkeypatch):
+    seen = _order(monkeypatch)
+
+    @ws.kernel
+    def tiny(n: ws.Int32):
+        pass
+    ws.compile(tiny, ws.Int32)
+    assert seen == ["llvm", "trace"]
+
+
+def test_the_simulator_never_starts_loading_llvm(monkeypatch):
+    import numpy as np
+    from warpstage.runtime import target
+    monkeypatch.setattr(target, "_override", "sim")
+    seen = _order(monkeypatch)
+
+    @ws.kernel
+    def fill(x: ws.Tensor):
+        x[ws.arch.thread_idx()[0]] = 1.0
+    x = np.zeros(32, np.float32)
+    fill[1, 32](x)
+    assert seen == ["trace"] and x.sum() == 32

@@ -13,7 +13,7 @@ import warpstage as ws
 from warpstage.jit.cache import persist
 from warpstage.backend import find_ptxas
 from warpstage.jit.compiled import STAGE_COUNTS
-from warpstage.jit.cache import files as cache
+from warpstage.jit.cache import entry_format, files as cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +30,14 @@ def _scale(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
 
 def _tiled(a: ws.Tensor, tile: ws.Static[int], n: ws.Int32):
     a[ws.arch.thread_idx()[0]] = a[tile] + 1.0
+
+
+def _unrolled(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
+    i = ws.arch.thread_idx()[0]
+    acc = a[i]
+    for j in ws.static_range(16):           # an IR text long enough to be stored deferred
+        acc = acc * 1.5 + a[i + j]
+    out[i] = acc
 
 
 def _closure(factor):
@@ -376,6 +384,60 @@ def _stored_entry():
 
 
 @needs_ptxas
+def test_a_disk_hit_reads_the_ir_texts_only_when_asked(tmp_path):
+    ck = ws.compile(ws.kernel(_unrolled), T1, T1, ws.Int32)
+    k = ws.kernel(_unrolled)
+    hit = ws.compile(k, T1, T1, ws.Int32)
+    assert k.trace_count == 0
+    assert all(isinstance(hit._stored[n], cache.Deferred) for n in ("ir", "llvm_ir"))
+    assert (hit.ir, hit.llvm_ir, hit.ptx, hit.cubin) == (ck.ir, ck.llvm_ir, ck.ptx, ck.cubin)
+    hit.save(tmp_path / "k.wsc")                # a hit's entry written again: its texts read
+    loaded = ws.load(tmp_path / "k.wsc")
+    assert (loaded.ir, loaded.llvm_ir) == (ck.ir, ck.llvm_ir)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("how", ["replaced", "removed"])
+def test_the_texts_of_an_entry_gone_before_they_were_read_are_made_again(how):
+    ck = ws.compile(ws.kernel(_unrolled), T1, T1, ws.Int32)
+    (f,) = [p for p in Path(cache.path()).iterdir() if p.suffix == cache.SUFFIX]
+    entry = cache.read_entry(str(f))
+    hit = ws.compile(ws.kernel(_unrolled), T1, T1, ws.Int32)   # texts not read yet
+    if how == "replaced":           # another process stored other texts under the key
+        cache.write_entry(str(f), dict(entry, ir="x" * 5000, llvm_ir="y" * 5000),
+                          persist.DEFERRED)
+    else:
+        f.unlink()
+    traces = STAGE_COUNTS["trace"]
+    assert (hit.ir, hit.llvm_ir) == (ck.ir, ck.llvm_ir)
+    assert STAGE_COUNTS["trace"] == traces + 1
+
+
+def test_deferred_texts_are_checked_when_read(tmp_path):
+    key = cache.disk_key(("deferred",))
+    entry = {"name": "k", "ir": "i" * 3000, "llvm_ir": "l" * 2000, "ptx": "p" * 1500,
+             "cubin": b"\x7fELF" + bytes(100)}
+    cache.put(key, entry, ("ir", "llvm_ir"))
+    f = Path(cache.path()) / (key + cache.SUFFIX)
+    assert cache.read_entry(str(f)) == entry
+    lazy = cache.read_entry(str(f), deferred=True)
+    assert lazy["ptx"] == entry["ptx"] and lazy["cubin"] == entry["cubin"]
+    assert lazy["llvm_ir"].load() == entry["llvm_ir"]
+    data = bytearray(f.read_bytes())
+    data[-10] ^= 1                                  # a flipped bit in the deferred LLVM IR
+    f.write_bytes(bytes(data))
+    lazy = cache.read_entry(str(f), deferred=True)  # the checked part is intact: readable
+    with pytest.raises(cache.CacheFormatError, match="checksum mismatch of the texts"):
+        lazy["ir"].load()
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        assert cache.get(key) is None               # a reader of the whole entry: a bad entry
+    cache.put(key, entry, ("ir", "llvm_ir"))
+    f.write_bytes(f.read_bytes()[:-1])              # truncated: no hit, deferred or not
+    with pytest.warns(RuntimeWarning, match="truncated"):
+        assert cache.get(key, deferred=True) is None
+
+
+@needs_ptxas
 @pytest.mark.parametrize("field,bad", [
     ("ptxas", {"log": 3, "warnings": [], "seconds": 0.1, "resources": {}}),
     ("ptxas_resources", {"k": {"registers": "many"}}),
@@ -428,7 +490,7 @@ def test_a_fifo_in_place_of_an_entry_does_not_block():
 def test_an_oversized_entry_is_not_read(monkeypatch):
     key = cache.disk_key(("big",))
     cache.put(key, {"cubin": b"x" * 5000})
-    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 1000)
+    monkeypatch.setattr(entry_format, "MAX_ENTRY_BYTES", 1000)
     with pytest.warns(RuntimeWarning, match="bound"):
         assert cache.get(key) is None
 

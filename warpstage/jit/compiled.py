@@ -37,7 +37,7 @@ class CompiledKernel:
     def __init__(self, name: str, module: Optional[ir.Module], abi: list, specs: list,
                  param_names: list, options: CompileOptions, block: tuple, timings: dict,
                  guards=(), *, traced: Optional[Traced] = None, lowered: Optional[Lowered] = None,
-                 compiled: Optional[Compiled] = None):
+                 compiled: Optional[Compiled] = None, stored_lowered=None):
         if traced is None:
             smem = module.kernels[0].attrs.get("dynamic_smem", 0) if module else 0
             traced = Traced(name, module, tuple(abi), tuple(block), smem)
@@ -52,6 +52,7 @@ class CompiledKernel:
         self.timings = dict(timings)
         self.guards = guards
         self._lowered = lowered
+        self._stored_lowered = stored_lowered   # makes ``lowered`` from a disk entry (persist.py)
         self._compiled = compiled
         self._beside: list = []     # work for the next stage's wait on LLVM or ptxas (beside)
         self._cuda = None       # device 0's Executable (module handle, function handle, Launcher)
@@ -67,10 +68,14 @@ class CompiledKernel:
     # -- stages ------------------------------------------------------------------------------
     @property
     def lowered(self) -> Lowered:
-        """The backend's stage: LLVM IR and PTX (made on first use)."""
+        """The backend's stage: LLVM IR and PTX (made on first use; read from the disk entry
+        for a disk hit, whose LLVM IR is read only then)."""
         if self._lowered is None:
-            self._lowered = pipeline.lower(self.traced, self.options, self.timings,
-                                           self._take_beside())
+            if self._stored_lowered is not None:
+                self._lowered = self._stored_lowered()
+            else:
+                self._lowered = pipeline.lower(self.traced, self.options, self.timings,
+                                               self._take_beside())
         return self._lowered
 
     @property

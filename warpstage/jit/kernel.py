@@ -257,6 +257,8 @@ class Kernel(_FunctionWrapper):
             with persist.building(self, specs, block, target):
                 entry = persist.lookup(self, specs, block, target, after_wait=True)
                 if entry is None:
+                    if target in persist.DISK_TARGETS:      # it will be lowered: LLVM loads
+                        pipeline.start_llvm_load()          # beside the trace
                     entry = self._trace(specs, block, key)
                     self._cache[key] = entry
                     persist.store(self, entry, specs, block, target)

@@ -26,7 +26,7 @@ from ..core.collector import collection_paused
 from . import progress
 from .stages import Compiled, Executable, Lowered, Traced
 
-__all__ = ["STAGES", "STAGE_COUNTS", "trace", "lower", "assemble", "load"]
+__all__ = ["STAGES", "STAGE_COUNTS", "trace", "lower", "assemble", "load", "start_llvm_load"]
 
 STAGES = (
     ("trace", None, Traced),
@@ -98,6 +98,19 @@ def _run_quietly(work: list) -> None:
             pass
 
 
+_llvm_started: list = []
+
+
+def start_llvm_load() -> None:
+    """Start loading LLVM (the ``dlopen`` of libllvmlite, ~10 ms, in a thread: it releases the
+    GIL) once per process, when a specialization for a PTX target is about to be traced, so that
+    it runs beside the trace instead of beside ``lower``'s imports only (``llvm_load``)."""
+    if not _llvm_started:
+        _llvm_started.append(True)
+        from ..backend import load_llvm
+        load_llvm(wait=False)
+
+
 def lower(traced: Traced, options, timings: dict, work: list = ()) -> Lowered:
     """The LLVM IR and PTX of ``traced`` for ``options`` (arch, PTX features, opt level).
     ``work``: callables run beside LLVM's optimization and code generation (``beside``)."""
@@ -106,7 +119,9 @@ def lower(traced: Traced, options, timings: dict, work: list = ()) -> Lowered:
         # rules) is paid by the first compile of a process; timed apart so a cold compile's
         # stages add up to its wall time
         from ..backend import load_llvm
-        load_llvm(wait=False)           # the dlopen releases the GIL: the imports run meanwhile
+        if not _llvm_started:           # the dlopen releases the GIL: the imports run meanwhile
+            _llvm_started.append(True)
+            load_llvm(wait=False)
         from ..backend import emit_ptx, lower as to_llvm
         load_llvm()
     with _step(traced.name, "lower", timings):

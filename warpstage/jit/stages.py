@@ -21,16 +21,17 @@ __all__ = ["Traced", "Lowered", "Compiled", "Executable"]
 class Traced:
     """The kernel's IR after the pass pipeline (``passes/pipeline.py``). ``module``: the
     ``ir.Module`` (None for a specialization read from the disk cache or ``ws.load``, whose IR is
-    ``stored_text``); ``abi``: ((slot name, ir type), ...) of the entry's parameters; ``block``:
-    threads per CTA (x, y, z); ``dynamic_smem``: bytes of dynamic shared memory that the
-    kernel's ``ws.smem.allocate`` calls need."""
+    ``stored_text``: the text, or a function that returns it, called on first use: a disk hit
+    reads it from the entry only then); ``abi``: ((slot name, ir type), ...) of the entry's
+    parameters; ``block``: threads per CTA (x, y, z); ``dynamic_smem``: bytes of dynamic shared
+    memory that the kernel's ``ws.smem.allocate`` calls need."""
 
     name: str
     module: Any
     abi: tuple
     block: tuple
     dynamic_smem: int = 0
-    stored_text: Optional[str] = None
+    stored_text: Any = None
 
     @functools.cached_property
     def text(self) -> str:
@@ -38,7 +39,8 @@ class Traced:
         the passes; the stored text when there is no module). A cold compile that will be
         stored prints it in a thread while LLVM runs (``jit/pipeline.py`` ``beside``)."""
         if self.module is None:
-            return self.stored_text
+            stored = self.stored_text
+            return stored() if callable(stored) else stored
         from .. import ir
         return ir.print_module(self.module)
 

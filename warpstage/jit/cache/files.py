@@ -2,18 +2,14 @@
 
 ``path()`` is ``WARPSTAGE_CACHE_DIR`` or ``~/.cache/warpstage`` (read by ``options.env_cache_dir``
 at each call). An entry is a dict of plain data (JSON: str, int, float, bool, None, lists, dicts)
-whose top-level ``bytes`` values (the cubin) are stored raw, and so are its long ``str`` values
-(IR, LLVM IR and PTX text, UTF-8), which JSON would escape and a reader would unescape. The file
-format (``.wsc``):
+with raw ``bytes`` and long text fields, in the file format of ``entry_format.py`` (``.wsc``;
+``read_entry``, ``write_entry``, ``Deferred`` and ``CacheFormatError`` are re-exported here).
 
-    b"WSCACHE1" | header length (u64 LE) | blob length (u64 LE) | header (UTF-8 JSON)
-                | blobs (raw bytes) | SHA-256 of header + blobs (32 bytes)
-
-Nothing is pickled, so loading an entry never runs code. Writers write a temporary file in the
-same folder and ``os.replace`` it over the entry: readers see the old entry or the new one, never
-half of one, also with several processes writing the same key. A truncated, corrupt or
-unreadable entry is a miss (the caller rebuilds it and ``put`` overwrites it). A cache that
-cannot be written warns once and is skipped: compiling never fails because of the cache.
+Writers write a temporary file in the same folder and ``os.replace`` it over the entry: readers
+see the old entry or the new one, never half of one, also with several processes writing the
+same key. A truncated, corrupt or unreadable entry is a miss (the caller rebuilds it and ``put``
+overwrites it). A cache that cannot be written warns once and is skipped: compiling never fails
+because of the cache.
 
 Processes that miss the same key at once (the ranks of a job, ``warpstage compile`` workers)
 serialize on a per-key lock, ``locked(key)``: the first builds the entry, the others wait, then
@@ -25,11 +21,8 @@ Standard library only (no CUDA, no LLVM).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
-import struct
-import tempfile
 import time
 import warnings
 from typing import Optional
@@ -37,26 +30,18 @@ from typing import Optional
 
 from ...options import env_cache_dir
 from ...runtime.cache_lock import lock_file
+from .entry_format import (MAGIC, MAX_ENTRY_BYTES, SUFFIX, CacheFormatError,  # noqa: F401
+                           Deferred, read_entry, write_entry)
 
 __all__ = ["disk_key", "get", "put", "discard", "clear", "info", "path", "write_entry",
-           "read_entry", "get_fact", "put_fact", "locked", "CacheFormatError", "SUFFIX",
+           "read_entry", "get_fact", "put_fact", "locked", "CacheFormatError", "Deferred", "SUFFIX",
            "FACT_SUFFIX", "LOCK_SUFFIX", "MAX_ENTRY_BYTES", "TEMP_MAX_AGE", "LOCK_TIMEOUT"]
 
-MAGIC = b"WSCACHE1"
-SUFFIX = ".wsc"
 FACT_SUFFIX = ".wsf"      # facts about this machine that the key needs (not kernels; see get_fact)
 LOCK_SUFFIX = ".wsl"      # a key's lock file, present while a process builds that entry
-_HEAD = struct.Struct("<QQ")
-_DIGEST = 32
-MAX_ENTRY_BYTES = 256 << 20     # no entry is larger (a cubin is a few MB at most)
 TEMP_MAX_AGE = 3600.0           # seconds after which a writer's temporary file is abandoned
 LOCK_TIMEOUT = 600.0            # seconds a process waits for another's build before building too
-_TEXT_BLOB = 1024               # str values at least this long are stored raw, as UTF-8
 _warned_unwritable = False
-
-
-class CacheFormatError(ValueError):
-    """A file is not a complete warpstage cache entry (wrong magic, truncated, checksum)."""
 
 
 def path() -> Optional[str]:
@@ -97,100 +82,14 @@ def _file(key: str) -> Optional[str]:
     return None if folder is None else os.path.join(folder, key + SUFFIX)
 
 
-def _encode(entry: dict) -> bytes:
-    plain, blobs, offset = {}, [], 0
-    chunks = []
-    for name, value in entry.items():
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            data, kind = bytes(value), []
-        elif isinstance(value, str) and len(value) >= _TEXT_BLOB:
-            data, kind = value.encode(), ["text"]
-        else:
-            plain[name] = value
-            continue
-        blobs.append([name, offset, len(data)] + kind)
-        chunks.append(data)
-        offset += len(data)
-    header = json.dumps({"entry": plain, "blobs": blobs}, sort_keys=True,
-                        separators=(",", ":")).encode()
-    body = header + b"".join(chunks)
-    return MAGIC + _HEAD.pack(len(header), offset) + body + hashlib.sha256(body).digest()
-
-
-def _decode(data: bytes, where: str) -> dict:
-    fixed = len(MAGIC) + _HEAD.size
-    if len(data) < fixed + _DIGEST or data[:len(MAGIC)] != MAGIC:
-        raise CacheFormatError(f"{where}: not a warpstage cache entry (expected the {MAGIC!r} "
-                               f"header, got {data[:len(MAGIC)]!r} in {len(data)} bytes)")
-    nhead, nblob = _HEAD.unpack_from(data, len(MAGIC))
-    body = memoryview(data)[fixed:-_DIGEST]         # slices without copying
-    if len(body) != nhead + nblob:
-        raise CacheFormatError(f"{where}: truncated or padded entry (expected {nhead + nblob} "
-                               f"bytes of header and data, got {len(body)})")
-    if hashlib.sha256(body).digest() != data[-_DIGEST:]:
-        raise CacheFormatError(f"{where}: checksum mismatch (the file is corrupt)")
-    try:
-        header = json.loads(str(body[:nhead], "utf-8"))
-        entry = dict(header["entry"])
-        for name, offset, size, *kind in header["blobs"]:
-            if not (isinstance(name, str) and type(offset) is int and type(size) is int and
-                    0 <= offset and 0 <= size and offset + size <= nblob):
-                raise ValueError(f"blob {name!r} at {offset}+{size} lies outside the "
-                                 f"{nblob} bytes of data")
-            if kind not in ([], ["text"]):
-                raise ValueError(f"blob {name!r} has the unknown kind {kind!r}")
-            blob = body[nhead + offset:nhead + offset + size]
-            entry[name] = str(blob, "utf-8") if kind else bytes(blob)
-    except (ValueError, KeyError, TypeError) as e:
-        raise CacheFormatError(f"{where}: malformed header ({e})") from None
-    return entry
-
-
-def write_entry(file: str, entry: dict) -> None:
-    """Write ``entry`` to ``file`` atomically (temporary file in the same folder, then
-    ``os.replace``). Raises OSError if the folder cannot be written, TypeError if a value is
-    not plain data."""
-    data = _encode(entry)
-    folder = os.path.dirname(os.path.abspath(file))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, file)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def read_entry(file: str) -> dict:
-    """The entry stored in ``file``. Raises OSError if it cannot be read, CacheFormatError if it
-    is not a complete entry."""
-    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # a FIFO must not block
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise CacheFormatError(f"{file}: not a regular file")
-        if st.st_size > MAX_ENTRY_BYTES:
-            raise CacheFormatError(f"{file}: {st.st_size} bytes, over the {MAX_ENTRY_BYTES}-byte "
-                                   "bound of an entry")
-        data = f.read(st.st_size + 1)       # not the bound: read(n) allocates n bytes first
-    if len(data) > MAX_ENTRY_BYTES:
-        raise CacheFormatError(f"{file}: over the {MAX_ENTRY_BYTES}-byte bound of an entry")
-    return _decode(data, file)
-
-
-def get(key: str) -> Optional[dict]:
+def get(key: str, deferred: bool = False) -> Optional[dict]:
     """The entry stored under ``key``, or None (absent, unreadable, truncated or corrupt; a bad
-    entry is removed, with a warning)."""
+    entry is removed, with a warning). ``deferred``: as for ``read_entry``."""
     file = _file(key)
     if file is None:
         return None
     try:
-        return read_entry(file)
+        return read_entry(file, deferred)
     except CacheFormatError as e:
         discard(key, str(e))
         return None
@@ -213,15 +112,16 @@ def discard(key: str, why: str) -> None:
                   "the kernel is compiled again.", RuntimeWarning, stacklevel=3)
 
 
-def put(key: str, entry: dict) -> bool:
-    """Store ``entry`` under ``key``, replacing any entry there. Returns False (and warns once per
-    process) when the cache folder cannot be written."""
+def put(key: str, entry: dict, deferred=()) -> bool:
+    """Store ``entry`` under ``key``, replacing any entry there (``deferred``: as for
+    ``write_entry``). Returns False (and warns once per process) when the cache folder cannot
+    be written."""
     global _warned_unwritable
     file = _file(key)
     if file is None:
         return False
     try:
-        write_entry(file, entry)
+        write_entry(file, entry, deferred)
         _remove_old_temps()
         return True
     except OSError as e:

@@ -21,6 +21,7 @@ import threading
 
 from ...options import CompileOptions
 from . import files as cache
+from . import source_stamps
 
 __all__ = ["fingerprint", "toolchain", "machine", "fact", "stamp"]
 
@@ -89,29 +90,12 @@ def _source_stamps() -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _source_scan() -> tuple:
-    """(``_source_files`` of warpstage's folder, SHA-256 of those stamps): one scan per process,
-    so the digest hashes the very files whose stamps key it."""
-    files = _source_files(_ROOT)
-    stamps = "\n".join(f"{rel}:{st}" for rel, st in files)
-    return files, hashlib.sha256(stamps.encode()).hexdigest()
-
-
-def _source_files(root: str) -> list:
-    """[(path relative to root, 'mtime_ns:size')] of every .py file under ``root``, sorted
-    (``__pycache__`` skipped): one scandir per folder and one stat per file."""
-    out, folders = [], [""]
-    while folders:
-        rel = folders.pop()
-        with os.scandir(os.path.join(root, rel)) as entries:
-            for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    if e.name != "__pycache__":
-                        folders.append(f"{rel}{e.name}/")
-                elif e.name.endswith(".py"):
-                    st = e.stat()
-                    out.append((rel + e.name, f"{st.st_mtime_ns}:{st.st_size}"))
-    out.sort()
-    return out
+    """(the .py files of warpstage's folder with their stamps, SHA-256 of those stamps): one
+    scan per process, so the digest hashes the very files whose stamps key it. For the
+    package's own folder, the scan that ``import warpstage`` started (source_stamps.py)."""
+    if _ROOT == source_stamps.ROOT:
+        return source_stamps.scan()
+    return source_stamps.scan_folder(_ROOT)
 
 
 def toolchain(options: CompileOptions) -> tuple:
@@ -179,9 +163,9 @@ def _llvm_version() -> str:
 @functools.lru_cache(maxsize=None)
 def _llvm_stamps():
     """The stamps of llvmlite's shared library and ``_version.py`` (found without loading the
-    library: backend/llvm_c.py), or None where they cannot be found."""
-    from ...backend import llvm_c
-    lib, version_file = llvm_c.library_path(), llvm_c.version_file()
+    library: backend/llvm_paths.py), or None where they cannot be found."""
+    from ...backend import llvm_paths
+    lib, version_file = llvm_paths.library_path(), llvm_paths.version_file()
     if lib is None or version_file is None:
         return None
     try:

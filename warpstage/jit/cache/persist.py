@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sys
 import time
@@ -33,7 +34,7 @@ from typing import Optional
 
 from ..compiled import STAGE_COUNTS, CompiledKernel
 from ..stages import Compiled, Lowered, Traced
-from .entry_check import problem
+from .entry_check import DEFERRED, problem
 from ...errors import ArgumentError, UnsupportedError
 from ...frontend.facts import class_lookup
 from ...frontend.guards import CELL, CLASS, DEFAULTS, GLOBAL, defaults_guards
@@ -192,8 +193,8 @@ class _KeyText(str):
 def entry_of(ck: CompiledKernel, guards: list) -> dict:
     """The entry of ``ck`` (built through ptxas when available) with stable ``guards``."""
     from ..loaded import params_of
-    if getattr(ck, "_stored", None) is not None:
-        return dict(ck._stored, guards=guards)
+    if getattr(ck, "_stored", None) is not None:        # a disk hit: its texts read now
+        return dict(ck._stored, ir=ck.ir, llvm_ir=ck.llvm_ir, guards=guards)
     ck.beside(lambda: ck.traced.text)       # the IR printed while LLVM or ptxas runs
     assembled = ck._assemble()
     ck._take_beside()                       # (left when both had run already)
@@ -216,10 +217,14 @@ def entry_of(ck: CompiledKernel, guards: list) -> dict:
     return entry
 
 
-def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> CompiledKernel:
+def compiled_from_entry(entry: dict, specs=None, options=None, guards=(),
+                        again=None) -> CompiledKernel:
     """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
-    ``specs``/``options`` default to the stored explain rows / options. Raises KeyError,
-    TypeError or ValueError for an entry that lacks a field or has a malformed one."""
+    ``specs``/``options`` default to the stored explain rows / options. The IR and LLVM IR may
+    be ``files.Deferred`` (``cache.get(key, deferred=True)``): read when ``.ir`` /
+    ``.llvm_ir`` are first asked for, or, where the file no longer holds them (replaced or
+    removed since), made by ``again()`` ({'ir', 'llvm_ir'}). Raises KeyError, TypeError or
+    ValueError for an entry that lacks a field or has a malformed one."""
     from ...backend.ptxas_tool import CubinResult, Resources
     t0 = time.perf_counter()
     abi = [(s, parse_type(t)) for s, t in entry["abi"]]
@@ -236,16 +241,49 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=()) -> Com
                for n, r in rep["resources"].items()}
         result = CubinResult(entry["cubin"], rep["log"], res, list(rep["warnings"]),
                              rep["seconds"])
-    name, block = entry["name"], tuple(entry["block"])
+    name, block, ptx = entry["name"], tuple(entry["block"]), entry["ptx"]
+    texts = _StoredTexts(entry, again)
     traced = Traced(name, None, tuple(abi), block, int(entry.get("dynamic_smem", 0)),
-                    stored_text=entry["ir"])
+                    stored_text=functools.partial(texts.get, "ir"))
     ck = CompiledKernel(name, None, abi, specs, list(entry["param_names"]), options, block, {},
-                        guards, traced=traced, lowered=Lowered(name, entry["llvm_ir"], entry["ptx"]),
-                        compiled=Compiled(name, entry["ptx"], result))
+                        guards, traced=traced, compiled=Compiled(name, ptx, result),
+                        stored_lowered=lambda: Lowered(name, texts.get("llvm_ir"), ptx))
     ck._host_params = entry.get("params")
     ck._stored = {k: v for k, v in entry.items() if k != "guards"}
     ck.timings["disk"] = time.perf_counter() - t0
     return ck
+
+
+class _StoredTexts:
+    """The IR and LLVM IR of an entry, each a text or a ``files.Deferred`` read on first use;
+    where that read fails (the file was removed, or replaced by another entry for the key),
+    ``again()`` makes both anew, or, without it, the error is raised."""
+
+    def __init__(self, entry: dict, again=None):
+        self._entry, self._again, self._made = entry, again, None
+
+    def get(self, name: str) -> str:
+        value = self._entry[name]
+        if not isinstance(value, cache.Deferred):
+            return value
+        try:
+            return value.load()
+        except (OSError, cache.CacheFormatError):
+            if self._again is None:
+                raise
+        if self._made is None:
+            self._made = self._again()
+        return self._made[name]
+
+
+def _texts_again(kernel, specs: list, block: tuple, name: str) -> dict:
+    """{'ir', 'llvm_ir'} of this specialization made again (traced and lowered; no ptxas), for
+    a disk hit whose entry lost its deferred texts before they were read."""
+    from .. import pipeline
+    kwonly = tuple(p.name for p in kernel.params if p.kind is p.KEYWORD_ONLY)
+    traced, _ = pipeline.trace(kernel.fn, name, specs, kernel.param_names, kernel.options,
+                               block, kwonly, {})
+    return {"ir": traced.text, "llvm_ir": pipeline.lower(traced, kernel.options, {}).llvm_ir}
 
 
 # -- the disk cache, as Kernel.specialize uses it -------------------------------------------------
@@ -262,7 +300,7 @@ def lookup(kernel, specs: list, block: tuple, target: str,
     if after_wait and (key is None or cache.path() is None):
         return None
     t1 = time.perf_counter()
-    entry = cache.get(key) if key is not None else None
+    entry = cache.get(key, deferred=True) if key is not None else None
     if entry is None or entry.get("format") != FORMAT:
         return None
     t2 = time.perf_counter()
@@ -274,7 +312,9 @@ def lookup(kernel, specs: list, block: tuple, target: str,
         guards = resolve_guards(kernel, entry["guards"])
         if guards is None:
             return None
-        ck = compiled_from_entry(entry, specs, kernel.options, guards)
+        ck = compiled_from_entry(
+            entry, specs, kernel.options, guards,
+            again=lambda: _texts_again(kernel, specs, block, entry["name"]))
     except (KeyError, TypeError, ValueError) as e:
         cache.discard(key, f"field {e}")    # damaged, though it passed the checksum: rebuild it
         return None
@@ -308,7 +348,7 @@ def store(kernel, ck: CompiledKernel, specs: list, block: tuple, target: str) ->
         return False
     entry = entry_of(ck, guards)
     try:
-        stored = cache.put(key, entry)
+        stored = cache.put(key, entry, DEFERRED)
     except (TypeError, ValueError) as e:       # a field that is not plain data: a warpstage bug
         warnings.warn(f"warpstage: kernel {ck.name} was not stored in the disk cache: its entry "
                       f"is not plain data ({e}). Please report this.", RuntimeWarning, stacklevel=3)
@@ -330,7 +370,7 @@ def save(ck: CompiledKernel, path: str) -> None:
             f"cannot save kernel {ck.name}: a parameter's binding has no stored form (expected "
             "static values, scalars, pointers, tensors and their tuples/structs).\nFix: keep "
             "the kernel in this process, or use the disk cache (it does not need this).")
-    cache.write_entry(os.fspath(path), entry_of(ck, []))
+    cache.write_entry(os.fspath(path), entry_of(ck, []), DEFERRED)
 
 
 def load(path) -> CompiledKernel:
