@@ -54,20 +54,48 @@ def _digest(d) -> bytes:
     return digest
 
 
-def _compare(launches, call, tensors: dict):
+def _made(monkeypatch) -> list:
+    """Every tensor ``torch.zeros`` / ``torch.empty`` returns from here on (the scratch an op
+    call makes, such as a ``dynamic_tiles`` launch's tile counters: on the pretend GPU's CPU
+    tensors a fresh pair per call, made by the op's own code or by its plan)."""
+    made = []
+    for name in ("zeros", "empty"):
+        def make(*args, _real=getattr(torch, name), **kwargs):
+            t = _real(*args, **kwargs)
+            made.append(t)
+            return t
+        monkeypatch.setattr(torch, name, make)
+    return made
+
+
+def _scratch(made: list, start: int, tensors: dict) -> dict:
+    """The tensors made since ``made[start]`` that no name in ``tensors`` holds, named by their
+    shape and dtype: a launch into a new scratch tensor of the right kind matches."""
+    known = {id(t) for t in tensors.values()}
+    return {f"scratch{tuple(t.shape)}{t.dtype}#{i}": t
+            for i, t in enumerate(t for t in made[start:] if id(t) not in known)}
+
+
+def _compare(launches, call, tensors: dict, made: list = None):
     """Run ``call()`` without plans, then twice with them (records, then runs the plan); the
-    named launches must be equal each time. Returns the plan run's result."""
+    named launches must be equal each time (with ``made``, from :func:`_made`, the scratch
+    tensors each call made are named by their order, shape and dtype). Returns the plan run's
+    result."""
+    made = [] if made is None else made
+
+    def run():
+        n, m = len(launches), len(made)
+        result = call()
+        named = dict(tensors, **_results(result))
+        named.update(_scratch(made, m, named))
+        return result, [_named(x, named) for x in launches[n:]]
     op_plans.ENABLED = False
     try:
-        n = len(launches)
-        result = call()
-        expected = [_named(x, dict(tensors, **_results(result))) for x in launches[n:]]
+        result, expected = run()
     finally:
         op_plans.ENABLED = True
     for _ in range(2):
-        n = len(launches)
-        result = call()
-        got = [_named(x, dict(tensors, **_results(result))) for x in launches[n:]]
+        result, got = run()
         assert got == expected
     return result
 
@@ -117,7 +145,8 @@ def test_scaled_matmul_plans_follow_new_scales_and_one_scale_passed_twice(fake_g
     _compare(fake_gpu, lambda: ws.ops.scaled_matmul(a, w.T, s2, s, out=c), names)
 
 
-def test_attention_plans_equal_the_ops_own_launches(fake_gpu):
+def test_attention_plans_equal_the_ops_own_launches(fake_gpu, monkeypatch):
+    made = _made(monkeypatch)           # D=64's short default claims tiles: fresh counters
     q, k, v = (_bf16(1, 2, 256, 64) for _ in range(3))
     kv = _bf16(1, 1, 256, 64)
     t = _bf16(1, 256, 2, 64).transpose(1, 2)        # a (B, S, H, D) tensor's view
@@ -126,7 +155,7 @@ def test_attention_plans_equal_the_ops_own_launches(fake_gpu):
                  lambda: ws.ops.flash_attention(q, k, v, mma="wgmma"),
                  lambda: ws.ops.flash_attention(q, kv, kv, return_lse=True),
                  lambda: ws.ops.flash_attention(t, k, v)):
-        _compare(fake_gpu, call, names)
+        _compare(fake_gpu, call, names, made)
 
 
 def test_a_changed_fact_never_reuses_a_plan(fake_gpu):
