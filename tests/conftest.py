@@ -6,7 +6,8 @@ the simulator only (``pytestmark = pytest.mark.usefixtures("sim_target")`` for a
 ``ptxas_path`` skips a test where no ptxas is installed; traced modules are round-tripped through
 the IR parser (``check_ir_round_trip``; ``--ir-round-trip=all`` for every module); after each
 test what survives is frozen out of the garbage collector's walks (``pytest_runtest_protocol``
-below). tests/ is on sys.path (this file lives here), so test files share helpers such as
+below); under pytest-xdist the workers share the rewriting of the test modules' asserts
+(tests/rewrite_share.py). tests/ is on sys.path (this file lives here), so test files share helpers such as
 example_loader.py. Everything here is per test or per process, so the suite runs under
 pytest-xdist (``-n 2``, README's test command) as it does in one process."""
 import functools
@@ -22,6 +23,15 @@ def gpu_available() -> bool:
     except Exception:
         return False
     return cuda_available()
+
+
+def pytest_collection(session):
+    """Under pytest-xdist the workers split the rewriting of the test modules' asserts between
+    them (tests/rewrite_share.py); collection itself is pytest's."""
+    from pathlib import Path
+
+    import rewrite_share
+    rewrite_share.share(session.config, Path(__file__).resolve().parent)
 
 
 def pytest_collection_modifyitems(config, items):
