@@ -44,10 +44,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _private_disk_cache(tmp_path, monkeypatch):
+def _private_disk_cache(request, tmp_path_factory, monkeypatch):
     """Each test gets its own empty disk cache (never ~/.cache/warpstage), so one test's
-    compiled kernels cannot turn another test's trace into a disk hit. Subprocesses inherit it."""
-    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(tmp_path / "ws-cache"))
+    compiled kernels cannot turn another test's trace into a disk hit. Subprocesses inherit it.
+    It is ``tmp_path / "ws-cache"`` for a test that asks for ``tmp_path``, else a folder of
+    its own under the session's base temporary folder, named but not made (warpstage makes it
+    when it stores a kernel; making a ``tmp_path`` for each of ~3,000 tests was ~1 s)."""
+    if "tmp_path" in request.fixturenames:
+        path = request.getfixturevalue("tmp_path") / "ws-cache"
+    else:
+        _CACHE_COUNT[0] += 1
+        path = tmp_path_factory.getbasetemp() / "ws-caches" / str(_CACHE_COUNT[0])
+    monkeypatch.setenv("WARPSTAGE_CACHE_DIR", str(path))
+
+
+_CACHE_COUNT = [0]
 
 
 @pytest.fixture(autouse=True)
