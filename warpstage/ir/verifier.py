@@ -50,21 +50,26 @@ class _Verifier:
         self.block(block)
 
     def block(self, block: Block):
+        # the scope holds the Value objects themselves (a Value hashes by identity), so an
+        # op's operands are checked with one set operation, not an id() call each
         scope = self.scope
-        added = [id(a) for a in block.args]
+        added = list(block.args)
         scope.update(added)
-        last = len(block.ops) - 1
-        for i, op in enumerate(block.ops):
+        ops = block.ops
+        last = len(ops) - 1
+        get = OPS.get
+        terminators = self.terminators
+        for i, op in enumerate(ops):
             if op.parent is not block:
                 self.fail(op, "op's parent link does not point at its block")
-            d = OPS.get(op.name)
+            d = get(op.name)
             if d is None:
                 self.fail(op, "unknown op")
-            for v in op.operands:
-                if id(v) not in scope:
-                    k = next(k for k, u in enumerate(op.operands) if id(u) not in scope)
-                    self.fail(op, f"operand {k} ({op.operands[k].type}) is not defined before "
-                                  "this op in an enclosing block")
+            operands = op.operands
+            if operands and not scope.issuperset(operands):
+                k = next(k for k, u in enumerate(operands) if u not in scope)
+                self.fail(op, f"operand {k} ({operands[k].type}) is not defined before "
+                              "this op in an enclosing block")
             if op.attrs and not d.attr_names.issuperset(op.attrs):
                 extra = sorted(set(op.attrs) - d.attr_names)
                 self.fail(op, f"unknown attribute(s) {', '.join(extra)}; "
@@ -72,16 +77,16 @@ class _Verifier:
             err = d.rule(op)
             if err:
                 self.fail(op, err)
-            if i != last and op.name in self.terminators:
+            if i != last and op.name in terminators:
                 self.fail(op, "terminator in the middle of a block")
             if op.name == "func.call":
                 self.call(op)
             for region in op.regions:
                 self.block(region.block)
-            for r in op.results:
-                rid = id(r)
-                scope.add(rid)
-                added.append(rid)
+            results = op.results
+            if results:
+                scope.update(results)
+                added.extend(results)
         scope.difference_update(added)
 
     def call(self, op: Operation):
