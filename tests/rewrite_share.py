@@ -38,6 +38,17 @@ def share(config, tests_root: Path) -> None:
     basetemp = getattr(config.option, "basetemp", None)
     if not worker or not count or not basetemp or config.getoption("assertmode") != "rewrite":
         return
+    k, n = int(worker.removeprefix("gw")), int(count)
+    files = [f for f in sorted(tests_root.rglob("test_*.py")) if _asked_for(f, config)]
+    folder = Path(basetemp).parent / "rewritten-tests"
+    folder.mkdir(exist_ok=True)
+    rewrite_into(config, folder, tests_root, files[k::n])
+
+
+def rewrite_into(config, folder: Path, tests_root: Path, files) -> bool:
+    """Rewrite ``files`` (test modules under ``tests_root``) into ``folder`` and make pytest's
+    pyc lookup also look there; False (nothing done) where pytest's functions are not the
+    ones this was written against."""
     try:
         from _pytest.assertion import rewrite
         state = config.stash[rewrite.assertstate_key]
@@ -45,9 +56,7 @@ def share(config, tests_root: Path) -> None:
             rewrite._read_pyc
         tail = rewrite.PYC_TAIL
     except (ImportError, AttributeError, KeyError):
-        return
-    folder = Path(basetemp).parent / "rewritten-tests"
-    folder.mkdir(exist_ok=True)
+        return False
 
     def shared_pyc(source: Path) -> Path:
         rel = os.path.relpath(source, tests_root).replace(os.sep, "__")
@@ -60,9 +69,7 @@ def share(config, tests_root: Path) -> None:
         return co
 
     rewrite._read_pyc = read_shared
-    k, n = int(worker.removeprefix("gw")), int(count)
-    files = [f for f in sorted(tests_root.rglob("test_*.py")) if _asked_for(f, config)]
-    for source in files[k::n]:
+    for source in files:
         pyc = shared_pyc(source)
         if pyc.exists():
             continue
@@ -71,3 +78,4 @@ def share(config, tests_root: Path) -> None:
         except (SyntaxError, OSError, UnicodeDecodeError):
             continue                    # pytest reports it when it imports the file
         write_pyc(state, co, source_hash, pyc)
+    return True
