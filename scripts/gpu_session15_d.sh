@@ -19,12 +19,12 @@ WARPSTAGE_CACHE_DIR=/tmp/ws-cache-d15 timeout 60 python3 benchmarks/attention_ab
     --set d128sb15 --rounds 8 --iters 20 --shapes "8,16,1024;4,16,1024" \
     --out "$OUT/ab" > "$OUT/ab.txt" 2>&1
 echo "ab rc $? at $(( $(date +%s) - t0 )) s"
-timeout 100 python3 benchmarks/llvm_pipeline_ab.py --rounds 5 > "$OUT/pipeline_ab.txt" 2>&1
+timeout 90 python3 benchmarks/llvm_pipeline_ab.py --rounds 5 --rows "128,0,4,16,4096;128,0,8,16,1024;64,0,8,16,1024;128,0,8,16,1024,shared_boundary=True" > "$OUT/pipeline_ab.txt" 2>&1
 echo "pipeline ab rc $? at $(( $(date +%s) - t0 )) s"
 timeout 75 python3 benchmarks/compile_time.py fresh > "$OUT/compile_time.txt" 2>&1
 echo "compile rc $? at $(( $(date +%s) - t0 )) s"
 export PYTHONDONTWRITEBYTECODE=1
-WARPSTAGE_CACHE_DIR=/tmp/ws-cache-d15s timeout 230 python3 -m pytest -m gpu -q -p no:cacheprovider \
+WARPSTAGE_CACHE_DIR=/tmp/ws-cache-d15s timeout 210 python3 -m pytest -m gpu -q -p no:cacheprovider \
     -n 8 tests > "$OUT/pytest_gpu.txt" 2>&1
 echo "gpu pytest rc $? at $(( $(date +%s) - t0 )) s"
 cat "$OUT/smi.txt"
