@@ -19,6 +19,11 @@ WARPSTAGE_CACHE_DIR=/tmp/ws-cache-d15 timeout 60 python3 benchmarks/attention_ab
     --set d128sb15 --rounds 8 --iters 20 --shapes "8,16,1024;4,16,1024" \
     --out "$OUT/ab" > "$OUT/ab.txt" 2>&1
 echo "ab rc $? at $(( $(date +%s) - t0 )) s"
+mkdir -p "$OUT/abc"
+WARPSTAGE_CACHE_DIR=/tmp/ws-cache-d15 timeout 40 python3 benchmarks/attention_ab.py \
+    --set d128csb15 --rounds 8 --iters 20 --shapes "8,16,1024" \
+    --out "$OUT/abc" > "$OUT/abc.txt" 2>&1
+echo "abc rc $? at $(( $(date +%s) - t0 )) s"
 timeout 90 python3 benchmarks/llvm_pipeline_ab.py --rounds 5 --rows "128,0,4,16,4096;128,0,8,16,1024;64,0,8,16,1024;128,0,8,16,1024,shared_boundary=True" > "$OUT/pipeline_ab.txt" 2>&1
 echo "pipeline ab rc $? at $(( $(date +%s) - t0 )) s"
 timeout 75 python3 benchmarks/compile_time.py fresh > "$OUT/compile_time.txt" 2>&1
@@ -30,6 +35,7 @@ echo "gpu pytest rc $? at $(( $(date +%s) - t0 )) s"
 cat "$OUT/smi.txt"
 echo "== demo"; tail -5 "$OUT/demo.txt" | cut -c1-200
 echo "== ab"; cut -c1-200 "$OUT/ab.txt" | grep -v "^$" | tail -14
+echo "== abc"; cut -c1-200 "$OUT/abc.txt" | grep -v "^$" | tail -8
 echo "== pipeline"; grep -v "^$" "$OUT/pipeline_ab.txt" | cut -c1-160 | tail -24
 echo "== compile"; grep -vE "^\s*$" "$OUT/compile_time.txt" | cut -c1-200 | tail -24
 echo "== gpu pytest"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_gpu.txt" | head -12; tail -1 "$OUT/pytest_gpu.txt"
