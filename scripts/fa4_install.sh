@@ -1,5 +1,6 @@
 #!/bin/bash
-# FlashAttention-4 (flash-attn-4 4.0.0b36 on CuTe DSL 4.8.1) for the side-by-side benchmark,
+# FlashAttention-4 (flash-attn-4 4.0.0b36 on CuTe DSL 4.8.1) for the side-by-side benchmark
+# (scripts/fa4_wheels.sh builds the carried folders, libs-core included),
 # from wheels carried in .whl/ (gitignored; docs/performance.md, "FlashAttention-4"). The CUDA 13
 # flavour of nvidia-cutlass-dsl-libs (92 MB) exceeds one device call's 64 MiB, so it travels as
 # an xz tarball in two halves over two consecutive calls: the call that carries .whl/cu13.part1
