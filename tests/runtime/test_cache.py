@@ -40,6 +40,17 @@ def _unrolled(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
     out[i] = acc
 
 
+GAIN = 1.5
+
+
+def _gained(a: ws.Tensor, out: ws.Tensor, n: ws.Int32):
+    i = ws.arch.thread_idx()[0]
+    acc = a[i]
+    for j in ws.static_range(16):           # deferred texts, and a guard on GAIN
+        acc = acc * GAIN + a[i + j]
+    out[i] = acc
+
+
 def _closure(factor):
     def k(a: ws.Tensor, n: ws.Int32):
         a[ws.arch.thread_idx()[0]] = a[0] * factor
@@ -411,6 +422,31 @@ def test_the_texts_of_an_entry_gone_before_they_were_read_are_made_again(how):
     traces = STAGE_COUNTS["trace"]
     assert (hit.ir, hit.llvm_ir) == (ck.ir, ck.llvm_ir)
     assert STAGE_COUNTS["trace"] == traces + 1
+
+
+@needs_ptxas
+def test_a_hit_keeps_its_texts_when_this_process_stores_another_specialization(monkeypatch):
+    ck = ws.compile(ws.kernel(_gained), T1, T1, ws.Int32)       # stored, GAIN = 1.5
+    k = ws.kernel(_gained)
+    hit = ws.compile(k, T1, T1, ws.Int32)                       # texts not read yet
+    monkeypatch.setattr(sys.modules[__name__], "GAIN", 2.5)
+    other = ws.compile(k, T1, T1, ws.Int32)     # the guard differs: traced, stored over the key
+    assert "disk" not in other.timings and other.ir != ck.ir.replace(ck.name, other.name)
+    assert (hit.ir, hit.llvm_ir, hit.ptx) == (ck.ir, ck.llvm_ir, ck.ptx)
+
+
+@needs_ptxas
+def test_the_texts_of_a_gone_entry_are_not_made_for_a_changed_global(monkeypatch):
+    ck = ws.compile(ws.kernel(_gained), T1, T1, ws.Int32)
+    (f,) = [p for p in Path(cache.path()).iterdir() if p.suffix == cache.SUFFIX]
+    hit = ws.compile(ws.kernel(_gained), T1, T1, ws.Int32)
+    f.unlink()
+    monkeypatch.setattr(sys.modules[__name__], "GAIN", 2.5)
+    with pytest.raises(ws.UnsupportedError, match=r"GAIN.*expected 1\.5.*got 2\.5(.|\n)*Fix:") as e:
+        hit.ir
+    assert e.value.__traceback__.tb_next is None            # this file's frame only
+    monkeypatch.setattr(sys.modules[__name__], "GAIN", 1.5)
+    assert (hit.ir, hit.llvm_ir) == (ck.ir, ck.llvm_ir)         # as it was: made again
 
 
 def test_deferred_texts_are_checked_when_read(tmp_path):

@@ -16,6 +16,7 @@ every stage comes from the stored entry.
 from __future__ import annotations
 
 import subprocess
+import sys
 import tempfile
 from typing import Optional
 
@@ -101,12 +102,29 @@ class CompiledKernel:
     @property
     def ir(self) -> str:
         """The IR as MLIR-like text (stored text for a kernel from the disk cache or ws.load)."""
-        return self.traced.text
+        try:
+            return self.traced.text
+        except Exception as e:
+            self._users_error(e, sys._getframe(1))
+            raise
 
     @property
     def llvm_ir(self) -> str:
         """LLVM IR text for nvptx64-nvidia-cuda."""
-        return self.lowered.llvm_ir
+        try:
+            return self.lowered.llvm_ir
+        except Exception as e:
+            self._users_error(e, sys._getframe(1))
+            raise
+
+    def _users_error(self, e: Exception, caller) -> None:
+        """Filter ``e`` as a public entry does (jit/tracebacks.py) when the user's code asked
+        for the text (``caller``'s frame is not warpstage's; a disk hit's texts made again may
+        fail: persist._texts_again)."""
+        from .tracebacks import _in_package, _keep_frames, _user_error
+        if not (_in_package(caller.f_code.co_filename) or _keep_frames()
+                or self.options.compiler_frames):
+            _user_error(e)
 
     @property
     def ptx(self) -> str:

@@ -38,10 +38,13 @@ def _in_package(filename: str) -> bool:
 def _package_frame(frame) -> bool:
     """Whether ``frame`` runs warpstage's code: a file of the package, or ``dataclasses``
     building one of warpstage's classes (``dataclasses.replace``, and the ``__init__`` it
-    generates, file ``<string>``, for ``CompileOptions``)."""
+    generates, file ``<string>``, for ``CompileOptions``), or ``functools.cached_property``
+    computing an attribute of one of warpstage's objects (``Traced.text``)."""
     code = frame.f_code
     if _in_package(code.co_filename) or code.co_filename == dataclasses.__file__:
         return True
+    if code.co_filename == functools.__file__ and code.co_name == "__get__":
+        return type(frame.f_locals.get("instance")).__module__.startswith("warpstage.")
     if code.co_filename != "<string>" or not code.co_varnames:
         return False
     owner = frame.f_locals.get(code.co_varnames[0])

@@ -30,6 +30,7 @@ import sys
 import time
 import types
 import warnings
+import weakref
 from typing import Optional
 
 from ..compiled import STAGE_COUNTS, CompiledKernel
@@ -37,7 +38,7 @@ from ..stages import Compiled, Lowered, Traced
 from .entry_check import DEFERRED, problem
 from ...errors import ArgumentError, UnsupportedError
 from ...frontend.facts import class_lookup
-from ...frontend.guards import CELL, CLASS, DEFAULTS, GLOBAL, defaults_guards
+from ...frontend.guards import CELL, CLASS, DEFAULTS, GLOBAL, defaults_guards, guards_hold
 from ...frontend.kinds import Kind
 from ...core.static_key import UnkeyableError, code_key, is_stable, static_key
 from ...ir.types import parse_type
@@ -218,13 +219,14 @@ def entry_of(ck: CompiledKernel, guards: list) -> dict:
 
 
 def compiled_from_entry(entry: dict, specs=None, options=None, guards=(),
-                        again=None) -> CompiledKernel:
+                        again=None, key=None) -> CompiledKernel:
     """A CompiledKernel with every stage taken from ``entry`` (no trace, lower or ptxas).
     ``specs``/``options`` default to the stored explain rows / options. The IR and LLVM IR may
     be ``files.Deferred`` (``cache.get(key, deferred=True)``): read when ``.ir`` /
     ``.llvm_ir`` are first asked for, or, where the file no longer holds them (replaced or
-    removed since), made by ``again()`` ({'ir', 'llvm_ir'}). Raises KeyError, TypeError or
-    ValueError for an entry that lacks a field or has a malformed one."""
+    removed since), made by ``again()`` ({'ir', 'llvm_ir'}). ``key``: the entry's disk key, for
+    ``store`` to read the texts before this process writes another entry over it. Raises
+    KeyError, TypeError or ValueError for an entry that lacks a field or has a malformed one."""
     from ...backend.ptxas_tool import CubinResult, Resources
     t0 = time.perf_counter()
     abi = [(s, parse_type(t)) for s, t in entry["abi"]]
@@ -243,6 +245,8 @@ def compiled_from_entry(entry: dict, specs=None, options=None, guards=(),
                              rep["seconds"])
     name, block, ptx = entry["name"], tuple(entry["block"]), entry["ptx"]
     texts = _StoredTexts(entry, again)
+    if key is not None:
+        _UNREAD[key] = texts
     traced = Traced(name, None, tuple(abi), block, int(entry.get("dynamic_smem", 0)),
                     stored_text=functools.partial(texts.get, "ir"))
     ck = CompiledKernel(name, None, abi, specs, list(entry["param_names"]), options, block, {},
@@ -262,6 +266,16 @@ class _StoredTexts:
     def __init__(self, entry: dict, again=None):
         self._entry, self._again, self._made = entry, again, None
 
+    def read_now(self) -> None:
+        """Read the deferred texts while the file still holds them (``store`` calls this before
+        it writes another entry for the key); a failed read is left to ``get``."""
+        for value in self._entry.values():
+            if isinstance(value, cache.Deferred):
+                try:
+                    value.load()
+                except (OSError, cache.CacheFormatError):
+                    pass
+
     def get(self, name: str) -> str:
         value = self._entry[name]
         if not isinstance(value, cache.Deferred):
@@ -276,10 +290,36 @@ class _StoredTexts:
         return self._made[name]
 
 
-def _texts_again(kernel, specs: list, block: tuple, name: str) -> dict:
+_UNREAD: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+"""disk key -> the _StoredTexts of this process's disk hit on it (held while its CompiledKernel
+lives): ``store`` reads them before writing another entry (another specialization: the
+guards differed) over the key."""
+
+
+def _texts_again(kernel, specs: list, block: tuple, name: str, guards=()) -> dict:
     """{'ir', 'llvm_ir'} of this specialization made again (traced and lowered; no ptxas), for
-    a disk hit whose entry lost its deferred texts before they were read."""
+    a disk hit whose entry lost its deferred texts before they were read. UnsupportedError when
+    a value the hit's ``guards`` hold has changed since: a trace now would be another
+    specialization's."""
     from .. import pipeline
+    changed = [g for g in guards if not guards_hold((g,))]
+    if changed:
+        import reprlib
+        container, gname, then = changed[0][:3]
+        if isinstance(container, dict):
+            owner, now = container.get("__name__"), container.get(gname, "<missing>")
+        else:
+            owner, now = getattr(container, "__qualname__", None), getattr(container, gname,
+                                                                           "<missing>")
+        what = f"{owner}.{gname}" if owner else gname
+        raise UnsupportedError(
+            f"kernel {name}: its IR and LLVM IR texts are no longer in its disk-cache entry "
+            f"(removed, or replaced by another specialization since the disk hit), and cannot be "
+            f"made again: {what}, which its trace read, has changed since (expected "
+            f"{reprlib.repr(then)}, the value it was compiled for; got {reprlib.repr(now)}: a "
+            f"trace now would be another specialization's).\nFix: read .ir / .llvm_ir (or "
+            f"save()) before changing {gname}, or ws.compile the kernel again for the current "
+            f"value.")
     kwonly = tuple(p.name for p in kernel.params if p.kind is p.KEYWORD_ONLY)
     traced, _ = pipeline.trace(kernel.fn, name, specs, kernel.param_names, kernel.options,
                                block, kwonly, {})
@@ -314,7 +354,7 @@ def lookup(kernel, specs: list, block: tuple, target: str,
             return None
         ck = compiled_from_entry(
             entry, specs, kernel.options, guards,
-            again=lambda: _texts_again(kernel, specs, block, entry["name"]))
+            again=lambda: _texts_again(kernel, specs, block, entry["name"], guards), key=key)
     except (KeyError, TypeError, ValueError) as e:
         cache.discard(key, f"field {e}")    # damaged, though it passed the checksum: rebuild it
         return None
@@ -347,6 +387,9 @@ def store(kernel, ck: CompiledKernel, specs: list, block: tuple, target: str) ->
     if guards is None or key is None:
         return False
     entry = entry_of(ck, guards)
+    unread = _UNREAD.pop(key, None)     # a disk hit of this process on the key: read its texts
+    if unread is not None:
+        unread.read_now()
     try:
         stored = cache.put(key, entry, DEFERRED)
     except (TypeError, ValueError) as e:       # a field that is not plain data: a warpstage bug
