@@ -178,7 +178,9 @@ def test_zero_head_dim_is_named_as_such():
     ({"kv_group": 2}, {}, r"come from the call's arguments"),
     ([1], {}, r"expected None or a dict"),
     ({"consumer_wgs": 3}, {"mma": "mma.sync"}, r"mma.sync kernel does not read"),
-    ({"tile_n": 80}, {"tile_n": 128}, r"tile_n given twice")])
+    ({"tile_n": 80}, {"tile_n": 128}, r"tile_n given twice"),
+    ({"shared_boundary": [True]}, {"mma": "wgmma"},
+     r"'shared_boundary' = \[True\] \(list\); expected a bool.*Fix:")])
 def test_policy_errors(policy, kw, match):
     q = zeros(1, 1, 64, 64)
     with pytest.raises(ws.ArgumentError, match=match):

@@ -320,6 +320,14 @@ def _check_policy(policy, mma, tile_n, num_stages) -> None:
                                 " causal_align, kv_group and the head dimension, dtype and scale "
                                 "come from the call's arguments). Fix: "
                                 + (f"{near[0]!r}" if near else "one of those fields"))
+    for name, value in policy.items():      # plan_call keys the policy cache by the values
+        try:
+            hash(value)
+        except TypeError:
+            raise ArgumentError(f"flash_attention: policy field {name!r} = {value!r} "
+                                f"({type(value).__name__}); expected a bool, number, string or "
+                                f"None (a FlashAttentionWgmma field's value). Fix: "
+                                f"policy={{{name!r}: ...}} with one such value") from None
     for name, given in (("tile_n", tile_n), ("num_stages", num_stages)):
         if given is not None and name in policy and policy[name] != given:
             raise ArgumentError(f"flash_attention: {name} given twice, {name}={given} and "
