@@ -465,6 +465,9 @@ def test_deferred_texts_are_checked_when_read(tmp_path):
     lazy = cache.read_entry(str(f), deferred=True)  # the checked part is intact: readable
     with pytest.raises(cache.CacheFormatError, match="checksum mismatch of the texts"):
         lazy["ir"].load()
+    with pytest.raises(cache.CacheFormatError) as e:    # the whole entry (ws.load's read)
+        cache.read_entry(str(f))
+    assert "checksum mismatch of the texts" in str(e.value) and "header" not in str(e.value)
     with pytest.warns(RuntimeWarning, match="damaged"):
         assert cache.get(key) is None               # a reader of the whole entry: a bad entry
     cache.put(key, entry, ("ir", "llvm_ir"))

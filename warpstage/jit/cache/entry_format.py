@@ -124,6 +124,8 @@ def _decode(data: bytes, where: str, tail=None) -> dict:
                     entry[name] = Deferred(group, name)
             else:
                 entry.update(_checked_tail(tail, later, header["deferred_sha256"], where))
+    except CacheFormatError:        # the texts' own checksum: its message as it is
+        raise
     except (ValueError, KeyError, TypeError) as e:
         raise CacheFormatError(f"{where}: malformed header ({e})") from None
     return entry
