@@ -105,10 +105,34 @@ def test_library_kernels_expect_a_specialization_per_configuration():
 
 @pytest.mark.parametrize("value,want", [("light", "light"), (" Light ", "light"),
                                         ("default", "default"), ("", "default"),
-                                        ("O1", "default")])
+                                        ("O1", "default"), ("lite", "default")])
 def test_the_llvm_pipeline_from_the_environment(monkeypatch, value, want):
-    from warpstage.options import default_options
+    from warpstage.options import _WARNED_ENV, default_options
     monkeypatch.setenv("WARPSTAGE_LLVM_PIPELINE", value)
-    assert default_options().llvm_pipeline == want
+    _WARNED_ENV.clear()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert default_options().llvm_pipeline == want
+    unknown = value.strip().lower() not in ("", "light", "default")
+    assert [str(w.message) for w in seen if "WARPSTAGE_LLVM_PIPELINE" in str(w.message)] == (
+        [f"WARPSTAGE_LLVM_PIPELINE={value!r} is not one of 'default', 'light'; using 'default'. "
+         "Fix: set WARPSTAGE_LLVM_PIPELINE to one of those, or unset it."] if unknown else [])
+    with warnings.catch_warnings(record=True) as again:        # once per process and value
+        warnings.simplefilter("always")
+        default_options()
+    assert not [w for w in again if "WARPSTAGE_LLVM_PIPELINE" in str(w.message)]
     assert ws.kernel(_body).options.llvm_pipeline == want
     assert ws.kernel(llvm_pipeline="default")(_body).options.llvm_pipeline == "default"
+
+
+@pytest.mark.parametrize("value,want,warns", [("bindings", "bindings", False),
+                                              ("CTYPES", "ctypes", False), ("", "ctypes", False),
+                                              ("cuda-bindings", "ctypes", True)])
+def test_the_launch_path_from_the_environment(monkeypatch, value, want, warns):
+    from warpstage.options import _WARNED_ENV, env_launch_path
+    monkeypatch.setenv("WARPSTAGE_LAUNCH", value)
+    _WARNED_ENV.clear()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert env_launch_path() == want
+    assert any("WARPSTAGE_LAUNCH='cuda-bindings'" in str(w.message) for w in seen) == warns

@@ -33,6 +33,8 @@ This is the only module that reads environment variables:
                         "Several GPUs"; default: the arguments' GPU only)
 
 and CUDA's own CUDA_VISIBLE_DEVICES, which the autotuner's per-GPU timing workers narrow.
+WARPSTAGE_LAUNCH and WARPSTAGE_LLVM_PIPELINE warn once per process about a value that is none of
+theirs (``env_choice``), then use their default.
 """
 from __future__ import annotations
 
@@ -240,10 +242,32 @@ the recompile a RecompileWarning is for; past this count something in an op's ke
 that should not."""
 
 
+_WARNED_ENV: set = set()
+"""(variable, value) pairs :func:`env_choice` has warned about (once per process each)."""
+
+
+def env_choice(name: str, choices: tuple, default: str) -> str:
+    """The value of environment variable ``name`` if it is one of ``choices`` (stripped, any
+    case), else ``default``: unset or empty silently; anything else with a warning, once per
+    process and value, that names the variable, the value, the choices and what was used (a
+    misspelt ``WARPSTAGE_LLVM_PIPELINE=lite`` would otherwise make an A/B run measure the
+    default against itself)."""
+    raw = os.environ.get(name, "")
+    v = raw.strip().lower()
+    if v in choices:
+        return v
+    if v and (name, raw) not in _WARNED_ENV:
+        _WARNED_ENV.add((name, raw))
+        warnings.warn(f"{name}={raw!r} is not one of {', '.join(map(repr, choices))}; using "
+                      f"{default!r}. Fix: set {name} to one of those, or unset it.",
+                      stacklevel=_caller_level())
+    return default
+
+
 def env_llvm_pipeline() -> str:
-    """WARPSTAGE_LLVM_PIPELINE: 'light' or 'default' (also when unset or anything else)."""
-    v = os.environ.get("WARPSTAGE_LLVM_PIPELINE", "").strip().lower()
-    return v if v in LLVM_PIPELINES else "default"
+    """WARPSTAGE_LLVM_PIPELINE: 'light' or 'default' ('default' when unset; another value warns
+    once and means 'default': :func:`env_choice`)."""
+    return env_choice("WARPSTAGE_LLVM_PIPELINE", LLVM_PIPELINES, "default")
 
 
 def default_options() -> CompileOptions:
@@ -254,8 +278,7 @@ def default_options() -> CompileOptions:
 def env_launch_path() -> str:
     """The driver call of launches, from WARPSTAGE_LAUNCH: 'ctypes' (default: libcuda's
     cuLaunchKernel through ctypes) or 'bindings' (through cuda-bindings). See docs/launch.md."""
-    path = os.environ.get("WARPSTAGE_LAUNCH", "").strip().lower()
-    return path if path in ("ctypes", "bindings") else "ctypes"
+    return env_choice("WARPSTAGE_LAUNCH", ("ctypes", "bindings"), "ctypes")
 
 
 def env_c_call() -> bool:
