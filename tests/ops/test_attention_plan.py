@@ -228,3 +228,15 @@ def test_explain_raises_the_grid_limit_and_names_an_unused_policy():
     said = dict(plan_call(q, q, q, policy={"consumer_wgs": 3}).fallbacks)
     assert "policy={'consumer_wgs': 3} is not used" in said["policy"]
     assert "policy" not in dict(plan_call(q, q, q).fallbacks)
+
+
+def test_an_unused_policy_is_still_checked_as_the_wgmma_kernel_would():
+    # mma='auto' in the simulator runs mma.sync, so policy= goes unused; a value the wgmma
+    # kernel refuses must fail here too, not first on a GPU (review15)
+    q = zeros(1, 1, 64, 64)
+    assert plan_call(q, q, q).kernel == "mma.sync"
+    for bad, says in (({"shared_boundary": "yes"}, r"shared_boundary: expected True or False"),
+                      ({"consumer_wgs": 5}, r"consumer_wgs")):
+        with pytest.raises(ValueError, match=says):
+            plan_call(q, q, q, policy=bad)
+    assert plan_call(q, q, q, policy={"shared_boundary": False}).kernel == "mma.sync"

@@ -490,6 +490,13 @@ def plan_call(q, k, v, causal=False, scale=None, *, causal_align="top_left", ret
     if mma == "auto":
         plan.fallbacks.append(("kernel", "the mma.sync kernel (FlashAttention-2 style), not "
                                "wgmma: " + _why_not_wgmma(tq, (tq, tk, tv), tma_ok, work)))
+        if policy and kernel_dim in FlashAttentionWgmma.head_dims:
+            # not run here, but checked as the wgmma kernel would check it: a bad field value
+            # must not pass in the simulator (mma.sync) and fail on a GPU (wgmma)
+            wgmma_policy_for(kernel_dim, dtype, causal, scale, tile_n=tile_n,
+                             num_stages=num_stages, causal_align=align, kv_group=kv_group,
+                             short=is_short(seq_q, kernel_dim, causal),
+                             overrides=tuple(sorted(policy.items())))
         if policy:
             plan.fallbacks.append(("policy", f"policy={policy} is not used: it sets "
                                    "FlashAttentionWgmma fields, and the mma.sync kernel runs "
