@@ -136,3 +136,15 @@ def test_the_launch_path_from_the_environment(monkeypatch, value, want, warns):
         warnings.simplefilter("always")
         assert env_launch_path() == want
     assert any("WARPSTAGE_LAUNCH='cuda-bindings'" in str(w.message) for w in seen) == warns
+
+
+def test_ws_compile_with_options_reuses_its_specializations():
+    # ws.compile(k, ..., option=...) used to make a new Kernel per call, so a second compile
+    # with the same options (or with options that change nothing) compiled again (review15)
+    kern = ws.kernel(_body)
+    t = (T1, ws.Int32)
+    first = ws.compile(kern, *t, opt_level=2)
+    assert ws.compile(kern, *t, opt_level=2) is first
+    assert ws.compile(kern, *t, llvm_pipeline=kern.options.llvm_pipeline) is ws.compile(kern, *t)
+    assert ws.compile(kern, *t, opt_level=1) is not first
+    assert first.options.opt_level == 2 and kern.options.opt_level != 2

@@ -167,6 +167,20 @@ class Kernel(_FunctionWrapper):
             self._options = default_options().with_(**self._overrides)
         return self._options
 
+    def with_options(self, **changes) -> "Kernel":
+        """This kernel with ``changes`` to its CompileOptions (``ws.compile(k, ...,
+        opt_level=2)``): itself when they change nothing, else one Kernel per distinct option
+        set, kept, so a second ``ws.compile`` with the same options finds its in-memory
+        specializations instead of compiling again."""
+        options = self.options.with_(**changes)
+        if options == self.options:
+            return self
+        derived = self.__dict__.setdefault("_derived", {})
+        kern = derived.get(options)
+        if kern is None:
+            kern = derived[options] = Kernel(self.fn, options)
+        return kern
+
     def __ws_static_key__(self):
         return ("kernel", self.fn.__module__, self.fn.__qualname__, code_key(self.fn.__code__))
 
@@ -485,7 +499,7 @@ def compile(kern: Kernel, *args, block=(128, 1, 1), target: Optional[str] = None
     options = {k: kwargs.pop(k) for k in list(kwargs)
                if k in _OPTION_NAMES and k not in kern.param_names}
     if options:                   # ws.compile(k, ..., arch="sm_80"): compile options, not arguments
-        kern = Kernel(kern.fn, kern.options.with_(**options))
+        kern = kern.with_options(**options)
     values = kern._bind(args, kwargs, f"ws.compile({kern.__name__}, "
                         f"{', '.join(kern.param_names)}), a value or a type per parameter "
                         "(ws.Tensor[ws.Float32, 1], ws.Int32, ws.Static(64)), by position or by "
