@@ -1,0 +1,94 @@
+"""Loop-invariant code motion: a pure op at the top level of a loop body whose operands are all
+defined outside the loop moves to just before the loop.
+
+Contract: valid IR in, valid IR out, same behaviour. The loops are ``scf.for`` (its body) and
+``scf.while`` (its before and after regions). A candidate has the ``PURE`` trait (no side
+effect, no memory read), no regions, and is either an op with operands or ``arith.constant``
+(a pure op without operands reads machine state, as in ``passes/cse``: ``nvvm.sreg`` reads
+``clock64`` as well as ``tid.x``); integer ``arith.div`` / ``arith.rem`` are candidates only
+with a constant divisor other than 0 and -1 (a loop that runs zero times must not trap or
+overflow where it did not before). Only the ops at the top level of a body move: an op inside an
+``scf.if`` of the body stays (it runs only when its condition holds), and an op that reads a
+body argument (the induction variable, a carried value) or a result of an op that stays, stays.
+Loops are visited innermost first, so an op hoisted out of an inner loop is a candidate of the
+outer one. One walk, linear in the module's size; hoisted ops keep their order.
+
+Why it runs (only with ``CompileOptions.llvm_pipeline == 'light'``, ``passes/pipeline``):
+LLVM's O3 pipeline hoists loop invariants itself (its LICM pass); the light pipeline
+(``backend/llvm_c.LIGHT_PASSES``) has no LICM (llvmlite exposes none), which left the address
+arithmetic of the mma.sync FlashAttention's K/V loop inside the loop (72 bytes of spills) and
+is the suspect of the wgmma D=64 kernel's 3.5% loss (docs/compile-time.md, 18. and 20.).
+"""
+from __future__ import annotations
+
+from ..ir import Module, Trait, ops_with
+from ..ir.core import Block, Operation
+
+__all__ = ["loop_invariant_code_motion", "LOOPS"]
+
+LOOPS = ("scf.for", "scf.while")
+"""The loop ops; every region of one is a loop body (run zero or more times per entry)."""
+
+_DIVISIONS = ("arith.div", "arith.rem")
+
+
+def loop_invariant_code_motion(module: Module) -> int:
+    """Hoist the loop invariants of every function; returns how many ops moved (an op hoisted
+    out of two nested loops counts twice)."""
+    pure = ops_with(Trait.PURE)
+    moved = [0]
+    for fn in module.functions:
+        _block(fn.body.block, pure, moved)
+    return moved[0]
+
+
+def _block(block: Block, pure, moved: list) -> None:
+    """Visit the loops nested in ``block`` innermost first, putting what each hoists right
+    before it in ``block``."""
+    out = []
+    hoisted_any = False
+    for op in block.ops:
+        for r in op.regions:
+            _block(r.block, pure, moved)
+        if op.name in LOOPS:
+            hoisted = _hoist(op, pure)
+            if hoisted:
+                hoisted_any = True
+                moved[0] += len(hoisted)
+                for h in hoisted:
+                    h.parent = block
+                out.extend(hoisted)
+        out.append(op)
+    if hoisted_any:
+        block.ops[:] = out
+
+
+def _hoist(loop: Operation, pure) -> list:
+    """Take the invariant ops out of ``loop``'s bodies; returns them in order."""
+    hoisted = []
+    for r in loop.regions:
+        body = r.block
+        variant = {id(a) for a in body.args}
+        keep = []
+        for op in body.ops:
+            if _candidate(op, pure) and not any(id(v) in variant for v in op.operands):
+                hoisted.append(op)
+                continue
+            variant.update(id(v) for v in op.results)
+            keep.append(op)
+        if len(keep) != len(body.ops):
+            body.ops[:] = keep
+    return hoisted
+
+
+def _candidate(op: Operation, pure) -> bool:
+    name = op.name
+    if name not in pure or op.regions:
+        return False
+    if not op.operands:
+        return name == "arith.constant"
+    if name in _DIVISIONS and op.results[0].type.is_int:
+        d = op.operands[1].owner
+        return (isinstance(d, Operation) and d.name == "arith.constant"
+                and d.attrs.get("value") not in (0, -1))
+    return True
