@@ -185,3 +185,64 @@ def test_a_kernel_computes_the_same_with_the_pass_and_its_loop_holds_fewer_ops()
         out = np.zeros(threads, dtype=np.float32)
         ws.kernel(_strided_sum.fn, llvm_pipeline=p)[1, threads](x, out, n, stride)
         np.testing.assert_array_equal(out, want)
+
+
+def test_a_carried_value_passed_on_unchanged_is_its_initial_value_and_its_arithmetic_moves():
+    m, n = _licm("""kernel @k(%0: i32, %1: !ptr<i32, global>) {
+  %2 = arith.constant {value = 0} : i32
+  %3 = arith.constant {value = 1} : i32
+  %4, %5 = scf.for %2, %0, %3, %0, %2 : i32, i32 {
+  ^(%6: i32, %7: i32, %8: i32):
+    %9 = arith.mul %7, %7 : i32
+    %10 = arith.add %8, %9 : i32
+    scf.yield %7, %10
+  }
+  mem.store %1, %4 : !ptr<i32, global>, i32
+  mem.store %1, %5 : !ptr<i32, global>, i32
+  func.return
+}
+""")
+    # %7 is yielded back as it came: it is %0 throughout, so %7 * %7 moves; %8 changes: stays
+    assert n == 1
+    ops = m.functions[0].body.block.ops
+    mul = [op for op in ops if op.name == "arith.mul"][0]
+    assert mul.operands[0] is mul.operands[1] is m.functions[0].args[0]
+    loop = _loop(ops)
+    body = loop.regions[0].block
+    assert [op.name for op in body.ops] == ["arith.add", "scf.yield"]
+    assert body.ops[0].operands[0] is body.args[2]
+    stores = [op for op in ops if op.name == "mem.store"]
+    assert stores[0].operands[1] is m.functions[0].args[0]      # the loop's unchanged result
+    assert stores[1].operands[1] is loop.results[1]
+
+
+def test_a_while_value_changed_in_either_region_is_not_forwarded():
+    m, n = _licm("""kernel @k(%0: i32, %1: !ptr<i32, global>) {
+  %2 = arith.constant {value = 1} : i32
+  %3, %4 = scf.while %0, %0 : i32, i32 {
+  ^(%5: i32, %6: i32):
+    %7 = arith.cmp %5, %6 {pred = "lt"} : i1
+    %8 = arith.add %6, %2 : i32
+    scf.condition %7, %5, %8
+  } {
+  ^(%9: i32, %10: i32):
+    %11 = arith.mul %9, %9 : i32
+    %12 = arith.mul %10, %10 : i32
+    scf.yield %9, %12
+  }
+  mem.store %1, %3 : !ptr<i32, global>, i32
+  mem.store %1, %4 : !ptr<i32, global>, i32
+  func.return
+}
+""")
+    # the first value is forwarded (both regions pass it on): %9 * %9 moves, and the first
+    # result reads %0; the second changes in the before region: %10 * %10 stays
+    assert n == 1
+    ops = m.functions[0].body.block.ops
+    loop = _loop(ops, "scf.while")
+    stores = [op for op in ops if op.name == "mem.store"]
+    assert stores[0].operands[1] is m.functions[0].args[0]
+    assert stores[1].operands[1] is loop.results[1]
+    after = loop.regions[1].block
+    assert [op.name for op in after.ops] == ["arith.mul", "scf.yield"]
+    assert after.ops[0].operands[0] is after.args[1]

@@ -11,7 +11,16 @@ overflow where it did not before). Only the ops at the top level of a body move:
 ``scf.if`` of the body stays (it runs only when its condition holds), and an op that reads a
 body argument (the induction variable, a carried value) or a result of an op that stays, stays.
 Loops are visited innermost first, so an op hoisted out of an inner loop is a candidate of the
-outer one. One walk, linear in the module's size; hoisted ops keep their order.
+outer one. Hoisted ops keep their order.
+
+First, a carried value that every iteration passes on unchanged (``scf.for``: the body yields
+its own argument back; ``scf.while``: the condition forwards the before region's argument and
+the after region yields its own argument back) is its initial value throughout: its uses in
+the body, and the uses of the loop's result, read the initial value instead (the loop keeps
+the slot; LLVM folds the phi). The trace carries every variable a loop body may assign, so a
+FlashAttention loop carries its strides and base pointers this way, and without this step no
+address arithmetic on them would be invariant (LLVM's InstCombine does the same to its phis
+before its LICM runs). Two walks, each linear in the module's size.
 
 Why it runs (only with ``CompileOptions.llvm_pipeline == 'light'``, ``passes/pipeline``):
 LLVM's O3 pipeline hoists loop invariants itself (its LICM pass); the light pipeline
@@ -38,8 +47,35 @@ def loop_invariant_code_motion(module: Module) -> int:
     pure = ops_with(Trait.PURE)
     moved = [0]
     for fn in module.functions:
+        _forward_unchanged(fn.body.block, {})
         _block(fn.body.block, pure, moved)
     return moved[0]
+
+
+def _forward_unchanged(block: Block, replaced: dict) -> None:
+    """Rewire the operands of ``block`` (and the blocks nested in it) through ``replaced`` (id of a
+    value -> the value it always equals), adding each loop's unchanged carried values (its body
+    arguments and its results -> the initial value) before walking the loop's regions."""
+    for op in block.ops:
+        if replaced:
+            op.operands = [replaced.get(id(v), v) for v in op.operands]
+        if op.name == "scf.for":
+            body = op.regions[0].block
+            carried = body.args[1:]
+            passed = body.terminator.operands
+            for k, init in enumerate(op.operands[3:]):
+                if passed[k] is carried[k]:
+                    replaced[id(carried[k])] = replaced[id(op.results[k])] = init
+        elif op.name == "scf.while":
+            before, after = (r.block for r in op.regions)
+            forwarded = before.terminator.operands[1:]
+            passed = after.terminator.operands
+            for k, init in enumerate(op.operands):
+                if forwarded[k] is before.args[k] and passed[k] is after.args[k]:
+                    replaced[id(before.args[k])] = replaced[id(after.args[k])] = init
+                    replaced[id(op.results[k])] = init
+        for r in op.regions:
+            _forward_unchanged(r.block, replaced)
 
 
 def _block(block: Block, pure, moved: list) -> None:
