@@ -187,6 +187,20 @@ def test_a_kernel_computes_the_same_with_the_pass_and_its_loop_holds_fewer_ops()
         np.testing.assert_array_equal(out, want)
 
 
+def _store_results(a, b):
+    """The end of a kernel that stores the loop's two results ``a`` and ``b`` through %1."""
+    return "".join(f"  mem.store %1, {v} : !ptr<i32, global>, i32\n" for v in (a, b)) + \
+        "  func.return\n}\n"
+
+
+def _first_result_forwarded(m, loop):
+    """The two stores after ``loop``: the first reads %0 (the loop's first result, unchanged
+    in every iteration, forwarded to its initial value), the second the loop's second result."""
+    stores = [op for op in m.functions[0].body.block.ops if op.name == "mem.store"]
+    assert stores[0].operands[1] is m.functions[0].args[0]
+    assert stores[1].operands[1] is loop.results[1]
+
+
 def test_a_carried_value_passed_on_unchanged_is_its_initial_value_and_its_arithmetic_moves():
     m, n = _licm("""kernel @k(%0: i32, %1: !ptr<i32, global>) {
   %2 = arith.constant {value = 0} : i32
@@ -197,11 +211,7 @@ def test_a_carried_value_passed_on_unchanged_is_its_initial_value_and_its_arithm
     %10 = arith.add %8, %9 : i32
     scf.yield %7, %10
   }
-  mem.store %1, %4 : !ptr<i32, global>, i32
-  mem.store %1, %5 : !ptr<i32, global>, i32
-  func.return
-}
-""")
+""" + _store_results("%4", "%5"))
     # %7 is yielded back as it came: it is %0 throughout, so %7 * %7 moves; %8 changes: stays
     assert n == 1
     ops = m.functions[0].body.block.ops
@@ -211,9 +221,7 @@ def test_a_carried_value_passed_on_unchanged_is_its_initial_value_and_its_arithm
     body = loop.regions[0].block
     assert [op.name for op in body.ops] == ["arith.add", "scf.yield"]
     assert body.ops[0].operands[0] is body.args[2]
-    stores = [op for op in ops if op.name == "mem.store"]
-    assert stores[0].operands[1] is m.functions[0].args[0]      # the loop's unchanged result
-    assert stores[1].operands[1] is loop.results[1]
+    _first_result_forwarded(m, loop)
 
 
 def test_a_while_value_changed_in_either_region_is_not_forwarded():
@@ -230,19 +238,13 @@ def test_a_while_value_changed_in_either_region_is_not_forwarded():
     %12 = arith.mul %10, %10 : i32
     scf.yield %9, %12
   }
-  mem.store %1, %3 : !ptr<i32, global>, i32
-  mem.store %1, %4 : !ptr<i32, global>, i32
-  func.return
-}
-""")
+""" + _store_results("%3", "%4"))
     # the first value is forwarded (both regions pass it on): %9 * %9 moves, and the first
     # result reads %0; the second changes in the before region: %10 * %10 stays
     assert n == 1
     ops = m.functions[0].body.block.ops
     loop = _loop(ops, "scf.while")
-    stores = [op for op in ops if op.name == "mem.store"]
-    assert stores[0].operands[1] is m.functions[0].args[0]
-    assert stores[1].operands[1] is loop.results[1]
+    _first_result_forwarded(m, loop)
     after = loop.regions[1].block
     assert [op.name for op in after.ops] == ["arith.mul", "scf.yield"]
     assert after.ops[0].operands[0] is after.args[1]
