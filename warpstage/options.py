@@ -79,9 +79,10 @@ class CompileOptions:
     out-pointer instead, which removed most of the LLVM time this option saved:
     docs/compile-time.md, 10. and 12.); ``llvm_pipeline`` the LLVM optimization pipeline:
     'default' (LLVM's per-module default pipeline at ``opt_level``) or 'light' (the
-    always-inliner, SROA, InstCombine and SimplifyCFG only: about a sixth of O3's CPU time on
-    the wgmma FlashAttention kernels, a different PTX and SASS, not yet timed on a GPU, so not
-    the default; the mma.sync FlashAttention spills with it: docs/compile-time.md, 18.).
+    always-inliner, SROA, InstCombine and SimplifyCFG only, after warpstage's own loop-invariant
+    code motion, ``passes/licm.py``: about a sixth of O3's CPU time on the wgmma FlashAttention
+    kernels, a different PTX and SASS, 3.5% slower at D=64 S=1024 on the H200, so not the
+    default; the mma.sync FlashAttention spills with it: docs/compile-time.md, 18. and 20.).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,

@@ -1,7 +1,7 @@
 """Golden IR files (tests/passes/golden/*.wsir), FileCheck-style.
 
 Each file is IR text (``warpstage.ir.parse``) with comment lines: ``// RUN: <stage>`` picks what
-runs on the parsed module (``addresses``: the address split then DCE, ``cse``, ``dce``, ``kernel_attrs``, ``legalize``, ``passes``: the whole
+runs on the parsed module (``addresses``: the address split then DCE, ``cse``, ``dce``, ``kernel_attrs``, ``legalize``, ``licm``, ``passes``: the whole
 pipeline, ``llvm``:
 the passes then ``backend.lower``, ``ptx``: LLVM IR then PTX); ``// CHECK: text`` lines must appear in the output
 in order, ``// CHECK-SAME: text`` on the line of the previous match, after it, and
@@ -19,6 +19,7 @@ from warpstage.passes.cse import common_subexpressions
 from warpstage.passes.dce import dead_code_elimination
 from warpstage.passes.kernel_attrs import kernel_attributes
 from warpstage.passes.legalize import legalize
+from warpstage.passes.licm import loop_invariant_code_motion
 from warpstage.passes.pipeline import run_passes
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -38,6 +39,7 @@ STAGES = {
     "dce": _ir_after(dead_code_elimination),
     "kernel_attrs": _ir_after(kernel_attributes),
     "legalize": _ir_after(legalize),
+    "licm": _ir_after(loop_invariant_code_motion),
     "passes": _ir_after(run_passes),
     "llvm": lambda m: lower(run_passes(m), CompileOptions()),
     "ptx": lambda m: emit_ptx(lower(run_passes(m), CompileOptions()), CompileOptions()),

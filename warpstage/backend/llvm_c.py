@@ -45,8 +45,9 @@ LIGHT_PASSES = ("AlwaysInliner", "SROA", "InstCombine", "SimplifyCFG")
 the ``alwaysinline`` device functions, then scalar replacement of the out-pointer slots, one
 InstCombine and one SimplifyCFG over the inlined kernel. What O3 does beyond them (IPSCCP,
 EarlyCSE, GVN, correlated propagation, LICM, the loop passes) our traced IR mostly needs no more
-(CSE, DCE and the address split ran in ``passes/``); docs/compile-time.md, 18., says what it
-saves and what it changes."""
+(CSE, DCE and the address split ran in ``passes/``, and with this pipeline loop-invariant code
+motion too, ``passes/licm.py``); docs/compile-time.md, 18. and 20., says what it saves and what
+it changes."""
 
 CHECKED = ("0.50",)
 """llvmlite releases (major.minor) whose C signatures :class:`Direct` was checked against."""

@@ -53,7 +53,8 @@ def _step(name: str, step: str, timings: dict, counted: bool = True):
 def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, kwonly: tuple,
           timings: dict) -> tuple:
     """(Traced, guards): ``fn`` traced for ``specs`` (frontend/specialize.py), the pass pipeline
-    run on its module (passes/pipeline.py), and the guards on the globals and attributes it read
+    run on its module (passes/pipeline.py, the light pipeline's when ``options.llvm_pipeline`` is
+    'light'), and the guards on the globals and attributes it read
     (frontend/guards.py). Errors are the user's (CompilationError and its kinds) as raised."""
     from ..frontend.guards import collect_guards
     from ..frontend.specialize import trace_kernel
@@ -61,7 +62,7 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
     with _step(name, "trace", timings):
         module, abi, reached, facts = trace_kernel(fn, name, specs, param_names, options,
                                                    {"maxntid": block}, kwonly=kwonly)
-        run_passes(module)
+        run_passes(module, llvm_pipeline=options.llvm_pipeline)
     statics = [s.value for s in specs if getattr(s, "binding", None) == "static"
                and hasattr(s, "value")]
     guards = collect_guards(reached, facts, statics)

@@ -13,8 +13,9 @@ from .cse import common_subexpressions
 from .dce import dead_code_elimination
 from .kernel_attrs import kernel_attributes
 from .legalize import legalize
+from .licm import loop_invariant_code_motion
 
-__all__ = ["run_passes", "PIPELINE"]
+__all__ = ["run_passes", "PIPELINE", "LIGHT_PIPELINE", "pipeline_for"]
 
 PIPELINE = (kernel_attributes, legalize, common_subexpressions, split_address_constants,
             dead_code_elimination)
@@ -25,12 +26,26 @@ what legalization expanded), the split of unrolled addresses into shared bases p
 (after CSE, so equal index terms are one value), then DCE by traits (which also drops what
 legalization and the address split left unused)."""
 
+LIGHT_PIPELINE = (kernel_attributes, legalize, common_subexpressions, split_address_constants,
+                  loop_invariant_code_motion, dead_code_elimination)
+"""The passes for ``CompileOptions.llvm_pipeline == 'light'``: PIPELINE plus loop-invariant code
+motion (after the address split, which builds each shared base right before its first use,
+inside the loop where that use is; before DCE). LLVM's O3 hoists loop invariants itself; the
+light LLVM pipeline has no LICM, so the default pipeline's IR (and PTX) stays as it was."""
 
-def run_passes(module: Module, verify_each: bool = False) -> Module:
-    """Verify, run each pass of PIPELINE in order, verify again; returns ``module`` (changed in
-    place). Raises VerificationError naming the pass whose output broke an invariant."""
+
+def pipeline_for(llvm_pipeline: str = "default") -> tuple:
+    """The passes, in order, for the LLVM pipeline ``llvm_pipeline`` ('default' or 'light')."""
+    return LIGHT_PIPELINE if llvm_pipeline == "light" else PIPELINE
+
+
+def run_passes(module: Module, verify_each: bool = False,
+               llvm_pipeline: str = "default") -> Module:
+    """Verify, run each pass of ``pipeline_for(llvm_pipeline)`` in order, verify again; returns
+    ``module`` (changed in place). Raises VerificationError naming the pass whose output broke
+    an invariant."""
     verify(module)
-    for p in PIPELINE:
+    for p in pipeline_for(llvm_pipeline):
         p(module)
         if verify_each:
             _verify_after(module, p)
