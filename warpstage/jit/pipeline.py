@@ -106,6 +106,12 @@ def start_llvm_load() -> None:
     """Start loading LLVM (the ``dlopen`` of libllvmlite, ~10 ms, in a thread: it releases the
     GIL) once per process, when a specialization for a PTX target is about to be traced, so that
     it runs beside the trace instead of beside ``lower``'s imports only (``llvm_load``)."""
+    _start_llvm_once()
+
+
+def _start_llvm_once() -> None:
+    """``load_llvm(wait=False)`` the first time this process asks (``start_llvm_load``, or
+    ``lower`` when nothing started it)."""
     if not _llvm_started:
         _llvm_started.append(True)
         from ..backend import load_llvm
@@ -119,11 +125,8 @@ def lower(traced: Traced, options, timings: dict, work: list = ()) -> Lowered:
         # loading LLVM (the dlopen of libllvmlite, its targets, llvmlite.ir and the lowering
         # rules) is paid by the first compile of a process; timed apart so a cold compile's
         # stages add up to its wall time
-        from ..backend import load_llvm
-        if not _llvm_started:           # the dlopen releases the GIL: the imports run meanwhile
-            _llvm_started.append(True)
-            load_llvm(wait=False)
-        from ..backend import emit_ptx, lower as to_llvm
+        _start_llvm_once()              # the dlopen releases the GIL: the imports run meanwhile
+        from ..backend import emit_ptx, load_llvm, lower as to_llvm
         load_llvm()
     with _step(traced.name, "lower", timings):
         llvm_ir = to_llvm(traced.module, options, verified=True)    # verified by run_passes

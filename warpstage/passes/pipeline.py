@@ -26,8 +26,7 @@ what legalization expanded), the split of unrolled addresses into shared bases p
 (after CSE, so equal index terms are one value), then DCE by traits (which also drops what
 legalization and the address split left unused)."""
 
-LIGHT_PIPELINE = (kernel_attributes, legalize, common_subexpressions, split_address_constants,
-                  loop_invariant_code_motion, dead_code_elimination)
+LIGHT_PIPELINE = PIPELINE[:-1] + (loop_invariant_code_motion, PIPELINE[-1])
 """The passes for ``CompileOptions.llvm_pipeline == 'light'``: PIPELINE plus loop-invariant code
 motion (after the address split, which builds each shared base right before its first use,
 inside the loop where that use is; before DCE). LLVM's O3 hoists loop invariants itself; the
