@@ -1,10 +1,14 @@
-"""GPU A/B of ``CompileOptions.llvm_pipeline``: the default wgmma FlashAttention kernels (the
-policy ``ws.ops.flash_attention`` picks for each shape) built with LLVM's default pipeline and
-with the light one, timed in turns (device time, CUDA events with a warmed queue), with each
+"""GPU A/B of code-generation options (``CompileOptions.llvm_pipeline`` by default): the default
+wgmma FlashAttention kernels (the policy ``ws.ops.flash_attention`` picks for each shape) built
+with LLVM's default pipeline and with the light one, or with other option sets, timed in turns (device time, CUDA events with a warmed queue), with each
 kernel's max error against SDPA in float32 and its cold compile's stages.
 
     PYTHONPATH=. python3 benchmarks/llvm_pipeline_ab.py [--rows "128,0,4,16,4096;..."] \
-        [--rounds 15] [--iters 20]
+        [--rounds 15] [--iters 20] [--variants "default;light:llvm_pipeline='light'"]
+
+A variant is a name, then optionally ``:`` and compile options ``field=value`` (Python
+literals, comma-separated); the first variant is the baseline every ratio divides by, e.g.
+``--variants "default;ptxas1:ptxas_opt_level=1"`` for ptxas -O1 alone.
 
 A row is D, causal (0/1), B, H, S, then optional policy fields ``name=value`` (Python literals;
 e.g. ``shared_boundary=True``) over the default policy's. Each round times every pipeline once per row (``iters``
@@ -27,13 +31,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 ROWS = ("128,0,4,16,4096;128,0,8,16,1024;64,0,4,16,4096;64,0,8,16,1024;128,1,4,16,4096;"
         "128,0,8,16,1024,shared_boundary=True")
-PIPELINES = ("default", "light")
+VARIANTS = "default;light:llvm_pipeline='light'"
 
 
-def _kernels():
+def _variants(text):
+    """{name: {option: value}} from ``name[:field=value,...];...``, in order."""
+    out = {}
+    for part in text.split(";"):
+        name, _, opts = part.partition(":")
+        out[name.strip()] = {k.strip(): ast.literal_eval(v) for k, v in
+                             (o.split("=", 1) for o in opts.split(",") if o.strip())}
+    return out
+
+
+def _kernels(variants):
     import warpstage as ws
     from warpstage.ops.attention_wgmma import flash_attention_wgmma_kernel as base
-    return {p: ws.kernel(llvm_pipeline=p, max_specializations=64)(base.fn) for p in PIPELINES}
+    return {name: ws.kernel(max_specializations=64, **opts)(base.fn)
+            for name, opts in variants.items()}
 
 
 def main():
@@ -41,14 +56,17 @@ def main():
     ap.add_argument("--rows", default=ROWS)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--variants", default=VARIANTS)
     args = ap.parse_args()
+    variants = _variants(args.variants)
+    names = tuple(variants)
     os.environ["WARPSTAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="ws-llvm15-")   # cold compiles
     import torch
     import torch.nn.functional as F
     from attention import _launcher, error, flops, inputs
     from gpu_timing import seconds_per_call
     from warpstage.ops import attention_plan
-    kernels = _kernels()
+    kernels = _kernels(variants)
     for row in args.rows.split(";"):
         parts = row.split(",")
         d, causal, b, h, s = (int(x) for x in parts[:5])
@@ -72,14 +90,14 @@ def main():
             runs[p] = run
         times = {p: [] for p in runs}
         for r in range(args.rounds):
-            for p in (PIPELINES if r % 2 == 0 else PIPELINES[::-1]):
+            for p in (names if r % 2 == 0 else names[::-1]):
                 times[p].append(seconds_per_call(runs[p], args.iters, 1, warm_queue=True))
         f = flops(b, h, s, s, d, causal)
         med = {}
         short = attention_plan.is_short(s, d, causal)
         print(f"D={d} causal={causal} B={b} H={h} S={s} ({args.rounds} rounds x {args.iters} "
               f"calls, interleaved; the default policy, short={short}, {dict(fields)})")
-        for p in PIPELINES:
+        for p in names:
             tf = sorted(f / t / 1e12 for t in times[p])
             med[p] = statistics.median(tf)
             err, regs, stages = facts[p]
@@ -87,7 +105,8 @@ def main():
             q1, q3 = tf[len(tf) // 4], tf[len(tf) * 3 // 4]
             print(f"  {p:8s} {med[p]:6.1f} TFLOP/s [{q1:6.1f}-{q3:6.1f}]  err {err:.2e}  "
                   f"registers {regs}  compile ms: {st}")
-        print(f"  light / default: {med['light'] / med['default']:.4f}")
+        for p in names[1:]:
+            print(f"  {p} / {names[0]}: {med[p] / med[names[0]]:.4f}")
         del q, k, v, ref
         torch.cuda.empty_cache()
 

@@ -36,7 +36,7 @@ def test_every_option_is_in_exactly_one_group():
 @pytest.mark.parametrize("change,hashed", [
     ({"max_specializations": 2}, False), ({"compiler_frames": True}, False),
     ({"device_asserts": True}, True), ({"opt_level": 2}, True), ({"arch": "sm_90"}, True),
-    ({"llvm_pipeline": "light"}, True)])
+    ({"llvm_pipeline": "light"}, True), ({"ptxas_opt_level": 1}, True)])
 def test_only_code_generation_options_change_the_disk_key(change, hashed):
     assert (_key(ws.kernel(**change)(_body)) != _key(ws.kernel(_body))) == hashed
 

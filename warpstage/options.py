@@ -82,7 +82,10 @@ class CompileOptions:
     always-inliner, SROA, InstCombine and SimplifyCFG only, after warpstage's own loop-invariant
     code motion, ``passes/licm.py``: about a sixth of O3's CPU time on the wgmma FlashAttention
     kernels, a different PTX and SASS, 3.5% slower at D=64 S=1024 on the H200, so not the
-    default; the mma.sync FlashAttention spills with it: docs/compile-time.md, 18. and 20.).
+    default; the mma.sync FlashAttention spills with it: docs/compile-time.md, 18. and 20.);
+    ``ptxas_opt_level`` ptxas's ``-O`` level (None: ``opt_level``'s; ptxas -O1 assembles the
+    wgmma FlashAttention kernels 10-20% faster with other SASS: docs/compile-time.md, "Tried and
+    not taken", and ``benchmarks/llvm_pipeline_ab.py`` for its GPU A/B).
 
     Debug and runtime (not hashed; changing them never recompiles): ``compiler_frames`` keeps
     warpstage's own frames in the tracebacks of errors (for debugging warpstage itself; off,
@@ -102,6 +105,7 @@ class CompileOptions:
     ptxas: Optional[str] = None
     inline_in_place: bool = False
     llvm_pipeline: str = "default"
+    ptxas_opt_level: Optional[int] = None
     compiler_frames: bool = field(default=False, metadata=_RUNTIME)
     max_specializations: int = field(default=8, metadata=_RUNTIME)
     max_unroll: int = field(default=UNROLL_LIMIT, metadata=_RUNTIME)
@@ -153,6 +157,8 @@ _VALUE_RULES = {
     "llvm_pipeline": ("'default' (LLVM's default pipeline at opt_level) or 'light' (four "
                       "passes: docs/compile-time.md, 18.)",
                       lambda v: type(v) is str and v in LLVM_PIPELINES),
+    "ptxas_opt_level": ("None (opt_level's) or an int 0, 1, 2 or 3 (ptxas's -O level)",
+                        lambda v: v is None or (type(v) is int and 0 <= v <= 3)),
     "compiler_frames": ("a bool", lambda v: type(v) is bool),
     "ptxas": ("None or the path of a ptxas binary (a string)",
               lambda v: v is None or isinstance(v, (str, os.PathLike))),

@@ -115,3 +115,22 @@ def test_cuda_home_is_searched(tmp_path, monkeypatch):
         assert find_ptxas(OPTIONS) == str(fake)
     finally:
         mod.find_cuda_tool.cache_clear()
+
+
+@pytest.mark.parametrize("opts,flag", [({}, "-O3"), ({"opt_level": 2}, "-O2"),
+                                       ({"ptxas_opt_level": 1}, "-O1"),
+                                       ({"opt_level": 2, "ptxas_opt_level": 3}, "-O3")])
+def test_ptxas_opt_level_sets_ptxas_level_alone(tmp_path, opts, flag):
+    argv = tmp_path / "argv"
+    fake = tmp_path / "ptxas"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {argv}\nexit 1\n')
+    os.chmod(fake, 0o755)
+    with pytest.raises(PtxasError):
+        assemble(".version 8.0", OPTIONS.with_(ptxas=str(fake), **opts))
+    assert flag in argv.read_text().split()
+
+
+def test_ptxas_opt_level_refuses_other_values():
+    from warpstage.errors import OperandError
+    with pytest.raises(OperandError, match=r"ptxas_opt_level: expected None .* got int 4"):
+        OPTIONS.with_(ptxas_opt_level=4)

@@ -81,6 +81,7 @@ def _quote_errors(log: str, ptx: str, limit: int = 20) -> str:
 
 def assemble(ptx: str, options: CompileOptions, kernel_names: Iterable[str] = ()) -> CubinResult:
     """Run ``ptxas -arch=<arch> -O<opt> -v`` on ``ptx``; return the cubin and its resources.
+    ``<opt>`` is ``options.ptxas_opt_level``, or ``options.opt_level`` where that is None.
 
     ``kernel_names`` are entries that must appear in ptxas's report. Raises PtxasError (with
     ptxas's log) when no ptxas is found, when it fails, or when a named kernel is missing.
@@ -89,7 +90,8 @@ def assemble(ptx: str, options: CompileOptions, kernel_names: Iterable[str] = ()
     if path is None:
         raise PtxasError("no ptxas found: install the nvidia-cuda-nvcc wheel "
                          "(pip install 'warpstage[ptxas]'), set CUDA_HOME, or set WARPSTAGE_PTXAS")
-    opt = max(0, min(3, options.opt_level))
+    level = options.opt_level if options.ptxas_opt_level is None else options.ptxas_opt_level
+    opt = max(0, min(3, level))
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="warpstage-ptxas-") as tmp:
         src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
