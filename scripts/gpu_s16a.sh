@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 16, device call A (~4-5 min): keeps FlashAttention-4's first carried half (the call
-# carries .whl; scripts/fa4_wheels.sh builds it), runs every GPU test, compile_time.py fresh, and
-# a three-way A/B of code-generation options on the default wgmma FlashAttention kernels
+# Session 16, device call A (~2-3 min): keeps FlashAttention-4's first carried half (the call
+# carries .whl; scripts/fa4_wheels.sh builds it), runs every GPU test and compile_time.py fresh.
+# Then call B (gpu_s16b.sh, FA4 beside warpstage) at once, on the same warm machine; with time
+# left, `OPTIONS_AB=1 bash scripts/gpu_s16a.sh` runs only the options A/B (call C): a three-way
+# A/B of code-generation options on the default wgmma FlashAttention kernels
 # (benchmarks/llvm_pipeline_ab.py: LLVM's default pipeline, the light one, ptxas -O1 alone).
 # Predictions (written before the call):
 #  - GPU tests: all pass (session 15: 756 passed, 11 skipped); the only codegen change since is
@@ -17,6 +19,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"
 t0=$(date +%s)
+if [ "${OPTIONS_AB:-0}" = 0 ]; then
 bash scripts/fa4_install.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
   python3 -c "import sys, torch, llvmlite, numpy, triton; from cuda import bindings; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__, 'cuda-bindings', bindings.__version__)"
@@ -28,6 +31,8 @@ echo "== tests done ($(( $(date +%s) - t0 )) s) =="
 PYTHONPATH=. timeout 90 python3 benchmarks/compile_time.py fresh > "$OUT/compile_time.txt" 2>&1
 cat "$OUT/compile_time.txt" | tail -30
 echo "== compile_time done ($(( $(date +%s) - t0 )) s) =="
+exit 0
+fi
 PYTHONPATH=. timeout 200 python3 benchmarks/llvm_pipeline_ab.py --rounds 15 \
   --rows "64,0,8,16,1024;128,0,8,16,1024;128,0,4,16,4096" \
   --variants "default;light:llvm_pipeline='light';ptxas1:ptxas_opt_level=1" 2>&1 | tee "$OUT/options_ab.txt"
