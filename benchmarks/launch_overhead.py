@@ -326,21 +326,11 @@ def cute_row(torch):
     failure is reported as the row's text."""
     name = "CuTe DSL with TVM-FFI: compiled(t0, t1, t2, t3, n), empty kernel"
     try:
-        import cutlass
         import cutlass.cute as cute
+        from cute_empty import launch            # benchmarks/cute_empty.py: why a module
     except Exception as e:  # noqa: BLE001
         return None, (name, f"n/a (cutlass.cute not importable: {type(e).__name__})")
     try:
-        @cute.kernel
-        def empty(t0: cute.Tensor, t1: cute.Tensor, t2: cute.Tensor, t3: cute.Tensor,
-                  n: cutlass.Int32):
-            pass
-
-        @cute.jit
-        def launch(t0: cute.Tensor, t1: cute.Tensor, t2: cute.Tensor, t3: cute.Tensor,
-                   n: cutlass.Int32):
-            empty(t0, t1, t2, t3, n).launch(grid=(8, 1, 1), block=(128, 1, 1))
-
         ts = [torch.ones(1024, device="cuda") for _ in range(4)]
         fakes = [cute.runtime.from_dlpack(t, enable_tvm_ffi=True).mark_layout_dynamic()
                  for t in ts]
