@@ -181,6 +181,23 @@ SETS = {
                                      packed_p=True),
                                 dict(BASE128, tile_n=128, dynamic_tiles=True, overlap_tiles=True,
                                      packed_p=True, shared_boundary=True)]},
+    # session 16 (H100, the first run with FlashAttention-4 beside): where FA4 leads, D=128
+    # non-causal at S >= 8192 (0.91-0.95x FA4) with the long default (3 warpgroups of 80 keys)
+    # against FA4's shape (2 warpgroups of 128 keys) with and without overlapped boundaries
+    "fa4d128l16": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                       skip_idle=True, partial_last=True),
+                                  dict(BASE128, tile_n=128, dynamic_tiles=True, packed_p=True),
+                                  dict(BASE128, tile_n=128, dynamic_tiles=True,
+                                       overlap_tiles=True, packed_p=True)]},
+    # D=64 non-causal at S >= 4096 (0.90-0.96x FA4): the long default, with claimed tiles, and
+    # with 2 warpgroups
+    "fa4d64l16": {(64, False): [dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                     overlap_tiles=True, packed_p=True, rescale_at_wait=True),
+                                dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                     overlap_tiles=True, packed_p=True, rescale_at_wait=True,
+                                     dynamic_tiles=True),
+                                dict(tile_n=128, consumer_wgs=2, fma_select=True,
+                                     overlap_tiles=True, packed_p=True, rescale_at_wait=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
