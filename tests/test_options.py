@@ -1,6 +1,9 @@
 """warpstage/options.py: code-generation options are hashed into the disk key, debug and runtime
 options are not (changing them never recompiles); the deprecated ``debug`` spelling."""
 import dataclasses
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -148,3 +151,13 @@ def test_ws_compile_with_options_reuses_its_specializations():
     assert ws.compile(kern, *t, llvm_pipeline=kern.options.llvm_pipeline) is ws.compile(kern, *t)
     assert ws.compile(kern, *t, opt_level=1) is not first
     assert first.options.opt_level == 2 and kern.options.opt_level != 2
+
+
+def test_an_environment_warning_while_warpstage_imports_names_the_users_import(tmp_path):
+    script = tmp_path / "main.py"
+    script.write_text("import sys\n\nimport warpstage as ws\nprint(ws.__name__)\n")
+    env = dict(os.environ, WARPSTAGE_LLVM_PIPELINE="fast")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"{script}:3: UserWarning: WARPSTAGE_LLVM_PIPELINE='fast'")

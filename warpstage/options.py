@@ -46,7 +46,7 @@ from typing import Optional
 
 __all__ = ["CompileOptions", "CODEGEN_FIELDS", "RUNTIME_FIELDS", "default_options", "env_target",
            "env_cache_dir", "env_ptxas", "env_sim_races", "env_launch_path", "env_c_call",
-           "env_progress", "env_debug", "env_llvm_pipeline",
+           "env_progress", "env_debug", "env_llvm_pipeline", "user_stacklevel",
            "env_sim_max_loop", "SIM_MAX_LOOP", "UNROLL_LIMIT", "LLVM_PIPELINES",
            "env_tune_devices",
            "env_visible_devices"]
@@ -119,7 +119,7 @@ class CompileOptions:
             warnings.warn("CompileOptions(debug=...) / @ws.kernel(debug=...) is deprecated: it "
                           "meant two things, now two options. Fix: device_asserts=True (device "
                           "checks for dynamic asserts) and/or compiler_frames=True (warpstage's "
-                          "frames in tracebacks)", DeprecationWarning, stacklevel=_caller_level())
+                          "frames in tracebacks)", DeprecationWarning, stacklevel=user_stacklevel())
             object.__setattr__(self, "device_asserts", bool(debug))
             object.__setattr__(self, "compiler_frames", bool(debug))
 
@@ -204,16 +204,30 @@ def env_sim_races() -> bool:
     return os.environ.get("WARPSTAGE_SIM_RACES", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _caller_level() -> int:
-    """The warnings stacklevel of the first frame outside warpstage and dataclasses (whose
-    generated ``__init__`` is ``<string>``): the user's ``@ws.kernel(debug=True)`` or
-    ``CompileOptions(debug=True)`` line."""
+def user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel, for a warning raised in the function that calls this,
+    of the first frame outside warpstage and dataclasses (whose generated ``__init__`` is
+    ``<string>``): the user's ``@ws.kernel(debug=True)`` line, or their ``import warpstage`` when
+    the warning comes while warpstage imports. Counted as ``warnings`` counts: after the first,
+    only frames outside importlib's bootstrap (which ``warnings`` skips), so a warning during
+    an import is not put on one of warpstage's own lines."""
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(2), 2
-    while frame is not None and (frame.f_code.co_filename.startswith(here)
-                                 or frame.f_code.co_filename in (dataclasses.__file__, "<string>")):
-        frame, level = frame.f_back, level + 1
+
+    def ours(frame):
+        name = frame.f_code.co_filename
+        return name.startswith(here) or name in (dataclasses.__file__, "<string>")
+
+    def internal(frame):
+        name = frame.f_code.co_filename
+        return "importlib" in name and "_bootstrap" in name
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and ours(frame):
+        frame = frame.f_back
+        while frame is not None and internal(frame):
+            frame = frame.f_back
+        level += 1
     return level
 
 
@@ -267,7 +281,7 @@ def env_choice(name: str, choices: tuple, default: str) -> str:
         _WARNED_ENV.add((name, raw))
         warnings.warn(f"{name}={raw!r} is not one of {', '.join(map(repr, choices))}; using "
                       f"{default!r}. Fix: set {name} to one of those, or unset it.",
-                      stacklevel=_caller_level())
+                      stacklevel=user_stacklevel())
     return default
 
 

@@ -109,3 +109,48 @@ def test_importing_runtime_imports_no_cuda_bindings_or_torch():
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+SHADOW = """import numpy as np
+import warpstage as ws
+
+
+@ws.kernel
+def add_one(x: ws.Tensor[ws.Float32, 1], n: ws.Int32):
+    i = ws.arch.block_idx()[0] * 128 + ws.arch.thread_idx()[0]
+    if i < n:
+        x[i] = x[i] + 1.0
+
+
+x = np.zeros(200, np.float32)
+add_one[2, 128](x, 200)
+print("launched", float(x.sum()))
+"""
+
+
+def test_a_user_module_named_cuda_is_reported_not_a_hang(tmp_path):
+    """A script named cuda.py (or any script beside one) used to hang: the probe's
+    ``import cuda.bindings`` ran the user's cuda.py, whose launch entered the probe again under
+    its lock. Now the shadowing module is found without importing it, the warning names it on the
+    user's line, and the kernel runs in the simulator."""
+    script = tmp_path / "cuda.py"
+    script.write_text(SHADOW)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "WARPSTAGE_TARGET"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "launched 200.0" in proc.stdout
+    assert f"{script}:13: RuntimeWarning: warpstage: the module 'cuda' at {script} shadows" \
+        in proc.stderr
+    assert f"Fix: rename {script}" in proc.stderr
+
+
+def test_the_probe_entered_again_answers_instead_of_waiting(monkeypatch):
+    monkeypatch.setattr(target, "_probe", None)
+    target._probing.active = True
+    try:
+        available, reason = target._get_probe()
+    finally:
+        target._probing.active = False
+    assert not available and "entered again" in reason and "rename" in reason
+    assert target._probe is None                    # not cached: the outer probe decides

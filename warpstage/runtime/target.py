@@ -27,13 +27,39 @@ __all__ = [
 
 TARGETS = ("cuda", "sim")
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+_probing = threading.local()                # set while this thread imports cuda.bindings
 _probe: Optional[Tuple[bool, str]] = None   # (available, reason when not)
 _override: Optional[str] = None
 _properties: Dict[int, "DeviceProperties"] = {}
 
 
+def _shadowing_cuda() -> Optional[str]:
+    """The path of a module named ``cuda`` that would be imported instead of NVIDIA's
+    cuda-bindings (whose ``cuda`` is a package), or None. Found without importing it: a user's
+    ``cuda.py`` beside their script is imported by ``import cuda.bindings`` and runs, and if it
+    launches a kernel the probe would be entered again from inside its own import."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("cuda")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.submodule_search_locations is not None:
+        return None
+    return spec.origin or "cuda"
+
+
 def _probe_cuda() -> Tuple[bool, str]:
+    shadow = _shadowing_cuda()
+    if shadow is not None:
+        reason = (f"the module 'cuda' at {shadow} shadows NVIDIA's cuda-bindings package (its "
+                  f"'cuda' is a package with cuda.bindings inside), so the GPU was not probed. "
+                  f"Fix: rename {shadow} (and remove its __pycache__ entry)")
+        import warnings
+        from ..options import user_stacklevel
+        warnings.warn(f"warpstage: {reason}; until then kernels run in the CPU simulator",
+                      RuntimeWarning, stacklevel=user_stacklevel())
+        return False, reason
     try:
         from cuda.bindings import driver
     except Exception as e:  # ImportError, or a broken install
@@ -60,11 +86,19 @@ def _get_probe() -> Tuple[bool, str]:
     global _probe
     if _probe is None:
         with _lock:
+            if getattr(_probing, "active", False):      # entered again from inside the import
+                return False, ("the CUDA probe was entered again while it imported "
+                               "cuda.bindings: a module on sys.path named 'cuda' (or inside "
+                               "it) that is not NVIDIA's cuda-bindings ran warpstage. Fix: "
+                               "rename that module")
             if _probe is None:
+                _probing.active = True
                 try:
                     _probe = _probe_cuda()
                 except BaseException as e:  # noqa: BLE001 - cuda_available() must never raise
                     _probe = (False, f"probing the CUDA driver raised {e!r}")
+                finally:
+                    _probing.active = False
     return _probe
 
 
