@@ -216,3 +216,54 @@ def test_protocol_object_without_static_key_keys_its_other_attributes():
     assert out[0] == 20
     mixed_params[1, 64](Problem(3, x, 40), Args(x, 0.0), CuteStyle(5, 10), out)   # tag is static
     assert out[0] == 50
+
+
+# binding-time rule 1 at a @ws.jit call: ws.Static[T] parameters and ws.Static(v) arguments
+
+@ws.jit
+def _times_tile(x, tile: ws.Static[int]):
+    return x * tile
+
+
+@ws.kernel
+def _static_arg_kernel(x: ws.Tensor[ws.Float32, 1], n: ws.Int32, mode: ws.Static[str]):
+    i = ws.arch.thread_idx()[0]
+    if mode == "literal":
+        x[i] = _times_tile(x[i], 2)
+    elif mode == "numpy":
+        x[i] = _times_tile(x[i], np.int64(4))
+    elif mode == "wrapped":
+        x[i] = _times_tile(x[i], ws.Static(5))
+    elif mode == "dynamic":
+        x[i] = _times_tile(x[i], n)
+    elif mode == "wrapped dynamic":
+        x[i] = _times_tile(x[i], ws.Static(n))
+    else:
+        x[i] = _times_tile(x[i], 3.5)
+
+
+@pytest.mark.parametrize("mode,want", [("literal", 2.0), ("numpy", 4.0), ("wrapped", 5.0)])
+def test_a_static_parameter_takes_static_values(sim_target, mode, want):
+    x = np.ones(32, np.float32)
+    _static_arg_kernel[1, 32](x, 3, mode)
+    assert (x == want).all()
+
+
+@pytest.mark.parametrize("mode,how", [("dynamic", r"is annotated ws.Static\[int\]"),
+                                      ("wrapped dynamic", r"is given as ws.Static\(\.\.\.\)")])
+def test_a_static_parameter_refuses_a_dynamic_value_at_the_call(sim_target, mode, how):
+    x = np.ones(32, np.float32)
+    with pytest.raises(ws.BindingTimeError, match=(
+            rf"(?s)parameter 'tile' of @ws.jit function _times_tile {how} \(static.*got a "
+            r"dynamic value \(a dynamic Int32\).*x\[i\] = _times_tile\(x\[i\], .*Fix: pass a "
+            r"Python value known while compiling")):
+        _static_arg_kernel[1, 32](x, 3, mode)
+
+
+def test_a_static_parameter_checks_the_type_of_its_value(sim_target):
+    x = np.ones(32, np.float32)
+    with pytest.raises(ws.ArgumentError, match=(
+            r"(?s)calling @ws.jit function _times_tile: parameter 'tile' is annotated "
+            r"ws.Static\[int\] but got a float \(3.5\).*_times_tile\(x\[i\], 3.5\).*Fix: pass an "
+            r"int")):
+        _static_arg_kernel[1, 32](x, 3, "float")

@@ -13,6 +13,7 @@ from .. import ir
 from ..errors import CompilationError
 from .contents import assign_in_place
 from ..core.arguments import argument_mismatch, signature_text
+from ..core.static import StaticValue
 from ..core.static_key import UnkeyableError, static_key
 from ..core.source import format_location
 from ..core.trace import TraceContext, current
@@ -92,6 +93,11 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
         raise e from None
     bound.apply_defaults()
     values = list(bound.arguments.values())
+    for i, v in enumerate(values):                       # ws.Static(v) at the call (rule 1)
+        if type(v) is StaticValue:
+            values[i] = _static_argument(jit_fn, list(bound.arguments)[i], None, v.value)
+    for i, name, annotation in jit_fn.static_params:     # rule 1 holds at a @ws.jit call too
+        values[i] = _static_argument(jit_fn, name, annotation, values[i])
     skels, leaves = [], []
     for v in values:
         s, lv = flatten(v)
@@ -168,6 +174,35 @@ def call_device_function(jit_fn, args: tuple, kwargs: dict) -> Any:
 
 
 MAX_DEVICE_DEPTH = 64     # nested @ws.jit specializations being traced at once
+
+
+def _static_argument(jit_fn, name: str, annotation, value):
+    """``value`` for the parameter ``name`` annotated ``ws.Static[T]``: BindingTimeError when
+    it holds a dynamic value (a static parameter cannot take a GPU value), else checked against
+    ``T`` (ArgumentError; a numpy scalar comes back as its Python number)."""
+    from ..errors import ArgumentError, BindingTimeError
+    if flatten(value)[1]:
+        how = (f"is annotated {annotation!r}" if annotation is not None
+               else "is given as ws.Static(...)")
+        raise BindingTimeError(
+            f"parameter '{name}' of @ws.jit function {jit_fn.__qualname__} {how} "
+            f"(static: it exists only while compiling) but got a dynamic value "
+            f"({_dynamic_text(value)}), which exists only on the GPU.\nFix: pass a Python value "
+            f"known while compiling (a literal, a config field, ws.static_range's index), or drop "
+            f"the ws.Static annotation (or wrapper) to take it as a dynamic argument.")
+    if annotation is None:
+        return value
+    try:
+        return annotation.check(value, name)
+    except ArgumentError as e:
+        raise ArgumentError(f"calling @ws.jit function {jit_fn.__qualname__}: {e}") from None
+
+
+def _dynamic_text(value) -> str:
+    leaves = flatten(value)[1]
+    if len(leaves) == 1 and leaves[0] is value:
+        return f"a dynamic {type(value).__name__}"
+    return f"{type(value).__name__} holding {len(leaves)} dynamic leaves"
 
 
 def _as_call(sig, values: list) -> tuple:

@@ -84,6 +84,7 @@ class JitFunction(_FunctionWrapper):
         self.fn = fn
         self.inline = "always" if inline else "never"
         self._sig, self._sig_defaults, self._key_cache = None, None, None
+        self._static_params = None
         functools.update_wrapper(self, fn)
         self._key = ("jit", fn.__module__, fn.__qualname__, code_key(fn.__code__), self.inline)
 
@@ -102,6 +103,18 @@ class JitFunction(_FunctionWrapper):
         if not kd and plain_values(d):
             self._key_cache = (d, kd, key)
         return key
+
+    @property
+    def static_params(self) -> tuple:
+        """(index, name, annotation) of each parameter annotated ``ws.Static[T]`` (binding-time
+        rule 1), the index into the bound arguments in signature order; read once."""
+        if self._static_params is None:
+            from ..core.static import _StaticAnnotation
+            hints = _annotations(self.fn)
+            names = inspect.signature(self.fn).parameters
+            self._static_params = tuple((i, name, hints[name]) for i, name in enumerate(names)
+                                        if isinstance(hints.get(name), _StaticAnnotation))
+        return self._static_params
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is None:
