@@ -35,12 +35,34 @@ VARIANTS = "default;light:llvm_pipeline='light'"
 
 
 def _variants(text):
-    """{name: {option: value}} from ``name[:field=value,...];...``, in order."""
+    """{name: {option: value}} from ``name[:field=value,...];...``, in order; each option set
+    checked by ``CompileOptions`` (a wrong field or value fails here, before torch loads).
+    Raises SystemExit naming the part that is wrong."""
+    from warpstage.options import CompileOptions
     out = {}
     for part in text.split(";"):
         name, _, opts = part.partition(":")
-        out[name.strip()] = {k.strip(): ast.literal_eval(v) for k, v in
-                             (o.split("=", 1) for o in opts.split(",") if o.strip())}
+        name = name.strip()
+        if not name or name in out:
+            raise SystemExit(f"--variants: {'an empty' if not name else 'a repeated'} variant "
+                             f"name in {part!r} (of {text!r}); expected name[:field=value,...] "
+                             "joined by ';', each name once")
+        fields = {}
+        for o in (o for o in opts.split(",") if o.strip()):
+            field, eq, value = o.partition("=")
+            try:
+                if not eq:
+                    raise ValueError("no '='")
+                fields[field.strip()] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError) as e:
+                raise SystemExit(f"--variants: {o!r} in variant {name!r} is not field=value with "
+                                 f"a Python literal ({e}); e.g. llvm_pipeline='light' (quoted), "
+                                 "ptxas_opt_level=1") from None
+        try:
+            CompileOptions().with_(**fields)
+        except Exception as e:  # noqa: BLE001 - ArgumentError / OperandError: say which variant
+            raise SystemExit(f"--variants: variant {name!r}: {e}") from None
+        out[name] = fields
     return out
 
 
@@ -52,11 +74,13 @@ def _kernels(variants):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", default=ROWS)
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--variants", default=VARIANTS)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", default=ROWS, help="D,causal,B,H,S[,field=value...] joined by ';'")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds of every variant per row")
+    ap.add_argument("--iters", type=int, default=20, help="calls per timing")
+    ap.add_argument("--variants", default=VARIANTS,
+                    help="name[:option=value,...] joined by ';'; the first is the baseline")
     args = ap.parse_args()
     variants = _variants(args.variants)
     names = tuple(variants)

@@ -175,13 +175,18 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     """softmax(q @ k^T * scale [+ causal mask]) @ v, like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``.
 
-    ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H, S_k, D); fp16 or bf16, all one dtype and device;
-    D up to 256 (64, 128, 192 and 256 natively; other sizes zero-padded to the next one, a
+    ``q``: (B, H, S_q, D); ``k``, ``v``: (B, H_kv, S_k, D) with H_kv dividing H (grouped heads,
+    GQA / MQA, read without copies); fp16 or bf16, all one dtype and device;
+    D up to 256 (64, 96, 128, 192 and 256 natively; other sizes zero-padded to the next one, a
     copy; D > 128 runs on the wgmma kernel only, so it needs an sm_90 GPU or the simulator); any
     strides (e.g. a (B, S, H, D) tensor's ``.transpose(1, 2)``). ``causal``
-    (a bool): key j is masked for query i when j > i (top-left aligned). ``scale``: None
+    (a bool): key j is masked for query i when j > i + offset; ``causal_align`` 'top_left'
+    (default, offset 0: SDPA's ``is_causal``) or 'bottom_right' (offset S_k - S_q:
+    FlashAttention's, for decoding; a query row with no key gives 0). ``scale``: None
     (1/sqrt(D)) or a finite real number. Returns a new contiguous (B, H, S_q, D) tensor of q's
-    dtype, on q's device (torch in, torch out; numpy in, numpy out). Tensor cores (mma.sync or
+    dtype, on q's device (torch in, torch out; numpy in, numpy out); with ``return_lse=True``
+    the pair (out, lse), lse the float32 (B, H, S_q) log-sum-exp of the scaled scores (natural
+    log; -inf for a row with no key). Tensor cores (mma.sync or
     wgmma) with fp32 accumulation; the softmax probabilities are rounded to q's dtype for
     P @ V, as in FlashAttention-2 and -3. ``tile_n``, ``num_stages``: the policy's keys per
     shared-memory stage (a multiple of 16 in [16, 256]) and ring depth ([1, 8]); None picks the
@@ -203,8 +208,9 @@ def flash_attention_eager(q, k, v, causal: bool = False, scale=None, *, causal_a
     (2^31, where it was measured faster), else 'mma.sync' (the simulator included:
     the wgmma kernel runs there only when asked for).
 
-    ``policy``: None, or a dict of ``FlashAttentionWgmma`` fields over the measured defaults
-    for the wgmma kernel (the autotuner's candidates, ``tune_spaces.attention_space``).
+    ``policy`` (``flash_attention_eager`` only; ``flash_attention`` has no such argument):
+    None, or a dict of ``FlashAttentionWgmma`` fields over the measured defaults for the wgmma
+    kernel (the autotuner's candidates, ``tune_spaces.attention_space``).
     ``flash_attention(..., tune=True)`` chooses them per shape class with ``ws.autotune``
     (docs/autotune.md): the first call of a class compiles and times the space, the winner is
     kept on disk; ``tune=False`` (default) keeps the shipped defaults.
