@@ -1,9 +1,11 @@
 """Compile options: one frozen dataclass, passed down explicitly, in two groups.
 
 - Code-generation options (``arch``, ``ptx_version``, ``opt_level``, ``device_asserts``,
-  ``ptxas``): they change the IR, PTX or cubin, so ``CompileOptions.codegen_key()`` is hashed into
-  the disk key (``persist.spec_key``).
-- Debug and runtime options (``compiler_frames``, ``max_specializations``): they change what
+  ``ptxas``, ``inline_in_place``, ``llvm_pipeline``, ``ptxas_opt_level``): they change the IR,
+  PTX or cubin, so ``CompileOptions.codegen_key()`` is hashed into the disk key
+  (``persist.spec_key``).
+- Debug and runtime options (``compiler_frames``, ``max_specializations``, ``max_unroll``): they
+  change what
   the host does around a compile (tracebacks, the recompile warning), never the code, so they are
   not hashed: two kernels differing only in them share disk entries. Process-wide settings of the
   same kind live outside the options: the simulator's race detector (``ws.set_target(races=)``,
@@ -24,6 +26,8 @@ This is the only module that reads environment variables:
   WARPSTAGE_SIM_MAX_LOOP  iterations one while loop may run in one warp of the simulator before
                         it is reported as a LivelockError (default 2^24; '0': no bound)
   WARPSTAGE_LAUNCH      'ctypes' (default) or 'bindings': how launches call cuLaunchKernel
+  WARPSTAGE_CCALL       '0' (or false/no/off) keeps launches on the Python call path instead of
+                        the C-level one (docs/launch.md; default on)
   WARPSTAGE_PROGRESS    '0' hides the progress line of compiles over ~1 s, '1' shows it even
                         when stderr is not a terminal (default: shown on a terminal only)
   WARPSTAGE_LLVM_PIPELINE  'light' makes ``llvm_pipeline='light'`` the default of every kernel
@@ -34,7 +38,8 @@ This is the only module that reads environment variables:
 
 and CUDA's own CUDA_VISIBLE_DEVICES, which the autotuner's per-GPU timing workers narrow.
 WARPSTAGE_LAUNCH and WARPSTAGE_LLVM_PIPELINE warn once per process about a value that is none of
-theirs (``env_choice``), then use their default.
+theirs (``env_choice``), WARPSTAGE_SIM_MAX_LOOP about one that is not a non-negative int, then use
+their default.
 """
 from __future__ import annotations
 
@@ -251,8 +256,16 @@ SIM_MAX_LOOP = 2 ** 24
 def env_sim_max_loop() -> int:
     """WARPSTAGE_SIM_MAX_LOOP: the iterations one while loop may run in one warp of the
     simulator (0: unbounded); SIM_MAX_LOOP when unset or not a non-negative int."""
-    v = os.environ.get("WARPSTAGE_SIM_MAX_LOOP", "").strip()
-    return int(v) if v.isdigit() else SIM_MAX_LOOP
+    raw = os.environ.get("WARPSTAGE_SIM_MAX_LOOP", "")
+    v = raw.strip()
+    if v.isdigit():
+        return int(v)
+    if v and ("WARPSTAGE_SIM_MAX_LOOP", raw) not in _WARNED_ENV:
+        _WARNED_ENV.add(("WARPSTAGE_SIM_MAX_LOOP", raw))
+        warnings.warn(f"WARPSTAGE_SIM_MAX_LOOP={raw!r} is not a non-negative int; using "
+                      f"{SIM_MAX_LOOP} (2^24). Fix: set it to a count of iterations (0: no "
+                      "bound), or unset it.", stacklevel=user_stacklevel())
+    return SIM_MAX_LOOP
 
 
 LIBRARY_SPECIALIZATIONS = 256

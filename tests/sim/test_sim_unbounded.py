@@ -3,6 +3,8 @@ counter on a flag nobody sets, a counter that never meets its bound) is stopped 
 WARPSTAGE_SIM_MAX_LOOP iterations with a LivelockError naming the loop, instead of running
 forever (docs/simulator.md, "Spin loops")."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -66,4 +68,9 @@ def test_zero_means_no_bound_and_the_default(monkeypatch):
     monkeypatch.delenv("WARPSTAGE_SIM_MAX_LOOP")
     assert env_sim_max_loop() == SIM_MAX_LOOP == 2 ** 24
     monkeypatch.setenv("WARPSTAGE_SIM_MAX_LOOP", "lots")
-    assert env_sim_max_loop() == SIM_MAX_LOOP
+    with pytest.warns(UserWarning, match=r"WARPSTAGE_SIM_MAX_LOOP='lots' is not a non-negative "
+                                         r"int; using 16777216 \(2\^24\)\. Fix: set it"):
+        assert env_sim_max_loop() == SIM_MAX_LOOP
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # once per process and value
+        assert env_sim_max_loop() == SIM_MAX_LOOP
