@@ -10,7 +10,9 @@ below); under pytest-xdist the workers share the rewriting of the test modules' 
 (tests/rewrite_share.py). tests/ is on sys.path (this file lives here), so test files share helpers such as
 example_loader.py. Everything here is per test or per process, so the suite runs under
 pytest-xdist (``-n 2``, README's test command) as it does in one process."""
+import contextlib
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -71,6 +73,38 @@ def _gpu_tests_run_on_cuda(request):
     ws.set_target("cuda")
     yield
     ws.set_target(None)
+
+
+@pytest.fixture(autouse=True)
+def _big_gpu_memory_one_at_a_time(request, tmp_path_factory):
+    """A test marked big_gpu_memory (tens of GB on the card) takes its turn: one such test at a
+    time over every xdist worker (an exclusive lock on a file beside the workers' base
+    folders), and after it the worker's torch caching allocator gives its blocks back to the
+    driver (``torch.cuda.empty_cache``), so the next worker's large test finds them free. On the
+    80 GB H100, `-n 6` / `-n 8` ran these out of memory beside each other (RESULTS.md, "Session
+    16, device calls A-C" and "call E")."""
+    if request.node.get_closest_marker("big_gpu_memory") is None:
+        yield
+        return
+    with big_gpu_memory_turn(tmp_path_factory.getbasetemp().parent / "big_gpu_memory.lock"):
+        yield
+        import gc
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def big_gpu_memory_turn(path):
+    """Hold an exclusive ``fcntl.flock`` on ``path`` (made if missing) while the block runs."""
+    import fcntl
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class Target:

@@ -44,7 +44,9 @@ def check(out, lse, q, k, v, causal, align="top_left"):
         assert (lse.double()[finite] - want_lse[finite]).abs().max().item() < 1e-3
 
 
-@pytest.mark.parametrize("seq", [1, 17, 128, 1000, 4096, 8192, 16384])
+@pytest.mark.parametrize("seq", [1, 17, 128, 1000, 4096,
+                                 *(pytest.param(s, marks=pytest.mark.big_gpu_memory)
+                                   for s in (8192, 16384))])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 96, 128, 192, 256])
 def test_sequence_lengths(seq, causal, head_dim):

@@ -61,6 +61,7 @@ def test_square_and_tails(m, n, k):
     check(*operands(m, n, k))
 
 
+@pytest.mark.big_gpu_memory
 @pytest.mark.parametrize("m, n, k", LLM, ids=lambda v: str(v))
 def test_llm_shapes(m, n, k):
     check(*operands(m, n, k, tb=True))             # B = an nn.Linear weight (N, K), K-major
