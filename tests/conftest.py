@@ -10,12 +10,13 @@ below); under pytest-xdist the workers share the rewriting of the test modules' 
 (tests/rewrite_share.py). tests/ is on sys.path (this file lives here), so test files share helpers such as
 example_loader.py. Everything here is per test or per process, so the suite runs under
 pytest-xdist (``-n 2``, README's test command) as it does in one process."""
-import contextlib
 import functools
 import sys
 
 import numpy as np
 import pytest
+
+from gpu_memory import big_gpu_memory_turn
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,18 +94,6 @@ def _big_gpu_memory_one_at_a_time(request, tmp_path_factory):
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
-
-
-@contextlib.contextmanager
-def big_gpu_memory_turn(path):
-    """Hold an exclusive ``fcntl.flock`` on ``path`` (made if missing) while the block runs."""
-    import fcntl
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class Target:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from conftest import big_gpu_memory_turn
+from gpu_memory import big_gpu_memory_turn
 
 
 def test_a_second_holder_waits_for_the_first(tmp_path):
