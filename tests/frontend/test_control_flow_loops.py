@@ -150,6 +150,28 @@ def test_static_range_needs_static_bounds():
     assert "for i in ws.static_range(n):" in msg
 
 
+def static_range_float(n):
+    for i in ws.static_range(2.5):
+        pass
+
+
+def static_range_four(n):
+    for i in ws.static_range(0, 4, 1, 1):
+        pass
+
+
+@pytest.mark.parametrize("fn,got", [(static_range_float, "got float 2.5."),
+                                    (static_range_four, "got int 0, int 4, int 1, int 1.")])
+def test_static_range_takes_one_to_three_ints(fn, got):
+    from warpstage.errors import ArgumentError
+    with pytest.raises(ArgumentError) as e:
+        trace(fn, "i32")
+    msg = str(e.value)
+    assert msg.startswith("ws.static_range(...) takes 1 to 3 integers") and got in msg
+    assert "ws.static_range(" in msg.split("\n")[1] + msg.split("\n")[2]
+    assert "Fix: pass ints" in msg
+
+
 def while_dynamic(n):
     i = 0
     while i < n:

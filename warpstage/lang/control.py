@@ -15,7 +15,7 @@ import builtins
 import re
 
 from .. import ir
-from ..errors import BindingTimeError, CompilationError
+from ..errors import ArgumentError, BindingTimeError, CompilationError
 from ..core.unbound import Unbound
 from ..core.source import format_location, user_location
 from ..core.trace import builder, maybe_current
@@ -134,6 +134,14 @@ def static_range(*args):
                                         "compiling, so its trip count must be known)",
                                      "use range(...) for a loop with a dynamic trip count "
                                      "(it runs on the GPU as a real loop)")
+    if not 1 <= len(args) <= 3 or not all(hasattr(type(x), "__index__") for x in args):
+        loc = user_location(2)
+        got = ", ".join(f"{type(x).__name__} {x!r}" for x in args) or "no arguments"
+        raise ArgumentError(
+            f"ws.static_range(...) takes 1 to 3 integers (stop; start, stop; or start, stop, "
+            f"step), as range does; got {got}.\n{format_location(loc)}\nFix: pass ints (e.g. "
+            f"int(x), or x // y for a quotient), or use range(...) for a dynamic loop",
+            where=str(loc) if loc else None)
     r = builtins.range(*args)
     ctx = maybe_current()
     limit = getattr(ctx.options, "max_unroll", 0) if ctx is not None else 0
