@@ -119,6 +119,18 @@ def test_prepared_launch_in_the_simulator():
         ws.set_target(None)
 
 
+def test_preparing_in_the_simulator_checks_the_arguments_and_compiles(sim_target):
+    k = ws.kernel(_axpy)
+    x, y = np.arange(64, dtype=np.float32), np.ones(64, np.float32)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)parameter 'n' is annotated Int32 but got "
+                                               r"a str \('a'\).*\.prepare\(x, y, 2.0, \"a\"\)"):
+        k[2, 32].prepare(x, y, 2.0, "a")
+    assert k.trace_count == 0
+    k[2, 32].prepare(x, y, 2.0, 64)
+    assert k.trace_count == 1                           # compiled while preparing
+    np.testing.assert_array_equal(y, 1.0)               # and not launched
+
+
 def test_torch_tensors_launch_on_torchs_current_stream_at_each_call(monkeypatch):
     torch = pytest.importorskip("torch")
     install(monkeypatch, torch)

@@ -23,7 +23,8 @@ given, else torch's current stream when a torch tensor is among the arguments (s
 ``torch.cuda.graph(...)`` or ``torch.cuda.stream(s)`` goes to that stream), else 0. The prepared
 launch keeps its arguments alive (the buffer holds their addresses).
 
-On the simulator target there is nothing to bind: a prepared launch calls the full path.
+On the simulator target there is nothing to bind: preparing checks the arguments and compiles
+(as on the GPU: a wrong argument raises at ``prepare``), and a prepared launch calls the full path.
 """
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class PreparedLaunch:
         self.sig = self._hit = self._bound = self._c = None
         self._set_call()                                # (the Python call until bound)
         self._target = get_target()
-        if self._target != "cuda":
+        if self._target != "cuda":          # the simulator: check and compile now, as a call would
+            kernel.specialize(list(args), L.block, self._target)
             return
         if kernel._launch_type is None:
             kernel[L.grid, L.block]                     # makes kernel._fast
