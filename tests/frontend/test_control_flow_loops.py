@@ -146,6 +146,7 @@ def test_static_range_needs_static_bounds():
         trace(static_range_dynamic, "i32")
     msg = str(e.value)
     assert msg.startswith("a ws.static_range(...) bound")
+    assert "this value is dynamic (an Int32 value known only on the GPU" in msg
     assert "Why dynamic: it became dynamic at: parameter n." in msg
     assert "for i in ws.static_range(n):" in msg
 

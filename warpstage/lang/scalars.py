@@ -570,7 +570,9 @@ def needs_static_error(value: Scalar, what: str, fix: Optional[str] = None) -> B
     origin = value.origin
     why = f"it became dynamic at: {origin}" if origin else "it is computed on the GPU at run time"
     alt = f" Or: {fix}." if fix else ""
-    msg = (f"{what}: this value is dynamic (a {type(value).__name__} value known only on the GPU "
+    name = type(value).__name__
+    article = "an" if name[:1] in "AEIOUaeiou" else "a"
+    msg = (f"{what}: this value is dynamic ({article} {name} value known only on the GPU "
            f"at run time), but a static (compile-time) value is needed here.\n"
            f"{format_location(loc)}\n"
            f"Why dynamic: {why}.\n"
