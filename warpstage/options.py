@@ -179,9 +179,13 @@ def _check_values(opts) -> None:
         if not ok(v):
             from .errors import OperandError
             default = getattr(CompileOptions, name, None)
+            near = v.strip().lower() if isinstance(v, str) else None
+            hint = (f"{name}={near!r} (the spelling it accepts), " if name == "llvm_pipeline"
+                    and near in LLVM_PIPELINES else "")
             raise OperandError(
                 f"the compile option {name}: expected {accepts}; got {type(v).__name__} "
-                f"{v!r}.\nFix: {name}={default!r} (the default), or another value it accepts.")
+                f"{v!r}.\nFix: {hint}{name}={default!r} (the default), or another value it "
+                "accepts.")
 
 
 def env_target() -> Optional[str]:

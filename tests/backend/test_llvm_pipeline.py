@@ -67,5 +67,8 @@ def test_a_bad_pipeline_is_refused_where_it_is_set():
                                            r"'light'.*got str 'O1'.*test_llvm_pipeline.py.*"
                                            r"Fix: llvm_pipeline='default'"):
         ws.CompileOptions(llvm_pipeline="O1")
+    with pytest.raises(OperandError, match=r"(?s)got str 'Light'.*\nFix: llvm_pipeline='light' "
+                                           r"\(the spelling it accepts\)"):
+        ws.CompileOptions(llvm_pipeline="Light")
     with pytest.raises(OperandError, match="llvm_pipeline"):
         ws.kernel(llvm_pipeline=3)
