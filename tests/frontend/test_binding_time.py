@@ -147,3 +147,13 @@ def test_a_descriptor_is_described_by_its_static_parts():
     assert t.key == s.key and t.desc == s.desc and t.key_desc == s.key_desc
     with pytest.raises(ws.ArgumentError, match="got the class ws.tma.TensorDescriptor"):
         spec(ws.tma.TensorDescriptor)
+
+
+@pytest.mark.parametrize("ann,value,fix", [
+    (ws.Int32, "a", "Fix: pass an int."),
+    (ws.Float32, "b", r"Fix: pass a float \(or an int\)."),
+    (ws.Int32, int, r"Fix: pass an int; in ws.compile, the type ws.Int32 \(not the Python type\).")])
+def test_rule2_scalar_annotation_says_what_to_pass(ann, value, fix):
+    with pytest.raises(ws.ArgumentError, match=rf"(?s)parameter 'p' is annotated {ann.__name__} "
+                                               rf"but got .*{fix}"):
+        spec(value, ann)

@@ -95,10 +95,13 @@ def _check_annotated(value, dtype, name) -> None:
         if t.bits < 64:
             check_float_range(v, dtype, name)
         return
+    kind = "a bool" if t.bits == 1 else ("a float (or an int)" if t.is_float else "an int")
+    as_type = (getattr(type(v), "placeholder_of", None) is not None
+               or any(v is x for x in (int, float, bool)))
     raise ArgumentError(f"parameter '{name}' is annotated {dtype.__name__} but got "
-                        f"{got_text(v)}.\nFix: pass a Python number"
-                        + (f" or the type ws.{dtype.__name__}" if getattr(
-                            type(v), "placeholder_of", None) is not None else "") + ".")
+                        f"{got_text(v)}.\nFix: pass {kind}"
+                        + (f"; in ws.compile, the type ws.{dtype.__name__} (not the Python "
+                           f"type)" if as_type else "") + ".")
 
 
 class ScalarKind(Kind):
