@@ -5,8 +5,7 @@
   PTX or cubin, so ``CompileOptions.codegen_key()`` is hashed into the disk key
   (``persist.spec_key``).
 - Debug and runtime options (``compiler_frames``, ``max_specializations``, ``max_unroll``): they
-  change what
-  the host does around a compile (tracebacks, the recompile warning), never the code, so they are
+  change what the host does around a compile (tracebacks, the recompile warning), never the code, so they are
   not hashed: two kernels differing only in them share disk entries. Process-wide settings of the
   same kind live outside the options: the simulator's race detector (``ws.set_target(races=)``,
   ``WARPSTAGE_SIM_RACES``) and the progress line (``WARPSTAGE_PROGRESS``).
@@ -264,11 +263,10 @@ def env_sim_max_loop() -> int:
     v = raw.strip()
     if v.isdigit():
         return int(v)
-    if v and ("WARPSTAGE_SIM_MAX_LOOP", raw) not in _WARNED_ENV:
-        _WARNED_ENV.add(("WARPSTAGE_SIM_MAX_LOOP", raw))
-        warnings.warn(f"WARPSTAGE_SIM_MAX_LOOP={raw!r} is not a non-negative int; using "
-                      f"{SIM_MAX_LOOP} (2^24). Fix: set it to a count of iterations (0: no "
-                      "bound), or unset it.", stacklevel=user_stacklevel())
+    if v:
+        _warn_env_once("WARPSTAGE_SIM_MAX_LOOP", raw,
+                       f"is not a non-negative int; using {SIM_MAX_LOOP} (2^24). Fix: set it to "
+                       "a count of iterations (0: no bound), or unset it.")
     return SIM_MAX_LOOP
 
 
@@ -294,12 +292,17 @@ def env_choice(name: str, choices: tuple, default: str) -> str:
     v = raw.strip().lower()
     if v in choices:
         return v
-    if v and (name, raw) not in _WARNED_ENV:
-        _WARNED_ENV.add((name, raw))
-        warnings.warn(f"{name}={raw!r} is not one of {', '.join(map(repr, choices))}; using "
-                      f"{default!r}. Fix: set {name} to one of those, or unset it.",
-                      stacklevel=user_stacklevel())
+    if v:
+        _warn_env_once(name, raw, f"is not one of {', '.join(map(repr, choices))}; using "
+                                  f"{default!r}. Fix: set {name} to one of those, or unset it.")
     return default
+
+
+def _warn_env_once(name: str, raw: str, what: str) -> None:
+    """Warn ``{name}={raw!r} {what}`` on the user's line, once per process and value."""
+    if (name, raw) not in _WARNED_ENV:
+        _WARNED_ENV.add((name, raw))
+        warnings.warn(f"{name}={raw!r} {what}", stacklevel=user_stacklevel())
 
 
 def env_llvm_pipeline() -> str:
