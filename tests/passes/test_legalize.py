@@ -133,6 +133,42 @@ def test_descriptor_and_allocation_rewrites_compute_the_descriptor_bits():
     assert int(res[0]) == ((2048 & DESCRIPTOR_ADDRESS_MASK) >> 4) | descriptor_fields(**fields)
 
 
+@pytest.mark.parametrize("stage_elems, const_elems, peeled", [
+    (8192, 24576, True),      # a bf16 ring: stage * 16 KB, after a 48 KB region
+    (4096, -512, True),       # a negative constant offset (a borrow below the base's field)
+    (8, 0, True),             # 16-byte steps: one descriptor unit each
+    (4, 0, False),            # 8-byte steps are not whole descriptor units: the full form
+])
+def test_descriptor_of_an_offset_tile_adds_the_offset_to_the_base_descriptor(
+        stage_elems, const_elems, peeled):
+    # ring + stage * stage_bytes (+ a constant): the descriptor is the base's plus the offset
+    # >> 4, the same bits as masking and shifting the tile's own address, for every stage
+    from warpstage.ir import bf16
+    m, (out, stage), b = _kernel([PointerType(u64, "global"), i32])
+    base = b.ptr_cast(b.smem_alloc(65536, 131072), bf16)
+    tile = b.ptr_offset(base, b.constant(i32, const_elems))
+    tile = b.ptr_offset(tile, b.binary("mul", stage, b.constant(i32, stage_elems)))
+    fields = dict(lbo=16, sbo=1024, swizzle=128, base_offset=0)
+    b.store(b.ptr_offset(out, stage),
+            b.create("wgmma.descriptor", (tile,), fields).result)
+    b.return_()
+    legalize(m)
+    verify(m)
+    to_int = [op for op in m.kernels[0].walk() if op.name == "ptr.to_int"]
+    assert len(to_int) == 1
+    # peeled: the address taken is the allocation's (the offsets are added to the descriptor)
+    assert (to_int[0].operands[0].owner.name != "ptr.offset") == peeled
+    stages = 4
+    for s in range(stages):
+        mem = sim.Memory()
+        res = np.zeros(stages, np.uint64)
+        sim.run(m, "k", (1,), (32,), [mem.register(res), s], mem, smem_bytes=196608,
+                echo=False)
+        addr = 65536 + 2 * (const_elems + s * stage_elems)
+        want = ((addr & DESCRIPTOR_ADDRESS_MASK) >> 4) | descriptor_fields(**fields)
+        assert int(res[s]) == want, (s, hex(int(res[s])), hex(want))
+
+
 def test_smem_alloc_at_offset_zero_is_the_base_itself():
     m, (out,), b = _kernel([PointerType(u64, "global")])
     b.store(out, b.create("ptr.to_int", (b.smem_alloc(0, 64),)).result)
