@@ -198,6 +198,20 @@ SETS = {
                                      dynamic_tiles=True),
                                 dict(tile_n=128, consumer_wgs=2, fma_select=True,
                                      overlap_tiles=True, packed_p=True, rescale_at_wait=True)]},
+    # session 17: FlashAttention-4's step order read from its SASS (the P V wait after the
+    # exponent arguments, the exponentials interleaved with the rescale and P's conversion),
+    # over the long defaults, and FA4's shape with it at D=128
+    "eaw17": {(64, False): [dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                 overlap_tiles=True, packed_p=True, rescale_at_wait=True),
+                            dict(tile_n=128, consumer_wgs=3, fma_select=True,
+                                 overlap_tiles=True, packed_p=True, rescale_at_wait=True,
+                                 exp_after_wait=True)],
+              (128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                  skip_idle=True, partial_last=True),
+                             dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                  skip_idle=True, partial_last=True, exp_after_wait=True),
+                             dict(fma_select=True, tile_n=128, dynamic_tiles=True, packed_p=True,
+                                  rescale_at_wait=True, exp_after_wait=True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

@@ -93,6 +93,13 @@ CASES = [
                                                        rescale_at_wait=True, fma_select=True)),
     (3, 2, 400, 64, 64, False, "float16", None, dict(overlap_tiles=True, consumer_wgs=3,
                                                      rescale_at_wait=True)),
+    # the P V wait before the exponentials (exp_after_wait): plain, at a tile boundary
+    # (overlap_tiles), and with the conditional rescale's branch after the wait
+    (1, 2, 300, 200, 128, False, "bfloat16", None, dict(exp_after_wait=True, fma_select=True)),
+    (2, 2, 300, 200, 64, False, "float16", None, dict(exp_after_wait=True, overlap_tiles=True,
+                                                      packed_p=True, rescale_at_wait=True)),
+    (1, 2, 300, 300, 128, True, "bfloat16", None, dict(exp_after_wait=True, consumer_wgs=3,
+                                                       rescale_threshold=8.0)),
     # O rescaled only when a row's max moved by more than the threshold (a warp vote)
     (1, 2, 300, 200, 128, False, "bfloat16", None, dict(rescale_threshold=8.0, fma_select=True)),
     (2, 2, 300, 200, 64, False, "float16", None, dict(overlap_tiles=True, packed_p=True,

@@ -98,6 +98,33 @@ class OnlineSoftmax:
         0) and O = inf / inf = NaN. ``s - m'`` is exact near the max (Sterbenz) and <= 0, so
         p <= 1 and the row's max term is exactly 1 for any finite scores. ``fma_select`` keeps
         the FMA and bounds that error instead (``row_offset``)."""
+        x, m_new, alpha = self.softmax_max(s, m_i)
+        p = self.exponentials(x, m_new)
+        return self.fragments(p), m_new, self.row_sums(p, l_i, alpha), alpha
+
+    def softmax_begin(self, s, m_i):
+        """``softmax_update``'s first half, up to the exponentials: each row's new max, alpha,
+        and P's exponent arguments (``exponent_arguments``). Returns (arguments, m', alpha);
+        ``softmax_end`` finishes the step. Not for ``fma_scores`` (its exponent form is chosen
+        by a branch around the exponentials)."""
+        x, m_new, alpha = self.softmax_max(s, m_i)
+        return self.exponent_arguments(x, m_new), m_new, alpha
+
+    def softmax_end(self, args, l_i, alpha):
+        """``softmax_update``'s second half: P = 2^args (``exp2_of``) and ``l = l alpha +
+        rowsum(P)``. Returns (P as f32 fragments, l)."""
+        p = [self.exp2_of(i, a) for i, a in enumerate(args)]
+        return self.fragments(p), self.row_sums(p, l_i, alpha)
+
+    def row_sums(self, p, l_i, alpha) -> list:
+        """Each row half's ``l alpha + sum(P)`` (per lane; ``row_inverse`` adds the quad's)."""
+        half = [[i for i in range(len(p)) if (i >> 1) & 1 == r] for r in range(2)]
+        return [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
+                for r in ws.static_range(2)]
+
+    def softmax_max(self, s, m_i):
+        """The scores' elements, each row's new running max m' (the quad's max, ``stale_max``)
+        and alpha (``rescale_factor``, ``kept_one``). Returns (elements, m', alpha)."""
         x = self.elements(s)
         half = [[i for i in range(len(x)) if (i >> 1) & 1 == r] for r in range(2)]
         m_new, alpha = [], []
@@ -113,10 +140,7 @@ class OnlineSoftmax:
             m = self.stale_max(m_i[r], m)
             m_new.append(m)
             alpha.append(self.kept_one(m_i[r], m, self.rescale_factor(m_i[r], m)))
-        p = self.exponentials(x, m_new)
-        l_new = [ws.math.fma(l_i[r], alpha[r], tree(lambda a, b: a + b, [p[i] for i in half[r]]))
-                 for r in ws.static_range(2)]
-        return self.fragments(p), m_new, l_new, alpha
+        return x, m_new, alpha
 
     def stale_max(self, m_old, m):
         """The running max a row keeps after a tile whose scores raise it from ``m_old`` to
@@ -194,6 +218,16 @@ class OnlineSoftmax:
         if ws.static(self.fma_scores and self.exp2_scale != 1.0):
             return self.fma_exponentials(x, m_new)
         return [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
+
+    def exponent_arguments(self, x, m_new) -> list:
+        """The exponents of ``exponentials`` (``fma_select``'s FFMA or the exact ``(x_i - m_r)
+        c``), all of them before any ``exp2`` (``softmax_begin``); not the ``fma_scores`` form
+        (a branch picks it)."""
+        if ws.static(self.uses_fma_select()):
+            offsets = [self.row_offset(m) for m in m_new]
+            return [ws.math.fma(x[i], offsets[(i >> 1) & 1][0], -offsets[(i >> 1) & 1][1])
+                    for i in range(len(x))]
+        return [self.scaled(x[i] - m_new[(i >> 1) & 1]) for i in range(len(x))]
 
     @ws.jit
     def fma_exponentials(self, x, m_new):

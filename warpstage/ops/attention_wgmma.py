@@ -69,7 +69,12 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
     give 0). ``kv_group``: query heads per K/V head (grouped-query attention: query head h reads
     K/V head h // kv_group, no copies). ``late_wait``: end the basic block after the softmax
     with a never-taken branch so that ptxas keeps the P V wait below the softmax (it hoists it
-    above otherwise; docs/performance.md). ``poly_exp2``: of every 8 elements of P, how many
+    above otherwise; docs/performance.md). ``exp_after_wait``: with ``overlap``, the block
+    ends after the row max and the exponent arguments instead (FlashAttention-4's order in its
+    SASS): the P V wait, O's rescale and V's release come next, then the exponentials, the row
+    sums and P's conversion, which ptxas interleaves (the MUFU's exponentials with the FMULs
+    and conversions) in place of a conversion tail after the wait; ``late_wait`` is then
+    unused. ``poly_exp2``: of every 8 elements of P, how many
     take their exponential from ``ws.math.exp2_poly`` (FMA and integer pipes, relative error
     1e-4) instead of the MUFU's ``ex2``, which at D = 64 is as busy as the tensor cores
     (FlashAttention-4's exponential emulation). ``fma_scores``: the exponent ``s c - m c`` as
@@ -141,7 +146,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                   "late_wait", "tma_store", "poly_exp2", "fma_scores", "fma_select",
                   "overlap_tiles", "skip_idle", "partial_last", "head_group",
                   "lead_waits", "packed_p", "rescale_at_wait", "rescale_threshold",
-                  "dynamic_tiles", "narrow_last", "shared_boundary")
+                  "dynamic_tiles", "narrow_last", "shared_boundary", "exp_after_wait")
     repr_fields = ("tile_n", "num_stages", "consumer_wgs", "overlap", "pingpong", "split_kv",
                    "persistent")
     consumer_rows = 64          # a consumer warpgroup's query rows (wgmma's M)
@@ -155,7 +160,7 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                  overlap_tiles=False, skip_idle=False, partial_last=False,
                  head_group=None, lead_waits=False, packed_p=False,
                  rescale_at_wait=False, rescale_threshold=None, dynamic_tiles=False,
-                 narrow_last=False, shared_boundary=False):
+                 narrow_last=False, shared_boundary=False, exp_after_wait=False):
         self.check_operands(head_dim, dtype)
         self.check_stages(tile_n, num_stages, "tile_n=128")
         if consumer_wgs not in (2, 3) or isinstance(consumer_wgs, bool):
@@ -195,6 +200,13 @@ class FlashAttentionWgmma(TileSchedule, TileOverlap, WgmmaConsumer, AttentionPol
                                     "head)", "kv_group=1, or H_q // H_kv")
         self.kv_group = kv_group
         self.late_wait = self.flag("late_wait", late_wait)
+        self.exp_after_wait = self.flag("exp_after_wait", exp_after_wait)
+        if self.exp_after_wait and (not self.overlap or fma_scores):
+            raise self.policy_error("exp_after_wait", exp_after_wait, "False unless overlap "
+                                    "is on and fma_scores off (it orders the overlapped step's "
+                                    "P V wait before the exponentials; fma_scores picks its "
+                                    "exponent form by a branch around them)",
+                                    "exp_after_wait=False, or overlap=True, fma_scores=False")
         if (isinstance(poly_exp2, bool) or not isinstance(poly_exp2, int)
                 or not 0 <= poly_exp2 <= 8):
             raise self.policy_error("poly_exp2", poly_exp2, "an int in [0, 8] (P elements of "

@@ -294,13 +294,33 @@ class WgmmaConsumer:
         s = self.widen(ws.wgmma.wait_group(1, s), narrow)
         self.release_k(k_pipe, kst)
         s = self.finish_scores(s, tile * self.tile_n, rows, lane, row_wg, keys)
-        p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-        self.fence_block(l_i)
-        kept = alpha if ws.static(ends is None) else [ws.math.select(ends, 1.0, a) for a in alpha]
-        acc = self.rescale_at_wait_of(ws.wgmma.wait_group(0, acc), kept)
-        self.release_v(v_pipe, vst)
+        acc, p, m_i, l_i, alpha = self.softmax_and_wait(s, m_i, l_i, acc, v_pipe, vst, ends)
         p = self.to_a(p)
         return acc, p, m_i, l_i, alpha, kst.advance(), vst.advance()
+
+    def softmax_and_wait(self, s, m_i, l_i, acc, v_pipe, vst, ends=None, rescale=True):
+        """The overlapped step after its S wait: the softmax step on ``s``, the wait for the P V
+        in flight (``acc``), O's rescale there (``rescale_at_wait_of``, by alpha or, where
+        ``ends`` holds, by 1; none when ``rescale`` is False: a tile boundary's last P V) and
+        V's release, in ``late_wait``'s order (the whole softmax, a block end, the wait) or
+        ``exp_after_wait``'s (the max and the exponent arguments, a block end, the wait, the
+        rescale, then the exponentials and row sums). Returns (O, P as f32 fragments, m, l,
+        alpha)."""
+        if ws.static(self.exp_after_wait):
+            args, m_i, alpha = self.softmax_begin(s, m_i)
+            self.fence_values(m_i)
+        else:
+            p, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
+            self.fence_block(l_i)
+        acc = ws.wgmma.wait_group(0, acc)
+        if ws.static(rescale):
+            kept = alpha if ws.static(ends is None) else [ws.math.select(ends, 1.0, a)
+                                                           for a in alpha]
+            acc = self.rescale_at_wait_of(acc, kept)
+        self.release_v(v_pipe, vst)
+        if ws.static(self.exp_after_wait):
+            p, l_i = self.softmax_end(args, l_i, alpha)
+        return acc, p, m_i, l_i, alpha
 
     @ws.jit
     def last_pv(self, acc, p, alpha, v_pipe, vst, storage, narrow=False):
@@ -345,6 +365,13 @@ class WgmmaConsumer:
         if ws.arch.vote_any((alpha[0] != 1.0) | (alpha[1] != 1.0)):
             acc = self.rescale(acc, alpha)
         return acc
+
+    @ws.jit
+    def fence_values(self, values):
+        """End the basic block here with a branch that is never taken at run time (a NaN
+        ``values[0]``), so that ptxas schedules what follows (the P V wait first) after it."""
+        if values[0] != values[0]:
+            ws.arch.sync_warp()
 
     @ws.jit
     def fence_block(self, values):

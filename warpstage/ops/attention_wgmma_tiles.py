@@ -215,8 +215,6 @@ class TileOverlap:
         s = ws.wgmma.wait_group(1, s)
         self.release_k(k_pipe, kst)
         s = self.finish_scores(s, 0, rows, lane, row_wg, keys)
-        p2, m_i, l_i, alpha = self.softmax_update(s, m_i, l_i)
-        self.fence_block(l_i)
-        acc = ws.wgmma.wait_group(0, acc)
-        self.release_v(v_pipe, vst)
+        acc, p2, m_i, l_i, alpha = self.softmax_and_wait(s, m_i, l_i, acc, v_pipe, vst,
+                                                         rescale=False)
         return acc, self.to_a(p2), m_i, l_i, alpha, kst.advance(), vst.advance()
