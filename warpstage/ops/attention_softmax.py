@@ -210,24 +210,25 @@ class OnlineSoftmax:
         one FFMA ``fma(x_i, c_r, -o_r)`` (``row_offset``); with ``fma_scores`` as one FFMA
         ``x_i c - m_r c`` when every row of the warp has |m c| < ``FMA_SAFE``
         (``fma_exponentials``)."""
-        if ws.static(self.uses_fma_select()):
-            offsets = [self.row_offset(m) for m in m_new]
-            return [self.exp2_of(i, ws.math.fma(x[i], offsets[(i >> 1) & 1][0],
-                                                -offsets[(i >> 1) & 1][1]))
-                    for i in range(len(x))]
-        if ws.static(self.fma_scores and self.exp2_scale != 1.0):
+        if ws.static(self.fma_scores and self.exp2_scale != 1.0 and not self.uses_fma_select()):
             return self.fma_exponentials(x, m_new)
-        return [self.exp2_of(i, self.scaled(x[i] - m_new[(i >> 1) & 1])) for i in range(len(x))]
+        exponent = self.exponent_form(m_new)
+        return [self.exp2_of(i, exponent(i, x[i])) for i in range(len(x))]
 
     def exponent_arguments(self, x, m_new) -> list:
-        """The exponents of ``exponentials`` (``fma_select``'s FFMA or the exact ``(x_i - m_r)
-        c``), all of them before any ``exp2`` (``softmax_begin``); not the ``fma_scores`` form
-        (a branch picks it)."""
+        """The exponents of ``exponentials``, all of them before any ``exp2``
+        (``softmax_begin``); not the ``fma_scores`` form (a branch picks it)."""
+        exponent = self.exponent_form(m_new)
+        return [exponent(i, x[i]) for i in range(len(x))]
+
+    def exponent_form(self, m_new):
+        """``f(i, x_i)``: element i's exponent, ``fma_select``'s FFMA with the rows' offsets
+        (``row_offset``, computed here, once per row) or the exact ``(x_i - m_r) c``."""
         if ws.static(self.uses_fma_select()):
             offsets = [self.row_offset(m) for m in m_new]
-            return [ws.math.fma(x[i], offsets[(i >> 1) & 1][0], -offsets[(i >> 1) & 1][1])
-                    for i in range(len(x))]
-        return [self.scaled(x[i] - m_new[(i >> 1) & 1]) for i in range(len(x))]
+            return lambda i, xi: ws.math.fma(xi, offsets[(i >> 1) & 1][0],
+                                             -offsets[(i >> 1) & 1][1])
+        return lambda i, xi: self.scaled(xi - m_new[(i >> 1) & 1])
 
     @ws.jit
     def fma_exponentials(self, x, m_new):

@@ -68,8 +68,7 @@ def _offset_steps(p):
     is the ring's descriptor (loop-invariant: hoisted) plus ``stage * bytes / 16``: one
     multiply-add per step instead of the address, mask, shift and or of each stage's tile."""
     steps, tile = [], p
-    while p.owner is not None and not isinstance(p.owner, Block):
-        d = p.owner
+    while (d := _defining(p)) is not None:
         if d.name == "ptr.cast":
             p = d.operands[0]
             continue
@@ -88,19 +87,24 @@ def _offset_steps(p):
     return p, steps
 
 
+def _defining(v):
+    """The op whose result ``v`` is, or None for a block argument."""
+    return None if v.owner is None or isinstance(v.owner, Block) else v.owner
+
+
 def _scaled(index, esize: int):
     """(x, units) with ``index * esize`` bytes = ``x * units * 16`` (x None: the constant
     ``units * 16`` bytes), or None when the byte count is not a static multiple of 16."""
-    d = index.owner
-    if d is None or isinstance(d, Block):
+    d = _defining(index)
+    if d is None:
         return None
     if d.name == "arith.constant":
         nbytes = int(d.attrs["value"]) * esize
         return (None, nbytes // 16) if nbytes % 16 == 0 else None
     if d.name == "arith.mul":
         for x, c in (d.operands, reversed(d.operands)):
-            k = c.owner
-            if k is not None and not isinstance(k, Block) and k.name == "arith.constant":
+            k = _defining(c)
+            if k is not None and k.name == "arith.constant":
                 nbytes = int(k.attrs["value"]) * esize
                 if nbytes % 16 == 0:
                     return (x, nbytes // 16)
