@@ -212,6 +212,16 @@ SETS = {
                                   skip_idle=True, partial_last=True, exp_after_wait=True),
                              dict(fma_select=True, tile_n=128, dynamic_tiles=True, packed_p=True,
                                   rescale_at_wait=True, exp_after_wait=True)]},
+    # session 18: wider key tiles for FA4's shape (2 consumer warpgroups) at D=128 long. The
+    # K/V step's straight path is ~178 fixed instructions + ~2.36 per key (SASS, CPU: 480 /
+    # 517 / 555 / 593 / 631 at 128 / 144 / 160 / 176 / 192 keys, 168 registers, no spills,
+    # 194-225 KiB of shared memory), so 192 keys issue 12% fewer per key; session 3's width
+    # sweep (176 best then) predates every schedule piece since
+    "wide18": {(128, False): [dict(BASE128, consumer_wgs=3, tile_n=80, dynamic_tiles=True,
+                                   skip_idle=True, partial_last=True)]
+               + [dict(fma_select=True, tile_n=tn, dynamic_tiles=True, packed_p=True,
+                       rescale_threshold=8.0, exp_after_wait=eaw)
+                  for tn in (128, 160, 192) for eaw in (False, True)]},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (
