@@ -12,8 +12,9 @@ reuse a stale kernel (docs/cache.md, "What a specialization depends on"). A guar
   ``cfg.load`` where ``load`` is a method);
 - ``DEFAULTS`` / ``FROZEN_DEFAULTS``: ``container`` is a traced or plain function, ``name``
   ``__defaults__`` or ``__kwdefaults__`` (replacing a helper's defaults, or changing a mutable
-  default in place, recompiles; ``FROZEN_DEFAULTS`` holds only plain values, so identity is
-  enough).
+  default in place, recompiles; ``FROZEN_DEFAULTS`` is a ``__defaults__`` tuple of plain
+  values, so identity is enough; a ``__kwdefaults__`` dict can change in place and is always
+  compared by key).
 
 ``value`` is what the trace saw, ``key`` its static key. A hit compares identity first (cheap)
 and recomputes the key only for mutable objects or when the identity changed.
@@ -26,7 +27,9 @@ bytecode names, found by scanning their bytecode (an over-approximation: a chang
 name that was not really read only costs a recompile). A property, method or classmethod of a
 static object that traced code read (a class fact) runs natively too, so its getter/function is
 scanned the same way, and so is what a static argument's class defines under an attribute name
-a plain helper's bytecode reads. Class attributes that such native code reads through
+a plain helper's bytecode reads. A plain function held by a static value (a function passed as
+an argument, or one in a tuple, dict, ``functools.partial`` or attribute of a static object:
+``_Collector.held``) is followed the same way. Class attributes that such native code reads through
 ``self``/``cls`` are covered by the object's static key, whose class digest is revalidated on
 every keying (core/static_key.py).
 """
@@ -38,7 +41,7 @@ import types
 
 from ..errors import CompilationError
 from .facts import MISSING, class_lookup, user_module
-from ..core.static_key import UnkeyableError, forget_class, static_key
+from ..core.static_key import UnkeyableError, _attributes, forget_class, static_key
 
 __all__ = ["collect_guards", "guards_hold", "guard_checker", "GLOBAL", "CELL", "CLASS", "DEFAULTS",
            "FROZEN_DEFAULTS", "defaults_guards"]
@@ -54,6 +57,10 @@ only when its items are too (``_frozen``): ``T = ([1.0, 2.0],)`` changed in plac
 _IMMUTABLE_TYPES = frozenset(_IMMUTABLE)    # exact types: one set lookup on the hot path
 _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes, complex))
 
+_HELD_DEPTH, _HELD_NODES = 6, 10_000
+"""How many levels of containers and attributes ``_Collector.held`` enters below a static value,
+and how many values it enters in one trace (a static list of a million numbers is not walked
+item by item at each compile)."""
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
 _ATTR_OPS = {"LOAD_ATTR", "LOAD_METHOD"}
 _NAMES_CACHE: dict = {}
@@ -84,6 +91,8 @@ class _Collector:
         self.guards: list = []
         self.seen: set = set()
         self.scanned: set = set()
+        self.walked: set = set()        # ids of the values ``held`` has entered
+        self.steps = 0                  # values ``held`` was asked about
         self.classes = classes      # user classes of the static arguments (see _native_reads)
 
     def add(self, container, name, value, kind, where: str):
@@ -147,6 +156,42 @@ class _Collector:
                 if x is not _MISSING:
                     self.add(v, a, x, CLASS, f"attribute of class {v.__qualname__}")
                     self._reads(x, (), False)
+        elif not isinstance(v, (type, types.ModuleType)):
+            self.held(v)
+
+    def held(self, v, depth: int = 0) -> None:
+        """Follow the plain functions that the static value ``v`` holds: a function passed as
+        an argument, or one in a tuple, list, dict or set, a ``functools.partial``, a bound
+        method or a user object's attributes (``p.f = fv``). Traced code that calls one runs
+        it natively, so what it reads is guarded as for a helper reached through a global
+        (``_reads``); ``v``'s own key holds the function by its code, not by what it reads.
+        Plain values, classes, modules, numpy arrays and warpstage's own objects are not
+        entered; the walk stops ``_HELD_DEPTH`` levels down and after ``_HELD_NODES`` values
+        (a function beyond is not followed; the values' keys are still checked)."""
+        self.steps += 1
+        t = type(v)
+        if (t in _PLAIN_TYPES or depth > _HELD_DEPTH or id(v) in self.walked
+                or self.steps > _HELD_NODES):
+            return
+        self.walked.add(id(v))
+        if isinstance(v, (types.FunctionType, staticmethod, classmethod, property,
+                          functools.cached_property)):
+            self._reads(v, (), False)
+        elif t is functools.partial:
+            for x in (v.func, v.args, v.keywords):
+                self.held(x, depth + 1)
+        elif t is types.MethodType:
+            self.held(v.__func__, depth + 1)
+            self.held(v.__self__, depth + 1)
+        elif t in (tuple, list, set, frozenset) or (isinstance(v, tuple) and hasattr(t, "_fields")):
+            for x in v:
+                self.held(x, depth + 1)
+        elif t is dict:
+            for x in v.values():
+                self.held(x, depth + 1)
+        elif not isinstance(v, (type, types.ModuleType)) and user_module(t.__module__):
+            for _, x in _attributes(v) or ():
+                self.held(x, depth + 1)
 
 
     def _native_reads(self, attrs) -> None:
@@ -170,7 +215,8 @@ def defaults_guards(fn) -> list:
     for name in ("__defaults__", "__kwdefaults__"):
         d = getattr(fn, name, None)
         if d:
-            frozen = plain_values(tuple(d.values()) if type(d) is dict else d)
+            # a tuple of plain values cannot change in place; a dict (``__kwdefaults__``) can
+            frozen = type(d) is tuple and plain_values(d)
             out.append((fn, name, d, _key(d, name), FROZEN_DEFAULTS if frozen else DEFAULTS))
     return out
 
@@ -186,6 +232,8 @@ def collect_guards(functions, facts=None, statics=()) -> tuple:
         if not hasattr(fn, "__code__"):
             fn = getattr(fn, "__wrapped__", fn)
         c.function(fn, traced=True)
+    for v in statics:
+        c.held(v)
     for kind, holder, name, raw in (facts or {}).values():
         if kind == "module":
             c.add(holder.__dict__, name, raw, GLOBAL, f"attribute of module {holder.__name__}")

@@ -52,6 +52,13 @@ def _annotations(fn) -> dict:
         return dict(getattr(fn, "__annotations__", {}))
 
 
+def _entries(kwdefaults: dict) -> tuple:
+    """(name, id(value)) of each keyword-only default: a value replaced in the dict
+    (``fn.__kwdefaults__["m"] = 7``) changes it. The signature built from the dict holds the old
+    values, so their ids are not reused while it is compared against."""
+    return tuple((k, id(v)) for k, v in kwdefaults.items())
+
+
 class _FunctionWrapper:
     """What ``@ws.kernel`` and ``@ws.jit`` objects share about the function ``fn`` they wrap:
     its defaults are the function's own (``k.__defaults__ = (3.0,)`` sets ``k.fn.__defaults__``,
@@ -68,10 +75,11 @@ class _FunctionWrapper:
     def signature(self) -> inspect.Signature:
         """The signature with the function's current defaults (they may be replaced)."""
         fn = self.fn
-        seen = self._sig_defaults
-        if seen is None or seen[0] is not fn.__defaults__ or seen[1] is not fn.__kwdefaults__:
+        seen, kd = self._sig_defaults, fn.__kwdefaults__
+        if (seen is None or seen[0] is not fn.__defaults__ or seen[1] is not kd
+                or (kd and seen[2] != _entries(kd))):
             self._sig = inspect.signature(fn)
-            self._sig_defaults = (fn.__defaults__, fn.__kwdefaults__)
+            self._sig_defaults = (fn.__defaults__, kd, _entries(kd) if kd else None)
         return self._sig
 
 

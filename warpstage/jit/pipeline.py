@@ -63,13 +63,25 @@ def trace(fn, name: str, specs: list, param_names: list, options, block: tuple, 
         module, abi, reached, facts = trace_kernel(fn, name, specs, param_names, options,
                                                    {"maxntid": block}, kwonly=kwonly)
         run_passes(module, llvm_pipeline=options.llvm_pipeline)
-    statics = [s.value for s in specs if getattr(s, "binding", None) == "static"
-               and hasattr(s, "value")]
-    guards = collect_guards(reached, facts, statics)
+    guards = collect_guards(reached, facts, _static_values(specs))
     kern = module.kernels[0]
     traced = Traced(kern.name, module, tuple(abi), tuple(block),
                     kern.attrs.get("dynamic_smem", 0))
     return traced, guards
+
+
+def _static_values(specs) -> list:
+    """The static argument values of ``specs``, those inside composites (a tuple's static
+    items) included: what ``collect_guards`` follows for the classes and plain functions they
+    hold."""
+    out = []
+    for s in specs:
+        if getattr(s, "binding", None) == "static" and hasattr(s, "value"):
+            out.append(s.value)
+        parts = getattr(s, "parts", None)
+        if parts:
+            out.extend(_static_values(parts))
+    return out
 
 
 @contextlib.contextmanager
