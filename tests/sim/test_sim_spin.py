@@ -209,3 +209,40 @@ def test_only_while_loops_that_read_memory_become_preemptible():
         src, out = np.full(32, 100, np.int32), np.zeros(32, np.int32)
         launch(m, (1,), (32,), [src, out])
         assert (out == 100).all()
+
+
+@ws.kernel
+def counted_spin(flag: ws.Tensor, out: ws.Tensor, writer: ws.Static[bool], store: ws.Static[bool]):
+    # warp 0 polls with a plain load and counts its tries, a value the condition never reads
+    warp = ws.arch.make_warp_uniform(ws.arch.warp_idx())
+    if warp == 0:
+        tries = ws.Int32(0)
+        while flag[0] == 0:                     # @counted_spin
+            tries += 1
+            if ws.static(store):
+                out[1] = tries                  # a write: the condition's slice is not enough
+        out[0] = tries
+    elif ws.static(writer):
+        ws.atomic_exch(flag.ptr, 1)
+
+
+def test_a_spin_with_a_counter_the_condition_ignores_is_reported_at_once():
+    # its carried counter changes every iteration, but the condition depends only on memory
+    # no running warp writes (sim/ops_control.condition_slice): idle, not unbounded
+    with pytest.raises(LivelockError) as ei:
+        counted_spin[1, 64](np.zeros(1, np.int32), np.zeros(2, np.int32), False, False)
+    text = str(ei.value)
+    assert text.startswith("livelock in block (0,0,0): every live warp spins"), text
+    assert f"warp 0: spinning in the while loop at {at('counted_spin')}" in text
+
+
+def test_a_counted_spin_ends_when_another_warp_sets_the_flag():
+    out = np.zeros(2, np.int32)
+    counted_spin[1, 64](np.zeros(1, np.int32), out, True, False)
+    assert out[0] > 0
+
+
+def test_a_counted_spin_that_writes_memory_compares_its_whole_state(monkeypatch):
+    monkeypatch.setenv("WARPSTAGE_SIM_MAX_LOOP", "8192")
+    with pytest.raises(LivelockError, match=r"unbounded loop in warp 0 .* ran 8192 iterations"):
+        counted_spin[1, 64](np.zeros(1, np.int32), np.zeros(2, np.int32), False, True)

@@ -239,6 +239,66 @@ def _reads_clock(op: Operation) -> bool:
                for inner in op.walk())
 
 
+def condition_slice(op: Operation):
+    """Indices of ``scf.while`` ``op``'s carried values that its condition depends on, closed
+    under the loop's update (a carried value in the set is updated from values in the set, the
+    loop's memory reads and values defined outside the loop), or None when the loop's regions
+    write memory (an op with the WRITES_MEMORY trait: the write could change what the condition
+    reads). A spin loop whose sliced state and active lanes stay the same has a condition that
+    only another warp can change, whatever its other carried values do (a counter ``f += 1``
+    beside ``while flag[0] == 0``), so it is idle for the scheduler's livelock rule."""
+    writes = ops_with(Trait.WRITES_MEMORY)
+    owner_of_block, defining = {}, {}
+    for inner in op.walk():
+        if inner is op:
+            continue
+        if inner.name in writes:
+            return None
+        for r in inner.regions:
+            owner_of_block[id(r.block)] = inner
+        for v in inner.results:
+            defining[id(v)] = inner
+    before_b, after_b = op.regions[0].block, op.regions[1].block
+    before = {id(a): i for i, a in enumerate(before_b.args)}
+    after = {id(a): j for j, a in enumerate(after_b.args)}
+    condition, yielded = before_b.terminator, after_b.terminator
+    if condition is None or yielded is None:
+        return None
+    outside_uses: dict = {}
+
+    def uses(o) -> list:
+        """The values ``o`` and the ops nested in it use (what its results depend on)."""
+        got = outside_uses.get(id(o))
+        if got is None:
+            got = outside_uses[id(o)] = [v for x in o.walk() for v in x.operands]
+        return got
+
+    def carried(values) -> set:
+        found, todo, seen = set(), list(values), set()
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if id(v) in before:
+                found.add(before[id(v)])
+            elif id(v) in after:                # forwarded from the before region
+                todo.append(condition.operands[1 + after[id(v)]])
+            elif id(v) in defining:
+                todo.extend(uses(defining[id(v)]))
+            elif v.is_block_arg and id(v.owner) in owner_of_block:
+                todo.extend(uses(owner_of_block[id(v.owner)]))
+        return found
+
+    part = carried(condition.operands[:1])
+    grown = True
+    while grown:
+        more = carried([yielded.operands[i] for i in part]) - part
+        grown = bool(more)
+        part |= more
+    return sorted(part)
+
+
 def _same_state(a: list, b: list) -> bool:
     return all(x is y or np.array_equal(x, y) for x, y in zip(a, b))
 
@@ -274,6 +334,7 @@ def _while(op: Operation, cx):
     before_waits, after_waits = cx.block_blocks(before_b), cx.block_blocks(after_b)
     spins, timed = may_spin(op), _reads_clock(op)
     frozen_check = not spins and _pure(op)
+    sliced = condition_slice(op) if spins else None     # the state a spin's idleness compares
     # reports name the loop condition's line: the while statement (the op has the body's)
     site = next((o for o in before_b.ops if o.loc is not None), op)
 
@@ -310,7 +371,7 @@ def _while(op: Operation, cx):
                 if count == SPIN_ITERATIONS:
                     total += count
                     count = 0
-                    state = [live] + vals
+                    state = [live] + (vals if sliced is None else [vals[i] for i in sliced])
                     idle = not timed and last is not None and _same_state(last, state)
                     idle_iterations = idle_iterations + SPIN_ITERATIONS if idle else 0
                     last = state
