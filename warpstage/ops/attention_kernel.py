@@ -310,7 +310,11 @@ def flash_attention_kernel(fa: ws.Static[FlashAttention], q: ws.Tensor, k: ws.Te
     ``fa.grid(B, H, S_q)``; it is not checked: CTA (x, y) computes query rows ``tile_m x ..
     tile_m (x + 1) - 1`` of batch-head y (with ``causal`` block x takes row block
     ``grid.x - 1 - x``, the same set), so a smaller grid leaves rows of o unwritten and a
-    larger one runs CTAs that store nothing."""
+    larger one runs CTAs that store nothing. The tensors' head dimension (their last extent, a
+    run-time value) must be ``fa.head_dim``; it is not checked here either (a wider D leaves
+    o's columns past ``fa.head_dim`` unwritten and reads only the first ``fa.head_dim`` of q
+    and k; a narrower one reads out of bounds): ``warpstage.ops.flash_attention`` picks the
+    policy from the tensors, so it cannot mismatch."""
     fa.check_block("flash_attention_kernel")
     fa.check(q, k, v, o)
     storage = ws.smem.allocate(fa.SharedStorage)
