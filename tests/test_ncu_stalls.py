@@ -2,20 +2,13 @@
 loop (the innermost loop holding HGMMA with the most samples), samples per instruction class,
 and a clear error for a file that is not such a page. The CSV here is made up in ncu's form (a
 preamble line, '#'-prefixed names, hex addresses, thousands separators)."""
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from example_loader import load_file
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "ncu_stalls", os.path.join(ROOT, "scripts", "ncu_stalls.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file("scripts/ncu_stalls.py", "ncu_stalls")
 
 
 PROGRAM = [  # (offset, SASS text, all samples, stall_long_sb, stall_wait)
