@@ -121,3 +121,20 @@ def test_launch_checks():
     m.kernels[0].attrs["maxntid"] = (64, 1, 1)
     with pytest.raises(LaunchError, match="maxntid"):
         launch(m, (1,), (128,), [0, 1])
+
+
+def test_a_failed_device_assert_names_its_message_in_the_trap(sim_target, capsys):
+    import numpy as np
+    import warpstage as ws
+
+    @ws.kernel(device_asserts=True)
+    def k(x: ws.Tensor[ws.Int32, 1]):
+        i = ws.arch.thread_idx()[0]
+        assert x[i] < 5, "x too large"
+        x[i] = x[i] + 1
+
+    with pytest.raises(SimulatorError, match=r"kernel trapped at .*thread \(5,0,0\) of block "
+                                             r"\(0,0,0\) \(warp 0, lane 5\); its last printf: "
+                                             r".*assertion `x\[i\] < 5` failed: x too large$"):
+        k[1, 32](np.arange(32, dtype=np.int32))
+    assert capsys.readouterr().out.count("x too large") == 27     # each failing thread prints

@@ -102,8 +102,10 @@ def _printf(op: Operation, cx):
     def printf(s, w):
         regs = [s[a] for a in args]
         cta = w.cta
+        w.last_print = last = {}
         for lane in np.flatnonzero(w.mask).tolist():
             text = format_lane(pieces, [python_value(t, r[lane]) for t, r in zip(types, regs)])
+            last[lane] = text
             cta.printed.append(text)
             if cta.echo:
                 (sys.stdout if cta.echo is True else cta.echo).write(text)
@@ -115,5 +117,7 @@ def _trap(op: Operation, cx):
     def trap(s, w):
         lane = w.first_active_lane()
         who = w.describe_lane(lane) if lane is not None else f"warp {w.index}"
-        raise SimulatorError(f"kernel trapped at {where(op)}, {who}", where=where(op))
+        said = (w.last_print or {}).get(lane)      # a failed device assert printed its line
+        said = f"; its last printf: {said.strip()}" if said and said.strip() else ""
+        raise SimulatorError(f"kernel trapped at {where(op)}, {who}{said}", where=where(op))
     return trap

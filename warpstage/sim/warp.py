@@ -64,7 +64,7 @@ class Warp:
     change them only through ``set_mask`` and restore them before returning."""
 
     __slots__ = ("index", "cta", "mask", "nactive", "nlanes", "ops", "clock", "wait",
-                 "done", "coroutine", "_sregs")
+                 "done", "coroutine", "_sregs", "last_print")
 
     def __init__(self, index: int, cta: CTA):
         self.index = index
@@ -78,6 +78,7 @@ class Warp:
         self.done = False
         self.coroutine = None
         self._sregs: dict = {}
+        self.last_print = None     # {lane: text} of the warp's last gpu.printf (gpu.trap quotes it)
 
     def set_mask(self, mask: np.ndarray, nactive: int) -> None:
         self.mask = mask
