@@ -161,6 +161,16 @@ def test_explain_and_kernel_given_the_wrong_thing():
            "@ws.kernel decorates a Python function (a `def`), got the int 3")
 
 
+def test_explain_with_a_missing_argument_says_how_to_call_explain():
+    @ws.kernel
+    def k(x: F, n: ws.Int32):
+        pass
+
+    raised(ws.ArgumentError, "marker: explain short",
+           lambda: ws.explain(k, out()),  # marker: explain short
+           "no value for 'n'", "Fix: ws.explain(k, x, n), a value or a type per parameter")
+
+
 def test_simulator_faults_show_the_line_and_a_fix():
     @ws.kernel
     def k(x: F, y: F):

@@ -558,7 +558,9 @@ def explain(kern: Kernel, *args, print_table: bool = True, **kwargs) -> str:
                             "pass the kernel with the arguments of a launch: "
                             "ws.explain(kern, x, y).")
     from .explain import format_table
-    values = kern._bind(args, kwargs)
+    values = kern._bind(args, kwargs, f"ws.explain({kern.__name__}, "
+                        f"{', '.join(kern.param_names)}), a value or a type per parameter, as "
+                        "for ws.compile, by position or by name.")
     try:
         specs = kern.specs(values, placeholders=True)
     except WarpstageError as e:
