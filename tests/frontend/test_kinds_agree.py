@@ -1,6 +1,8 @@
 """The binding-time rules are written once (frontend/kinds/): over generated arguments of every
 kind, the full path (``classify``), the hot-path binders (``make_binder``) and the generated
-call path (jit/fast_call.py) agree on the binding, the key and the packed values, call by call.
+call path (jit/fast_call.py) agree on the binding, the key and the packed values, call by call;
+and what the full path rejects the others never launch, whatever an earlier call of an equal key
+launched.
 
 Values: ints at the i32 / i64 edges and beyond, floats (inf, nan, beyond Float32), bools, None,
 numpy scalars, host scalars (``ws.Int64(5)``), enum members (``IntEnum`` too), numpy dtypes, tensors of each
@@ -114,7 +116,11 @@ values = st.recursive(leaves, _composites, max_leaves=5)
 
 for_int32 = ints | st.booleans() | floats | np_scalars | host_scalars
 for_float32 = floats | ints | st.booleans() | host_scalars
-for_static = st.integers(-3, 3) | statics
+threes = st.sampled_from([3, 3.0, 3 + 0j, np.int64(3), np.float64(3.0), np.array([3]),
+                          np.array(3), np.array([[3]]), (3,), "3"])
+"""Values that key equal to the int 3 or hold it: rule 1 takes only some of them for
+``ws.Static[int]``, whatever an earlier call of the same key took."""
+for_static = st.integers(-3, 3) | threes | threes | statics
 for_tensor = tensors | ints
 ANNOTATED = [                       # annotation, values meant for it and some that are not
     (ws.Int32, for_int32), (ws.Float32, for_float32), (ws.Static[int], for_static),
@@ -163,12 +169,49 @@ def test_binders_agree_with_classify(data):
         _same_leaves(fast, full)
 
 
+like_3 = threes | st.sampled_from([True, 1, np.bool_(True)])
+like_3_0 = st.sampled_from([3.0, 3, 3 + 0j, np.float32(3.0), np.float64(3.0), np.int64(3),
+                            np.array([3.0]), "3.0"])
+like_true = st.sampled_from([True, 1, 1.0, 1 + 0j, np.bool_(True), np.array([True])])
+like_3j = st.sampled_from([3 + 0j, 3, 3.0, np.complex128(3), np.array([3 + 0j])])
+LOOKALIKES = [                          # annotation, values that key alike or hold one another
+    (ws.Static[int], like_3), (ws.Static[float], like_3_0), (ws.Static[bool], like_true),
+    (ws.Static[complex], like_3j),
+    (ws.Static[tuple], st.sampled_from([(3,), [3], (3.0,), Pair(3, 3), (3, 3)])),
+    (ws.Int32, threes | st.sampled_from([True, np.int32(3), ws.Int32(3)])),
+    (ws.Float32, threes | st.sampled_from([np.float32(3.0), ws.Float32(3.0)])),
+    (int, threes | st.sampled_from([True, np.int32(3)])),
+    (float, threes | st.sampled_from([np.float32(3.0), True])),
+    (bool, like_true),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_binders_never_key_a_rejected_value_as_an_accepted_one(data):
+    """A binder may take a value the full path rejects only if its key is no key of an
+    accepted value: else a cached specialization of that key would launch it. Drawn in pairs
+    of look-alikes (``3 + 0j`` keys equal to ``3``; ``np.array([3])`` holds it)."""
+    ann, strategy = data.draw(st.sampled_from(LOOKALIKES), "annotation")
+    earlier, value = data.draw(strategy, "earlier"), data.draw(strategy, "value")
+    kind, spec = _outcome(lambda: classify(earlier, ann, "p"))
+    if kind != "ok" or _outcome(lambda: classify(value, ann, "p"))[0] == "ok":
+        return                          # (no tensors here: no tensor adapter needed)
+    keys = []
+    if make_binder(ann, False, _tensor_adapter)(value, keys, []):
+        assert keys != [spec.key], (ann, earlier, value)
+
+
 def _params(a, b, t: ws.Tensor, n: ws.Int32, s: ws.Static[int], x: ws.Float32):
     pass                              # the parameters' binding and ABI are what is tested
 
 
 def _bare(a, b, c):
     pass
+
+
+def _statics(s: ws.Static[int], f: ws.Static[float], q: ws.Static[bool], c: ws.Static[complex]):
+    pass                              # look-alikes: values of equal keys that rule 1 tells apart
 
 
 
@@ -187,6 +230,9 @@ inline = (ints | floats | st.booleans() | st.none() | tensors | descriptors)
 """What the generated path reads inline (the others make it take the full path)."""
 BY_PARAM = {p: inline | inline | values for p in "abc"}
 BY_PARAM.update(t=for_tensor, n=for_int32, s=for_static, x=for_float32)
+LIKE_PARAM = dict(s=st.sampled_from([3, 3 + 0j]) | like_3, f=st.just(3.0) | like_3_0,
+                  q=st.just(True) | like_true, c=st.sampled_from([3 + 0j, 3]) | like_3j)
+"""Half the draws the plain value, or the look-alike of an equal key (``3 + 0j == 3``)."""
 HITS = []                                   # memo hits per example: the generated path was taken
 
 
@@ -199,15 +245,32 @@ def test_generated_call_agrees_with_full_path(monkeypatch, fn, data):
     specialization, smem, stream and packed values) or raises what it raises. The calls are
     variations of one call, each with one argument drawn again, so that most share all but one
     key part (a memo entry taken for the wrong key would launch the wrong specialization)."""
+    _agree(monkeypatch, fn, BY_PARAM, data)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_generated_call_tells_look_alikes_apart(monkeypatch, data):
+    """The same, for static parameters given look-alikes: after ``s=3`` launched, ``3 + 0j``
+    (an equal key) and ``np.array([3])`` (which holds 3) are still rejected as a first call
+    rejects them."""
+    _agree(monkeypatch, _statics, LIKE_PARAM, data)
+
+
+def _agree(monkeypatch, fn, by_param, data):
+    """Launch variations of one call of ``fn`` (arguments drawn from ``by_param``, by parameter
+    name) through the generated path and through the full path's classification (a twin kernel
+    with the generated path and the hot-path binders off) and compare what each did."""
     launches = install(monkeypatch, None)
     fast, full = ws.kernel(fn), ws.kernel(fn)
-    full._launch_type = api._Launch                      # the twin: the generated path off
+    full._launch_type = api._Launch                      # the twin: the generated path off,
+    full._binders = [lambda v, keys, leaves: False] * len(full.params)   # and the binders
     names = fast.param_names
-    base = [data.draw(BY_PARAM[p], p) for p in names]
+    base = [data.draw(by_param[p], p) for p in names]
     pool = [tuple(base)]
     for _ in range(3):
         j = data.draw(st.integers(0, len(names) - 1), "which")
-        pool.append(tuple(base[:j] + [data.draw(BY_PARAM[names[j]], names[j])] + base[j + 1:]))
+        pool.append(tuple(base[:j] + [data.draw(by_param[names[j]], names[j])] + base[j + 1:]))
     misses = []
     calls = 10
     for k in range(calls):                 # calls repeat, so that the memo is filled and hit

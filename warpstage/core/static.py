@@ -18,6 +18,10 @@ def _short(v, n=60) -> str:
     return r if len(r) <= n else r[:n - 3] + "..."
 
 
+REJECTED = object()
+"""What ``_StaticAnnotation.accept`` returns for a value its ``T`` does not take."""
+
+
 class _StaticAnnotation:
     """``ws.Static[T]``: the parameter is static; its value is checked against ``T``."""
 
@@ -27,24 +31,35 @@ class _StaticAnnotation:
     def __repr__(self) -> str:
         return f"ws.Static[{getattr(self.tp, '__name__', self.tp)}]"
 
-    def check(self, value, name: str):
-        """``value`` checked against ``T``, and returned; a numpy scalar where ``T`` is the
-        Python type its ``item()`` gives (``np.int64(3)`` for ``ws.Static[int]``, ``np.float32``
-        for ``float``, ``np.bool_`` for ``bool``) is returned as that Python value, so it keys
-        and traces exactly as the plain number does. Raises ArgumentError otherwise."""
+    def accept(self, value):
+        """The rule-1 check of ``value`` against ``T``, written once for the full path
+        (:meth:`check`) and the hot-path binders (frontend/kinds/static.py): the value to key
+        and trace, or ``REJECTED``. A numpy scalar where ``T`` is the Python type its ``item()``
+        gives (``np.int64(3)`` for ``ws.Static[int]``, ``np.float32`` for ``float``, ``np.bool_``
+        for ``bool``) is accepted as that Python value, so it keys and traces exactly as the
+        plain number does; a numpy array is not a scalar, whatever its size. Whether a value is
+        accepted follows from its type and its static key (a numpy scalar's holds its dtype):
+        the generated call path's signature holds both (jit/fast_call.py)."""
         tp = self.tp
         if tp is Any or tp is None:
             return value
         origin = typing.get_origin(tp) or tp
         if isinstance(origin, type) and not isinstance(value, origin):
             plain = _numpy_item(value)
-            if plain is not None and isinstance(plain, origin):
-                return plain
+            return plain if plain is not None and isinstance(plain, origin) else REJECTED
+        return value
+
+    def check(self, value, name: str):
+        """``value`` checked against ``T`` (:meth:`accept`), and returned as accepted. Raises
+        ArgumentError naming the parameter ``name`` otherwise."""
+        got = self.accept(value)
+        if got is REJECTED:
+            tp = self.tp
             raise ArgumentError(
                 f"parameter '{name}' is annotated ws.Static[{getattr(tp, '__name__', tp)}] but got "
                 f"{_got_text(value)}.\nFix: pass {_a(getattr(tp, '__name__', str(tp)))}, or "
                 "change the annotation.")
-        return value
+        return got
 
 
 def _a(noun: str) -> str:

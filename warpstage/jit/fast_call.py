@@ -7,7 +7,7 @@ of one function for its parameters' annotations and compiles it: it reads every 
 builds a flat *call signature* (the block, then per parameter what its cache key depends on: a
 tensor's dtype, shape, strides and base address mod 16; an unannotated scalar's type and width; a
 ``ws.tma.TensorDescriptor``'s geometry, as a token from ``frontend.kinds.tma.descriptor_key``; a static
-value's key) and looks it up in a memo that only the full path fills; a hit checks the
+value's type and key) and looks it up in a memo that only the full path fills; a hit checks the
 guards, picks the stream and calls ``Launcher.launch``. The function is the ``__call__`` of the
 kernel's launch objects (``kern[grid, block]``), so a hit costs one frame besides the Launcher's.
 A descriptor's ABI leaf is its 128-byte CUtensorMap, encoded at its first launch and kept in the

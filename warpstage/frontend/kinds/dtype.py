@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ...core.static import _StaticAnnotation
+from ...core.static import REJECTED, _StaticAnnotation
 from .base import mismatch
 from .static import StaticKind
 
@@ -71,10 +71,14 @@ class DTypeKind(StaticKind):
         if static is None:
             return None
 
+        accept = annotation.accept if isinstance(annotation, _StaticAnnotation) else None
+
         def bind_static(v, keys, leaves):       # rule 0 / 1: a dtype by name, else any static
             key = dtype_key(v)
             if key is None:
                 return static(v, keys, leaves)
+            if accept is not None and accept(v) is REJECTED:
+                return False                    # the full path explains
             keys.append(("static", key))
             return True
         return bind_static

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 
-from ...core.static import StaticValue, _StaticAnnotation
+from ...core.static import REJECTED, StaticValue, _StaticAnnotation
 from ...core.static_key import UnkeyableError, static_key
 from ...errors import ArgumentError
 from ...lang.pointer import Pointer, PointerSpec
@@ -144,25 +144,21 @@ class StaticKind(Kind):
 
     @classmethod
     def binder(cls, annotation, self_rule, adapter):
-        if not self_rule and isinstance(annotation, _StaticAnnotation) and \
-                annotation.tp in (bool, int, float, complex):
-            return cls.number_binder(annotation.tp)
-        return cls.bind_value if self_rule or isinstance(annotation, _StaticAnnotation) else None
+        if not self_rule and isinstance(annotation, _StaticAnnotation):
+            return cls.annotated_binder(annotation)
+        return cls.bind_value if self_rule else None
 
     @staticmethod
-    def number_binder(tp):
-        """The hot-path binder of ``ws.Static[tp]``, ``tp`` a Python number type: a numpy
-        scalar whose ``item()`` is a ``tp`` keys as that Python number, as the full path
-        (``_StaticAnnotation.check``) makes it."""
-        def bind_number(v, keys, leaves):
-            if type(v).__module__ == "numpy" and hasattr(v, "item"):
-                if getattr(v, "size", 1) != 1:
-                    return False                    # an array: the full path explains
-                v = v.item()
-                if not isinstance(v, tp):
-                    return False                    # the full path explains
-            return StaticKind.bind_value(v, keys, leaves)
-        return bind_number
+    def annotated_binder(annotation):
+        """The hot-path binder of ``ws.Static[T]``: the value as rule 1 takes it
+        (``_StaticAnnotation.accept``, the full path's own check: a numpy scalar of ``T`` keys as
+        its Python number), keyed; a value it rejects takes the full path, which explains."""
+        accept = annotation.accept
+
+        def bind_annotated(v, keys, leaves):
+            v = accept(v)
+            return v is not REJECTED and StaticKind.bind_value(v, keys, leaves)
+        return bind_annotated
 
     @staticmethod
     def bind_value(v, keys, leaves):
@@ -188,4 +184,7 @@ class StaticKind(Kind):
 
     @classmethod
     def fast_parts(cls, i, v, kind):
-        return {"read": cls.FAST.format(v=v, i=i, miss="{miss}"), "sig": f"k{i}"}
+        """The value's type and key: with both in the call signature a memo hit is a value rule
+        1 accepts (``_StaticAnnotation.accept`` decides by them) keyed as the accepted one was
+        (``3 + 0j`` keys equal to ``3``, but is no ``ws.Static[int]``)."""
+        return {"read": cls.FAST.format(v=v, i=i, miss="{miss}"), "sig": f"type({v}), k{i}"}
