@@ -146,3 +146,114 @@ def test_torch_tensors_launch_on_torchs_current_stream_at_each_call(monkeypatch)
     assert DRIVER_LAUNCHES[-1][3] == 0xC0DE
     k[4, 32](x, y, 2.0, 100)
     assert DRIVER_LAUNCHES[-1] == DRIVER_LAUNCHES[-2]
+
+
+@pytest.fixture(params=["fake gpu", "sim"])
+def on(request, monkeypatch):
+    """The target a test runs on: the pretend GPU (launches recorded in DRIVER_LAUNCHES) or the
+    simulator."""
+    if request.param == "sim":
+        ws.set_target("sim")
+        yield "sim"
+        ws.set_target(None)
+    else:
+        install(monkeypatch, None)
+        yield "gpu"
+
+
+def _pair(on, n, dtype=np.float32):
+    x, y = np.arange(n, dtype=dtype) + 1, np.ones(n, dtype)
+    return (x, y) if on == "sim" else (FakeCudaArray(x), FakeCudaArray(y))
+
+
+def _relaunch(on, p, y) -> object:
+    """``p()``, and what it launched: its record on the pretend GPU, the output ``y`` in the
+    simulator (refilled with ones first)."""
+    if on == "sim":
+        y[:] = 1.0
+    p()
+    return DRIVER_LAUNCHES[-1] if on == "gpu" else y.tolist()
+
+
+@pytest.mark.parametrize("args, kwargs, says", [
+    (("8",), {}, r"annotated Int32 but got a str \('8'\)"), ((), {}, "no value for 'n'"),
+    ((2 ** 40,), {}, "overflows"), ((), {"n": 8, "m": 1}, "unexpected keyword argument 'm'")],
+    ids=["wrong type", "missing", "out of range", "unknown keyword"])
+def test_a_failed_call_leaves_the_launch_bound_as_it_was(on, args, kwargs, says):
+    """A call that raises leaves the prepared launch bound to its previous arguments: the next
+    ``p()`` launches exactly what the one before did, every time, without tracing again."""
+    k = ws.kernel(_axpy)
+    x, y = _pair(on, 64)
+    x2, y2 = _pair(on, 64)
+    p = k[2, 32].prepare(x, y, 2.0, 64)
+    before = _relaunch(on, p, y)
+    for _ in range(2):
+        with pytest.raises(ws.ArgumentError, match=says):
+            p(x2, y2, 3.0, *args, **kwargs)
+        assert _relaunch(on, p, y) == before
+    assert k.trace_count == 1 and p.args == (x, y, 2.0, 64)
+
+
+def _picky(x: ws.Tensor, y: ws.Tensor, m: ws.Static[int]):
+    if m > 2:
+        raise ValueError("m is too big")          # a trace that fails for some arguments
+    y[0] = x[0] * m
+
+
+def test_a_rebind_whose_compile_fails_leaves_the_launch_bound(on):
+    k = ws.kernel(_picky)
+    x, y = _pair(on, 4)
+    p = k[1, 32].prepare(x, y, 2)
+    before = _relaunch(on, p, y)
+    with pytest.raises(ValueError, match="m is too big"):
+        p(x, y, 3)                                  # a new key: compiled, and it fails
+    assert _relaunch(on, p, y) == before and p.args == (x, y, 2)
+
+
+def test_a_repack_that_fails_restores_the_buffer(fake_gpu, monkeypatch):
+    """Packing writes the buffer in place: a pack that raises part-way (here: forced) leaves
+    the previous values packed."""
+    from warpstage.runtime.launcher import BoundLaunch
+    k = ws.kernel(_axpy)
+    x, y = _arrays()
+    p = k[4, 32].prepare(x, y, 2.0, 100)
+    p()
+    real = BoundLaunch.rebind
+    calls = []
+
+    def failing(self, values):
+        calls.append(values)
+        if len(calls) == 1:
+            self.slot[0][0:8] = b"\xff" * 8              # part of it written, then it fails
+            raise ws.ArgumentError("forced")
+        real(self, values)
+    monkeypatch.setattr(BoundLaunch, "rebind", failing)
+    x2, y2 = _arrays()
+    with pytest.raises(ws.ArgumentError, match="forced"):
+        p(x2, y2, 3.0, 50)
+    p()
+    assert DRIVER_LAUNCHES[-1] == DRIVER_LAUNCHES[-2] and p.args[0] is x
+
+
+def test_prepared_launches_take_keywords_and_defaults_as_a_call_does(on):
+    def with_default(x: ws.Tensor, y: ws.Tensor, a: ws.Float32, n: ws.Int32 = 64):
+        i = ws.arch.block_idx()[0] * ws.arch.block_dim()[0] + ws.arch.thread_idx()[0]
+        if i < n:
+            y[i] = a * x[i]
+    k = ws.kernel(with_default)
+    x, y = _pair(on, 64)
+    p = k[2, 32].prepare(x, y=y, a=2.0)
+    assert p.args == (x, y, 2.0, 64)
+    p(x, y, n=32, a=3.0)
+    assert p.args == (x, y, 3.0, 32)
+    if on == "gpu":
+        k[2, 32](x, y, 3.0, 32)
+        assert DRIVER_LAUNCHES[-1] == DRIVER_LAUNCHES[-2]
+    else:
+        np.testing.assert_array_equal(y, np.where(np.arange(64) < 32, 3.0 * x, 1.0))
+    with pytest.raises(ws.ArgumentError, match=r"(?s)unexpected keyword argument 'count'.*"
+                                               r"Fix: p\(x, y, a, n\) with p = with_default"):
+        p(x, y, 2.0, count=8)
+    with pytest.raises(ws.ArgumentError, match=r"(?s)no value for 'a'.*Fix: with_default"
+                                               r"\[grid, block\]\.prepare\(x, y, a, n\)"):
+        k[2, 32].prepare(x, y)

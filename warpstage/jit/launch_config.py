@@ -112,18 +112,19 @@ class _Launch:
             raise
 
 
-    def prepare(self, *args):
-        """A launch bound to ``args`` (warpstage/jit/prepared.py): ``p = kern[grid, block].prepare(
-        *args)``; ``p()`` launches again with the same arguments, ``p(*new_args)`` rebinds
-        arguments of the same types and layouts quickly (else prepares anew) and launches.
-        Preparing compiles on a cache miss but does not launch. Raises what a call raises."""
+    def prepare(self, *args, **kwargs):
+        """A launch bound to ``args`` / ``kwargs`` (warpstage/jit/prepared.py; bound as a call
+        binds them): ``p = kern[grid, block].prepare(*args)``; ``p()`` launches again with the
+        same arguments, ``p(*new_args)`` (keywords too) rebinds arguments of the same types and
+        layouts quickly (else prepares anew) and launches. Preparing compiles on a cache miss
+        but does not launch. Raises what a call raises."""
         from .prepared import PreparedLaunch
         k = self.kernel
         if self.cluster is not None:
             raise LaunchError("prepare() does not take cluster launches yet; launch with "
                               "kern(*args, grid=..., block=..., cluster=...)")
         try:
-            return PreparedLaunch(self, args)
+            return PreparedLaunch(self, args, kwargs)
         except Exception as e:
             if k.options.compiler_frames:
                 raise

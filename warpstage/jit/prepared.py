@@ -16,7 +16,10 @@ values into a parameter buffer of the prepared launch's own (``Launcher.bind``).
   compute the new arguments' call signature; when it equals the prepared one (same dtypes,
   shapes, strides, alignment, scalar widths, static values: everything the key and the packed
   shape/stride values depend on), only the values are repacked in place; otherwise the launch is
-  prepared anew (the full path: classify, specialize or compile, check, raise).
+  prepared anew (the full path: classify, specialize or compile, check, raise). Arguments bind
+  as a call binds them (by position or by name, defaults filled in), and a rebind that raises
+  leaves the launch bound as it was: the new state is computed whole before it is installed
+  (``_binding``), and an in-place repack that fails part-way repacks the previous values.
 
 The stream is read at each launch, as for a normal call: ``stream=`` of the launch object when
 given, else torch's current stream when a torch tensor is among the arguments (so a launch inside
@@ -24,7 +27,8 @@ given, else torch's current stream when a torch tensor is among the arguments (s
 launch keeps its arguments alive (the buffer holds their addresses).
 
 On the simulator target there is nothing to bind: preparing checks the arguments and compiles
-(as on the GPU: a wrong argument raises at ``prepare``), and a prepared launch calls the full path.
+(as on the GPU: a wrong argument raises at ``prepare`` or ``prepared(*new_args)``, before the
+launch), and a prepared launch calls the full path.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import sys
 from ..frontend.guards import guards_hold
 from ..backend.host_stub_ir import MISS
 from .c_call import bound_stub, c_guards
-from .launch import cuda_values, get_target, stream_handle
+from .launch import cuda_values, get_target, launch as full_launch, stream_handle
 from .tracebacks import _user_error
 
 __all__ = ["PreparedLaunch"]
@@ -41,61 +45,86 @@ __all__ = ["PreparedLaunch"]
 _GUARDS = MISS["guards"]
 
 
-class PreparedLaunch:
-    """A launch of ``launch.kernel`` on ``launch.grid``/``launch.block`` bound to ``args``; see the
-    module docstring. ``sig`` is the call signature it was bound for (None when the kernel's
-    parameters have no generated reading; then each rebind takes the full path)."""
+def _stream(fixed, raw, device) -> int:
+    """The stream of a launch: ``fixed`` (the launch object's ``stream=``) when given, else
+    torch's current stream on ``device`` when ``raw`` (its reader) is set, else 0."""
+    if fixed is not None:
+        return fixed
+    return raw(device) if raw is not None else 0
 
-    def __init__(self, launch, args: tuple):
+
+class PreparedLaunch:
+    """A launch of ``launch.kernel`` on ``launch.grid``/``launch.block`` bound to ``args`` (the
+    value of each kernel parameter, in order); see the module docstring. ``sig`` is the call
+    signature it was bound for (None when the kernel's parameters have no generated reading;
+    then each rebind takes the full path)."""
+
+    def __init__(self, launch, args: tuple, kwargs: dict):
         self._launch = launch
+        name, params = launch.kernel.__name__, ", ".join(launch.kernel.param_names)
+        self._fix = (f"p({params}) with p = {name}[grid, block].prepare(...): all the kernel's "
+                     "arguments, by position or by name, or none to launch with the bound ones.")
         # a class of its own, whose __call__ becomes the C call of the bound stub (_bind)
         self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
                               {"__doc__": PreparedLaunch.__doc__, "__module__": __name__})
-        self._bind(args)
+        self._bind(self._values(args, kwargs, f"{name}[grid, block].prepare({params}), one "
+                                              "value per parameter, by position or by name."))
 
-    def _bind(self, args: tuple) -> None:
+    def _values(self, args: tuple, kwargs: dict, fix: str = "") -> tuple:
+        """The value of each kernel parameter for a call's arguments, bound as
+        ``kern[grid, block](*args, **kwargs)`` binds them (keywords, defaults); raises its
+        ArgumentError (with ``fix``, default: how ``p(...)`` is called)."""
+        return tuple(self._launch.kernel._bind(args, kwargs, fix or self._fix))
+
+    def _bind(self, values: tuple) -> None:
+        """Bind to ``values`` (:meth:`_values`): everything is computed first and installed at
+        once, so a bind that raises (a wrong argument, a failed compile) leaves the launch
+        bound as it was."""
+        vars(self).update(self._binding(values))
+        self._set_call()
+
+    def _binding(self, values: tuple) -> dict:
+        """The attributes of a launch bound to ``values``; changes nothing of ``self``."""
         L = self._launch
         kernel = L.kernel
-        self.args = args
-        self.sig = self._hit = self._bound = self._c = None
-        self._set_call()                                # (the Python call until bound)
-        self._target = get_target()
-        if self._target != "cuda":          # the simulator: check and compile now, as a call would
-            kernel.specialize(list(args), L.block, self._target)
-            return
+        target = get_target()
+        state = dict(args=values, sig=None, _hit=None, _bound=None, _c=None, _guards=None,
+                     _target=target)
+        if target != "cuda":            # the simulator: check and compile now, as a call would
+            kernel.specialize(list(values), L.block, target)
+            return state
         if kernel._launch_type is None:
             kernel[L.grid, L.block]                     # makes kernel._fast
         fast = kernel._fast
-        values = None
+        packed = None
         if fast is not None and fast.call is not None:
             fast._notice_torch()
-            sig, hit = fast.call.lookup(L, *args)
+            sig, hit = fast.call.lookup(L, *values)
             if sig is not None and (hit is None or (hit[1] and not guards_hold(hit[1]))):
-                fast.prepare_entry(L, args, sig)
-                sig, hit = fast.call.lookup(L, *args)
+                fast.prepare_entry(L, values, sig)
+                sig, hit = fast.call.lookup(L, *values)
             if hit is not None:
-                got = fast.call.values(L, hit, *args)
+                got = fast.call.values(L, hit, *values)
                 if got is not None and got[0] == sig:
-                    self.sig, self._hit = sig, hit
-                    launcher, smem, values = hit[0], got[1], got[3]
-                    self._torch_stream = hit[3]
-                    self._guards = hit[1]
-        if values is None:                              # the full path's values
-            ck, leaves = kernel.specialize(list(args), L.block, "cuda")
+                    launcher, smem, packed = hit[0], got[1], got[3]
+                    state.update(sig=sig, _hit=hit, _torch_stream=hit[3], _guards=hit[1])
+        if packed is None:                              # the full path's values
+            ck, leaves = kernel.specialize(list(values), L.block, "cuda")
             launcher, tensors = cuda_values(ck, leaves)
-            smem, values = max(ck.dynamic_smem, L.smem), leaves
-            self._torch_stream = any(t.kind == "torch" for t in tensors)
-            self._guards = ck.guards
-        self._bound = launcher.bind(L.grid, L.block, smem, values)
-        self._device = launcher.device                  # torch's stream of this GPU
-        self._fixed_stream = None if L.stream is None else stream_handle(L.stream)
-        self._raw_stream = None
-        if self._torch_stream and self._fixed_stream is None:
+            smem, packed = max(ck.dynamic_smem, L.smem), leaves
+            state.update(_torch_stream=any(t.kind == "torch" for t in tensors),
+                         _guards=ck.guards)
+        bound = launcher.bind(L.grid, L.block, smem, packed)
+        fixed = None if L.stream is None else stream_handle(L.stream)
+        raw = None
+        if state["_torch_stream"] and fixed is None:
             from ..runtime.launcher import torch_stream_reader
-            self._raw_stream = torch_stream_reader(sys.modules["torch"])
-        self._c = bound_stub(self._bound, self._fixed_stream, self._torch_stream,
-                             self._stream())       # (stub, context), or None: from Python
-        self._set_call()
+            raw = torch_stream_reader(sys.modules["torch"])
+        state.update(_bound=bound, _packed=packed, _device=launcher.device,  # torch's stream
+                     _fixed_stream=fixed, _raw_stream=raw)                    # of this GPU
+        state["_c"] = bound_stub(bound, fixed, state["_torch_stream"],
+                                 _stream(fixed, raw, launcher.device))   # (stub, context), or
+        return state                                                     # None: from Python
 
     def _set_call(self, current: bool = False) -> None:
         """``p()`` in C where it can be: the class's ``__call__`` becomes the bound stub's C call
@@ -121,42 +150,43 @@ class PreparedLaunch:
             self._set_call(current=True)
         return PreparedLaunch.__call__(self, *args, **kwargs)
 
-    def __call__(self, *args):
-        """Launch with the bound arguments, or rebind to ``args`` (same kernel parameters) and
-        launch. Raises what ``kern[grid, block](*args)`` raises."""
+    def __call__(self, *args, **kwargs):
+        """Launch with the bound arguments, or rebind to new ones (all the kernel's arguments,
+        by position or by name, as ``kern[grid, block](...)`` takes them) and launch. Raises
+        what ``kern[grid, block](...)`` raises; a call that raises leaves the launch bound to
+        its previous arguments."""
         try:
-            if self._bound is None:                     # the simulator: the full path
-                if args:
-                    self.args = args
-                return self._launch(*self.args)
-            if args:
-                self._rebind(args)
+            if args or kwargs:
+                self._rebind(self._values(args, kwargs))
             elif self._guards and not guards_hold(self._guards):
                 self._bind(self.args)
+            if self._bound is None:                     # the simulator: the full path
+                L = self._launch
+                return full_launch(L.kernel, list(self.args), L.grid, L.block, L.smem, L.stream)
             c = self._c
             if c is None or c[0]() is not None:     # the C stub (jit/c_call.py), else Python
-                self._bound.launch(self._stream())
+                self._bound.launch(_stream(self._fixed_stream, self._raw_stream, self._device))
         except Exception as e:
             if self._launch.kernel.options.compiler_frames:
                 raise
             _user_error(e)
             raise
 
-    def _stream(self) -> int:
-        stream = self._fixed_stream
-        if stream is None:
-            stream = self._raw_stream(self._device) if self._raw_stream is not None else 0
-        return stream
-
-    def _rebind(self, args: tuple) -> None:
+    def _rebind(self, values: tuple) -> None:
+        """Bind to ``values``: repacked in place when their call signature is the bound one,
+        else prepared anew (:meth:`_bind`); either way, left as it was when it raises."""
         hit = self._hit
         if hit is not None and not (self._guards and not guards_hold(self._guards)):
-            got = self._launch.kernel._fast.call.values(self._launch, hit, *args)
+            got = self._launch.kernel._fast.call.values(self._launch, hit, *values)
             if got is not None and got[0] == self.sig:
-                self._bound.rebind(got[3])
-                self.args = args
+                try:
+                    self._bound.rebind(got[3])
+                except BaseException:
+                    self._bound.rebind(self._packed)    # (a failed pack wrote part of it)
+                    raise
+                self.args, self._packed = values, got[3]
                 return
-        self._bind(args)
+        self._bind(values)
 
     def __repr__(self) -> str:
         L = self._launch
