@@ -290,3 +290,27 @@ def test_the_generated_path_was_taken():
     if not HITS:
         pytest.skip("run with the agreement test")
     assert sum(HITS) > len(HITS), HITS
+
+
+@pytest.mark.parametrize("where", ["pretend gpu", "sim"])
+def test_a_static_int_rejects_look_alikes_after_a_cached_call(request, monkeypatch, where):
+    """The reviewer's case: ``np.array([3])`` (and ``3 + 0j``, whose key equals 3's) are
+    rejected for ``ws.Static[int]`` after ``3`` launched, as they are on a first call."""
+    if where == "sim":
+        request.getfixturevalue("sim_target")
+        x = np.zeros(8, np.float32)
+    else:
+        install(monkeypatch, None)
+        x = FakeCudaArray(np.zeros(8, np.float32))
+
+    def ks(n: ws.Static[int], x: ws.Tensor):
+        x[0] = 1.0
+    k = ws.kernel(ks)
+    k[1, 32](3, x)
+    k[1, 32](3, x)                                      # the memo entry: a hit from now on
+    for v in (np.array([3]), np.array(3), 3 + 0j):
+        with pytest.raises(ws.ArgumentError, match=rf"annotated ws.Static\[int\] but got a "
+                                                   rf"{type(v).__name__}"):
+            k[1, 32](v, x)
+    k[1, 32](np.int64(3), x)                            # a numpy scalar is still its number
+    assert k.trace_count == 1
