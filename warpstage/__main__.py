@@ -165,7 +165,8 @@ def tune_cmd(action: str) -> int:
 
 
 def _requests(spec: str):
-    """The requests (warpstage/jit/precompile.py) that MODULE[:FUNCTION] returns."""
+    """The requests (warpstage/jit/precompile.py) that MODULE[:FUNCTION] returns, and the
+    position (file, line) of FUNCTION, which errors about them name."""
     module_name, _, function = spec.partition(":")
     function = function or "warpstage_specializations"
     if module_name.endswith(".py"):
@@ -182,6 +183,8 @@ def _requests(spec: str):
     except ImportError as e:
         raise SystemExit(f"warpstage compile: cannot import {module_name!r} ({e}). Fix: pass a "
                          "module importable from here, or a path to a .py file") from None
+    except Exception as e:
+        raise SystemExit(_user_mistake(e, f"importing {module_name}")) from None
     fn = getattr(module, function, None)
     if not callable(fn):
         raise SystemExit(f"warpstage compile: {module_name} has no function {function}() "
@@ -189,26 +192,81 @@ def _requests(spec: str):
                          f"    def {function}():\n"
                          f"        return [(my_kernel, (ws.Tensor[ws.Float32, 1], ws.Int32), "
                          f"{{'block': 256}})]")
-    return fn()
+    code = getattr(fn, "__code__", None)
+    where = None if code is None else (code.co_filename, code.co_firstlineno)
+    try:
+        requests = fn()
+    except Exception as e:
+        raise SystemExit(_user_mistake(e, f"running {module_name}.{function}()")) from None
+    if not isinstance(requests, (list, tuple)):
+        at = f'\n  File "{where[0]}", line {where[1]}' if where else ""
+        raise SystemExit(f"warpstage compile: {module_name}.{function}() returned "
+                         f"{repr(requests)[:60]} (of type {type(requests).__name__}); expected "
+                         f"a list of (kernel, args) or (kernel, args, kwargs).{at}\nFix: return "
+                         f"the requests, e.g. return [(my_kernel, (ws.Tensor[ws.Float32, 1], "
+                         f"ws.Int32), {{'block': 256}})]")
+    return requests, where
+
+
+def _user_mistake(e: Exception, doing: str) -> str:
+    """The one-message report of an error that the user's code or request caused: a
+    WarpstageError's own message (what, where, expected, Fix), or an exception raised in the
+    user's code with its innermost line of that code. Re-raises ``e`` with its whole traceback
+    when it is neither (an error inside warpstage: a bug to report)."""
+    import traceback
+    from warpstage.errors import WarpstageError
+    from warpstage.jit.tracebacks import _package_frame, _user_error
+    tb, innermost = e.__traceback__, None
+    while tb is not None:
+        innermost, tb = tb, tb.tb_next
+    if not isinstance(e, WarpstageError) and (innermost is None or
+                                              _package_frame(innermost.tb_frame)):
+        raise e
+    _user_error(e)
+    if isinstance(e, WarpstageError):
+        return f"warpstage compile: {e}"
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
+    where = (f'\n  File "{frames[-1].filename}", line {frames[-1].lineno}\n    '
+             f"{frames[-1].line}" if frames else "")
+    return f"warpstage compile: {type(e).__name__} while {doing}: {e}{where}"
 
 
 def compile_cmd(spec: str, jobs: int) -> int:
-    from warpstage.jit.precompile import compile_many
+    from warpstage.jit.precompile import compile_many, normalize_requests
     from warpstage.jit.cache import files as cache
-    requests = _requests(spec)
+    from warpstage.jit.tracebacks import attributed_to
+    requests, where = _requests(spec)
     t0 = time.perf_counter()
 
     def report(name, seconds, error):
         print(f"  {name}: {'built' if error is None else 'failed (' + error + ')'} in "
               f"{seconds:.2f} s", flush=True)
-    print(f"building {len(requests)} specialization(s) with {jobs} process(es) into "
-          f"{cache.path()}", flush=True)
-    built = compile_many(requests, jobs, report)
+    with attributed_to(where):          # errors with no user frame name the spec function
+        try:
+            requests = normalize_requests(requests)
+            print(f"building {len(requests)} specialization(s) with {jobs} process(es) into "
+                  f"{cache.path()}", flush=True)
+            built = compile_many(requests, jobs, report)
+        except Exception as e:
+            raise SystemExit(_user_mistake(e, f"building the specializations of {spec}")) \
+                from None
     for ck in built:
         cubin = f"{len(ck.cubin)} bytes cubin" if ck.cubin else "PTX only (no ptxas)"
         print(f"  {ck.name}: {cubin}, {ck.registers} registers")
     print(f"done in {time.perf_counter() - t0:.2f} s")
     return 0
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: an int >= 1 (argparse reports anything else as a usage error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, got "
+                                         f"{text!r} (e.g. --jobs {os.cpu_count() or 1})")
+    return n
 
 
 def main(argv=None) -> int:
@@ -229,7 +287,7 @@ def main(argv=None) -> int:
     pc.add_argument("spec", metavar="MODULE[:FUNCTION]",
                     help="a module or .py file and the function listing the specializations "
                     "(default warpstage_specializations): [(kernel, args[, kwargs]), ...]")
-    pc.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+    pc.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1,
                     help="worker processes (default: the CPU count)")
     args = p.parse_args(argv)
     if args.cmd == "demo":

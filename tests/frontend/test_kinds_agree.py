@@ -248,7 +248,8 @@ def test_generated_call_agrees_with_full_path(monkeypatch, fn, data):
     _agree(monkeypatch, fn, BY_PARAM, data)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_generated_call_tells_look_alikes_apart(monkeypatch, data):
     """The same, for static parameters given look-alikes: after ``s=3`` launched, ``3 + 0j``

@@ -34,6 +34,12 @@ def normalize_requests(requests: Sequence) -> list:
     """``requests`` as [(kernel, args tuple, kwargs dict)]. Raises ``ArgumentError`` naming the
     request that is not ``(kernel, args)`` or ``(kernel, args, kwargs)``."""
     from ..errors import ArgumentError
+    if not isinstance(requests, (list, tuple)):
+        raise ArgumentError(f"ws.compile(requests, jobs=...): the requests are "
+                            f"{_short(requests)} (of type {type(requests).__name__}); expected "
+                            "a list of (kernel, args) or (kernel, args, kwargs). Fix: "
+                            "ws.compile([(kern, (ws.Int32,)), (kern, (ws.Int64,), {'block': 256})]"
+                            ", jobs=4)")
     out = []
     for i, r in enumerate(requests):
         if not isinstance(r, (tuple, list)) or len(r) not in (2, 3) or not _is_kernel(r[0]) \
@@ -44,6 +50,11 @@ def normalize_requests(requests: Sequence) -> list:
                                 "{'block': 256}. Fix: ws.compile([(kern, (ws.Int32,))], jobs=4)")
         out.append((r[0], tuple(r[1]), dict(r[2]) if len(r) == 3 else {}))
     return out
+
+
+def _short(x, n: int = 60) -> str:
+    r = repr(x)
+    return r if len(r) <= n else r[:n - 3] + "..."
 
 
 def _is_kernel(x) -> bool:

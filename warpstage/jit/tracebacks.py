@@ -1,8 +1,10 @@
 """What users see of an error raised by warpstage: its traceback without warpstage's own frames,
 and the user's line named in its message (``_user_error``); the ``warnings.warn`` stacklevel of
 the user's line (``_user_stacklevel``); and the boundary that applies this to every public entry
-(``user_entry``, ``user_entries``). Frames count as warpstage's when their file is under this
-package's folder (the generated launch path, ``<fast call of k>``, is named inside it).
+(``user_entry``, ``user_entries``); ``attributed_to`` names a position of the user's instead of
+the caller's line, for a command that runs the user's requests (``warpstage compile``). Frames
+count as warpstage's when their file is under this package's folder (the generated launch path,
+``<fast call of k>``, is named inside it).
 
 Every public entry ends in the same ``except`` clause, in the entry's own frame::
 
@@ -22,6 +24,8 @@ warpstage itself.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -59,8 +63,28 @@ def _user_stacklevel() -> int:
     return level
 
 
+_ATTRIBUTED = contextvars.ContextVar("warpstage_attributed_to", default=None)
+
+
+@contextlib.contextmanager
+def attributed_to(position):
+    """Within it, an error with no user frame in its traceback names ``position`` (file, line)
+    instead of the caller's line: for a command that runs the user's requests on the user's
+    behalf (``warpstage compile`` names the spec function, not its own entry script). None
+    changes nothing."""
+    token = _ATTRIBUTED.set(position)
+    try:
+        yield
+    finally:
+        _ATTRIBUTED.reset(token)
+
+
 def _caller_position():
-    """(file, line) of the first frame outside warpstage on the stack (the user's call), or None."""
+    """(file, line) of the first frame outside warpstage on the stack (the user's call), or
+    None; inside :func:`attributed_to`, its position."""
+    attributed = _ATTRIBUTED.get()
+    if attributed is not None:
+        return attributed
     f = sys._getframe(1)
     while f is not None and _package_frame(f):
         f = f.f_back
