@@ -80,6 +80,26 @@ def test_tune_true_refuses_policy_arguments():
         ws.ops.flash_attention(q, q, q, tune="yes")
 
 
+@pytest.mark.parametrize("op", ["matmul", "scaled_matmul", "flash_attention"])
+def test_a_tune_value_that_is_no_bool_is_named_as_such(op):
+    """``tune='fast'`` without policy arguments: the error is about ``tune`` (it named policy
+    arguments no one passed); with some, it names those that were given."""
+    a, q, one = np.zeros((64, 64), BF16), np.zeros((1, 1, 64, 64), BF16), np.ones((), np.float32)
+    f8 = np.zeros((64, 64), E4M3)
+    call = {"matmul": lambda **kw: ws.ops.matmul(a, a, **kw),
+            "scaled_matmul": lambda **kw: ws.ops.scaled_matmul(f8, f8.T, one, one, **kw),
+            "flash_attention": lambda **kw: ws.ops.flash_attention(q, q, q, **kw)}[op]
+    with pytest.raises(ws.ArgumentError) as e:
+        call(tune="fast")
+    assert str(e.value).startswith(f"ws.ops.{op}: tune='fast' (str); expected True (choose the "
+                                   "policy per shape class with ws.autotune) or False.")
+    assert "policy arguments" not in str(e.value) and "Fix: tune=True, or leave it out" in \
+        str(e.value)
+    with pytest.raises(ws.ArgumentError, match=rf"ws.ops.{op}: tune=True with tile_n, "
+                                               r"num_stages; expected tune=True alone"):
+        call(tune=True, tile_n=128, num_stages=2)
+
+
 def _small_tuner(fn, space, key):
     return ws.autotune(space, key=key, timer=ByIndexTimer(space), jobs=1,
                        progress=False)(fn)

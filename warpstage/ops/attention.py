@@ -18,7 +18,7 @@ from ..errors import ArgumentError
 from ..runtime.tensors import as_tensor_arg
 from . import op_plans
 from .attention_kernel import FlashAttention, flash_attention_kernel
-from .host_fixes import check_no_grad
+from .host_fixes import check_no_grad, check_tune
 from .torch_dispatch import torch_op
 from .attention_wgmma import FlashAttentionWgmma, flash_attention_wgmma_kernel
 from .descriptors import descriptor, sm_count
@@ -133,7 +133,8 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
     check_no_grad("flash_attention", "q k v", q, k, v)
     if tune is not False:
         return _tuned(q, k, v, causal, scale, causal_align, return_lse, tune,
-                      (tile_n, num_stages, None if mma in ("auto", "wgmma") else mma))
+                      dict(tile_n=tile_n, num_stages=num_stages,
+                           mma=None if mma in ("auto", "wgmma") else mma))
     op = _torch_op(q, k, v, causal, scale, causal_align, return_lse, tile_n, num_stages, mma)
     if op is not None:      # torch tensors: the torch.library op, so torch.compile sees one op
         return op(q, k, v, causal, scale, causal_align, tile_n, num_stages, mma)
@@ -145,17 +146,7 @@ def flash_attention(q, k, v, causal: bool = False, scale=None, *, causal_align="
 def _tuned(q, k, v, causal, scale, causal_align, return_lse, tune, given):
     """``flash_attention(..., tune=True)``: the wgmma kernel with the autotuned policy
     (warpstage/ops/tune_spaces.py)."""
-    from ..jit.tracebacks import _user_error
-    if tune is not True:
-        raise _user_error(ArgumentError(
-            f"flash_attention: tune={tune!r} ({type(tune).__name__}); expected True (tune the "
-            "wgmma kernel's policy) or False. Fix: tune=True, or leave it out"))
-    if any(x is not None for x in given):
-        names = [n for n, x in zip(("tile_n", "num_stages", "mma"), given) if x is not None]
-        raise _user_error(ArgumentError(
-            f"flash_attention: tune=True with {', '.join(names)}; expected tune=True alone (it "
-            "chooses the wgmma kernel's policy itself). Fix: drop those arguments, or "
-            "tune=False"))
+    check_tune("flash_attention", tune, given)
     from .tune_spaces import tuner
     return tuner("attention")(q, k, v, causal, scale, causal_align, return_lse)
 

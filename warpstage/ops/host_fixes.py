@@ -15,7 +15,7 @@ from ..jit.tracebacks import _user_error
 from ..runtime.tensors import TensorArg
 
 __all__ = ["framework", "cast_code", "empty_code", "contiguous_code", "is_read_only",
-           "check_no_grad", "kind_of"]
+           "check_no_grad", "check_tune", "kind_of"]
 
 
 def framework(*tensors) -> str:
@@ -131,6 +131,22 @@ def check_no_grad(op: str, names, *tensors) -> None:
                 "be part of the autograd graph; expected tensors that do not require grad, or "
                 "grad mode off. Fix: call it under torch.no_grad() / torch.inference_mode(), "
                 f"pass {_detach_code(name)}, or use torch's op where gradients are needed"))
+
+
+def check_tune(op: str, tune, given: dict) -> None:
+    """ArgumentError (from the user's frame) unless ``tune`` is True and none of the policy
+    arguments ``given`` (name -> value; None or False: not given) is set; each case its own
+    message: a ``tune`` that is not a bool, or the policy arguments that were given."""
+    if tune is not True:
+        raise _user_error(ArgumentError(
+            f"ws.ops.{op}: tune={tune!r} ({type(tune).__name__}); expected True (choose the "
+            "policy per shape class with ws.autotune) or False. Fix: tune=True, or leave it "
+            "out"))
+    names = [name for name, x in given.items() if x is not None and x is not False]
+    if names:
+        raise _user_error(ArgumentError(
+            f"ws.ops.{op}: tune=True with {', '.join(names)}; expected tune=True alone (the "
+            "tuner chooses the policy itself). Fix: drop those arguments, or tune=False"))
 
 
 def _detach_code(name: str) -> str:

@@ -19,8 +19,8 @@ from ..lang.sched import grid_size
 from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .descriptors import descriptor, sm_count
-from .host_fixes import (cast_code, check_no_grad, empty_code, framework, is_read_only,
-                         kind_of)
+from .host_fixes import (cast_code, check_no_grad, check_tune, empty_code, framework,
+                         is_read_only, kind_of)
 from .matmul_config import (check_arguments, choose_config, choose_stream_k, make_policy,
                             policy_for)
 from .matmul_plan import stream_k_tiles
@@ -171,9 +171,10 @@ def matmul(a, b, *, out=None, out_dtype=None, epilogue=None, bias=None, tile_n=N
         return matmul_eager(a, b, out=out, out_dtype=out_dtype)
     cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else cluster
     if tune is not False:
-        return _tuned(a, b, out, out_dtype, epilogue, tune,
-                      (tile_n, num_stages, group, splits, tile_m, raster != "M",
-                       schedule != "cooperative", cluster != (1, 1), stream_k))
+        return _tuned(a, b, out, out_dtype, epilogue, tune, dict(
+            tile_n=tile_n, num_stages=num_stages, group=group, splits=splits, tile_m=tile_m,
+            raster=raster != "M", schedule=schedule != "cooperative", cluster=cluster != (1, 1),
+            stream_k=stream_k))
     op = _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group,
                        schedule, splits, tile_m) if cluster == (1, 1) and stream_k is None \
         else None
@@ -223,16 +224,6 @@ def _tuned(a, b, out, out_dtype, epilogue, tune, given):
         raise _user_error(e) from None
     from .tune_spaces import tuner
     return tuner("matmul")(a, b, out, out_dtype, epilogue)
-
-
-def check_tune(op: str, tune, given) -> None:
-    """ArgumentError (raised from the user's frame) unless ``tune`` is True and none of the
-    policy arguments ``given`` (their values; None or False: not given) is set."""
-    if tune is not True or any(x is not None and x is not False for x in given):
-        raise _user_error(ArgumentError(
-            f"ws.ops.{op}: tune={tune!r} with policy arguments (tile_n, num_stages, group, "
-            "splits, tile_m, raster, schedule, cluster, stream_k); expected tune=True alone (the tuner chooses "
-            "them) or tune=False. Fix: drop the policy arguments, or tune=False"))
 
 
 def _torch_matmul(a, b, out, out_dtype, epilogue, tile_n, num_stages, raster, group, schedule,

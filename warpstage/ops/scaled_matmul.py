@@ -24,8 +24,8 @@ from ..runtime.tensors import as_tensor_arg
 from ..jit.tracebacks import _user_error
 from .matmul_epilogues import Epilogue, _bias_check
 from . import op_plans
-from .host_fixes import check_no_grad, framework, kind_of
-from .matmul_host import _matmul, _out_dtype, _shapes, _typed, check_tune
+from .host_fixes import check_no_grad, check_tune, framework, kind_of
+from .matmul_host import _matmul, _out_dtype, _shapes, _typed
 from .torch_dispatch import torch_op
 
 __all__ = ["scaled_matmul", "scaled_matmul_eager", "Scales"]
@@ -152,8 +152,9 @@ def scaled_matmul(a, b, scale_a=None, scale_b=None, *, out_dtype=None, out=None,
     check_no_grad("scaled_matmul", "a b scale_a scale_b bias out", a, b, scale_a, scale_b, bias,
                   out)
     if tune is not False:
-        check_tune("scaled_matmul", tune, (tile_n, num_stages, group, splits, tile_m,
-                                           raster != "M", schedule != "cooperative"))
+        check_tune("scaled_matmul", tune, dict(
+            tile_n=tile_n, num_stages=num_stages, group=group, splits=splits, tile_m=tile_m,
+            raster=raster != "M", schedule=schedule != "cooperative"))
         try:
             _checked(a, b, scale_a, scale_b, bias)      # before tuning, not as its failure
         except WarpstageError as e:
