@@ -101,3 +101,37 @@ def test_the_first_candidate_timed_runs_once_before_it_is_timed(cache_dir):
     # then one untimed call of the first candidate (the process's warm-up), then the timings
     assert tk.CALLS[compiled] == "slow"
     assert timer.seen == [("slow", compiled + 1), ("fast", compiled + 2)]
+
+
+def _no_config(x, y):
+    pass
+
+
+def _positional_config(x, y, config, /):
+    pass
+
+
+def _var_args(*args):
+    pass
+
+
+@pytest.mark.parametrize("fn, fix", [
+    (_no_config, "def _no_config(x, y, *, config)"),
+    (_positional_config, "def _positional_config(x, y, /, *, config)"),
+    (_var_args, "def _var_args(*args, config)")])
+def test_a_launch_function_without_a_config_parameter_is_refused_where_it_is_decorated(fn, fix):
+    """The tuner calls ``fn(*args, config=candidate)``: a function that cannot take it is an
+    ArgumentError at the decorator's line, not a host error of every candidate at the call."""
+    with pytest.raises(ws.ArgumentError) as e:
+        ws.autotune(GOOD, progress=False)(fn)
+    text = str(e.value)
+    assert text.startswith(f"ws.autotune: the launch function {fn.__qualname__}(")
+    assert "takes no keyword argument 'config'" in text and f"Fix: {fix}: ..." in text
+    assert e.value.where is not None and e.value.where.startswith(__file__), e.value.where
+    assert all("/warpstage/" not in f.filename for f in
+               __import__("traceback").extract_tb(e.value.__traceback__))
+
+
+def test_launch_functions_that_take_config_are_accepted():
+    for fn in (lambda x, config: None, lambda x, *, config=None: None, lambda *a, **kw: None):
+        assert callable(ws.autotune(GOOD, progress=False)(fn))

@@ -73,6 +73,31 @@ def _count(name: str, value, low: int):
     return value
 
 
+def _check_takes_config(fn) -> None:
+    """ArgumentError unless the launch function ``fn`` can be called as ``fn(*args,
+    config=...)``, as the tuner calls it: a ``config`` parameter that is not positional-only, or
+    ``**kwargs``. (A function whose signature cannot be read is taken as it is.)"""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    params = sig.parameters
+    p = params.get("config")
+    if p is not None and p.kind is not p.POSITIONAL_ONLY or \
+            any(q.kind is q.VAR_KEYWORD for q in params.values()):
+        return
+    name = getattr(fn, "__qualname__", repr(fn))
+    wanted = sig.replace(parameters=[q for q in params.values() if q.name != "config"] + [
+        inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY)], return_annotation=sig.empty)
+    raise ArgumentError(
+        f"ws.autotune: the launch function {name}{sig} takes no keyword argument 'config'; "
+        f"expected a parameter config (the tuner calls {name}(*args, config=candidate) once "
+        f"per candidate). Fix: def {name}{wanted}: ..., launching with the candidate's "
+        "fields; or put @ws.autotune above a @ws.kernel whose first parameter (or "
+        "config_param=) takes the configuration")
+
+
 @user_entry_methods
 class Tuned:
     """A tuned launch function or ``@ws.kernel`` (what ``ws.autotune(...)(target)`` returns).
@@ -89,6 +114,8 @@ class Tuned:
             raise ArgumentError(f"ws.autotune(...) wraps a launch function fn(*args, config=...) "
                                 f"or a @ws.kernel; got {type(target).__name__}. Fix: put "
                                 "@ws.autotune(configs) above a def or a @ws.kernel")
+        if self.kind == "fn":
+            _check_takes_config(target)
         self.position = 0
         if self.kind == "kernel":
             names = target.param_names
@@ -355,6 +382,7 @@ def autotune(configs, *, key: Optional[Callable] = None, warmup: Optional[int] =
                             "static policy objects. Fix: ws.autotune([MyPolicy(64), "
                             "MyPolicy(128)])")
 
+    @user_entry                         # the decorator's errors name the user's line alone
     def wrap(target):
         return Tuned(target, configs, key, warmup, rep, prune, budget_s, strategy, progress,
                      timer, jobs, isolation, watchdog_s, config_param, name, devices)
