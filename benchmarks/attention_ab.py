@@ -29,6 +29,13 @@ from attention import _launcher, _policy, error, flops, inputs, sdpa  # noqa: E4
 BASE128 = dict(fma_select=True, rescale_threshold=8.0)
 
 
+def _shipped(*points):
+    """(D, causal, fields) per (D, causal, short): the op's shipped fields there
+    (``attention_plan.shipped_fields``)."""
+    from warpstage.ops.attention_plan import shipped_fields
+    return [(d, causal, shipped_fields(d, causal, short)) for d, causal, short in points]
+
+
 def _wide_variants(tile_n, causal):
     """D = 96 / 192 / 256: the shipped default (``WGMMA_DEFAULTS``: causal on the one-CTA-per-tile
     grid), then fma_select, the rescale threshold, packed P, and (causal) dynamic_tiles."""
@@ -222,6 +229,13 @@ SETS = {
                + [dict(fma_select=True, tile_n=tn, dynamic_tiles=True, packed_p=True,
                        rescale_threshold=8.0, exp_after_wait=eaw)
                   for tn in (128, 160, 192) for eaw in (False, True)]},
+    # session 19: exp_after_wait where session 19's eaw17 runs did not reach: the short
+    # defaults (S_q <= short_bound) at D=64 and D=128 non-causal (eaw19s), and the causal long
+    # defaults (eaw19c)
+    "eaw19s": {(d, causal): [dict(f, exp_after_wait=eaw) for eaw in (False, True)]
+               for d, causal, f in _shipped((64, False, True), (128, False, True))},
+    "eaw19c": {(d, causal): [dict(f, exp_after_wait=eaw) for eaw in (False, True)]
+               for d, causal, f in _shipped((64, True, False), (128, True, False))},
     # session 12: the wide head dims still carry session 4-5's fields (the two-instruction
     # exponent, no rescale threshold); the pieces D=64/128 took since, over each default
     "wide12": {key: _wide_variants(tile_n, causal) for key, tile_n, causal in (

@@ -125,6 +125,17 @@ CASES = [
                                                         dynamic_tiles=True, skip_idle=True,
                                                         partial_last=True, fma_select=True,
                                                         rescale_threshold=8.0)),
+    # session 19's long defaults with FlashAttention-4's step order (exp_after_wait): D=128's
+    # 3 x 80 keys with a partial row block and K/V tile, D=64's overlapped boundaries
+    (2, 2, 200, 250, 128, False, "bfloat16", None, dict(consumer_wgs=3, tile_n=80,
+                                                        dynamic_tiles=True, skip_idle=True,
+                                                        partial_last=True, fma_select=True,
+                                                        rescale_threshold=8.0,
+                                                        exp_after_wait=True)),
+    (3, 2, 400, 150, 64, False, "bfloat16", None, dict(consumer_wgs=3, fma_select=True,
+                                                       overlap_tiles=True, packed_p=True,
+                                                       rescale_at_wait=True,
+                                                       exp_after_wait=True)),
     # a warpgroup whose last K/V tile it sees only in its first half issues S and P V there
     # over those keys (causal diagonals; an S_k tail of at most tile_n / 2 keys)
     (1, 2, 300, 300, 128, True, "bfloat16", None, dict(narrow_last=True, fma_select=True,

@@ -133,7 +133,8 @@ def test_sass_skips_the_multiplies_in_the_kv_step():
 def test_the_device_sweeps_build(name):
     """Every variant of benchmarks/attention.py's sweeps of this field is a valid policy, and
     the shipped default at every S above ``SHORT_SEQ`` is among the variants of the latest
-    sweep ("attn9": session 9 call A made its ``dynamic_tiles`` variant the D=128 causal
+    sweep or A/B set that chose it (benchmarks/attention_ab.py's "d128l13", then "eaw17" at
+    D=64 and D=128 non-causal; "attn9": session 9 call A made its ``dynamic_tiles`` variant the D=128 causal
     default; "attn8" / "attn8_64" held the defaults of their day; scripts/gpu_attn8.sh and
     gpu_attn9.sh run them on the H200)."""
     spec = importlib.util.spec_from_file_location(
@@ -141,12 +142,17 @@ def test_the_device_sweeps_build(name):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     from warpstage.ops.attention_plan import WGMMA_DEFAULTS
-    newer = _ab_sets()["d128l13"]           # session 13 took D=128 non-causal's default there
+    newer = dict(_ab_sets()["d128l13"])     # session 13 took D=128 non-causal's default there,
+    newer.update(_ab_sets()["eaw17"])       # session 19 exp_after_wait at D=64 and D=128's
     for (d, causal), variants in bench.SWEEPS[name].items():
         keys = [FlashAttentionWgmma(head_dim=d, causal=causal, **f).__static_key__()
                 for f in variants]
         shipped = FlashAttentionWgmma(head_dim=d, causal=causal, **WGMMA_DEFAULTS[(d, causal)])
-        if name.startswith("attn9") and (d, causal) not in newer:
+        if (d, causal) in newer:
+            assert shipped.__static_key__() in [
+                FlashAttentionWgmma(head_dim=d, causal=causal, **f).__static_key__()
+                for f in newer[(d, causal)]]
+        elif name.startswith("attn9"):
             assert shipped.__static_key__() in keys
         assert len(set(keys)) == len(keys)
 

@@ -53,14 +53,15 @@ SIM_CTAS = 3
 WGMMA_DEFAULTS = {
     (128, False): dict(tile_n=80, num_stages=2, consumer_wgs=3, fma_select=True,
                        rescale_threshold=8.0, dynamic_tiles=True, skip_idle=True,
-                       partial_last=True),
+                       partial_last=True, exp_after_wait=True),
     (128, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
                       rescale_threshold=8.0, dynamic_tiles=True),
     (96, False): dict(tile_n=112, num_stages=2, consumer_wgs=3, fma_select=True),
     (96, True): dict(tile_n=128, num_stages=2, fma_select=True, packed_p=True,
                      rescale_threshold=8.0, dynamic_tiles=True),
     (64, False): dict(tile_n=128, num_stages=2, consumer_wgs=3, fma_select=True,
-                      overlap_tiles=True, packed_p=True, rescale_at_wait=True),
+                      overlap_tiles=True, packed_p=True, rescale_at_wait=True,
+                      exp_after_wait=True),
     (64, True): dict(tile_n=128, num_stages=3, consumer_wgs=3, late_wait=False, fma_select=True,
                      skip_idle=True),
     (192, False): dict(tile_n=96, num_stages=2, fma_select=True, rescale_threshold=8.0),
@@ -150,7 +151,16 @@ third full: 459 against 504, so ``WGMMA_SHORT`` keeps 2 warpgroups there, with
 ``dynamic_tiles``: 512, 1.09x); causal D=96 the D=128 causal fields (514 at S=4096, 1.24x; 395
 at S=1024, 1.17x). D=96's rescale threshold was not taken non-causal: no gain there, and its max
 error against SDPA rose 2.3x (6.3e-4 -> 1.5e-3; the simulator's relative error at D=96 and
-D=128 rose alike, 4%)."""
+D=128 rose alike, 4%).
+
+Session 19 (``benchmarks/attention_ab.py --set eaw17``, H100 80GB HBM3, device time, two runs of
+9 and 21 rounds interleaved with cuDNN; RESULTS.md "Session 19"): ``exp_after_wait``
+(FlashAttention-4's step order) over the D=64 and D=128 non-causal long defaults: D=64 B=4
+S=4096 +3.3% / +2.9% (529 vs 512 TFLOP/s), S=8192 +1.2% / +1.4%, S=16384 -0.8% (one run);
+D=128 S=4096 +0.8% / +2.7% (692 vs 674), S=8192 +1.4% / +1.0%, S=16384 +1.0%; errors against
+SDPA unchanged (7.5e-4 at D=128 S=4096). Taken at both. FA4's own shape (2 warpgroups of 128,
+160 or 192 keys, with or without it) stayed 1-6% behind the 3 x 80 kernel at S = 4096-16384
+(set wide18): not taken."""
 
 SHORT_SEQ = 2048
 SHORT_SEQ_AT = {(128, False): 1536}
@@ -172,9 +182,9 @@ def is_short(seq_q: int, head_dim: int, causal: bool) -> bool:
 
 WGMMA_SHORT = {
     (64, True): dict(consumer_wgs=2, overlap_tiles=True, skip_idle=False),
-    (64, False): dict(num_stages=3, dynamic_tiles=True),
+    (64, False): dict(num_stages=3, dynamic_tiles=True, exp_after_wait=False),
     (128, False): dict(tile_n=128, consumer_wgs=2, skip_idle=False, partial_last=False,
-                       overlap_tiles=True, packed_p=True),
+                       overlap_tiles=True, packed_p=True, exp_after_wait=False),
     (128, True): dict(overlap_tiles=True),
     (96, False): dict(tile_n=128, consumer_wgs=2, dynamic_tiles=True),
 }
