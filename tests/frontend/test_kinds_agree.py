@@ -315,3 +315,19 @@ def test_a_static_int_rejects_look_alikes_after_a_cached_call(request, monkeypat
             k[1, 32](v, x)
     k[1, 32](np.int64(3), x)                            # a numpy scalar is still its number
     assert k.trace_count == 1
+
+
+def test_complex_inside_a_static_tuple_keys_apart_from_its_int(sim_target):
+    """``(3 + 0j,)`` == ``(3,)`` in Python, but a kernel that reads the element's type must not
+    reuse the ``(3,)`` specialization: the static key tags complex (and float, bool) values with
+    their type inside containers as at the top level (core/static_key.py)."""
+    def kc(p: ws.Static[tuple], x: ws.Tensor):
+        x[0] = 1.0 if isinstance(p[0], complex) else 2.0
+    k = ws.kernel(kc)
+    x = np.zeros(8, np.float32)
+    k[1, 32]((3,), x)
+    assert x[0] == 2.0
+    k[1, 32]((3 + 0j,), x)
+    assert x[0] == 1.0 and k.trace_count == 2
+    k[1, 32]((3 + 0j,), x)
+    assert k.trace_count == 2                           # its own entry hits

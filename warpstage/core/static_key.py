@@ -1,9 +1,10 @@
 """Stable cache keys for static values (binding-time rule 7, docs/binding-time.md "Static keys").
 
 A key never contains ``id()``: it must be the same in a new process, so the disk cache can reuse
-a cubin. In order: ``__static_key__()``; plain data (None, bool, int, float, str, bytes, tuples,
-lists, dicts, frozensets); classes and modules by qualified name; functions by code, defaults and
-closure; enums by class and name; an object with Python's default identity hash by its class and
+a cubin. In order: ``__static_key__()``; plain data (None, bool, int, float, complex, str,
+bytes, tuples, lists, dicts, frozensets; bool, float and complex tagged with their type, since
+True == 1 == 1.0 == 1+0j); classes and modules by qualified name; functions by code, defaults
+and closure; enums by class and name; an object with Python's default identity hash by its class and
 a structural key of its attributes (so mutating a config object recompiles); a hashable object
 with its own ``__eq__``/``__hash__`` also by its attributes when they can be keyed, else by the
 object itself (an ``EqualityKey``: compared with ``==``, so two unequal objects whose hashes
@@ -65,6 +66,8 @@ def static_key(v, _depth: int = 0, _path=None):
     if t in _PLAIN:
         if t is float:      # a NaN is not equal to itself: as a key it would never hit
             return ("float", v) if v == v else ("float", "nan")
+        if t is complex:    # 3+0j == 3 == 3.0: tagged like float, so (3+0j,) keys apart from (3,)
+            return ("complex", static_key(v.real), static_key(v.imag))
         return v if t is not bool else ("bool", v)
     sk = getattr(t, "__static_key__", None)
     if sk is not None and not isinstance(v, type):
