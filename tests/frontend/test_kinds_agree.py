@@ -331,3 +331,24 @@ def test_complex_inside_a_static_tuple_keys_apart_from_its_int(sim_target):
     assert x[0] == 1.0 and k.trace_count == 2
     k[1, 32]((3 + 0j,), x)
     assert k.trace_count == 2                           # its own entry hits
+
+
+def test_the_sign_of_zero_and_a_numpy_nan_in_static_values(sim_target):
+    """-0.0 keys apart from 0.0 (they are == in Python); a numpy NaN keys equal to itself, so
+    repeated calls hit (session 19 review: the sign was lost, and every call traced again)."""
+    import math
+
+    def kz(p: ws.Static[tuple], x: ws.Tensor):
+        x[0] = math.copysign(1.0, float(p[0]))
+    k = ws.kernel(kz)
+    x = np.zeros(8, np.float32)
+    k[1, 32]((0.0,), x)
+    assert x[0] == 1.0
+    for neg in (-0.0, np.float32(-0.0), complex(-0.0, 0.0)):
+        k[1, 32]((neg.real if isinstance(neg, complex) else neg,), x)
+        assert x[0] == -1.0
+    n = k.trace_count
+    for _ in range(3):
+        k[1, 32]((np.float32("nan"),), x)
+        k[1, 32]((np.float64("nan"),), x)
+    assert k.trace_count == n + 2

@@ -64,8 +64,8 @@ def static_key(v, _depth: int = 0, _path=None):
                              "keyed structurally)")
     t = type(v)
     if t in _PLAIN:
-        if t is float:      # a NaN is not equal to itself: as a key it would never hit
-            return ("float", v) if v == v else ("float", "nan")
+        if t is float:      # a NaN is not equal to itself, and -0.0 == 0.0: both by text
+            return ("float", v) if v == v and v != 0 else ("float", repr(v))
         if t is complex:    # 3+0j == 3 == 3.0: tagged like float, so (3+0j,) keys apart from (3,)
             return ("complex", static_key(v.real), static_key(v.imag))
         return v if t is not bool else ("bool", v)
@@ -241,7 +241,10 @@ def _numpy_key(v, np):
     (so an array changed in place recompiles). Arrays over ARRAY_LIMIT bytes are not keyed:
     hashing them on every launch would cost more than passing them."""
     if isinstance(v, np.generic):
-        return ("np", v.dtype.str, v.item())
+        item = v.item()
+        if isinstance(item, (float, complex)):  # NaN, -0.0 and the complex parts as floats are
+            item = static_key(item)             # keyed (equal to itself, the zero's sign kept)
+        return ("np", v.dtype.str, item)
     if v.dtype.hasobject:
         raise UnkeyableError("a numpy array of Python objects has no content key")
     if v.nbytes > ARRAY_LIMIT:
