@@ -3,7 +3,8 @@ tables (``WGMMA_MIN_WORK`` here; ``WGMMA_DEFAULTS`` and ``WGMMA_SHORT`` in
 ``attention_tables.py``), the cached policies (``wgmma_policy_for``, ``policy_for``), and
 ``plan_call``, which checks a call's arguments and returns its ``AttentionPlan``: the kernel,
 the policy and every fallback with its reason. ``explain`` prints that plan
-(``ws.explain(ws.ops.flash_attention, q, k, v, ...)``); the op runs it (``flash_attention_eager``). Host code only: nothing here launches or copies.
+(``ws.explain(ws.ops.flash_attention, q, k, v, ...)``); the op runs it
+(``flash_attention_eager``). Host code only: nothing here launches or copies.
 """
 from __future__ import annotations
 
